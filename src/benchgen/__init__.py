@@ -1,0 +1,1 @@
+"""BenchGen: build AI benchmarks, run models on them, rank the results."""

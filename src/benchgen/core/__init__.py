@@ -1,0 +1,1 @@
+"""Foundations shared by every layer: settings, errors, ids, clock, permissions, context."""

@@ -1,0 +1,50 @@
+"""Deployment settings, read from `BENCHGEN_*` environment variables into one typed object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything an operator configures; built once per app or command, never at import time."""
+
+    model_config = SettingsConfigDict(env_prefix="BENCHGEN_", extra="ignore")
+
+    data_dir: Path = Field(Path("benchgen-data"), description="Where SQLite and files live.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; unset means SQLite in data_dir (postgresql+psycopg://…)."
+    )
+    public_url: str | None = Field(None, description="Base URL used for absolute links.")
+    smtp_url: str | None = Field(
+        None, description="smtp://user:pass@host:port; unset keeps mail in the local outbox."
+    )
+    mail_from: str = "benchgen@localhost"
+
+    agent_allow_create: bool = True
+    agent_allow_edit: bool = True
+    agent_allow_publish: bool = True
+    agent_turn_cap_s: int = Field(900, ge=10)
+
+    create_limit_per_day: int = Field(10, ge=1)
+    create_limit_per_minute: int = Field(3, ge=1)
+
+    token_default_days: int = Field(90, ge=1)
+    token_max_days: int = Field(365, ge=1)
+
+    argon2_time_cost: int = Field(3, ge=1)
+    argon2_memory_kib: int = Field(65536, ge=64)
+
+    sqlite_busy_timeout_ms: int = Field(30000, ge=0)
+
+    def resolved_database_url(self) -> str:
+        """The configured URL, or the SQLite file inside the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'benchgen.db').as_posix()}"
+
+    def link(self, path: str) -> str:
+        """A web-app link: absolute when a public URL is configured, else the bare path."""
+        return f"{self.public_url.rstrip('/')}{path}" if self.public_url else path

@@ -1,0 +1,185 @@
+"""The permission vocabulary: scopes, principal kinds, roles, actions and the rule for each action.
+
+This module only *describes* who may do what; `services/access.py` is the one place that decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Scope(StrEnum):
+    """What a token or turn credential may carry. Exactly six; nothing else is ever delegable."""
+
+    READ = "read"
+    RUNS = "runs"
+    CREATE = "create"
+    EDIT = "edit"
+    PUBLISH = "publish"
+    TRAIN = "train"
+
+
+ALL_SCOPES = frozenset(Scope)
+
+# Scopes an operator can switch off for the agent entirely (`BENCHGEN_AGENT_ALLOW_*`).
+AGENT_SWITCHABLE = {
+    Scope.CREATE: "agent_allow_create",
+    Scope.EDIT: "agent_allow_edit",
+    Scope.PUBLISH: "agent_allow_publish",
+}
+
+
+class PrincipalKind(StrEnum):
+    """Who is acting, and through which door."""
+
+    WEB = "web"  # a person with a login session
+    API = "api"  # a personal API token (bgp_)
+    AGENT = "agent"  # a credential minted for one chat turn (bga_)
+    CLI = "cli"  # the operator's command line, optionally acting --as a user
+    SYSTEM = "system"  # background jobs, with explicit grants only
+
+
+SESSION_KINDS = frozenset({PrincipalKind.WEB, PrincipalKind.CLI})
+DELEGATED_KINDS = frozenset({PrincipalKind.API, PrincipalKind.AGENT})
+
+
+class Role(StrEnum):
+    """A user's relation to a benchmark. A user may hold several at once."""
+
+    OWNER = "owner"
+    COLLABORATOR = "collaborator"
+    PARTICIPANT = "participant"  # joined: sees questions (never the key), may run
+    INVITEE = "invitee"  # not joined yet, but the whitelist admits them
+    PUBLIC = "public"  # any signed-in user, on a published benchmark
+
+
+class Target(StrEnum):
+    """What an action applies to, which decides how the user's rights are looked up."""
+
+    BENCHMARK = "benchmark"  # rights come from the user's roles on that benchmark
+    OWN = "own"  # the user's own account or own objects; ownership checked by the service
+    PLATFORM = "platform"  # deployment-wide administration; needs the admin flag
+
+
+class Action(StrEnum):
+    """Every guarded action. Adding one without a rule (and matrix rows in the tests) fails."""
+
+    BENCHMARK_LIST = "benchmark.list"
+    BENCHMARK_READ = "benchmark.read"
+    BENCHMARK_READ_KEY = "benchmark.read_key"
+    BENCHMARK_CREATE = "benchmark.create"
+    BENCHMARK_EDIT = "benchmark.edit"
+    BENCHMARK_PUBLISH = "benchmark.publish"
+    RUN_LAUNCH = "run.launch"
+    MODEL_MANAGE = "model.manage"
+    TRAINING_LAUNCH = "training.launch"
+    CREDITS_READ = "credits.read"
+    BENCHMARK_JOIN = "benchmark.join"
+    BENCHMARK_UNPUBLISH = "benchmark.unpublish"
+    BENCHMARK_DELETE = "benchmark.delete"
+    PHASES_MANAGE = "phases.manage"
+    ACCESS_MANAGE = "access.manage"
+    JUDGE_CONFIGURE = "judge.configure"
+    PARTICIPANTS_EMAIL = "participants.email"
+    LEADERBOARD_MANAGE = "leaderboard.manage"
+    RUN_EDIT_SCORE = "run.edit_score"
+    MODEL_DELETE = "model.delete"
+    DATASET_DELETE = "dataset.delete"
+    TRAINING_DELETE = "training.delete"
+    BILLING_MANAGE = "billing.manage"
+    TOKENS_MANAGE = "tokens.manage"
+    ADMIN_USERS = "admin.users"
+    ADMIN_CREDITS = "admin.credits"
+    ADMIN_SETTINGS = "admin.settings"
+
+
+@dataclass(frozen=True)
+class ActionRule:
+    """How one action is guarded.
+
+    `scope` None means session-only: no token or turn credential can ever carry it.
+    `page` is the web-app page where a person does it (refusals link there).
+    """
+
+    scope: Scope | None
+    target: Target
+    roles: frozenset[Role] = frozenset()
+    page: str = "/"
+    summary: str = ""
+
+
+_R = Role
+_READERS = frozenset({_R.OWNER, _R.COLLABORATOR, _R.PARTICIPANT, _R.PUBLIC})
+_EDITORS = frozenset({_R.OWNER, _R.COLLABORATOR})
+_OWNER = frozenset({_R.OWNER})
+_SETTINGS = "/benchmarks/{id}/settings"
+
+
+def _delegable(scope: Scope, target: Target, roles: frozenset[Role], summary: str) -> ActionRule:
+    return ActionRule(scope, target, roles, "/", summary)
+
+
+def _session(target: Target, roles: frozenset[Role], page: str, summary: str) -> ActionRule:
+    return ActionRule(None, target, roles, page, summary)
+
+
+B, OWN, P = Target.BENCHMARK, Target.OWN, Target.PLATFORM
+RULES: dict[Action, ActionRule] = {
+    Action.BENCHMARK_LIST: _delegable(Scope.READ, OWN, frozenset(), "list visible benchmarks"),
+    Action.BENCHMARK_READ: _delegable(Scope.READ, B, _READERS, "see a benchmark and its questions"),
+    Action.BENCHMARK_READ_KEY: _delegable(Scope.READ, B, _EDITORS, "see a benchmark's answer key"),
+    Action.BENCHMARK_CREATE: _delegable(Scope.CREATE, OWN, frozenset(), "create a benchmark"),
+    Action.BENCHMARK_EDIT: _delegable(Scope.EDIT, B, _EDITORS, "change metadata or questions"),
+    Action.BENCHMARK_PUBLISH: _delegable(Scope.PUBLISH, B, _EDITORS, "publish a benchmark"),
+    Action.RUN_LAUNCH: _delegable(Scope.RUNS, B, _READERS, "run a model on a benchmark"),
+    Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),
+    Action.TRAINING_LAUNCH: _delegable(Scope.TRAIN, OWN, frozenset(), "launch a training job"),
+    Action.CREDITS_READ: _delegable(Scope.READ, OWN, frozenset(), "read own credit ledger"),
+    Action.BENCHMARK_JOIN: _session(
+        B, frozenset({_R.INVITEE, _R.PUBLIC}), "/benchmarks/{id}", "join as a participant"
+    ),
+    Action.BENCHMARK_UNPUBLISH: _session(B, _OWNER, _SETTINGS, "unpublish a benchmark"),
+    Action.BENCHMARK_DELETE: _session(B, _OWNER, _SETTINGS, "delete a benchmark"),
+    Action.PHASES_MANAGE: _session(
+        B, _OWNER, "/benchmarks/{id}/settings/phases", "add or remove phases and tasks"
+    ),
+    Action.ACCESS_MANAGE: _session(
+        B, _OWNER, "/benchmarks/{id}/settings/access", "collaborators, whitelist, participants"
+    ),
+    Action.JUDGE_CONFIGURE: _session(
+        B, _OWNER, "/benchmarks/{id}/settings/judge", "set up the AI judge"
+    ),
+    Action.PARTICIPANTS_EMAIL: _session(
+        B, _OWNER, "/benchmarks/{id}/participants/email", "email participants"
+    ),
+    Action.LEADERBOARD_MANAGE: _session(
+        B, _EDITORS, "/runs/{id}", "add or remove a run on a leaderboard"
+    ),
+    Action.RUN_EDIT_SCORE: _session(B, _OWNER, "/runs/{id}", "correct a run's score by hand"),
+    Action.MODEL_DELETE: _session(OWN, frozenset(), "/models/{id}", "delete a model"),
+    Action.DATASET_DELETE: _session(OWN, frozenset(), "/datasets/{id}", "delete a dataset"),
+    Action.TRAINING_DELETE: _session(OWN, frozenset(), "/training/{id}", "delete a training job"),
+    Action.BILLING_MANAGE: _session(OWN, frozenset(), "/settings/billing", "billing and credits"),
+    Action.TOKENS_MANAGE: _session(
+        OWN, frozenset(), "/settings/tokens", "create, list or revoke API tokens"
+    ),
+    Action.ADMIN_USERS: _session(P, frozenset(), "/admin", "create and manage user accounts"),
+    Action.ADMIN_CREDITS: _session(P, frozenset(), "/admin", "grant credits to users"),
+    Action.ADMIN_SETTINGS: _session(P, frozenset(), "/admin", "change deployment settings"),
+}
+
+
+def rule_for(action: Action) -> ActionRule:
+    """The rule for `action`; every action in the vocabulary has one."""
+    return RULES[action]
+
+
+def is_session_only(action: Action) -> bool:
+    """True when no token or agent credential can ever perform `action`."""
+    return RULES[action].scope is None
+
+
+def page_for(action: Action, object_id: str = "") -> str:
+    """The web-app path where a person performs `action` (with the object's id filled in)."""
+    return RULES[action].page.replace("{id}", object_id or "…")

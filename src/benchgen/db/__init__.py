@@ -1,0 +1,1 @@
+"""Storage: typed tables, the engine and sessions, and Alembic migrations."""

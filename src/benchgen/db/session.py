@@ -1,0 +1,65 @@
+"""Engine and sessions: SQLite with WAL, foreign keys, busy timeout and up-front write locks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+_IMMEDIATE = "benchgen_immediate"
+
+
+class Database:
+    """One engine per process, with a read and a write session factory."""
+
+    def __init__(self, url: str, busy_timeout_ms: int = 30000) -> None:
+        self.url = url
+        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
+        self.engine = self._build_engine(url, busy_timeout_ms)
+        # Write sessions run on an option view of the same engine, so the begin hook can tell
+        # them apart and take SQLite's write lock at BEGIN instead of at the first write.
+        self._reads = sessionmaker(self.engine, expire_on_commit=False)
+        self._writes = sessionmaker(
+            self.engine.execution_options(**{_IMMEDIATE: True}), expire_on_commit=False
+        )
+
+    def _build_engine(self, url: str, busy_timeout_ms: int) -> Engine:
+        if not self.is_sqlite:
+            return create_engine(url, pool_pre_ping=True)
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": busy_timeout_ms / 1000})
+        _configure_sqlite(engine, busy_timeout_ms)
+        return engine
+
+    def session(self, write: bool = True) -> Session:
+        """A new session; a write session takes the write lock with its first statement."""
+        return self._writes() if write else self._reads()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take transaction control from the sqlite3 module so BEGIN is ours to write.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # BEGIN IMMEDIATE for writers: two writers never both read then fail to upgrade their
+        # lock (SQLITE_BUSY mid-transaction); the second simply waits for the busy timeout.
+        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -1,0 +1,1 @@
+"""All rules live here: permissions, credits, freezing, rate limits, validation, audit."""

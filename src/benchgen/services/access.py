@@ -1,0 +1,189 @@
+"""The one decision point for permissions: `explain` decides, `can` and `require` use it.
+
+Effective right = what the principal carries (scopes, grants) ∩ what the user may do on that
+object right now (roles, admin flag, live token) ∩ the deployment's agent switches. Every check
+denies first; nothing later in the chain can turn a denial into an allowance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from benchgen.core.clock import as_utc
+from benchgen.core.context import Context
+from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
+from benchgen.core.permissions import (
+    AGENT_SWITCHABLE,
+    DELEGATED_KINDS,
+    Action,
+    PrincipalKind,
+    Role,
+    Target,
+    page_for,
+    rule_for,
+)
+from benchgen.db.tables import ApiToken, Benchmark, Collaborator, Participant, User, WhitelistEntry
+from benchgen.services import overrides
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one check; `hidden` denials surface as NotFound, revealing nothing."""
+
+    allowed: bool
+    reason: str
+    hidden: bool = False
+    page: str | None = None
+    role: Role | None = None
+
+
+def explain(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> Decision:
+    """Decide whether the context's principal may do `action` (on `benchmark` where it applies)."""
+    rule = rule_for(action)
+    principal = ctx.principal
+    if principal.kind is PrincipalKind.SYSTEM:
+        granted = action in principal.grants
+        return Decision(granted, f"system job {principal.name!r} {_verb(granted)} this grant")
+    if principal.is_operator:
+        allowed = rule.target is Target.PLATFORM
+        return Decision(allowed, "the operator" if allowed else "act --as a user for this")
+    user = live_user(ctx)
+    if user is None:
+        return Decision(False, "the account is disabled or the credential is no longer valid")
+    if rule.target is Target.BENCHMARK:
+        if benchmark is None:
+            raise ValueError(f"{action} needs a benchmark")
+        roles = roles_on(ctx, user, benchmark)
+        if not roles:
+            return Decision(False, "no such benchmark", hidden=True)
+    page = page_for(action, benchmark.id if benchmark else "")
+    if principal.kind in DELEGATED_KINDS:
+        denial = _delegation_denial(ctx, action)
+        if denial:
+            return Decision(False, denial, page=page)
+    if rule.target is Target.PLATFORM:
+        return Decision(user.is_admin, "admin" if user.is_admin else "needs an administrator")
+    if rule.target is Target.OWN:
+        return Decision(True, "the user's own account")
+    matching = sorted(roles & rule.roles)
+    if not matching:
+        held = ", ".join(sorted(roles))
+        return Decision(False, f"your role ({held}) does not allow this", page=page)
+    return Decision(True, f"allowed as {matching[0]}", role=matching[0])
+
+
+def _delegation_denial(ctx: Context, action: Action) -> str | None:
+    """Why a token or turn credential may not do `action`, or None when it may."""
+    rule = rule_for(action)
+    kind = "this agent" if ctx.principal.kind is PrincipalKind.AGENT else "an API token"
+    if rule.scope is None:
+        return f"{kind} can never {rule.summary}; do it in the web app"
+    if rule.scope not in ctx.principal.scopes:
+        return f"{kind} without the '{rule.scope}' scope cannot {rule.summary}"
+    switch = AGENT_SWITCHABLE.get(rule.scope)
+    if (
+        ctx.principal.kind is PrincipalKind.AGENT
+        and switch
+        and not overrides.effective(ctx, switch)
+    ):
+        return f"this deployment has switched off '{rule.scope}' for the agent"
+    return None
+
+
+def can(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> bool:
+    """True when `explain` allows it."""
+    return explain(ctx, action, benchmark).allowed
+
+
+def require(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> Decision:
+    """Return the allowing decision or raise.
+
+    Raises:
+        Unauthenticated: the user or credential is no longer valid.
+        NotFound: the principal may not know the benchmark exists.
+        PermissionDenied: anything else; the message says why and where to go instead.
+    """
+    decision = explain(ctx, action, benchmark)
+    if decision.allowed:
+        return decision
+    if ctx.principal.user_id and not ctx.principal.is_operator and live_user(ctx) is None:
+        raise Unauthenticated(decision.reason)
+    if decision.hidden:
+        raise NotFound("No such benchmark.", {"id": benchmark.id if benchmark else None})
+    details = {"action": action.value, **({"page": decision.page} if decision.page else {})}
+    raise PermissionDenied(f"Not allowed: {decision.reason}.", details)
+
+
+def live_user(ctx: Context) -> User | None:
+    """The acting user if the account is active and, for tokens, the credential is still live."""
+    principal = ctx.principal
+    if principal.user_id is None:
+        return None
+    user = ctx.session.get(User, principal.user_id)
+    if user is None or not user.is_active:
+        return None
+    if principal.kind in DELEGATED_KINDS and not _token_live(ctx, principal.token_id):
+        return None
+    return user
+
+
+def _token_live(ctx: Context, token_id: str | None) -> bool:
+    # Re-checked on every decision, so revoking a token (or the token an agent turn was
+    # started with) takes effect at the very next call, mid-request or mid-turn.
+    while token_id is not None:
+        token = ctx.session.get(ApiToken, token_id)
+        if token is None or token.revoked_at is not None or as_utc(token.expires_at) <= ctx.now():
+            return False
+        token_id = token.parent_token_id
+    return True
+
+
+def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:
+    """Every role `user` holds on `benchmark` now; empty when the benchmark is deleted or unseen."""
+    if benchmark.deleted_at is not None:
+        return frozenset()
+    roles: set[Role] = set()
+    if benchmark.owner_id == user.id:
+        roles.add(Role.OWNER)
+    if ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None:
+        roles.add(Role.COLLABORATOR)
+    member = ctx.session.get(Participant, (benchmark.id, user.id))
+    if member is not None and member.status == "active":
+        roles.add(Role.PARTICIPANT)
+    elif member is None and is_whitelisted(ctx, benchmark.id, user.email):
+        roles.add(Role.INVITEE)
+    if benchmark.visibility == "published":
+        roles.add(Role.PUBLIC)
+    return frozenset(roles)
+
+
+def is_whitelisted(ctx: Context, benchmark_id: str, email: str) -> bool:
+    """True when an exact-email or `@domain` whitelist entry admits `email`."""
+    domain = "@" + email.rsplit("@", 1)[-1]
+    found = ctx.session.scalar(
+        select(WhitelistEntry.id).where(
+            WhitelistEntry.benchmark_id == benchmark_id,
+            WhitelistEntry.entry.in_([email.lower(), domain.lower()]),
+        )
+    )
+    return found is not None
+
+
+def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchmark:
+    """Load a live benchmark and require `action` on it.
+
+    Raises:
+        NotFound: no such benchmark, deleted, or not visible to the principal.
+        PermissionDenied: visible but the action is not allowed.
+    """
+    benchmark = ctx.session.get(Benchmark, benchmark_id)
+    if benchmark is None or benchmark.deleted_at is not None:
+        raise NotFound("No such benchmark.", {"id": benchmark_id})
+    require(ctx, action, benchmark)
+    return benchmark
+
+
+def _verb(granted: bool) -> str:
+    return "holds" if granted else "lacks"

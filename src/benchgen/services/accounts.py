@@ -1,0 +1,168 @@
+"""User accounts: creation, argon2 password hashing, sign-in, the admin flag."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import select
+
+from benchgen.core.config import Settings
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, Unauthenticated, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import User
+from benchgen.services import access, audit
+
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024
+
+
+@dataclass(frozen=True)
+class UserView:
+    """What the edges may show of a user (never the password hash)."""
+
+    id: str
+    email: str
+    display_name: str
+    is_admin: bool
+    is_active: bool
+
+
+def view(user: User) -> UserView:
+    """The public shape of a user row."""
+    return UserView(user.id, user.email, user.display_name, user.is_admin, user.is_active)
+
+
+def _hasher(settings: Settings) -> PasswordHasher:
+    return PasswordHasher(
+        time_cost=settings.argon2_time_cost, memory_cost=settings.argon2_memory_kib
+    )
+
+
+def normalize_email(raw: str) -> str:
+    """A syntactically valid, lower-cased address (no DNS lookups: no network at run time).
+
+    Raises:
+        InvalidInput: not an email address.
+    """
+    try:
+        checked = validate_email(raw.strip(), check_deliverability=False, test_environment=True)
+    except EmailNotValidError as exc:
+        raise invalid(["email"], str(exc)) from exc
+    return checked.normalized.lower()
+
+
+def create_user(
+    ctx: Context, email: str, password: str, display_name: str = "", is_admin: bool = False
+) -> UserView:
+    """Create an account (admins and the operator only).
+
+    Raises:
+        PermissionDenied: the principal may not create accounts.
+        InvalidInput: bad email, or a password shorter than 8 characters.
+        Conflict: the email is taken.
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    address = normalize_email(email)
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise invalid(["password"], f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    name = display_name.strip() or address.split("@")[0]
+    if len(name) > 200:
+        raise invalid(["display_name"], "must be at most 200 characters")
+    if ctx.session.scalar(select(User.id).where(User.email == address)) is not None:
+        raise Conflict(f"An account with email {address} already exists.", {"email": address})
+    user = User(
+        id=new_id("usr"),
+        email=address,
+        display_name=name,
+        password_hash=_hasher(ctx.settings).hash(password),
+        is_admin=is_admin,
+        is_active=True,
+        created_at=ctx.now(),
+    )
+    ctx.session.add(user)
+    ctx.session.flush()
+    audit.record(ctx, "user.create", "user", user.id, email=address, is_admin=is_admin)
+    return view(user)
+
+
+def authenticate(ctx: Context, email: str, password: str) -> UserView:
+    """Check a password; rehash it when the configured cost changed.
+
+    Raises:
+        Unauthenticated: unknown email, disabled account or wrong password (one message for all,
+            so sign-in cannot be used to learn which emails exist).
+    """
+    failure = Unauthenticated("Wrong email or password.")
+    user = ctx.session.scalar(select(User).where(User.email == email.strip().lower()))
+    hasher = _hasher(ctx.settings)
+    if user is None or not user.is_active or user.password_hash is None:
+        # Spend the same time as a real check so response timing does not reveal accounts.
+        hasher.hash(password)
+        raise failure
+    try:
+        hasher.verify(user.password_hash, password)
+    except (VerificationError, InvalidHashError):
+        raise failure from None
+    if hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = hasher.hash(password)
+    return view(user)
+
+
+def get_user_by_email(ctx: Context, email: str) -> UserView:
+    """Look up an account by email (admins and the operator only).
+
+    Raises:
+        PermissionDenied: not an admin.
+        NotFound: no such account.
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    user = ctx.session.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None:
+        raise NotFound(f"No account with email {email}.", {"email": email})
+    return view(user)
+
+
+def get_me(ctx: Context) -> UserView:
+    """The acting user.
+
+    Raises:
+        Unauthenticated: the account or credential is no longer valid.
+    """
+    user = access.live_user(ctx)
+    if user is None:
+        raise Unauthenticated("The account is disabled or the credential is no longer valid.")
+    return view(user)
+
+
+def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
+    """Disable or re-enable an account; a disabled account's tokens stop working at once.
+
+    Raises:
+        PermissionDenied: not an admin.
+        NotFound: no such account.
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    user = ctx.session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such account.", {"id": user_id})
+    user.is_active = active
+    audit.record(ctx, "user.activate" if active else "user.disable", "user", user.id)
+    return view(user)
+
+
+def lock_user(ctx: Context, user_id: str) -> None:
+    """Serialise concurrent spending and creating by one user for the rest of the transaction.
+
+    Raises:
+        NotFound: no such account.
+    """
+    # A row lock on PostgreSQL; on SQLite the write transaction already holds the database
+    # lock from BEGIN IMMEDIATE, and SQLAlchemy leaves FOR UPDATE out.
+    found = ctx.session.scalar(select(User.id).where(User.id == user_id).with_for_update())
+    if found is None:
+        raise NotFound("No such account.", {"id": user_id})

@@ -1,0 +1,351 @@
+"""Benchmarks: create, read with visibility, change (one shape for preview and edit), publish,
+unpublish, delete, and freezing the questions once a run is accepted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exists, func, or_, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, Frozen, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action, Role
+from benchgen.db.tables import Benchmark, Collaborator, Participant, Question
+from benchgen.services import access, audit, phases, questions, ratelimits
+from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
+
+FROZEN_FORMATS = frozenset({"qa", "mcq"})
+
+
+@dataclass(frozen=True)
+class BenchmarkView:
+    """A benchmark as the acting principal may see it."""
+
+    id: str
+    title: str
+    description: str
+    format: str
+    visibility: str
+    owner_id: str
+    version: int
+    question_count: int
+    questions_frozen: bool
+    created_door: str
+    created_at: datetime
+    updated_at: datetime
+    published_at: datetime | None
+    roles: list[str]
+    can_see_key: bool
+
+
+@dataclass(frozen=True)
+class Created:
+    """A new benchmark and the warnings (e.g. duplicate prompts) found on the way."""
+
+    benchmark: BenchmarkView
+    warnings: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ChangePreview:
+    """What a change would do, validated against the benchmark as it is now."""
+
+    benchmark_id: str
+    metadata: dict[str, dict[str, str]]
+    questions: dict[str, Any] | None
+    version_before: int
+    version_after: int
+    warnings: list[dict[str, Any]]
+
+
+def create_benchmark(ctx: Context, data: BenchmarkIn | dict[str, Any]) -> Created:
+    """Create a qa or mcq benchmark owned by the acting user, with one phase and one task.
+
+    Raises:
+        PermissionDenied: the principal may not create benchmarks.
+        InvalidInput: bad shape or questions; every problem with its place.
+        RateLimited: API/agent creation limit reached (10 a day, 3 a minute, shared).
+    """
+    access.require(ctx, Action.BENCHMARK_CREATE)
+    spec = parse(BenchmarkIn, data)
+    _check_title(spec.title)
+    checked = questions.validate_questions(spec.format, spec.questions)
+    benchmark_id = new_id("bm")
+    ratelimits.consume_creation(ctx, benchmark_id)
+    now = ctx.now()
+    owner_id = ctx.principal.user_id
+    assert owner_id is not None  # creating is an own-account action: a user is acting
+    row = Benchmark(
+        id=benchmark_id,
+        owner_id=owner_id,
+        title=spec.title,
+        description=spec.description,
+        format=spec.format,
+        visibility="private",
+        scoring={},
+        created_door=ctx.principal.door,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    questions.replace_questions(ctx, benchmark_id, checked.questions)
+    phases.create_default_phase(ctx, row)
+    audit.record(
+        ctx,
+        "benchmark.create",
+        "benchmark",
+        benchmark_id,
+        title=spec.title,
+        format=spec.format,
+        questions=len(checked.questions),
+    )
+    return Created(_view(ctx, row), checked.warnings)
+
+
+def get_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
+    """One benchmark, if the principal may see it.
+
+    Raises:
+        NotFound: missing, deleted, or private and not shared with the user.
+        PermissionDenied: the token lacks the read scope.
+    """
+    return _view(ctx, access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ))
+
+
+def list_benchmarks(
+    ctx: Context, mine_only: bool = False, search: str = "", limit: int = 50, offset: int = 0
+) -> list[BenchmarkView]:
+    """Benchmarks the principal may see: own, collaborating, joined, and (unless `mine_only`)
+    published ones; newest first.
+
+    Raises:
+        PermissionDenied: the token lacks the read scope.
+        InvalidInput: limit outside 1..200 or a negative offset.
+    """
+    access.require(ctx, Action.BENCHMARK_LIST)
+    if not 1 <= limit <= 200 or offset < 0:
+        raise invalid(["limit"], "limit must be 1..200 and offset at least 0")
+    user_id = ctx.principal.user_id
+    shared = or_(
+        Benchmark.owner_id == user_id,
+        exists().where(Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user_id),
+        exists().where(
+            Participant.benchmark_id == Benchmark.id,
+            Participant.user_id == user_id,
+            Participant.status == "active",
+        ),
+    )
+    visible = shared if mine_only else or_(shared, Benchmark.visibility == "published")
+    query = select(Benchmark).where(Benchmark.deleted_at.is_(None), visible)
+    if search.strip():
+        query = query.where(Benchmark.title.ilike(f"%{_escape_like(search.strip())}%", escape="\\"))
+    query = query.order_by(Benchmark.created_at.desc(), Benchmark.id).limit(limit).offset(offset)
+    return [_view(ctx, row) for row in ctx.session.scalars(query)]
+
+
+def list_questions(ctx: Context, benchmark_id: str) -> list[dict[str, Any]]:
+    """The questions in order; answers only for the owner and collaborators.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: the token lacks the read scope.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    with_key = access.can(ctx, Action.BENCHMARK_READ_KEY, row)
+    return [
+        {"position": position, **question.as_dict(with_answer=with_key)}
+        for position, question in enumerate(questions.load_canonical(ctx, benchmark_id))
+    ]
+
+
+def preview_benchmark_change(
+    ctx: Context, benchmark_id: str, change: BenchmarkChange | dict[str, Any]
+) -> ChangePreview:
+    """Validate a change against the benchmark as it is now and return the diff; applies nothing.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: the principal may not read it, or may not see the key it would change.
+        InvalidInput: bad change; every problem with its place.
+        Frozen: the change touches questions that are frozen.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    # A question diff shows the answer key, so previewing one needs the right to see the key.
+    access.require(ctx, Action.BENCHMARK_READ_KEY, row)
+    preview, _ = _plan_change(ctx, row, parse(BenchmarkChange, change))
+    return preview
+
+
+def edit_benchmark(
+    ctx: Context, benchmark_id: str, change: BenchmarkChange | dict[str, Any]
+) -> tuple[BenchmarkView, ChangePreview]:
+    """Apply a change (metadata and/or the full new question list); questions bump the version.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: not the owner or a collaborator, or the token lacks the edit scope.
+        InvalidInput: bad change; every problem with its place.
+        Frozen: questions of a qa/mcq benchmark cannot change after its first run.
+        Conflict: the change changes nothing.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    preview, new_questions = _plan_change(ctx, row, parse(BenchmarkChange, change))
+    if not preview.metadata and preview.questions is None:
+        raise Conflict("The change changes nothing.", {"id": benchmark_id})
+    for name, values in preview.metadata.items():
+        setattr(row, name, values["after"])
+    if new_questions is not None:
+        questions.replace_questions(ctx, row.id, new_questions)
+        row.version = preview.version_after
+    row.updated_at = ctx.now()
+    audit.record(
+        ctx,
+        "benchmark.edit",
+        "benchmark",
+        row.id,
+        fields=sorted(preview.metadata),
+        questions_changed=new_questions is not None,
+        version=row.version,
+    )
+    return _view(ctx, row), preview
+
+
+def _plan_change(
+    ctx: Context, row: Benchmark, change: BenchmarkChange
+) -> tuple[ChangePreview, list[questions.Canonical] | None]:
+    metadata: dict[str, dict[str, str]] = {}
+    for name in ("title", "description"):
+        after = getattr(change, name)
+        if after is not None and after != getattr(row, name):
+            metadata[name] = {"before": getattr(row, name), "after": after}
+    if "title" in metadata:
+        _check_title(metadata["title"]["after"])
+    diff, new_list, warnings = None, None, []
+    if change.questions is not None:
+        checked = questions.validate_questions(row.format, change.questions)
+        current = questions.load_canonical(ctx, row.id)
+        if checked.questions != current:
+            if is_frozen(row):
+                raise Frozen(
+                    "The questions and answer key are frozen: this benchmark already has a run, "
+                    "and results must stay comparable. Title and description can still change; "
+                    "create a new benchmark for new questions.",
+                    {"id": row.id, "frozen_at": str(row.questions_frozen_at)},
+                )
+            diff, new_list, warnings = (
+                questions.diff_questions(current, checked.questions),
+                checked.questions,
+                checked.warnings,
+            )
+    after = row.version + 1 if new_list is not None else row.version
+    return ChangePreview(row.id, metadata, diff, row.version, after, warnings), new_list
+
+
+def publish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
+    """Make a benchmark visible to everyone (questions yes, answer keys never). Idempotent.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: not the owner or a collaborator, or the token lacks the publish scope.
+        Conflict: a benchmark with no questions cannot be published.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_PUBLISH)
+    if row.visibility == "published":
+        return _view(ctx, row)
+    if row.format in FROZEN_FORMATS and _question_count(ctx, row.id) == 0:
+        raise Conflict("A benchmark with no questions cannot be published.", {"id": row.id})
+    row.visibility, row.published_at, row.updated_at = "published", ctx.now(), ctx.now()
+    audit.record(ctx, "benchmark.publish", "benchmark", row.id)
+    return _view(ctx, row)
+
+
+def unpublish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
+    """Make a published benchmark private again (owner, web app or CLI only). Idempotent.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: not the owner, or a token or the agent asked.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_UNPUBLISH)
+    if row.visibility != "private":
+        row.visibility, row.published_at, row.updated_at = "private", None, ctx.now()
+        audit.record(ctx, "benchmark.unpublish", "benchmark", row.id)
+    return _view(ctx, row)
+
+
+def delete_benchmark(ctx: Context, benchmark_id: str) -> None:
+    """Soft-delete: the benchmark disappears for everyone; rows stay for the audit trail.
+
+    Raises:
+        NotFound: not visible to the principal (or already deleted).
+        PermissionDenied: not the owner, or a token or the agent asked.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_DELETE)
+    row.deleted_at = row.updated_at = ctx.now()
+    audit.record(ctx, "benchmark.delete", "benchmark", row.id)
+
+
+def freeze_questions(ctx: Context, benchmark_id: str) -> bool:
+    """Freeze a qa/mcq benchmark's questions because a run on it is being accepted.
+
+    Called by the run service inside the unit of work that enqueues the run, whoever launched
+    it. Returns True when this call froze it. Custom formats never freeze.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: the principal may not run on this benchmark.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
+    if row.format not in FROZEN_FORMATS or row.questions_frozen_at is not None:
+        return False
+    row.questions_frozen_at = ctx.now()
+    audit.record(ctx, "benchmark.freeze", "benchmark", row.id, version=row.version)
+    return True
+
+
+def is_frozen(row: Benchmark) -> bool:
+    """True when the questions of `row` can no longer change."""
+    return row.format in FROZEN_FORMATS and row.questions_frozen_at is not None
+
+
+def _check_title(title: str) -> None:
+    if not title:
+        raise invalid(["title"], "must not be empty")
+
+
+def _question_count(ctx: Context, benchmark_id: str) -> int:
+    count = ctx.session.scalar(
+        select(func.count()).select_from(Question).where(Question.benchmark_id == benchmark_id)
+    )
+    return int(count or 0)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _view(ctx: Context, row: Benchmark) -> BenchmarkView:
+    user = access.live_user(ctx)
+    roles = access.roles_on(ctx, user, row) if user else frozenset[Role]()
+    return BenchmarkView(
+        id=row.id,
+        title=row.title,
+        description=row.description,
+        format=row.format,
+        visibility=row.visibility,
+        owner_id=row.owner_id,
+        version=row.version,
+        question_count=_question_count(ctx, row.id),
+        questions_frozen=is_frozen(row),
+        created_door=row.created_door,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        published_at=row.published_at,
+        roles=sorted(roles),
+        can_see_key=access.can(ctx, Action.BENCHMARK_READ_KEY, row) if user else False,
+    )

@@ -1,0 +1,212 @@
+"""Who else is on a benchmark: collaborators, the join whitelist, participants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Collaborator, Participant, User, WhitelistEntry
+from benchgen.services import access, accounts, audit
+
+PARTICIPANT_STATUSES = ("active", "removed")
+
+
+@dataclass(frozen=True)
+class Member:
+    """A collaborator or participant as the owner sees them."""
+
+    user_id: str
+    email: str
+    display_name: str
+    status: str
+    since: datetime
+
+
+def add_collaborator(ctx: Context, benchmark_id: str, email: str) -> Member:
+    """Let another user edit, run and publish this benchmark (owner, web app or CLI only).
+
+    Raises:
+        NotFound: benchmark or account not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+        Conflict: already a collaborator, or the owner themself.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    user = _user_by_email(ctx, email)
+    if user.id == benchmark.owner_id:
+        raise Conflict("The owner already has every right on the benchmark.")
+    if ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None:
+        raise Conflict(f"{user.email} is already a collaborator.")
+    row = Collaborator(benchmark_id=benchmark.id, user_id=user.id, added_at=ctx.now())
+    ctx.session.add(row)
+    audit.record(ctx, "collaborator.add", "benchmark", benchmark.id, user_id=user.id)
+    return Member(user.id, user.email, user.display_name, "active", row.added_at)
+
+
+def remove_collaborator(ctx: Context, benchmark_id: str, user_id: str) -> None:
+    """Take a collaborator's rights away at once (owner, web app or CLI only).
+
+    Raises:
+        NotFound: benchmark or collaborator not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    row = ctx.session.get(Collaborator, (benchmark.id, user_id))
+    if row is None:
+        raise NotFound("No such collaborator.", {"user_id": user_id})
+    ctx.session.delete(row)
+    audit.record(ctx, "collaborator.remove", "benchmark", benchmark.id, user_id=user_id)
+
+
+def list_collaborators(ctx: Context, benchmark_id: str) -> list[Member]:
+    """The benchmark's collaborators (owner only).
+
+    Raises:
+        NotFound / PermissionDenied: as for any owner-only access action.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    rows = ctx.session.execute(
+        select(User, Collaborator.added_at)
+        .join(Collaborator, Collaborator.user_id == User.id)
+        .where(Collaborator.benchmark_id == benchmark.id)
+        .order_by(User.email)
+    )
+    return [Member(u.id, u.email, u.display_name, "active", added) for u, added in rows]
+
+
+def add_whitelist_entries(ctx: Context, benchmark_id: str, entries: list[str]) -> list[str]:
+    """Admit exact emails and whole `@domain`s as possible participants (owner only).
+
+    Raises:
+        NotFound / PermissionDenied: as for any owner-only access action.
+        InvalidInput: an entry that is neither an email nor `@domain`; nothing is added then.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    cleaned = [_whitelist_entry(raw, index) for index, raw in enumerate(entries)]
+    existing = set(
+        ctx.session.scalars(
+            select(WhitelistEntry.entry).where(WhitelistEntry.benchmark_id == benchmark.id)
+        )
+    )
+    added = [entry for entry in dict.fromkeys(cleaned) if entry not in existing]
+    ctx.session.add_all(
+        WhitelistEntry(id=new_id("wl"), benchmark_id=benchmark.id, entry=entry, added_at=ctx.now())
+        for entry in added
+    )
+    audit.record(ctx, "whitelist.add", "benchmark", benchmark.id, entries=added)
+    return added
+
+
+def remove_whitelist_entry(ctx: Context, benchmark_id: str, entry: str) -> None:
+    """Stop admitting an email or domain; those who joined already stay (owner only).
+
+    Raises:
+        NotFound: no such entry.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    row = ctx.session.scalar(
+        select(WhitelistEntry).where(
+            WhitelistEntry.benchmark_id == benchmark.id,
+            WhitelistEntry.entry == entry.strip().lower(),
+        )
+    )
+    if row is None:
+        raise NotFound("No such whitelist entry.", {"entry": entry})
+    ctx.session.delete(row)
+    audit.record(ctx, "whitelist.remove", "benchmark", benchmark.id, entry=row.entry)
+
+
+def list_whitelist(ctx: Context, benchmark_id: str) -> list[str]:
+    """The whitelist entries, sorted (owner only)."""
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    return sorted(
+        ctx.session.scalars(
+            select(WhitelistEntry.entry).where(WhitelistEntry.benchmark_id == benchmark.id)
+        )
+    )
+
+
+def join_benchmark(ctx: Context, benchmark_id: str) -> Member:
+    """Join as a participant: allowed when the whitelist admits you, or the benchmark is published.
+
+    Raises:
+        NotFound: the benchmark is private and the whitelist does not admit you.
+        PermissionDenied: a token or the agent asked (joining is done in the web app).
+        Conflict: already a participant, or removed by the owner.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_JOIN)
+    user = access.live_user(ctx)
+    assert user is not None  # require() above only allows a live user
+    existing = ctx.session.get(Participant, (benchmark.id, user.id))
+    if existing is not None:
+        raise Conflict(f"You are already a participant ({existing.status}).")
+    row = Participant(
+        benchmark_id=benchmark.id, user_id=user.id, status="active", joined_at=ctx.now()
+    )
+    ctx.session.add(row)
+    audit.record(ctx, "participant.join", "benchmark", benchmark.id)
+    return Member(user.id, user.email, user.display_name, row.status, row.joined_at)
+
+
+def set_participant_status(ctx: Context, benchmark_id: str, user_id: str, status: str) -> None:
+    """Remove a participant or let them back (owner only).
+
+    Raises:
+        NotFound: not a participant.
+        InvalidInput: unknown status.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    if status not in PARTICIPANT_STATUSES:
+        raise invalid(["status"], f"must be one of {', '.join(PARTICIPANT_STATUSES)}")
+    row = ctx.session.get(Participant, (benchmark.id, user_id))
+    if row is None:
+        raise NotFound("No such participant.", {"user_id": user_id})
+    row.status = status
+    audit.record(
+        ctx, "participant.status", "benchmark", benchmark.id, user_id=user_id, status=status
+    )
+
+
+def list_participants(
+    ctx: Context, benchmark_id: str, statuses: tuple[str, ...] = PARTICIPANT_STATUSES
+) -> list[Member]:
+    """Participants with one of `statuses` (owner only)."""
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    return participants_with(ctx, benchmark.id, statuses)
+
+
+def participants_with(ctx: Context, benchmark_id: str, statuses: tuple[str, ...]) -> list[Member]:
+    """Participants of a benchmark the caller already has access to, filtered by status."""
+    rows = ctx.session.execute(
+        select(User, Participant.status, Participant.joined_at)
+        .join(Participant, Participant.user_id == User.id)
+        .where(Participant.benchmark_id == benchmark_id, Participant.status.in_(statuses))
+        .order_by(User.email)
+    )
+    return [Member(u.id, u.email, u.display_name, status, since) for u, status, since in rows]
+
+
+def _user_by_email(ctx: Context, email: str) -> User:
+    address = accounts.normalize_email(email)
+    user = ctx.session.scalar(select(User).where(User.email == address, User.is_active.is_(True)))
+    if user is None:
+        raise NotFound(f"No active account with email {address}.", {"email": address})
+    return user
+
+
+def _whitelist_entry(raw: str, index: int) -> str:
+    text = raw.strip().lower()
+    if text.startswith("@"):
+        domain = text[1:]
+        if not domain or "." not in domain or "@" in domain or " " in domain:
+            raise invalid(["entries", index], f"{raw!r} is not a valid @domain entry")
+        return text
+    try:
+        return accounts.normalize_email(text)
+    except Exception:
+        raise invalid(["entries", index], f"{raw!r} is neither an email nor an @domain") from None

@@ -1,0 +1,157 @@
+"""Email to a benchmark's participants: preview, record of what was sent, SMTP or local outbox."""
+
+from __future__ import annotations
+
+import smtplib
+from dataclasses import dataclass
+from email.message import EmailMessage
+from urllib.parse import unquote, urlsplit
+
+from sqlalchemy import select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import OutboxEmail
+from benchgen.services import access, audit, members
+
+MAX_SUBJECT = 300
+MAX_BODY = 50_000
+
+
+@dataclass(frozen=True)
+class EmailPreview:
+    """Exactly what would be sent, and to whom."""
+
+    benchmark_id: str
+    subject: str
+    body: str
+    recipients: list[str]
+    statuses: list[str]
+
+
+@dataclass(frozen=True)
+class OutboxLine:
+    """One recorded message."""
+
+    id: str
+    batch_id: str
+    to_email: str
+    subject: str
+    status: str
+    error: str
+
+
+def preview_participant_email(
+    ctx: Context,
+    benchmark_id: str,
+    subject: str,
+    body: str,
+    statuses: tuple[str, ...] = ("active",),
+) -> EmailPreview:
+    """Who would get this message (participants with the given statuses only) and what it says.
+
+    Raises:
+        NotFound / PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: empty or oversized subject/body, unknown status, or nobody to send to.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PARTICIPANTS_EMAIL)
+    subject, body = subject.strip(), body.strip()
+    if not 1 <= len(subject) <= MAX_SUBJECT or "\n" in subject or "\r" in subject:
+        raise invalid(["subject"], f"one line of 1 to {MAX_SUBJECT} characters")
+    if not 1 <= len(body) <= MAX_BODY:
+        raise invalid(["body"], f"must be 1 to {MAX_BODY} characters")
+    unknown = [status for status in statuses if status not in members.PARTICIPANT_STATUSES]
+    if unknown or not statuses:
+        raise invalid(["statuses"], f"choose from {', '.join(members.PARTICIPANT_STATUSES)}")
+    recipients = [m.email for m in members.participants_with(ctx, benchmark.id, statuses)]
+    if not recipients:
+        raise invalid(["statuses"], "no participant has these statuses; nothing would be sent")
+    return EmailPreview(benchmark.id, subject, body, recipients, list(statuses))
+
+
+def send_participant_email(
+    ctx: Context,
+    benchmark_id: str,
+    subject: str,
+    body: str,
+    statuses: tuple[str, ...] = ("active",),
+) -> EmailPreview:
+    """Record one message per recipient in the outbox (delivered by `deliver_outbox`).
+
+    Raises:
+        As `preview_participant_email`.
+    """
+    preview = preview_participant_email(ctx, benchmark_id, subject, body, statuses)
+    batch = new_id("mailb")
+    ctx.session.add_all(
+        OutboxEmail(
+            id=new_id("mail"),
+            batch_id=batch,
+            benchmark_id=preview.benchmark_id,
+            sender_user_id=ctx.principal.user_id,
+            to_email=address,
+            subject=preview.subject,
+            body=preview.body,
+            status="queued",
+            created_at=ctx.now(),
+        )
+        for address in preview.recipients
+    )
+    audit.record(
+        ctx,
+        "participants.email",
+        "benchmark",
+        preview.benchmark_id,
+        batch_id=batch,
+        recipients=len(preview.recipients),
+        subject=preview.subject,
+    )
+    return preview
+
+
+def list_outbox(ctx: Context, limit: int = 100) -> list[OutboxLine]:
+    """Recorded messages, newest first (operator and admins: the outbox is how they read mail
+    when no SMTP server is configured)."""
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    rows = ctx.session.scalars(
+        select(OutboxEmail).order_by(OutboxEmail.created_at.desc(), OutboxEmail.id).limit(limit)
+    )
+    return [OutboxLine(r.id, r.batch_id, r.to_email, r.subject, r.status, r.error) for r in rows]
+
+
+def deliver_outbox(ctx: Context, limit: int = 100) -> int:
+    """Send queued messages through `BENCHGEN_SMTP_URL`; without it they stay in the outbox.
+
+    Returns how many were sent. Failures are recorded on the message, never raised.
+    """
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    if not ctx.settings.smtp_url:
+        return 0
+    queued = list(
+        ctx.session.scalars(select(OutboxEmail).where(OutboxEmail.status == "queued").limit(limit))
+    )
+    sent = 0
+    for message in queued:
+        try:
+            _smtp_send(ctx.settings.smtp_url, ctx.settings.mail_from, message)
+        except (OSError, smtplib.SMTPException) as exc:
+            message.status, message.error = "failed", type(exc).__name__
+            continue
+        message.status, message.sent_at = "sent", ctx.now()
+        sent += 1
+    return sent
+
+
+def _smtp_send(url: str, sender: str, message: OutboxEmail) -> None:
+    parts = urlsplit(url)
+    email = EmailMessage()
+    email["From"], email["To"], email["Subject"] = sender, message.to_email, message.subject
+    email.set_content(message.body)
+    with smtplib.SMTP(parts.hostname or "localhost", parts.port or 25, timeout=30) as smtp:
+        if parts.scheme == "smtp+starttls":
+            smtp.starttls()
+        if parts.username:
+            smtp.login(unquote(parts.username), unquote(parts.password or ""))
+        smtp.send_message(email)

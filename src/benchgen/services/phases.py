@@ -1,0 +1,131 @@
+"""Phases and tasks of a benchmark: qa/mcq get one of each; adding or removing is session-only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Benchmark, Phase, PhaseTask, Task
+from benchgen.services import access, audit
+
+
+@dataclass(frozen=True)
+class PhaseView:
+    """A phase with the ids of the tasks active in it."""
+
+    id: str
+    name: str
+    position: int
+    starts_at: datetime | None
+    ends_at: datetime | None
+    task_ids: list[str]
+
+
+def create_default_phase(ctx: Context, benchmark: Benchmark) -> Phase:
+    """The one phase and one task every new qa/mcq benchmark gets (part of creating it)."""
+    task = Task(id=new_id("tsk"), benchmark_id=benchmark.id, name="Questions", scoring={})
+    phase = Phase(id=new_id("ph"), benchmark_id=benchmark.id, name="Main", position=0)
+    ctx.session.add_all([task, phase])
+    ctx.session.flush()
+    ctx.session.add(PhaseTask(phase_id=phase.id, task_id=task.id))
+    return phase
+
+
+def list_phases(ctx: Context, benchmark_id: str) -> list[PhaseView]:
+    """The benchmark's phases in order.
+
+    Raises:
+        NotFound: not visible to the principal.
+    """
+    access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    rows = ctx.session.scalars(
+        select(Phase).where(Phase.benchmark_id == benchmark_id).order_by(Phase.position)
+    )
+    return [_view(ctx, row) for row in rows]
+
+
+def add_phase(
+    ctx: Context,
+    benchmark_id: str,
+    name: str,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    task_ids: list[str] | None = None,
+) -> PhaseView:
+    """Add a phase (owner, web app or CLI only) running the given tasks of this benchmark.
+
+    Raises:
+        NotFound: benchmark or a task not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: empty name, or an end before the start.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    label = name.strip()
+    if not 1 <= len(label) <= 200:
+        raise invalid(["name"], "must be 1 to 200 characters")
+    if starts_at and ends_at and ends_at <= starts_at:
+        raise invalid(["ends_at"], "must be after starts_at")
+    tasks = [_task(ctx, benchmark.id, task_id) for task_id in task_ids or []]
+    position = ctx.session.scalar(
+        select(func.coalesce(func.max(Phase.position), -1)).where(
+            Phase.benchmark_id == benchmark.id
+        )
+    )
+    phase = Phase(
+        id=new_id("ph"),
+        benchmark_id=benchmark.id,
+        name=label,
+        position=int(position if position is not None else -1) + 1,
+        starts_at=starts_at,
+        ends_at=ends_at,
+    )
+    ctx.session.add(phase)
+    ctx.session.flush()
+    ctx.session.add_all([PhaseTask(phase_id=phase.id, task_id=task.id) for task in tasks])
+    audit.record(ctx, "phase.add", "benchmark", benchmark.id, phase_id=phase.id, name=label)
+    return _view(ctx, phase)
+
+
+def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
+    """Remove a phase (owner, web app or CLI only); a benchmark keeps at least one.
+
+    Raises:
+        NotFound: benchmark or phase not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+        Conflict: it is the last phase.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    phase = ctx.session.get(Phase, phase_id)
+    if phase is None or phase.benchmark_id != benchmark.id:
+        raise NotFound("No such phase.", {"id": phase_id})
+    count = ctx.session.scalar(
+        select(func.count()).select_from(Phase).where(Phase.benchmark_id == benchmark.id)
+    )
+    if (count or 0) <= 1:
+        raise Conflict("A benchmark keeps at least one phase.", {"id": phase_id})
+    ctx.session.delete(phase)
+    audit.record(ctx, "phase.remove", "benchmark", benchmark.id, phase_id=phase_id)
+
+
+def _task(ctx: Context, benchmark_id: str, task_id: str) -> Task:
+    task = ctx.session.get(Task, task_id)
+    if task is None or task.benchmark_id != benchmark_id:
+        raise NotFound("No such task in this benchmark.", {"id": task_id})
+    return task
+
+
+def _view(ctx: Context, phase: Phase) -> PhaseView:
+    task_ids = list(
+        ctx.session.scalars(
+            select(PhaseTask.task_id)
+            .where(PhaseTask.phase_id == phase.id)
+            .order_by(PhaseTask.task_id)
+        )
+    )
+    return PhaseView(phase.id, phase.name, phase.position, phase.starts_at, phase.ends_at, task_ids)

@@ -1,0 +1,239 @@
+"""Questions of qa/mcq benchmarks: validation beyond shape, canonical form, storage and diffs."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import InvalidInput
+from benchgen.core.ids import new_id
+from benchgen.db.tables import Question
+from benchgen.services.specs import (
+    MAX_ANSWER,
+    MAX_CHOICE,
+    MAX_CHOICES,
+    MAX_TAG,
+    QuestionIn,
+)
+
+LABELS = string.ascii_uppercase
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """A validated question, in the one form that is stored, compared and shown."""
+
+    prompt: str
+    answers: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = ()
+    metadata: str = "{}"  # JSON with sorted keys, so questions stay hashable and comparable
+
+    def as_dict(self, with_answer: bool = True) -> dict[str, Any]:
+        """The question as plain data; the answer only when the caller may see the key."""
+        shown: dict[str, Any] = {"prompt": self.prompt, "tags": list(self.tags)}
+        if self.choices is not None:
+            shown["choices"] = dict(zip(LABELS, self.choices, strict=False))
+        if with_answer:
+            shown["answer"] = self.answers[0] if self.choices is not None else list(self.answers)
+        return shown
+
+
+@dataclass
+class Validated:
+    """Questions that passed, plus warnings (duplicates) that do not block anything."""
+
+    questions: list[Canonical]
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+def validate_questions(fmt: str, items: list[QuestionIn]) -> Validated:
+    """Check every question of a `fmt` benchmark; collect all problems before failing.
+
+    Raises:
+        InvalidInput: one entry per problem, each with its place (`questions.3.answer`).
+    """
+    errors: list[dict[str, Any]] = []
+    result = Validated([])
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        loc: list[str | int] = ["questions", index]
+        question = _validate_one(fmt, item, loc, errors, result.warnings)
+        if question is None:
+            continue
+        result.questions.append(question)
+        key = _normalise(question.prompt)
+        if key in seen:
+            result.warnings.append(
+                {"loc": [*loc, "prompt"], "msg": f"same prompt as question {seen[key]}"}
+            )
+        seen.setdefault(key, index)
+    if errors:
+        where = ".".join(str(part) for part in errors[0]["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InvalidInput(f"{where}: {errors[0]['msg']}{more}", errors)
+    return result
+
+
+def _validate_one(
+    fmt: str,
+    item: QuestionIn,
+    loc: list[str | int],
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
+) -> Canonical | None:
+    before = len(errors)
+    if not item.prompt:
+        errors.append({"loc": [*loc, "prompt"], "msg": "must not be empty"})
+    tags = tuple(dict.fromkeys(tag for tag in item.tags if tag))
+    if any(len(tag) > MAX_TAG for tag in tags):
+        errors.append({"loc": [*loc, "tags"], "msg": f"each tag at most {MAX_TAG} characters"})
+    if fmt == "mcq":
+        choices, answers = _check_mcq(item, loc, errors, warnings)
+    else:
+        choices, answers = None, _check_qa(item, loc, errors, warnings)
+    if len(errors) > before:
+        return None
+    metadata = json.dumps(item.metadata, sort_keys=True)
+    return Canonical(item.prompt, answers, choices, tags, metadata)
+
+
+def _check_qa(
+    item: QuestionIn,
+    loc: list[str | int],
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
+) -> tuple[str, ...]:
+    if item.choices is not None:
+        errors.append({"loc": [*loc, "choices"], "msg": "qa questions have no choices"})
+    raw = [item.answer] if isinstance(item.answer, str) else item.answer
+    answers = [answer.strip() for answer in raw if answer.strip()]
+    if not answers:
+        errors.append({"loc": [*loc, "answer"], "msg": "give at least one accepted answer"})
+    if any(len(answer) > MAX_ANSWER for answer in answers):
+        errors.append({"loc": [*loc, "answer"], "msg": f"at most {MAX_ANSWER} characters each"})
+    unique = tuple(dict.fromkeys(answers))
+    if len(unique) < len(answers):
+        warnings.append({"loc": [*loc, "answer"], "msg": "duplicate accepted answers were merged"})
+    return unique
+
+
+def _check_mcq(
+    item: QuestionIn,
+    loc: list[str | int],
+    errors: list[dict[str, Any]],
+    warnings: list[dict[str, Any]],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    choices = tuple(choice.strip() for choice in item.choices or [])
+    if not 2 <= len(choices) <= MAX_CHOICES:
+        errors.append({"loc": [*loc, "choices"], "msg": "mcq needs 2 to 26 choices"})
+        return choices, ()
+    for position, choice in enumerate(choices):
+        if not choice:
+            errors.append({"loc": [*loc, "choices", position], "msg": "must not be empty"})
+        elif len(choice) > MAX_CHOICE:
+            errors.append(
+                {"loc": [*loc, "choices", position], "msg": f"at most {MAX_CHOICE} characters"}
+            )
+    if len({_normalise(choice) for choice in choices}) < len(choices):
+        warnings.append({"loc": [*loc, "choices"], "msg": "two choices read the same"})
+    label = _answer_label(item.answer, choices)
+    if label is None:
+        allowed = f"A–{LABELS[len(choices) - 1]}"
+        errors.append(
+            {"loc": [*loc, "answer"], "msg": f"must be one choice label ({allowed}) or its text"}
+        )
+        return choices, ()
+    return choices, (label,)
+
+
+def _answer_label(answer: str | list[str], choices: tuple[str, ...]) -> str | None:
+    """The key as a label: a letter among the choices, or exactly one choice's text."""
+    if isinstance(answer, list):
+        if len(answer) != 1:
+            return None
+        answer = answer[0]
+    text = answer.strip()
+    labels = LABELS[: len(choices)]
+    if len(text) == 1 and text.upper() in labels:
+        return text.upper()
+    matches = [LABELS[i] for i, choice in enumerate(choices) if choice == text]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def load_canonical(ctx: Context, benchmark_id: str) -> list[Canonical]:
+    """The stored questions of a benchmark, in order, in canonical form (one query)."""
+    rows = ctx.session.execute(
+        select(Question.prompt, Question.answers, Question.choices, Question.tags, Question.meta)
+        .where(Question.benchmark_id == benchmark_id)
+        .order_by(Question.position)
+    )
+    return [
+        Canonical(
+            prompt,
+            tuple(answers),
+            tuple(choices) if choices is not None else None,
+            tuple(tags),
+            json.dumps(meta, sort_keys=True),
+        )
+        for prompt, answers, choices, tags, meta in rows
+    ]
+
+
+def replace_questions(ctx: Context, benchmark_id: str, questions: list[Canonical]) -> None:
+    """Store `questions` as the benchmark's full list, in one bulk statement each way."""
+    ctx.session.execute(delete(Question).where(Question.benchmark_id == benchmark_id))
+    if not questions:
+        return
+    ctx.session.execute(
+        insert(Question),
+        [
+            {
+                "id": new_id("q"),
+                "benchmark_id": benchmark_id,
+                "position": position,
+                "prompt": question.prompt,
+                "choices": list(question.choices) if question.choices is not None else None,
+                "answers": list(question.answers),
+                "tags": list(question.tags),
+                "meta": json.loads(question.metadata),
+            }
+            for position, question in enumerate(questions)
+        ],
+    )
+
+
+def diff_questions(old: list[Canonical], new: list[Canonical]) -> dict[str, Any]:
+    """What a change does to the question list: added, removed and changed, by position.
+
+    Positions of `removed` refer to the old list; those of `added` and `changed` to the new one.
+    """
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    added: list[dict[str, Any]] = []
+    removed: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
+    for tag, a_start, a_end, b_start, b_end in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = min(a_end - a_start, b_end - b_start) if tag == "replace" else 0
+        for offset in range(pairs):
+            before, after = old[a_start + offset], new[b_start + offset]
+            changed.append(
+                {"position": b_start + offset, "before": before.as_dict(), "after": after.as_dict()}
+            )
+        for index in range(a_start + pairs, a_end):
+            removed.append({"position": index, "question": old[index].as_dict()})
+        for index in range(b_start + pairs, b_end):
+            added.append({"position": index, "question": new[index].as_dict()})
+    return {"added": added, "removed": removed, "changed": changed, "count_after": len(new)}

@@ -1,0 +1,91 @@
+"""Test helpers: make users, tokens and benchmarks, and act as any principal kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from benchgen.core.context import Context, Principal
+from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.services import accounts, benchmarks, credits, tokens
+from benchgen.services.runtime import Runtime, transaction
+
+T = TypeVar("T")
+OPERATOR = Principal.cli()
+
+MCQ = {
+    "title": "Colours",
+    "format": "mcq",
+    "questions": [
+        {"prompt": "Colour of the sky?", "choices": ["Green", "Blue", "Red"], "answer": "B"},
+        {"prompt": "Colour of grass?", "choices": ["Green", "Blue"], "answer": "A"},
+    ],
+}
+QA = {
+    "title": "Capitals",
+    "format": "qa",
+    "questions": [
+        {"prompt": "Capital of France?", "answer": "Paris"},
+        {"prompt": "Capital of Japan?", "answer": ["Tokyo", "Tōkyō"]},
+    ],
+}
+
+
+class World:
+    """A small façade over services for tests; every call is its own committed transaction."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    def do(self, principal: Principal, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one service call as `principal` in its own transaction."""
+        with transaction(self.rt, principal) as ctx:
+            return fn(ctx, *args, **kwargs)
+
+    def ctx_call(self, principal: Principal, fn: Callable[[Context], T]) -> T:
+        """Run an arbitrary function of a context as `principal`."""
+        with transaction(self.rt, principal) as ctx:
+            return fn(ctx)
+
+    def user(self, email: str, admin: bool = False, credits_: int = 0) -> str:
+        """Create a user (as the operator) and return its id."""
+        made = self.do(OPERATOR, accounts.create_user, email, "password123", is_admin=admin)
+        if credits_:
+            self.do(OPERATOR, credits.grant_credits, made.id, credits_)
+        return made.id
+
+    def token(self, user_id: str, scopes: list[str], days: int = 30) -> str:
+        """A personal API token minted through the web door."""
+        return self.do(Principal.web(user_id), tokens.create_token, "test", scopes, days).secret
+
+    def api(self, secret: str) -> Principal:
+        """The principal an API request with `secret` would get."""
+        return self.do(OPERATOR, lambda ctx: tokens.authenticate_token(ctx, secret))
+
+    def principal(
+        self, kind: PrincipalKind, user_id: str, scopes: frozenset[Scope] | None = None
+    ) -> Principal:
+        """A principal of `kind` for `user_id`, built the way production builds it."""
+        granted = frozenset(Scope) if scopes is None else scopes
+        if kind is PrincipalKind.WEB:
+            return Principal.web(user_id)
+        if kind is PrincipalKind.CLI:
+            return Principal.cli(user_id)
+        secret = self.token(user_id, sorted(granted))
+        if kind is PrincipalKind.API:
+            return self.api(secret)
+        return self.turn(self.api(secret), granted)
+
+    def turn(self, parent: Principal, scopes: frozenset[Scope]) -> Principal:
+        """Mint a turn credential under `parent` and authenticate it as the agent would."""
+        from datetime import timedelta
+
+        secret = self.do(
+            parent, tokens.mint_turn_credential, "turn_test", scopes, timedelta(minutes=16)
+        )
+        return self.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, secret))
+
+    def benchmark(self, owner_id: str, spec: dict[str, Any] | None = None) -> str:
+        """Create a benchmark through the web door and return its id."""
+        created = self.do(Principal.web(owner_id), benchmarks.create_benchmark, spec or QA)
+        return created.benchmark.id
