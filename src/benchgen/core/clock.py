@@ -30,8 +30,3 @@ class ManualClock:
 
     def advance(self, **delta: float) -> None:
         self._now += timedelta(**delta)
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every stored time is UTC, so label it as such."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

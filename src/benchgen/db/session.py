@@ -40,6 +40,17 @@ class Database:
         """A new session; a write session takes the write lock with its first statement."""
         return self._writes() if write else self._reads()
 
+    @property
+    def safe_url(self) -> str:
+        """The URL with any password hidden, fit for printing."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def ping(self) -> str:
+        """'ok' when a trivial query succeeds (for health checks)."""
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+        return "ok"
+
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()

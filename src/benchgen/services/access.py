@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from benchgen.core.clock import as_utc
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
 from benchgen.core.permissions import (
@@ -134,7 +133,7 @@ def _token_live(ctx: Context, token_id: str | None) -> bool:
     # started with) takes effect at the very next call, mid-request or mid-turn.
     while token_id is not None:
         token = ctx.session.get(ApiToken, token_id)
-        if token is None or token.revoked_at is not None or as_utc(token.expires_at) <= ctx.now():
+        if token is None or token.revoked_at is not None or token.expires_at <= ctx.now():
             return False
         token_id = token.parent_token_id
     return True

@@ -50,7 +50,7 @@ def normalize_email(raw: str) -> str:
         InvalidInput: not an email address.
     """
     try:
-        checked = validate_email(raw.strip(), check_deliverability=False, test_environment=True)
+        checked = validate_email(raw.strip(), check_deliverability=False)
     except EmailNotValidError as exc:
         raise invalid(["email"], str(exc)) from exc
     return checked.normalized.lower()

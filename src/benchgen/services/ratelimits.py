@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from benchgen.core.clock import as_utc
 from benchgen.core.context import Context
 from benchgen.core.errors import RateLimited
 from benchgen.core.ids import new_id
@@ -83,9 +82,8 @@ def _windows(
 ) -> list[tuple[str, timedelta, int, list[datetime]]]:
     """Each window with its limit and the creation times inside it, oldest first."""
     day_ago = now - timedelta(days=1)
-    times = [
-        as_utc(at)
-        for at in ctx.session.scalars(
+    times = list(
+        ctx.session.scalars(
             select(RateLimitEvent.at)
             .where(
                 RateLimitEvent.user_id == user_id,
@@ -94,7 +92,7 @@ def _windows(
             )
             .order_by(RateLimitEvent.at)
         )
-    ]
+    )
     limits = {
         "minute": overrides.effective(ctx, "create_limit_per_minute"),
         "day": overrides.effective(ctx, "create_limit_per_day"),

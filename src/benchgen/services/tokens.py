@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 
-from benchgen.core.clock import as_utc
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, Unauthenticated, invalid
 from benchgen.core.ids import new_id, new_token, token_prefix
@@ -172,6 +171,13 @@ def revoke_token(ctx: Context, token_id: str) -> TokenView:
     return _view(row)
 
 
+def describe_current(ctx: Context) -> TokenView | None:
+    """The token the acting principal authenticated with, if any (never its secret)."""
+    token_id = ctx.principal.token_id
+    row = ctx.session.get(ApiToken, token_id) if token_id else None
+    return _view(row) if row is not None else None
+
+
 def revoke_credential(ctx: Context, secret: str) -> None:
     """End a turn credential (called by the agent harness when the turn ends, whatever happened)."""
     ctx.session.execute(
@@ -227,7 +233,7 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
         raise Unauthenticated("Unknown token.")
     if row.revoked_at is not None:
         raise Unauthenticated("This token was revoked.")
-    if as_utc(row.expires_at) <= now:
+    if row.expires_at <= now:
         raise Unauthenticated("This token has expired.")
     principal = Principal(
         kind,
@@ -239,7 +245,7 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
     probe = Context(ctx.session, principal, ctx.settings, ctx.clock)
     if access.live_user(probe) is None:
         raise Unauthenticated("The account is disabled or the token it came from was revoked.")
-    if row.last_used_at is None or now - as_utc(row.last_used_at) >= LAST_USED_GRANULARITY:
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_GRANULARITY:
         row.last_used_at = now
     return principal
 

@@ -1,0 +1,55 @@
+"""The `benchgen` command: serve, db, demo and operator administration."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from benchgen.cli import admin, demo
+from benchgen.cli.common import console, open_runtime
+
+app = typer.Typer(
+    help="BenchGen: build AI benchmarks, run models on them and rank the results.\n\n"
+    "Configuration comes from BENCHGEN_* environment variables (see the README). "
+    "Every command creates or migrates the database when needed.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(admin.app, name="admin")
+app.command(name="demo")(demo.seed_demo)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Create the database or migrate it to the newest schema (safe to repeat)."""
+    with open_runtime() as runtime:
+        console.print(f"Database is up to date: [bold]{runtime.database.safe_url}[/]")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
+) -> None:
+    """Serve the API (docs at /api/docs) and GET /healthz."""
+    with open_runtime():
+        pass  # migrate once here, before several workers could race to do it
+    console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
+    uvicorn.run(
+        "benchgen.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
+
+
+def main() -> None:
+    """Entry point of the `benchgen` script."""
+    app()

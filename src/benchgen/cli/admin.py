@@ -1,0 +1,126 @@
+"""`benchgen admin …`: the operator's commands for accounts, credits, tokens and settings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from benchgen.cli.common import as_operator, as_user, console, open_runtime
+from benchgen.services import accounts, credits, deployment, outbox, tokens
+
+app = typer.Typer(help="Operator administration (acts with admin powers).", no_args_is_help=True)
+
+Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
+
+
+@app.command("create-user")
+def create_user(
+    email: Email,
+    password: Annotated[str, typer.Option(help="At least 8 characters.")],
+    name: Annotated[str, typer.Option(help="Display name (default: from the email).")] = "",
+    admin: Annotated[bool, typer.Option("--admin", help="Give admin powers.")] = False,
+    initial: Annotated[int, typer.Option("--credits", min=0, help="Credits to grant.")] = 0,
+) -> None:
+    """Create an account, optionally an admin, optionally with credits."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        user = accounts.create_user(ctx, email, password, name, is_admin=admin)
+        if initial:
+            credits.grant_credits(ctx, user.id, initial, "initial credits")
+    console.print(f"Created {user.email} ({user.id}){' as admin' if admin else ''}.")
+
+
+@app.command("grant-credits")
+def grant_credits(
+    email: Email,
+    amount: Annotated[int, typer.Argument(min=1, help="Whole credits to add.")],
+    note: Annotated[str, typer.Option(help="Why (kept in the ledger).")] = "",
+) -> None:
+    """Add credits to an account; prints the new balance."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        user = accounts.get_user_by_email(ctx, email)
+        balance = credits.grant_credits(ctx, user.id, amount, note)
+    console.print(f"{user.email} now has {balance} credits.")
+
+
+@app.command("create-token")
+def create_token(
+    email: Email,
+    scopes: Annotated[
+        str, typer.Option(help="Comma-separated: read,runs,create,edit,publish,train")
+    ],
+    expires_days: Annotated[int | None, typer.Option(help="Days until it expires.")] = None,
+    name: Annotated[str, typer.Option(help="A label to recognise it by.")] = "cli",
+) -> None:
+    """Mint a personal API token for a user. Prints only the token, once, on stdout."""
+    with open_runtime() as runtime, as_user(runtime, email) as ctx:
+        made = tokens.create_token(ctx, name, scopes.split(","), expires_days)
+    typer.echo(made.secret)
+
+
+@app.command("list-tokens")
+def list_tokens(email: Email) -> None:
+    """A user's personal tokens (never the secrets: only their last four characters)."""
+    with open_runtime() as runtime, as_user(runtime, email) as ctx:
+        rows = tokens.list_tokens(ctx)
+    table = Table("name", "scopes", "ends with", "expires", "last used", "revoked")
+    table.add_column("id", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row.name,
+            ",".join(row.scopes),
+            row.last_four,
+            f"{row.expires_at:%Y-%m-%d}",
+            _when(row.last_used_at),
+            _when(row.revoked_at),
+            row.id,
+        )
+    console.print(table)
+
+
+@app.command("revoke-token")
+def revoke_token(token_id: Annotated[str, typer.Argument(help="The token's id (tok_…).")]) -> None:
+    """Revoke a personal token now."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        row = tokens.revoke_token(ctx, token_id)
+    console.print(f"Revoked {row.id} ({row.name}).")
+
+
+@app.command("settings")
+def show_settings() -> None:
+    """The deployment settings that can be changed at run time, with their values in force."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        values = deployment.list_settings(ctx)
+    for key, value in values.items():
+        console.print(f"{key} = {value}")
+
+
+@app.command("set")
+def set_setting(
+    key: Annotated[str, typer.Argument(help="e.g. agent_allow_publish")],
+    value: Annotated[str, typer.Argument(help="true/false or a whole number")],
+) -> None:
+    """Override a deployment setting (takes effect at once, for every process)."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        stored = deployment.set_setting(ctx, key, value)
+    console.print(f"{key} = {stored}")
+
+
+@app.command("outbox")
+def show_outbox(
+    deliver: Annotated[bool, typer.Option(help="Send queued mail via BENCHGEN_SMTP_URL.")] = False,
+) -> None:
+    """Mail to participants: what was recorded, and its delivery status."""
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        if deliver:
+            console.print(f"Sent {outbox.deliver_outbox(ctx)} message(s).")
+        rows = outbox.list_outbox(ctx)
+    table = Table("id", "to", "subject", "status", "error")
+    for row in rows:
+        table.add_row(row.id, row.to_email, row.subject, row.status, row.error)
+    console.print(table)
+
+
+def _when(moment: object) -> str:
+    return f"{moment:%Y-%m-%d %H:%M}" if moment else "—"

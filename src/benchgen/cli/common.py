@@ -1,0 +1,52 @@
+"""What every command shares: the runtime, units of work as the operator or a user, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+
+from benchgen.core.config import Settings
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import BenchGenError
+from benchgen.services import accounts
+from benchgen.services.runtime import Runtime, build_runtime, transaction
+
+console = Console(soft_wrap=True)
+errors = Console(stderr=True)
+OPERATOR = Principal.cli()
+
+
+@contextmanager
+def open_runtime() -> Iterator[Runtime]:
+    """The configured runtime (database migrated); domain errors end the command cleanly."""
+    try:
+        runtime = build_runtime(Settings())
+    except BenchGenError as exc:
+        errors.print(f"[red]Error:[/] {exc.message}")
+        raise typer.Exit(1) from None
+    try:
+        yield runtime
+    except BenchGenError as exc:
+        errors.print(f"[red]Error:[/] {exc.message}")
+        raise typer.Exit(1) from None
+    finally:
+        runtime.close()
+
+
+@contextmanager
+def as_operator(runtime: Runtime) -> Iterator[Context]:
+    """A unit of work as the operator (admin powers, no user)."""
+    with transaction(runtime, OPERATOR) as ctx:
+        yield ctx
+
+
+@contextmanager
+def as_user(runtime: Runtime, email: str) -> Iterator[Context]:
+    """A unit of work acting `--as` a user, audited as the `cli` door."""
+    with as_operator(runtime) as ctx:
+        user_id = accounts.get_user_by_email(ctx, email).id
+    with transaction(runtime, Principal.cli(user_id)) as ctx:
+        yield ctx

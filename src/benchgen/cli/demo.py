@@ -1,0 +1,49 @@
+"""`benchgen demo`: a demo account with two real benchmarks and a fresh API token."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Annotated, Any
+
+import typer
+
+from benchgen.cli.common import as_operator, as_user, console, open_runtime
+from benchgen.core.errors import NotFound
+from benchgen.services import accounts, benchmarks, credits, tokens
+
+DEMO_EMAIL = "demo@example.com"
+DEMO_PASSWORD = "benchgen-demo"  # noqa: S105 - a documented demo login, not a secret
+DEMO_CREDITS = 1000
+
+
+def _demo_specs() -> list[dict[str, Any]]:
+    text = resources.files("benchgen").joinpath("data/demo_benchmarks.json").read_text("utf-8")
+    specs: list[dict[str, Any]] = json.loads(text)["benchmarks"]
+    return specs
+
+
+def seed_demo(
+    url: Annotated[
+        str, typer.Option(help="Where the server will answer.")
+    ] = "http://127.0.0.1:8000",
+) -> None:
+    """Create (once) the demo account and its benchmarks; print how to get in and a new token."""
+    with open_runtime() as runtime:
+        with as_operator(runtime) as ctx:
+            try:
+                accounts.get_user_by_email(ctx, DEMO_EMAIL)
+            except NotFound:
+                user = accounts.create_user(ctx, DEMO_EMAIL, DEMO_PASSWORD, "Demo user")
+                credits.grant_credits(ctx, user.id, DEMO_CREDITS, "demo credits")
+        with as_user(runtime, DEMO_EMAIL) as ctx:
+            existing = {bm.title for bm in benchmarks.list_benchmarks(ctx, mine_only=True)}
+            for spec in _demo_specs():
+                if spec["title"] not in existing:
+                    benchmarks.create_benchmark(ctx, spec)
+            secret = tokens.create_token(ctx, "demo", ["read", "runs", "create", "edit"], 30).secret
+    console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")
+    console.print(f"Sign in as [bold]{DEMO_EMAIL}[/] with password [bold]{DEMO_PASSWORD}[/]")
+    console.print("Demo API token (valid 30 days; shown once):")
+    typer.echo(secret)
+    console.print(f"Try: curl -H 'Authorization: Bearer {secret}' {url}/api/v1/me")

@@ -1,0 +1,100 @@
+"""The operator's CLI: accounts, credits, tokens, settings and the demo seed."""
+
+from collections.abc import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from benchgen.cli import app
+from benchgen.core.config import Settings
+from benchgen.core.errors import Unauthenticated
+from benchgen.core.ids import token_prefix
+from benchgen.services import benchmarks
+from tests.support import World
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
+    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
+    yield
+
+
+def _ok(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_help_explains_commands() -> None:
+    text = _ok("--help")
+    for command in ("serve", "demo", "db", "admin"):
+        assert command in text
+    assert "create-token" in _ok("admin", "--help")
+
+
+def test_accounts_credits_and_tokens(world: World) -> None:
+    _ok("db", "upgrade")
+    _ok(
+        "admin",
+        "create-user",
+        "--email",
+        "Ana@Example.com",
+        "--password",
+        "longpassword",
+        "--credits",
+        "50",
+    )
+    assert "now has 75 credits" in _ok("admin", "grant-credits", "--email", "ana@example.com", "25")
+    printed = _ok(
+        "admin",
+        "create-token",
+        "--email",
+        "ana@example.com",
+        "--scopes",
+        "read,runs",
+        "--expires-days",
+        "30",
+    )
+    secret = printed.strip()
+    assert printed == secret + "\n" and token_prefix(secret) == "bgp"
+    principal = world.api(secret)
+    assert principal.scopes == {"read", "runs"}
+    listing = _ok("admin", "list-tokens", "--email", "ana@example.com")
+    assert secret[-4:] in listing and secret not in listing
+    _ok("admin", "revoke-token", str(principal.token_id))
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(secret)
+
+
+def test_errors_are_clear_and_exit_nonzero() -> None:
+    result = runner.invoke(app, ["admin", "create-user", "--email", "bad", "--password", "x" * 9])
+    assert result.exit_code == 1
+    assert "email" in result.output
+    result = runner.invoke(
+        app, ["admin", "create-token", "--email", "nobody@example.com", "--scopes", "read"]
+    )
+    assert result.exit_code == 1 and "No account" in result.output
+
+
+def test_settings_override(world: World) -> None:
+    assert "agent_allow_publish = False" in _ok("admin", "set", "agent_allow_publish", "off")
+    assert "agent_allow_publish = False" in _ok("admin", "settings")
+    assert runner.invoke(app, ["admin", "set", "agent_allow_publish", "maybe"]).exit_code == 1
+
+
+def test_demo_seeds_once_and_prints_a_working_token(world: World) -> None:
+    first = _ok("demo")
+    second = _ok("demo")
+    assert "demo@example.com" in first and "benchgen-demo" in first
+    secrets = [line for line in (first + second).splitlines() if line.startswith("bgp_")]
+    assert len(secrets) == 2
+    principal = world.api(secrets[1])
+    views = world.do(principal, benchmarks.list_benchmarks, True)
+    assert sorted(view.format for view in views) == ["mcq", "qa"]
+    assert all(view.question_count == 20 for view in views)

@@ -1,0 +1,472 @@
+"""The permission matrix: every principal kind × action × relation to a benchmark × agent switches,
+checked at the service level against a table written here, independently of `RULES`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from itertools import product
+
+import pytest
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
+from benchgen.core.permissions import Action, PrincipalKind, Role, Scope, Target
+from benchgen.db.tables import Base, Benchmark
+from benchgen.services import access, accounts, benchmarks, deployment, members, tokens
+from tests.support import MCQ, OPERATOR, QA, World
+
+ALLOWED, DENIED, HIDDEN = "allowed", "denied", "hidden"
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the product says about one action: the scope a token needs (None: session-only),
+    what it applies to, and which roles on the benchmark allow it."""
+
+    scope: Scope | None
+    target: Target
+    roles: frozenset[Role] = frozenset()
+
+
+def _roles(*roles: Role) -> frozenset[Role]:
+    return frozenset(roles)
+
+
+_O, _C, _P, _I, _PUB = Role.OWNER, Role.COLLABORATOR, Role.PARTICIPANT, Role.INVITEE, Role.PUBLIC
+_BM, _OWN, _PLAT = Target.BENCHMARK, Target.OWN, Target.PLATFORM
+# PRODUCT §1.2: questions for owner, collaborators, participants and (once published) everyone;
+# the answer key only for owner and collaborators; collaborators may edit and publish.
+_SEE = _roles(_O, _C, _P, _PUB)
+_TEAM = _roles(_O, _C)
+
+EXPECTED: dict[Action, Row] = {
+    # Delegable: the six scopes of A3.
+    Action.BENCHMARK_LIST: Row(Scope.READ, _OWN),
+    Action.BENCHMARK_READ: Row(Scope.READ, _BM, _SEE),
+    Action.BENCHMARK_READ_KEY: Row(Scope.READ, _BM, _TEAM),
+    Action.BENCHMARK_CREATE: Row(Scope.CREATE, _OWN),
+    Action.BENCHMARK_EDIT: Row(Scope.EDIT, _BM, _TEAM),
+    Action.BENCHMARK_PUBLISH: Row(Scope.PUBLISH, _BM, _TEAM),
+    Action.RUN_LAUNCH: Row(Scope.RUNS, _BM, _SEE),
+    Action.MODEL_MANAGE: Row(Scope.RUNS, _OWN),
+    Action.TRAINING_LAUNCH: Row(Scope.TRAIN, _OWN),
+    Action.CREDITS_READ: Row(Scope.READ, _OWN),
+    # Session-only: joining happens in the web app; the rest is the "never" list of A13.
+    Action.BENCHMARK_JOIN: Row(None, _BM, _roles(_I, _PUB)),
+    Action.BENCHMARK_UNPUBLISH: Row(None, _BM, _roles(_O)),
+    Action.BENCHMARK_DELETE: Row(None, _BM, _roles(_O)),
+    Action.PHASES_MANAGE: Row(None, _BM, _roles(_O)),
+    Action.ACCESS_MANAGE: Row(None, _BM, _roles(_O)),
+    Action.JUDGE_CONFIGURE: Row(None, _BM, _roles(_O)),
+    Action.PARTICIPANTS_EMAIL: Row(None, _BM, _roles(_O)),
+    Action.LEADERBOARD_MANAGE: Row(None, _BM, _TEAM),
+    Action.RUN_EDIT_SCORE: Row(None, _BM, _roles(_O)),
+    Action.MODEL_DELETE: Row(None, _OWN),
+    Action.DATASET_DELETE: Row(None, _OWN),
+    Action.TRAINING_DELETE: Row(None, _OWN),
+    Action.BILLING_MANAGE: Row(None, _OWN),
+    Action.TOKENS_MANAGE: Row(None, _OWN),
+    # Platform administration: the admin flag (or the operator).
+    Action.ADMIN_USERS: Row(None, _PLAT),
+    Action.ADMIN_CREDITS: Row(None, _PLAT),
+    Action.ADMIN_SETTINGS: Row(None, _PLAT),
+}
+
+# ARCHITECTURE §6: where a refusal of a session-only action sends the person. Only pages the
+# decision point can fill in itself (a benchmark id, or no id at all) are listed.
+REFUSAL_PAGES: dict[Action, str] = {
+    Action.BENCHMARK_UNPUBLISH: "/benchmarks/{id}/settings",
+    Action.BENCHMARK_DELETE: "/benchmarks/{id}/settings",
+    Action.PHASES_MANAGE: "/benchmarks/{id}/settings/phases",
+    Action.ACCESS_MANAGE: "/benchmarks/{id}/settings/access",
+    Action.JUDGE_CONFIGURE: "/benchmarks/{id}/settings/judge",
+    Action.PARTICIPANTS_EMAIL: "/benchmarks/{id}/participants/email",
+    Action.TOKENS_MANAGE: "/settings/tokens",
+    Action.BILLING_MANAGE: "/settings/billing",
+}
+
+# The user's relation to the benchmark under test, and the roles that relation must give.
+RELATIONS: dict[str, frozenset[Role]] = {
+    "owner": _roles(_O),
+    "collaborator": _roles(_C),
+    "participant": _roles(_P),
+    "invitee": _roles(_I),  # whitelisted (by @domain), not joined
+    "removed_participant": _roles(),  # joined, then removed by the owner; still whitelisted
+    "other_private": _roles(),
+    "other_published": _roles(_PUB),
+}
+
+USER_KINDS = ("web", "api", "agent", "cli_as")
+KINDS = (*USER_KINDS, "system_granted", "system_ungranted", "operator")
+SWITCH_KEYS = {
+    Scope.CREATE: "agent_allow_create",
+    Scope.EDIT: "agent_allow_edit",
+    Scope.PUBLISH: "agent_allow_publish",
+}
+SWITCH_STATES: tuple[frozenset[Scope], ...] = (
+    frozenset(),
+    *(frozenset({scope}) for scope in SWITCH_KEYS),
+    frozenset(SWITCH_KEYS),
+)
+ALL_SIX = frozenset(Scope)
+DELEGABLE = [action for action, row in EXPECTED.items() if row.scope is not None]
+
+
+def expected_outcome(
+    kind: str,
+    action: Action,
+    roles: frozenset[Role],
+    admin: bool,
+    switched_off: frozenset[Scope],
+    scopes: frozenset[Scope] = ALL_SIX,
+) -> str:
+    """The outcome the product rules give, computed from EXPECTED alone."""
+    row = EXPECTED[action]
+    if kind == "system_granted":
+        return ALLOWED
+    if kind == "system_ungranted":
+        return DENIED
+    if kind == "operator":
+        return ALLOWED if row.target is Target.PLATFORM else DENIED
+    if row.target is Target.BENCHMARK and not roles:
+        return HIDDEN  # nothing may reveal that a private benchmark exists
+    if kind in ("api", "agent"):
+        if row.scope is None or row.scope not in scopes:
+            return DENIED
+        if kind == "agent" and row.scope in switched_off:
+            return DENIED
+    if row.target is Target.PLATFORM:
+        return ALLOWED if admin else DENIED
+    if row.target is Target.OWN:
+        return ALLOWED
+    return ALLOWED if roles & row.roles else DENIED
+
+
+def test_every_action_has_matrix_rows() -> None:
+    missing = sorted(action.value for action in Action if action not in EXPECTED)
+    stale = sorted(str(action) for action in EXPECTED if action not in set(Action))
+    assert not missing, f"actions without a row in EXPECTED: {missing}"
+    assert not stale, f"EXPECTED names actions that no longer exist: {stale}"
+
+
+def test_refusal_pages_name_session_only_actions() -> None:
+    assert all(EXPECTED[action].scope is None for action in REFUSAL_PAGES)
+
+
+# --- building the state -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cast:
+    """Users in every relation to a private benchmark, plus a stranger to a published one."""
+
+    admin: bool
+    members: dict[str, tuple[str, str]]  # relation -> (user id, benchmark id)
+
+
+def build_cast(world: World, tag: str, admin: bool) -> Cast:
+    """Users (all admins or none), a private and a published benchmark, built through services."""
+
+    def email(name: str) -> str:
+        return f"{name}-{tag}@example.com"
+
+    owner = world.user(email("owner"), admin=admin)
+    collaborator = world.user(email("collaborator"), admin=admin)
+    participant = world.user(email("participant"), admin=admin)
+    removed = world.user(email("removed"), admin=admin)
+    invitee = world.user(f"invitee@invited-{tag}.example.com", admin=admin)
+    stranger = world.user(email("stranger"), admin=admin)
+    private = world.benchmark(owner, QA)
+    published = world.benchmark(owner, MCQ)
+    as_owner = Principal.web(owner)
+    world.do(as_owner, members.add_collaborator, private, email("collaborator"))
+    entries = [email("participant"), email("removed"), f"@invited-{tag}.example.com"]
+    world.do(as_owner, members.add_whitelist_entries, private, entries)
+    world.do(Principal.web(participant), members.join_benchmark, private)
+    world.do(Principal.web(removed), members.join_benchmark, private)
+    world.do(as_owner, members.set_participant_status, private, removed, "removed")
+    world.do(as_owner, benchmarks.publish_benchmark, published)
+    return Cast(
+        admin,
+        {
+            "owner": (owner, private),
+            "collaborator": (collaborator, private),
+            "participant": (participant, private),
+            "invitee": (invitee, private),
+            "removed_participant": (removed, private),
+            "other_private": (stranger, private),
+            "other_published": (stranger, published),
+        },
+    )
+
+
+def set_switches(world: World, switched_off: frozenset[Scope]) -> None:
+    """Turn the agent's create/edit/publish permissions on or off, as the operator would."""
+    for scope, key in SWITCH_KEYS.items():
+        value = "false" if scope in switched_off else "true"
+        world.do(OPERATOR, deployment.set_setting, key, value)
+
+
+def outcome(ctx: Context, action: Action, benchmark: Benchmark | None) -> tuple[str, dict]:
+    """What `require` did (and the refusal's details); cross-checked against `explain`."""
+    decision = access.explain(ctx, action, benchmark)
+    try:
+        access.require(ctx, action, benchmark)
+    except NotFound as exc:
+        got, details = HIDDEN, exc.details
+    except PermissionDenied as exc:
+        got, details = DENIED, exc.details
+    except Unauthenticated as exc:
+        got, details = "unauthenticated", exc.details
+    else:
+        got, details = ALLOWED, {}
+    consistent = decision.allowed == (got == ALLOWED) and decision.hidden == (got == HIDDEN)
+    return (got if consistent else f"{got} (explain said {decision})"), details
+
+
+def principals_for(world: World, user_id: str) -> dict[str, Principal]:
+    """The user through every door; tokens and turn credentials carry all six scopes."""
+    return {
+        "web": Principal.web(user_id),
+        "api": world.api(world.token(user_id, sorted(ALL_SIX))),
+        "agent": world.turn(world.api(world.token(user_id, sorted(ALL_SIX))), ALL_SIX),
+        "cli_as": Principal.cli(user_id),
+    }
+
+
+def non_user_principal(kind: str, action: Action) -> Principal:
+    """System jobs hold exactly this grant, or every grant but this one; the bare operator."""
+    if kind == "system_granted":
+        return Principal.system("matrix", frozenset({action}))
+    if kind == "system_ungranted":
+        return Principal.system("matrix", frozenset(Action) - {action})
+    return OPERATOR
+
+
+def test_permission_matrix(world: World) -> None:
+    casts = [build_cast(world, "plain", admin=False), build_cast(world, "admin", admin=True)]
+    doors = {
+        user_id: principals_for(world, user_id)
+        for cast in casts
+        for user_id, _ in cast.members.values()
+    }
+    mismatches: list[str] = []
+    checked = 0
+    for switched_off in SWITCH_STATES:
+        set_switches(world, switched_off)
+
+        def run(ctx: Context, switched_off: frozenset[Scope] = switched_off) -> int:
+            count = 0
+            for cast, relation, kind, action in product(casts, RELATIONS, KINDS, Action):
+                user_id, benchmark_id = cast.members[relation]
+                if kind in USER_KINDS:
+                    principal = doors[user_id][kind]
+                else:
+                    principal = non_user_principal(kind, action)
+                target = EXPECTED[action].target
+                benchmark = ctx.session.get(Benchmark, benchmark_id) if target is _BM else None
+                acting = Context(ctx.session, principal, ctx.settings, ctx.clock)
+                want = expected_outcome(
+                    kind, action, RELATIONS[relation], cast.admin, switched_off
+                )
+                got, details = outcome(acting, action, benchmark)
+                label = (
+                    f"{kind:16} {action.value:20} {relation:19} admin={cast.admin!s:5} "
+                    f"off={sorted(switched_off)}"
+                )
+                if got != want:
+                    mismatches.append(f"{label}: expected {want}, got {got}")
+                elif kind in ("api", "agent") and action in REFUSAL_PAGES and got == DENIED:
+                    page = REFUSAL_PAGES[action].replace("{id}", benchmark_id)
+                    if details.get("page") != page:
+                        mismatches.append(f"{label}: refusal links {details.get('page')}")
+                count += 1
+            return count
+
+        checked += world.ctx_call(OPERATOR, run)
+    print(f"\n{checked} combinations checked, {len(mismatches)} mismatches")
+    print("\n".join(mismatches))
+    assert checked == len(SWITCH_STATES) * 2 * len(RELATIONS) * len(KINDS) * len(Action)
+    assert not mismatches
+
+
+# --- a token or turn credential missing exactly the action's scope ---------------------------
+
+
+def _credentials(world: World, user_id: str, missing: Scope) -> dict[str, Principal]:
+    fewer = ALL_SIX - {missing}
+    full_token = world.api(world.token(user_id, sorted(ALL_SIX)))
+    narrow_token = world.api(world.token(user_id, sorted(fewer)))
+    return {
+        "api token": narrow_token,
+        "turn credential": world.turn(full_token, fewer),
+        # The turn asks for all six, but the token it starts from lacks one: never more than it.
+        "turn under a narrower token": world.turn(narrow_token, ALL_SIX),
+    }
+
+
+@pytest.mark.parametrize("action", DELEGABLE, ids=str)
+def test_credential_without_the_scope_is_denied(world: World, action: Action) -> None:
+    row = EXPECTED[action]
+    assert row.scope is not None
+    owner = world.user("owner@example.com")
+    benchmark_id = world.benchmark(owner, QA)
+    fewer = ALL_SIX - {row.scope}
+    for kind in ("api", "agent"):  # the owner, all switches on: only the scope is missing
+        assert expected_outcome(kind, action, _roles(_O), False, frozenset(), fewer) == DENIED
+
+    def check(ctx: Context) -> str:
+        benchmark = ctx.session.get(Benchmark, benchmark_id) if row.target is _BM else None
+        return outcome(ctx, action, benchmark)[0]
+
+    credentials = _credentials(world, owner, row.scope)
+    got = {name: world.ctx_call(principal, check) for name, principal in credentials.items()}
+    assert got == dict.fromkeys(credentials, DENIED)
+
+
+# --- end to end through real services -----------------------------------------------------
+
+
+def _row_counts(world: World) -> dict[str, int]:
+    def count(ctx: Context) -> dict[str, int]:
+        return {
+            table.name: int(ctx.session.scalar(select(func.count()).select_from(table)) or 0)
+            for table in Base.metadata.sorted_tables
+        }
+
+    return world.ctx_call(OPERATOR, count)
+
+
+def test_read_only_token_cannot_create_and_nothing_is_written(world: World) -> None:
+    owner = world.user("ana@example.com")
+    reader = world.api(world.token(owner, ["read"]))
+    before = _row_counts(world)
+    with pytest.raises(PermissionDenied) as refused:
+        world.do(reader, benchmarks.create_benchmark, QA)
+    assert "create" in refused.value.message
+    assert _row_counts(world) == before
+    assert world.do(reader, benchmarks.list_benchmarks) == []
+
+
+def test_agent_cannot_unpublish_even_for_the_owner(world: World) -> None:
+    owner = world.user("ana@example.com")
+    benchmark_id = world.benchmark(owner, QA)
+    world.do(Principal.web(owner), benchmarks.publish_benchmark, benchmark_id)
+    agent = world.principal(PrincipalKind.AGENT, owner)
+    with pytest.raises(PermissionDenied) as refused:
+        world.do(agent, benchmarks.unpublish_benchmark, benchmark_id)
+    assert refused.value.details["page"] == f"/benchmarks/{benchmark_id}/settings"
+    assert refused.value.details["action"] == Action.BENCHMARK_UNPUBLISH.value
+    assert world.do(agent, benchmarks.get_benchmark, benchmark_id).visibility == "published"
+    # The same person in the web app may.
+    unpublished = world.do(Principal.web(owner), benchmarks.unpublish_benchmark, benchmark_id)
+    assert unpublished.visibility == "private"
+
+
+def _turn(world: World, user_id: str) -> tuple[Principal, Principal, str]:
+    """A personal token, and a turn credential minted under it (principal and secret)."""
+    parent = world.api(world.token(user_id, sorted(ALL_SIX)))
+    secret = world.do(
+        parent, tokens.mint_turn_credential, "turn_1", ALL_SIX, timedelta(minutes=16)
+    )
+    agent = world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, secret))
+    return parent, agent, secret
+
+
+def _dead(world: World, principal: Principal, benchmark_id: str) -> Iterator[str]:
+    """Every way the principal should now be refused; yields what did not hold."""
+    if world.ctx_call(principal, access.live_user) is not None:
+        yield "live_user still returns the user"
+    checks: dict[str, Callable[[Context], object]] = {
+        "require": lambda ctx: access.require(ctx, Action.BENCHMARK_LIST),
+        "get_benchmark": lambda ctx: benchmarks.get_benchmark(ctx, benchmark_id),
+    }
+    for name, call in checks.items():
+        try:
+            world.ctx_call(principal, call)
+        except Unauthenticated:
+            continue
+        except Exception as exc:
+            yield f"{name} raised {type(exc).__name__}, not Unauthenticated"
+        else:
+            yield f"{name} still works"
+
+
+def test_revoking_the_parent_token_kills_the_turn_at_once(world: World) -> None:
+    owner = world.user("ana@example.com")
+    benchmark_id = world.benchmark(owner, QA)
+    parent, agent, secret = _turn(world, owner)
+    assert world.do(agent, benchmarks.get_benchmark, benchmark_id).id == benchmark_id
+    world.do(Principal.web(owner), tokens.revoke_token, parent.token_id)
+    # The agent keeps the principal it authenticated with at the start of the turn.
+    assert list(_dead(world, agent, benchmark_id)) == []
+    with pytest.raises(Unauthenticated):
+        world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, secret))
+
+
+def test_disabled_account_stops_its_tokens(world: World) -> None:
+    owner = world.user("ana@example.com")
+    benchmark_id = world.benchmark(owner, QA)
+    secret = world.token(owner, sorted(ALL_SIX))
+    api = world.api(secret)
+    _, agent, _ = _turn(world, owner)
+    assert world.do(api, benchmarks.get_benchmark, benchmark_id).id == benchmark_id
+    world.do(OPERATOR, accounts.set_active, owner, False)
+    for principal in (api, agent, Principal.web(owner)):
+        assert list(_dead(world, principal, benchmark_id)) == [], principal.kind
+    with pytest.raises(Unauthenticated):
+        world.api(secret)
+
+
+def test_removing_a_collaborator_removes_edit_rights_at_once(world: World) -> None:
+    owner = world.user("ana@example.com")
+    helper = world.user("bob@example.com")
+    private = world.benchmark(owner, QA)
+    published = world.benchmark(owner, MCQ)
+    world.do(Principal.web(owner), benchmarks.publish_benchmark, published)
+    for benchmark_id in (private, published):
+        world.do(Principal.web(owner), members.add_collaborator, benchmark_id, "bob@example.com")
+    # A turn that started while bob was a collaborator, and his web session.
+    _, agent, _ = _turn(world, helper)
+    for principal in (agent, Principal.web(helper)):
+        for benchmark_id in (private, published):
+            change = {"title": f"Edited by {principal.kind}"}
+            world.do(principal, benchmarks.edit_benchmark, benchmark_id, change)
+    for benchmark_id in (private, published):
+        world.do(Principal.web(owner), members.remove_collaborator, benchmark_id, helper)
+    for principal in (agent, Principal.web(helper)):
+        change = {"title": "Too late"}
+        with pytest.raises(NotFound):  # private: bob may no longer know it exists
+            world.do(principal, benchmarks.edit_benchmark, private, change)
+        with pytest.raises(PermissionDenied):  # published: bob still sees it, may not edit
+            world.do(principal, benchmarks.edit_benchmark, published, change)
+    title = world.do(Principal.web(owner), benchmarks.get_benchmark, private).title
+    assert title == "Edited by web"
+
+
+def test_agent_switches_from_settings_and_operator_overrides(world: World) -> None:
+    owner = world.user("ana@example.com")
+    benchmark_id = world.benchmark(owner, QA)
+    _, agent, _ = _turn(world, owner)
+
+    def publish_allowed(env_value: bool) -> bool:
+        def decide(ctx: Context) -> bool:
+            settings = ctx.settings.model_copy(update={"agent_allow_publish": env_value})
+            acting = Context(ctx.session, ctx.principal, settings, ctx.clock)
+            benchmark = ctx.session.get(Benchmark, benchmark_id)
+            return access.can(acting, Action.BENCHMARK_PUBLISH, benchmark)
+
+        return world.ctx_call(agent, decide)
+
+    assert publish_allowed(True)
+    assert not publish_allowed(False)
+    # The operator's run-time setting wins over the environment, in both directions.
+    world.do(OPERATOR, deployment.set_setting, "agent_allow_publish", "true")
+    assert publish_allowed(False)
+    world.do(OPERATOR, deployment.set_setting, "agent_allow_publish", "false")
+    assert not publish_allowed(True)
+    with pytest.raises(PermissionDenied, match="switched off"):
+        world.do(agent, benchmarks.publish_benchmark, benchmark_id)
