@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import create_engine
 
 from benchgen.core.clock import ManualClock
 from benchgen.core.config import Settings
@@ -57,6 +58,7 @@ def pg_url() -> Iterator[str]:
     database = Database(url)
     migrate.upgrade(database)
     database.dispose()
+    _SEEDS.update(_snapshot(url))
     yield url
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -80,15 +82,38 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
         url = request.getfixturevalue("pg_url")
         _truncate(url)
     return Settings(
-        data_dir=tmp_path / "data", database_url=url, argon2_time_cost=1, argon2_memory_kib=64
+        data_dir=tmp_path / "data",
+        database_url=url,
+        argon2_time_cost=1,
+        argon2_memory_kib=64,
+        worker_threads=0,
     )
+
+
+# Rows the migrations seed (e.g. built-in models), restored after each test's truncation.
+_SEEDS: dict[str, list[dict[str, object]]] = {}
+
+
+def _snapshot(url: str) -> dict[str, list[dict[str, object]]]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        seeds = {
+            table.name: [dict(row._mapping) for row in conn.execute(table.select())]
+            for table in Base.metadata.sorted_tables
+        }
+    engine.dispose()
+    return {name: rows for name, rows in seeds.items() if rows}
 
 
 def _truncate(url: str) -> None:
     names = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
-    plain = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute(f"TRUNCATE {names} CASCADE")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"TRUNCATE {names} CASCADE")
+        for table in Base.metadata.sorted_tables:
+            if _SEEDS.get(table.name):
+                conn.execute(table.insert(), _SEEDS[table.name])
+    engine.dispose()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from benchgen import __version__
 from benchgen.api import errors, routes
 from benchgen.core.config import Settings
+from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
 
 
@@ -21,9 +22,14 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        if owned:
-            active.close()
+        # The embedded worker pool: one machine needs no separate worker process or broker.
+        workers = start_workers(active, active.settings.worker_threads)
+        try:
+            yield
+        finally:
+            stop_workers(workers)
+            if owned:
+                active.close()
 
     app = FastAPI(
         title="BenchGen API",

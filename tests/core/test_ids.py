@@ -60,7 +60,7 @@ def test_vector(body: str, crc: int, checksum: str, token: str) -> None:
 
 
 def test_vector_pads_with_leading_zero() -> None:
-    body, crc, checksum, _ = VECTORS[1]
+    _, crc, checksum, _ = VECTORS[1]
     assert crc < 62**5
     assert checksum.startswith("0")
     assert ids.encode_base62(crc, 6) == checksum

@@ -14,11 +14,21 @@ from sqlalchemy import func, select
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
 from benchgen.core.permissions import Action, PrincipalKind, Role, Scope, Target
-from benchgen.db.tables import Base, Benchmark
-from benchgen.services import access, accounts, benchmarks, deployment, members, tokens
+from benchgen.db.tables import (
+    AuditEvent,
+    Benchmark,
+    Phase,
+    PhaseTask,
+    Question,
+    RateLimitEvent,
+    Run,
+    Task,
+)
+from benchgen.services import access, accounts, benchmarks, deployment, members, runs, tokens
 from tests.support import MCQ, OPERATOR, QA, World
 
 ALLOWED, DENIED, HIDDEN = "allowed", "denied", "hidden"
+BASELINE = "mdl_builtin_first"  # a free built-in model every database has
 
 
 @dataclass(frozen=True)
@@ -36,56 +46,70 @@ def _roles(*roles: Role) -> frozenset[Role]:
 
 
 _O, _C, _P, _I, _PUB = Role.OWNER, Role.COLLABORATOR, Role.PARTICIPANT, Role.INVITEE, Role.PUBLIC
+_L = Role.LAUNCHER
 _BM, _OWN, _PLAT = Target.BENCHMARK, Target.OWN, Target.PLATFORM
+_RUN, _JOB = Target.RUN, Target.JOB
 # PRODUCT §1.2: questions for owner, collaborators, participants and (once published) everyone;
 # the answer key only for owner and collaborators; collaborators may edit and publish.
 _SEE = _roles(_O, _C, _P, _PUB)
 _TEAM = _roles(_O, _C)
 
-EXPECTED: dict[Action, Row] = {
+# Keyed by the action's name, so that an action removed from the vocabulary is reported by
+# test_every_action_has_matrix_rows instead of breaking the import of this module.
+EXPECTED: dict[str, Row] = {
     # Delegable: the six scopes of A3.
-    Action.BENCHMARK_LIST: Row(Scope.READ, _OWN),
-    Action.BENCHMARK_READ: Row(Scope.READ, _BM, _SEE),
-    Action.BENCHMARK_READ_KEY: Row(Scope.READ, _BM, _TEAM),
-    Action.BENCHMARK_CREATE: Row(Scope.CREATE, _OWN),
-    Action.BENCHMARK_EDIT: Row(Scope.EDIT, _BM, _TEAM),
-    Action.BENCHMARK_PUBLISH: Row(Scope.PUBLISH, _BM, _TEAM),
-    Action.RUN_LAUNCH: Row(Scope.RUNS, _BM, _SEE),
-    Action.MODEL_MANAGE: Row(Scope.RUNS, _OWN),
-    Action.TRAINING_LAUNCH: Row(Scope.TRAIN, _OWN),
-    Action.CREDITS_READ: Row(Scope.READ, _OWN),
+    "benchmark.list": Row(Scope.READ, _OWN),
+    "benchmark.read": Row(Scope.READ, _BM, _SEE),
+    "benchmark.read_key": Row(Scope.READ, _BM, _TEAM),
+    "benchmark.create": Row(Scope.CREATE, _OWN),
+    "benchmark.edit": Row(Scope.EDIT, _BM, _TEAM),
+    "benchmark.publish": Row(Scope.PUBLISH, _BM, _TEAM),
+    "run.launch": Row(Scope.RUNS, _BM, _SEE),
+    # PRODUCT §1.2/§1.4: a run is seen by whoever launched it and by the benchmark's team; only
+    # the team sees which questions were right (so a published key cannot be rebuilt).
+    "run.read": Row(Scope.READ, _RUN, _roles(_O, _C, _L)),
+    "run.read_detail": Row(Scope.READ, _RUN, _TEAM),
+    "run.cancel": Row(Scope.RUNS, _RUN, _roles(_O, _L)),
+    "run.rescore": Row(Scope.RUNS, _RUN, _roles(_O, _C, _L)),
+    "run.rescore_settings": Row(Scope.RUNS, _RUN, _TEAM),
+    "model.list": Row(Scope.READ, _OWN),
+    "model.manage": Row(Scope.RUNS, _OWN),
+    "training.launch": Row(Scope.TRAIN, _OWN),
+    "credits.read": Row(Scope.READ, _OWN),
     # Session-only: joining happens in the web app; the rest is the "never" list of A13.
-    Action.BENCHMARK_JOIN: Row(None, _BM, _roles(_I, _PUB)),
-    Action.BENCHMARK_UNPUBLISH: Row(None, _BM, _roles(_O)),
-    Action.BENCHMARK_DELETE: Row(None, _BM, _roles(_O)),
-    Action.PHASES_MANAGE: Row(None, _BM, _roles(_O)),
-    Action.ACCESS_MANAGE: Row(None, _BM, _roles(_O)),
-    Action.JUDGE_CONFIGURE: Row(None, _BM, _roles(_O)),
-    Action.PARTICIPANTS_EMAIL: Row(None, _BM, _roles(_O)),
-    Action.LEADERBOARD_MANAGE: Row(None, _BM, _TEAM),
-    Action.RUN_EDIT_SCORE: Row(None, _BM, _roles(_O)),
-    Action.MODEL_DELETE: Row(None, _OWN),
-    Action.DATASET_DELETE: Row(None, _OWN),
-    Action.TRAINING_DELETE: Row(None, _OWN),
-    Action.BILLING_MANAGE: Row(None, _OWN),
-    Action.TOKENS_MANAGE: Row(None, _OWN),
+    "benchmark.join": Row(None, _BM, _roles(_I, _PUB)),
+    "benchmark.unpublish": Row(None, _BM, _roles(_O)),
+    "benchmark.delete": Row(None, _BM, _roles(_O)),
+    "phases.manage": Row(None, _BM, _roles(_O)),
+    "access.manage": Row(None, _BM, _roles(_O)),
+    "judge.configure": Row(None, _BM, _roles(_O)),
+    "participants.email": Row(None, _BM, _roles(_O)),
+    "leaderboard.manage": Row(None, _RUN, _TEAM),
+    "run.edit_score": Row(None, _RUN, _roles(_O)),
+    "model.delete": Row(None, _OWN),
+    "dataset.delete": Row(None, _OWN),
+    "training.delete": Row(None, _OWN),
+    "billing.manage": Row(None, _OWN),
+    "tokens.manage": Row(None, _OWN),
     # Platform administration: the admin flag (or the operator).
-    Action.ADMIN_USERS: Row(None, _PLAT),
-    Action.ADMIN_CREDITS: Row(None, _PLAT),
-    Action.ADMIN_SETTINGS: Row(None, _PLAT),
+    "admin.users": Row(None, _PLAT),
+    "admin.credits": Row(None, _PLAT),
+    "admin.settings": Row(None, _PLAT),
+    # Background work: only a system principal holding the grant.
+    "run.execute": Row(None, _JOB),
 }
 
 # ARCHITECTURE §6: where a refusal of a session-only action sends the person. Only pages the
 # decision point can fill in itself (a benchmark id, or no id at all) are listed.
-REFUSAL_PAGES: dict[Action, str] = {
-    Action.BENCHMARK_UNPUBLISH: "/benchmarks/{id}/settings",
-    Action.BENCHMARK_DELETE: "/benchmarks/{id}/settings",
-    Action.PHASES_MANAGE: "/benchmarks/{id}/settings/phases",
-    Action.ACCESS_MANAGE: "/benchmarks/{id}/settings/access",
-    Action.JUDGE_CONFIGURE: "/benchmarks/{id}/settings/judge",
-    Action.PARTICIPANTS_EMAIL: "/benchmarks/{id}/participants/email",
-    Action.TOKENS_MANAGE: "/settings/tokens",
-    Action.BILLING_MANAGE: "/settings/billing",
+REFUSAL_PAGES: dict[str, str] = {
+    "benchmark.unpublish": "/benchmarks/{id}/settings",
+    "benchmark.delete": "/benchmarks/{id}/settings",
+    "phases.manage": "/benchmarks/{id}/settings/phases",
+    "access.manage": "/benchmarks/{id}/settings/access",
+    "judge.configure": "/benchmarks/{id}/settings/judge",
+    "participants.email": "/benchmarks/{id}/participants/email",
+    "tokens.manage": "/settings/tokens",
+    "billing.manage": "/settings/billing",
 }
 
 # The user's relation to the benchmark under test, and the roles that relation must give.
@@ -98,6 +122,9 @@ RELATIONS: dict[str, frozenset[Role]] = {
     "other_private": _roles(),
     "other_published": _roles(_PUB),
 }
+# Relations whose run under test is one they launched themselves (the others look at the
+# owner's run on that benchmark).
+LAUNCHED_OWN_RUN = frozenset({"owner", "participant"})
 
 USER_KINDS = ("web", "api", "agent", "cli_as")
 KINDS = (*USER_KINDS, "system_granted", "system_ungranted", "operator")
@@ -112,7 +139,7 @@ SWITCH_STATES: tuple[frozenset[Scope], ...] = (
     frozenset(SWITCH_KEYS),
 )
 ALL_SIX = frozenset(Scope)
-DELEGABLE = [action for action, row in EXPECTED.items() if row.scope is not None]
+DELEGABLE = [a for a in Action if a.value in EXPECTED and EXPECTED[a.value].scope is not None]
 
 
 def expected_outcome(
@@ -124,13 +151,15 @@ def expected_outcome(
     scopes: frozenset[Scope] = ALL_SIX,
 ) -> str:
     """The outcome the product rules give, computed from EXPECTED alone."""
-    row = EXPECTED[action]
+    row = EXPECTED[action.value]
     if kind == "system_granted":
         return ALLOWED
-    if kind == "system_ungranted":
+    if kind == "system_ungranted" or row.target is Target.JOB:
         return DENIED
     if kind == "operator":
         return ALLOWED if row.target is Target.PLATFORM else DENIED
+    if row.target is Target.RUN and not roles & {_O, _C, _L}:
+        return HIDDEN  # someone else's run is invisible outside the benchmark's team
     if row.target is Target.BENCHMARK and not roles:
         return HIDDEN  # nothing may reveal that a private benchmark exists
     if kind in ("api", "agent"):
@@ -146,14 +175,17 @@ def expected_outcome(
 
 
 def test_every_action_has_matrix_rows() -> None:
-    missing = sorted(action.value for action in Action if action not in EXPECTED)
-    stale = sorted(str(action) for action in EXPECTED if action not in set(Action))
-    assert not missing, f"actions without a row in EXPECTED: {missing}"
-    assert not stale, f"EXPECTED names actions that no longer exist: {stale}"
+    names = {action.value for action in Action}
+    missing = sorted(names - set(EXPECTED))
+    stale = sorted(set(EXPECTED) - names)
+    assert (missing, stale) == ([], []), (
+        f"actions without a row in EXPECTED: {missing}; "
+        f"rows in EXPECTED for actions that no longer exist: {stale}"
+    )
 
 
 def test_refusal_pages_name_session_only_actions() -> None:
-    assert all(EXPECTED[action].scope is None for action in REFUSAL_PAGES)
+    assert all(EXPECTED[name].scope is None for name in REFUSAL_PAGES)
 
 
 # --- building the state -------------------------------------------------------------------
@@ -165,6 +197,7 @@ class Cast:
 
     admin: bool
     members: dict[str, tuple[str, str]]  # relation -> (user id, benchmark id)
+    runs: dict[str, str]  # relation -> the id of the run under test
 
 
 def build_cast(world: World, tag: str, admin: bool) -> Cast:
@@ -189,6 +222,11 @@ def build_cast(world: World, tag: str, admin: bool) -> Cast:
     world.do(Principal.web(removed), members.join_benchmark, private)
     world.do(as_owner, members.set_participant_status, private, removed, "removed")
     world.do(as_owner, benchmarks.publish_benchmark, published)
+    owner_run = world.do(as_owner, runs.start_run, private, BASELINE).id
+    own_runs = {
+        "participant": world.do(Principal.web(participant), runs.start_run, private, BASELINE).id,
+        "other_published": world.do(as_owner, runs.start_run, published, BASELINE).id,
+    }
     return Cast(
         admin,
         {
@@ -200,6 +238,7 @@ def build_cast(world: World, tag: str, admin: bool) -> Cast:
             "other_private": (stranger, private),
             "other_published": (stranger, published),
         },
+        {relation: own_runs.get(relation, owner_run) for relation in RELATIONS},
     )
 
 
@@ -210,21 +249,19 @@ def set_switches(world: World, switched_off: frozenset[Scope]) -> None:
         world.do(OPERATOR, deployment.set_setting, key, value)
 
 
-def outcome(ctx: Context, action: Action, benchmark: Benchmark | None) -> tuple[str, dict]:
-    """What `require` did (and the refusal's details); cross-checked against `explain`."""
-    decision = access.explain(ctx, action, benchmark)
+def outcome(
+    ctx: Context, action: Action, benchmark: Benchmark | None, run: Run | None = None
+) -> tuple[str, dict]:
+    """What `require` (and so `explain`, which it calls) decided, and the refusal's details."""
     try:
-        access.require(ctx, action, benchmark)
+        access.require(ctx, action, benchmark, run)
     except NotFound as exc:
-        got, details = HIDDEN, exc.details
+        return HIDDEN, exc.details
     except PermissionDenied as exc:
-        got, details = DENIED, exc.details
+        return DENIED, exc.details
     except Unauthenticated as exc:
-        got, details = "unauthenticated", exc.details
-    else:
-        got, details = ALLOWED, {}
-    consistent = decision.allowed == (got == ALLOWED) and decision.hidden == (got == HIDDEN)
-    return (got if consistent else f"{got} (explain said {decision})"), details
+        return "unauthenticated", exc.details
+    return ALLOWED, {}
 
 
 def principals_for(world: World, user_id: str) -> dict[str, Principal]:
@@ -266,21 +303,26 @@ def test_permission_matrix(world: World) -> None:
                     principal = doors[user_id][kind]
                 else:
                     principal = non_user_principal(kind, action)
-                target = EXPECTED[action].target
-                benchmark = ctx.session.get(Benchmark, benchmark_id) if target is _BM else None
+                target = EXPECTED[action.value].target
+                on_object = target in (_BM, _RUN)
+                benchmark = ctx.session.get(Benchmark, benchmark_id) if on_object else None
+                run = ctx.session.get(Run, cast.runs[relation]) if target is _RUN else None
+                if run is not None:
+                    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
                 acting = Context(ctx.session, principal, ctx.settings, ctx.clock)
-                want = expected_outcome(
-                    kind, action, RELATIONS[relation], cast.admin, switched_off
-                )
-                got, details = outcome(acting, action, benchmark)
+                roles = RELATIONS[relation]
+                if target is _RUN and relation in LAUNCHED_OWN_RUN:
+                    roles = roles | {_L}
+                want = expected_outcome(kind, action, roles, cast.admin, switched_off)
+                got, details = outcome(acting, action, benchmark, run)
                 label = (
                     f"{kind:16} {action.value:20} {relation:19} admin={cast.admin!s:5} "
                     f"off={sorted(switched_off)}"
                 )
                 if got != want:
                     mismatches.append(f"{label}: expected {want}, got {got}")
-                elif kind in ("api", "agent") and action in REFUSAL_PAGES and got == DENIED:
-                    page = REFUSAL_PAGES[action].replace("{id}", benchmark_id)
+                elif kind in ("api", "agent") and action.value in REFUSAL_PAGES and got == DENIED:
+                    page = REFUSAL_PAGES[action.value].replace("{id}", benchmark_id)
                     if details.get("page") != page:
                         mismatches.append(f"{label}: refusal links {details.get('page')}")
                 count += 1
@@ -310,7 +352,7 @@ def _credentials(world: World, user_id: str, missing: Scope) -> dict[str, Princi
 
 @pytest.mark.parametrize("action", DELEGABLE, ids=str)
 def test_credential_without_the_scope_is_denied(world: World, action: Action) -> None:
-    row = EXPECTED[action]
+    row = EXPECTED[action.value]
     assert row.scope is not None
     owner = world.user("owner@example.com")
     benchmark_id = world.benchmark(owner, QA)
@@ -318,9 +360,13 @@ def test_credential_without_the_scope_is_denied(world: World, action: Action) ->
     for kind in ("api", "agent"):  # the owner, all switches on: only the scope is missing
         assert expected_outcome(kind, action, _roles(_O), False, frozenset(), fewer) == DENIED
 
+    run_id = world.do(Principal.web(owner), runs.start_run, benchmark_id, BASELINE).id
+
     def check(ctx: Context) -> str:
-        benchmark = ctx.session.get(Benchmark, benchmark_id) if row.target is _BM else None
-        return outcome(ctx, action, benchmark)[0]
+        on_object = row.target in (_BM, _RUN)
+        benchmark = ctx.session.get(Benchmark, benchmark_id) if on_object else None
+        run = ctx.session.get(Run, run_id) if row.target is _RUN else None
+        return outcome(ctx, action, benchmark, run)[0]
 
     credentials = _credentials(world, owner, row.scope)
     got = {name: world.ctx_call(principal, check) for name, principal in credentials.items()}
@@ -330,11 +376,18 @@ def test_credential_without_the_scope_is_denied(world: World, action: Action) ->
 # --- end to end through real services -----------------------------------------------------
 
 
+# Everything creating a benchmark writes: the benchmark, its questions, phase and task, the
+# audit event and the rate-limit ledger row.
+CREATION_TABLES = (Benchmark, Question, Phase, Task, PhaseTask, AuditEvent, RateLimitEvent)
+
+
 def _row_counts(world: World) -> dict[str, int]:
     def count(ctx: Context) -> dict[str, int]:
         return {
-            table.name: int(ctx.session.scalar(select(func.count()).select_from(table)) or 0)
-            for table in Base.metadata.sorted_tables
+            table.__tablename__: int(
+                ctx.session.scalar(select(func.count()).select_from(table)) or 0
+            )
+            for table in CREATION_TABLES
         }
 
     return world.ctx_call(OPERATOR, count)
@@ -369,9 +422,7 @@ def test_agent_cannot_unpublish_even_for_the_owner(world: World) -> None:
 def _turn(world: World, user_id: str) -> tuple[Principal, Principal, str]:
     """A personal token, and a turn credential minted under it (principal and secret)."""
     parent = world.api(world.token(user_id, sorted(ALL_SIX)))
-    secret = world.do(
-        parent, tokens.mint_turn_credential, "turn_1", ALL_SIX, timedelta(minutes=16)
-    )
+    secret = world.do(parent, tokens.mint_turn_credential, "turn_1", ALL_SIX, timedelta(minutes=16))
     agent = world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, secret))
     return parent, agent, secret
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from benchgen.cli import admin, demo
+from benchgen.cli import admin, demo, evaluation
 from benchgen.cli.common import console, open_runtime
 
 app = typer.Typer(
@@ -21,6 +21,11 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(admin.app, name="admin")
 app.command(name="demo")(demo.seed_demo)
+app.command(name="run")(evaluation.run)
+app.command(name="rescore")(evaluation.rescore)
+app.command(name="worker")(evaluation.worker)
+app.add_typer(evaluation.models_app, name="models")
+app.add_typer(evaluation.leaderboard_app, name="leaderboard")
 
 
 @db_app.command("upgrade")

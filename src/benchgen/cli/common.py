@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +16,7 @@ from benchgen.services import accounts
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 console = Console(soft_wrap=True)
+As = Annotated[str, typer.Option("--as", help="Act as this user (audited as the cli door).")]
 errors = Console(stderr=True)
 OPERATOR = Principal.cli()
 

@@ -17,6 +17,14 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         None, description="SQLAlchemy URL; unset means SQLite in data_dir (postgresql+psycopg://…)."
     )
+    secret_key: str | None = Field(
+        None, description="Fernet key encrypting stored API keys; unset: a key file in data_dir."
+    )
+    model_host_allowlist: str = Field(
+        "", description="Comma-separated hosts that model endpoints may use despite being private."
+    )
+    worker_threads: int = Field(2, ge=0, description="Embedded job workers in `benchgen serve`.")
+    run_concurrency: int = Field(16, ge=1, le=256)
     public_url: str | None = Field(None, description="Base URL used for absolute links.")
     smtp_url: str | None = Field(
         None, description="smtp://user:pass@host:port; unset keeps mail in the local outbox."

@@ -52,6 +52,7 @@ class Role(StrEnum):
     PARTICIPANT = "participant"  # joined: sees questions (never the key), may run
     INVITEE = "invitee"  # not joined yet, but the whitelist admits them
     PUBLIC = "public"  # any signed-in user, on a published benchmark
+    LAUNCHER = "launcher"  # launched the run in question (run actions only)
 
 
 class Target(StrEnum):
@@ -60,6 +61,8 @@ class Target(StrEnum):
     BENCHMARK = "benchmark"  # rights come from the user's roles on that benchmark
     OWN = "own"  # the user's own account or own objects; ownership checked by the service
     PLATFORM = "platform"  # deployment-wide administration; needs the admin flag
+    RUN = "run"  # rights come from roles on the run's benchmark, plus launcher of the run
+    JOB = "job"  # background work: only a system principal holding the grant
 
 
 class Action(StrEnum):
@@ -72,6 +75,12 @@ class Action(StrEnum):
     BENCHMARK_EDIT = "benchmark.edit"
     BENCHMARK_PUBLISH = "benchmark.publish"
     RUN_LAUNCH = "run.launch"
+    RUN_READ = "run.read"
+    RUN_READ_DETAIL = "run.read_detail"
+    RUN_CANCEL = "run.cancel"
+    RUN_RESCORE = "run.rescore"
+    RUN_RESCORE_SETTINGS = "run.rescore_settings"
+    MODEL_LIST = "model.list"
     MODEL_MANAGE = "model.manage"
     TRAINING_LAUNCH = "training.launch"
     CREDITS_READ = "credits.read"
@@ -92,6 +101,7 @@ class Action(StrEnum):
     ADMIN_USERS = "admin.users"
     ADMIN_CREDITS = "admin.credits"
     ADMIN_SETTINGS = "admin.settings"
+    RUN_EXECUTE = "run.execute"
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ _READERS = frozenset({_R.OWNER, _R.COLLABORATOR, _R.PARTICIPANT, _R.PUBLIC})
 _EDITORS = frozenset({_R.OWNER, _R.COLLABORATOR})
 _OWNER = frozenset({_R.OWNER})
 _SETTINGS = "/benchmarks/{id}/settings"
+_RUN_VIEWERS = frozenset({_R.OWNER, _R.COLLABORATOR, _R.LAUNCHER})
 
 
 def _delegable(scope: Scope, target: Target, roles: frozenset[Role], summary: str) -> ActionRule:
@@ -124,7 +135,7 @@ def _session(target: Target, roles: frozenset[Role], page: str, summary: str) ->
     return ActionRule(None, target, roles, page, summary)
 
 
-B, OWN, P = Target.BENCHMARK, Target.OWN, Target.PLATFORM
+B, OWN, P, RUN = Target.BENCHMARK, Target.OWN, Target.PLATFORM, Target.RUN
 RULES: dict[Action, ActionRule] = {
     Action.BENCHMARK_LIST: _delegable(Scope.READ, OWN, frozenset(), "list visible benchmarks"),
     Action.BENCHMARK_READ: _delegable(Scope.READ, B, _READERS, "see a benchmark and its questions"),
@@ -133,6 +144,18 @@ RULES: dict[Action, ActionRule] = {
     Action.BENCHMARK_EDIT: _delegable(Scope.EDIT, B, _EDITORS, "change metadata or questions"),
     Action.BENCHMARK_PUBLISH: _delegable(Scope.PUBLISH, B, _EDITORS, "publish a benchmark"),
     Action.RUN_LAUNCH: _delegable(Scope.RUNS, B, _READERS, "run a model on a benchmark"),
+    Action.RUN_READ: _delegable(Scope.READ, RUN, _RUN_VIEWERS, "see a run and its answers"),
+    Action.RUN_READ_DETAIL: _delegable(
+        Scope.READ, RUN, _EDITORS, "see per-question correctness and expected answers"
+    ),
+    Action.RUN_CANCEL: _delegable(
+        Scope.RUNS, RUN, frozenset({_R.OWNER, _R.LAUNCHER}), "cancel a run"
+    ),
+    Action.RUN_RESCORE: _delegable(Scope.RUNS, RUN, _RUN_VIEWERS, "rescore a run's saved answers"),
+    Action.RUN_RESCORE_SETTINGS: _delegable(
+        Scope.RUNS, RUN, _EDITORS, "rescore a run with other scoring settings"
+    ),
+    Action.MODEL_LIST: _delegable(Scope.READ, OWN, frozenset(), "list the model catalogue"),
     Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),
     Action.TRAINING_LAUNCH: _delegable(Scope.TRAIN, OWN, frozenset(), "launch a training job"),
     Action.CREDITS_READ: _delegable(Scope.READ, OWN, frozenset(), "read own credit ledger"),
@@ -154,9 +177,9 @@ RULES: dict[Action, ActionRule] = {
         B, _OWNER, "/benchmarks/{id}/participants/email", "email participants"
     ),
     Action.LEADERBOARD_MANAGE: _session(
-        B, _EDITORS, "/runs/{id}", "add or remove a run on a leaderboard"
+        RUN, _EDITORS, "/runs/{id}", "add or remove a run on a leaderboard"
     ),
-    Action.RUN_EDIT_SCORE: _session(B, _OWNER, "/runs/{id}", "correct a run's score by hand"),
+    Action.RUN_EDIT_SCORE: _session(RUN, _OWNER, "/runs/{id}", "correct a run's score by hand"),
     Action.MODEL_DELETE: _session(OWN, frozenset(), "/models/{id}", "delete a model"),
     Action.DATASET_DELETE: _session(OWN, frozenset(), "/datasets/{id}", "delete a dataset"),
     Action.TRAINING_DELETE: _session(OWN, frozenset(), "/training/{id}", "delete a training job"),
@@ -167,6 +190,7 @@ RULES: dict[Action, ActionRule] = {
     Action.ADMIN_USERS: _session(P, frozenset(), "/admin", "create and manage user accounts"),
     Action.ADMIN_CREDITS: _session(P, frozenset(), "/admin", "grant credits to users"),
     Action.ADMIN_SETTINGS: _session(P, frozenset(), "/admin", "change deployment settings"),
+    Action.RUN_EXECUTE: ActionRule(None, Target.JOB, frozenset(), "/", "execute a queued run"),
 }
 
 

@@ -235,3 +235,129 @@ class DeploymentSetting(Base):
     value: Mapped[Any] = mapped_column(JSON)
     updated_at: Mapped[datetime]
     updated_by: Mapped[str] = mapped_column(String(80))
+
+
+class Model(Base):
+    """A model in the catalogue: a platform model (no owner) or a user's own."""
+
+    __tablename__ = "models"
+    id: Mapped[str] = _id()
+    owner_id: Mapped[str | None] = _user_fk(nullable=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(
+        String(32)
+    )  # openai_compat | anthropic | local_gguf | builtin
+    endpoint_model: Mapped[str] = mapped_column(String(500))
+    base_url: Mapped[str | None] = mapped_column(String(2000))
+    api_key_enc: Mapped[str | None] = mapped_column(Text)  # Fernet; never returned
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    price_per_question: Mapped[int] = mapped_column(default=0)
+    price_per_1k_tokens: Mapped[int] = mapped_column(default=0)
+    status: Mapped[str] = mapped_column(String(16), default="available")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    deleted_at: Mapped[datetime | None]
+
+
+class Judge(Base):
+    """The AI judge an owner set up for a benchmark (the owner's key pays for it)."""
+
+    __tablename__ = "judges"
+    benchmark_id: Mapped[str] = mapped_column(
+        ForeignKey("benchmarks.id", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String(32))
+    endpoint_model: Mapped[str] = mapped_column(String(500))
+    base_url: Mapped[str | None] = mapped_column(String(2000))
+    api_key_enc: Mapped[str | None] = mapped_column(Text)
+    allow_others: Mapped[bool] = mapped_column(default=False)
+    price_per_1k_tokens: Mapped[int] = mapped_column(default=0)
+    updated_at: Mapped[datetime]
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = _id()
+    benchmark_id: Mapped[str] = _benchmark_fk()
+    phase_id: Mapped[str] = mapped_column(ForeignKey("phases.id"))
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id"), index=True)
+    launched_by: Mapped[str] = _user_fk()
+    door: Mapped[str] = mapped_column(String(80))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    benchmark_version: Mapped[int]
+    scoring: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    question_count: Mapped[int]
+    done_count: Mapped[int] = mapped_column(default=0)
+    error_count: Mapped[int] = mapped_column(default=0)
+    reservation_id: Mapped[str | None] = mapped_column(String(40))
+    job_id: Mapped[str | None] = mapped_column(String(40))
+    estimated_cost: Mapped[int] = mapped_column(default=0)
+    cost: Mapped[int | None]
+    judge_cost: Mapped[int] = mapped_column(default=0)
+    input_tokens: Mapped[int] = mapped_column(default=0)
+    output_tokens: Mapped[int] = mapped_column(default=0)
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    scores: Mapped[dict[str, Any]] = mapped_column(default=dict)  # leaderboard columns
+    score_edit: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    cancel_requested: Mapped[bool] = mapped_column(default=False)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class RunResult(Base):
+    """One question of one run: what was sent, what came back, how it scored."""
+
+    __tablename__ = "run_results"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(primary_key=True)
+    prompt_sent: Mapped[str] = mapped_column(Text)
+    raw: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    extracted: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(16))
+    score: Mapped[float] = mapped_column(default=0.0)
+    reasoning: Mapped[str | None] = mapped_column(Text)
+    latency_ms: Mapped[int] = mapped_column(default=0)
+    input_tokens: Mapped[int] = mapped_column(default=0)
+    output_tokens: Mapped[int] = mapped_column(default=0)
+    attempts: Mapped[int] = mapped_column(default=1)
+    letter_logprobs: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class RunLogLine(Base):
+    __tablename__ = "run_log_lines"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime]
+    line: Mapped[str] = mapped_column(Text)
+
+
+class Job(Base):
+    """The job queue's truth: claimed with a lease, kept alive by heartbeats, retried."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_claim", "status", "run_after"),)
+    id: Mapped[str] = _id()
+    kind: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16))  # queued | running | done | failed | cancelled
+    attempts: Mapped[int] = mapped_column(default=0)
+    max_attempts: Mapped[int] = mapped_column(default=3)
+    run_after: Mapped[datetime]
+    lease_owner: Mapped[str | None] = mapped_column(String(80))
+    lease_expires_at: Mapped[datetime | None]
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class LeaderboardEntry(Base):
+    __tablename__ = "leaderboard_entries"
+    id: Mapped[str] = _id()
+    benchmark_id: Mapped[str] = _benchmark_fk()
+    phase_id: Mapped[str] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    added_by: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    added_at: Mapped[datetime]

@@ -23,7 +23,15 @@ from benchgen.core.permissions import (
     page_for,
     rule_for,
 )
-from benchgen.db.tables import ApiToken, Benchmark, Collaborator, Participant, User, WhitelistEntry
+from benchgen.db.tables import (
+    ApiToken,
+    Benchmark,
+    Collaborator,
+    Participant,
+    Run,
+    User,
+    WhitelistEntry,
+)
 from benchgen.services import overrides
 
 
@@ -38,26 +46,28 @@ class Decision:
     role: Role | None = None
 
 
-def explain(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> Decision:
-    """Decide whether the context's principal may do `action` (on `benchmark` where it applies)."""
+def explain(
+    ctx: Context, action: Action, benchmark: Benchmark | None = None, run: Run | None = None
+) -> Decision:
+    """Decide whether the context's principal may do `action` (on `benchmark`, or on `run` and
+    its benchmark, where the action applies to one)."""
     rule = rule_for(action)
     principal = ctx.principal
     if principal.kind is PrincipalKind.SYSTEM:
         granted = action in principal.grants
         return Decision(granted, f"system job {principal.name!r} {_verb(granted)} this grant")
+    if rule.target is Target.JOB:
+        return Decision(False, "only the platform's own background jobs do this")
     if principal.is_operator:
         allowed = rule.target is Target.PLATFORM
         return Decision(allowed, "the operator" if allowed else "act --as a user for this")
     user = live_user(ctx)
     if user is None:
         return Decision(False, "the account is disabled or the credential is no longer valid")
-    if rule.target is Target.BENCHMARK:
-        if benchmark is None:
-            raise ValueError(f"{action} needs a benchmark")
-        roles = roles_on(ctx, user, benchmark)
-        if not roles:
-            return Decision(False, "no such benchmark", hidden=True)
-    page = page_for(action, benchmark.id if benchmark else "")
+    roles = _object_roles(ctx, action, user, benchmark, run)
+    if rule.target in (Target.BENCHMARK, Target.RUN) and not roles:
+        return Decision(False, f"no such {rule.target.value}", hidden=True)
+    page = page_for(action, run.id if run else benchmark.id if benchmark else "")
     if principal.kind in DELEGATED_KINDS:
         denial = _delegation_denial(ctx, action)
         if denial:
@@ -91,12 +101,36 @@ def _delegation_denial(ctx: Context, action: Action) -> str | None:
     return None
 
 
-def can(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> bool:
+def _object_roles(
+    ctx: Context, action: Action, user: User, benchmark: Benchmark | None, run: Run | None
+) -> frozenset[Role]:
+    """The user's roles on the action's object; for runs, only roles that may see the run."""
+    target = rule_for(action).target
+    if target not in (Target.BENCHMARK, Target.RUN):
+        return frozenset()
+    if benchmark is None or (target is Target.RUN and run is None):
+        raise ValueError(f"{action} needs a {target.value}")
+    roles = roles_on(ctx, user, benchmark)
+    if target is Target.BENCHMARK:
+        return roles
+    assert run is not None
+    if run.launched_by == user.id:
+        roles |= {Role.LAUNCHER}
+    # Someone else's run is invisible to participants and the public: its per-question
+    # answers would let them rebuild the key of a published benchmark.
+    return roles if roles & {Role.OWNER, Role.COLLABORATOR, Role.LAUNCHER} else frozenset()
+
+
+def can(
+    ctx: Context, action: Action, benchmark: Benchmark | None = None, run: Run | None = None
+) -> bool:
     """True when `explain` allows it."""
-    return explain(ctx, action, benchmark).allowed
+    return explain(ctx, action, benchmark, run).allowed
 
 
-def require(ctx: Context, action: Action, benchmark: Benchmark | None = None) -> Decision:
+def require(
+    ctx: Context, action: Action, benchmark: Benchmark | None = None, run: Run | None = None
+) -> Decision:
     """Return the allowing decision or raise.
 
     Raises:
@@ -104,13 +138,15 @@ def require(ctx: Context, action: Action, benchmark: Benchmark | None = None) ->
         NotFound: the principal may not know the benchmark exists.
         PermissionDenied: anything else; the message says why and where to go instead.
     """
-    decision = explain(ctx, action, benchmark)
+    decision = explain(ctx, action, benchmark, run)
     if decision.allowed:
         return decision
     if ctx.principal.user_id and not ctx.principal.is_operator and live_user(ctx) is None:
         raise Unauthenticated(decision.reason)
     if decision.hidden:
-        raise NotFound("No such benchmark.", {"id": benchmark.id if benchmark else None})
+        hidden = run or benchmark
+        kind = "run" if run else "benchmark"
+        raise NotFound(f"No such {kind}.", {"id": hidden.id if hidden else None})
     details = {"action": action.value, **({"page": decision.page} if decision.page else {})}
     raise PermissionDenied(f"Not allowed: {decision.reason}.", details)
 
@@ -182,6 +218,21 @@ def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchm
         raise NotFound("No such benchmark.", {"id": benchmark_id})
     require(ctx, action, benchmark)
     return benchmark
+
+
+def require_run(ctx: Context, run_id: str, action: Action) -> Run:
+    """Load a run and require `action` on it.
+
+    Raises:
+        NotFound: no such run, or the principal may not see it.
+        PermissionDenied: visible but the action is not allowed.
+    """
+    run = ctx.session.get(Run, run_id)
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id) if run else None
+    if run is None or benchmark is None:
+        raise NotFound("No such run.", {"id": run_id})
+    require(ctx, action, benchmark, run)
+    return run
 
 
 def _verb(granted: bool) -> str:

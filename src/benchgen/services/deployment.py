@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotated_types import Ge
 from sqlalchemy import select
 
+from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
@@ -54,6 +56,18 @@ def _parse(key: str, kind: type, raw: str) -> bool | int:
         if text in {"false", "0", "no", "off"}:
             return False
         raise invalid(["value"], f"{key} takes true or false, not {raw!r}")
-    if not text.isdigit() or int(text) < 1:
-        raise invalid(["value"], f"{key} takes a positive whole number, not {raw!r}")
+    least = _minimum(key)
+    # isdigit() alone admits '²' and other Unicode digits int() cannot read, and a string of
+    # thousands of digits int() refuses: both would escape as a ValueError, not InvalidInput.
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < least:
+        raise invalid(["value"], f"{key} takes a whole number from {least}, not {raw!r}")
     return int(text)
+
+
+def _minimum(key: str) -> int:
+    # An override must not get below what the environment variable itself may be (the turn
+    # cap's 10 s, say): the bound lives once, on Settings.
+    rules = Settings.model_fields[key].metadata
+    return max(
+        [1, *(rule.ge for rule in rules if isinstance(rule, Ge) and isinstance(rule.ge, int))]
+    )

@@ -8,10 +8,10 @@ from datetime import datetime
 from sqlalchemy import select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
-from benchgen.core.permissions import Action
-from benchgen.db.tables import Collaborator, Participant, User, WhitelistEntry
+from benchgen.core.permissions import SESSION_KINDS, Action
+from benchgen.db.tables import Benchmark, Collaborator, Participant, User, WhitelistEntry
 from benchgen.services import access, accounts, audit
 
 PARTICIPANT_STATUSES = ("active", "removed")
@@ -139,18 +139,42 @@ def join_benchmark(ctx: Context, benchmark_id: str) -> Member:
         PermissionDenied: a token or the agent asked (joining is done in the web app).
         Conflict: already a participant, or removed by the owner.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_JOIN)
+    try:
+        benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_JOIN)
+    except (NotFound, PermissionDenied):
+        # On a private benchmark a participant is no longer an invitee (and a removed one has
+        # no role at all), so the check above refuses them; say why instead.
+        _refuse_rejoin(ctx, benchmark_id)
+        raise
     user = access.live_user(ctx)
     assert user is not None  # require() above only allows a live user
-    existing = ctx.session.get(Participant, (benchmark.id, user.id))
-    if existing is not None:
-        raise Conflict(f"You are already a participant ({existing.status}).")
+    _refuse_rejoin(ctx, benchmark.id)
     row = Participant(
         benchmark_id=benchmark.id, user_id=user.id, status="active", joined_at=ctx.now()
     )
     ctx.session.add(row)
     audit.record(ctx, "participant.join", "benchmark", benchmark.id)
     return Member(user.id, user.email, user.display_name, row.status, row.joined_at)
+
+
+def _refuse_rejoin(ctx: Context, benchmark_id: str) -> None:
+    """Raise Conflict when the acting person already joined this live benchmark.
+
+    Only the doors that may join at all get this answer, and only someone who joined (and so
+    already knows the benchmark exists) gets it: it reveals nothing a refusal would hide.
+    """
+    user_id = ctx.principal.user_id
+    if ctx.principal.kind not in SESSION_KINDS or user_id is None:
+        return
+    benchmark = ctx.session.get(Benchmark, benchmark_id)
+    if benchmark is None or benchmark.deleted_at is not None:
+        return
+    existing = ctx.session.get(Participant, (benchmark_id, user_id))
+    if existing is None:
+        return
+    if existing.status == "removed":
+        raise Conflict("The owner removed you from this benchmark; only they can let you back.")
+    raise Conflict("You are already a participant.")
 
 
 def set_participant_status(ctx: Context, benchmark_id: str, user_id: str, status: str) -> None:

@@ -101,9 +101,7 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
         Conflict: it is the last phase.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
-    phase = ctx.session.get(Phase, phase_id)
-    if phase is None or phase.benchmark_id != benchmark.id:
-        raise NotFound("No such phase.", {"id": phase_id})
+    phase = _phase(ctx, benchmark.id, phase_id)
     count = ctx.session.scalar(
         select(func.count()).select_from(Phase).where(Phase.benchmark_id == benchmark.id)
     )
@@ -111,6 +109,55 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
         raise Conflict("A benchmark keeps at least one phase.", {"id": phase_id})
     ctx.session.delete(phase)
     audit.record(ctx, "phase.remove", "benchmark", benchmark.id, phase_id=phase_id)
+
+
+def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -> str:
+    """Add a task (owner, web app or CLI only) and make it active in the given phases.
+
+    Raises:
+        NotFound: benchmark or a phase not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: empty name or no phase.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    label = name.strip()
+    if not 1 <= len(label) <= 200:
+        raise invalid(["name"], "must be 1 to 200 characters")
+    if not phase_ids:
+        raise invalid(["phase_ids"], "a task must be active in at least one phase")
+    phases = [_phase(ctx, benchmark.id, phase_id) for phase_id in dict.fromkeys(phase_ids)]
+    task = Task(id=new_id("tsk"), benchmark_id=benchmark.id, name=label, scoring={})
+    ctx.session.add(task)
+    ctx.session.flush()
+    ctx.session.add_all(PhaseTask(phase_id=phase.id, task_id=task.id) for phase in phases)
+    audit.record(ctx, "task.add", "benchmark", benchmark.id, task_id=task.id, name=label)
+    return task.id
+
+
+def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
+    """Remove a task (owner, web app or CLI only); a benchmark keeps at least one.
+
+    Raises:
+        NotFound: benchmark or task not found.
+        PermissionDenied: not the owner, or a token or the agent asked.
+        Conflict: it is the last task.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    task = _task(ctx, benchmark.id, task_id)
+    count = ctx.session.scalar(
+        select(func.count()).select_from(Task).where(Task.benchmark_id == benchmark.id)
+    )
+    if (count or 0) <= 1:
+        raise Conflict("A benchmark keeps at least one task.", {"id": task_id})
+    ctx.session.delete(task)
+    audit.record(ctx, "task.remove", "benchmark", benchmark.id, task_id=task_id)
+
+
+def _phase(ctx: Context, benchmark_id: str, phase_id: str) -> Phase:
+    phase = ctx.session.get(Phase, phase_id)
+    if phase is None or phase.benchmark_id != benchmark_id:
+        raise NotFound("No such phase in this benchmark.", {"id": phase_id})
+    return phase
 
 
 def _task(ctx: Context, benchmark_id: str, task_id: str) -> Task:

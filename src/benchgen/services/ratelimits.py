@@ -41,7 +41,7 @@ def consume_creation(ctx: Context, reference: str) -> None:
     """Count one benchmark creation for the acting user, or refuse it.
 
     Raises:
-        RateLimited: a window is full; `retry_at` is when its oldest creation leaves it.
+        RateLimited: a window is full; `retry_at` is when every full window has room again.
     """
     if not is_limited(ctx):
         return
@@ -49,16 +49,22 @@ def consume_creation(ctx: Context, reference: str) -> None:
     assert user_id is not None  # delegated principals always act for a user
     accounts.lock_user(ctx, user_id)
     now = ctx.now()
-    for window, span, limit, times in _windows(ctx, user_id, now):
-        if len(times) >= limit:
-            retry_at = times[len(times) - limit] + span
-            raise RateLimited(
-                f"Benchmark creation is limited to {limit} per {window}; "
-                f"try again after {retry_at:%Y-%m-%d %H:%M:%S} UTC.",
-                retry_at,
-                limit,
-                window,
-            )
+    full = [
+        (times[len(times) - limit] + span, window, limit)
+        for window, span, limit, times in _windows(ctx, user_id, now)
+        if len(times) >= limit
+    ]
+    if full:
+        # When both windows are full, the earlier time would be a false promise: report the
+        # later one, when the creation will really be allowed.
+        retry_at, window, limit = max(full)
+        raise RateLimited(
+            f"Benchmark creation is limited to {limit} per {window}; "
+            f"try again after {retry_at:%Y-%m-%d %H:%M:%S} UTC.",
+            retry_at,
+            limit,
+            window,
+        )
     ctx.session.add(
         RateLimitEvent(
             id=new_id("rl"), user_id=user_id, key=CREATE_KEY, at=now, reference=reference

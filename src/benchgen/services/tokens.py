@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, Unauthenticated, invalid
 from benchgen.core.ids import new_id, new_token, token_prefix
-from benchgen.core.permissions import Action, PrincipalKind, Scope
+from benchgen.core.permissions import DELEGATED_KINDS, Action, PrincipalKind, Scope
 from benchgen.db.tables import ApiToken
 from benchgen.services import access, audit
 
@@ -96,7 +96,8 @@ def mint_turn_credential(
     """Mint a `bga_` credential for one agent turn, tied to the calling token if there is one.
 
     The agent harness calls this at the start of a turn and `revoke_credential` in a `finally`.
-    The expiry is only a backstop; the scopes are whatever the caller already narrowed them to.
+    The expiry is only a backstop; the scopes are what the caller asked for, narrowed to the
+    calling token's own scopes when a token is acting.
 
     Raises:
         Unauthenticated: the acting account or token is no longer valid.
@@ -104,6 +105,10 @@ def mint_turn_credential(
     user = access.live_user(ctx)
     if user is None:
         raise Unauthenticated("The account is disabled or the credential is no longer valid.")
+    if ctx.principal.kind in DELEGATED_KINDS:
+        # A turn started from a token never carries more than that token: otherwise a read-only
+        # token could reach create, edit or publish by going through the agent.
+        scopes = scopes & ctx.principal.scopes
     secret = new_token("bga")
     row = _store(ctx, user.id, "agent", f"turn {turn_id}", secret, scopes, ctx.now() + lifetime)
     row.turn_id = turn_id

@@ -1,0 +1,140 @@
+"""`benchgen run`, `rescore`, `models`, `leaderboard` and `worker`: evaluation from the terminal."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from benchgen.cli.common import As, as_user, console, open_runtime
+from benchgen.jobs.worker import start_workers, stop_workers
+from benchgen.services import leaderboards, models, rescoring, runs
+from benchgen.services.runtime import Runtime
+
+models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
+leaderboard_app = typer.Typer(
+    help="Put runs on a leaderboard or take them off.", no_args_is_help=True
+)
+
+
+def run(
+    benchmark: Annotated[str, typer.Option(help="Benchmark id (bm_…).")],
+    model: Annotated[str, typer.Option(help="Model id (mdl_…); see `benchgen models list`.")],
+    as_email: As,
+    wait: Annotated[bool, typer.Option(help="Work on it here and show progress.")] = True,
+) -> None:
+    """Launch a run (credits are reserved up front) and follow it with a progress bar."""
+    with open_runtime() as runtime:
+        with as_user(runtime, as_email) as ctx:
+            started = runs.start_run(ctx, benchmark, model)
+        console.print(f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits.")
+        if wait:
+            _follow(runtime, as_email, started.id, started.question_count)
+
+
+def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
+    workers = start_workers(runtime, 1)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    try:
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("Processing", total=total)
+            while True:
+                with as_user(runtime, email) as ctx:
+                    current = runs.get_run(ctx, run_id)
+                progress.update(task, completed=current.done_count)
+                if current.status not in runs.ACTIVE:
+                    break
+                time.sleep(0.25)
+    finally:
+        stop_workers(workers)
+    accuracy = current.summary.get("accuracy")
+    shown = "—" if accuracy is None else f"{accuracy:.1%}"
+    console.print(
+        f"{current.status}: accuracy {shown}, {current.error_count} errors, {current.cost} credits"
+    )
+
+
+def rescore(
+    run_id: Annotated[str, typer.Argument(help="Run id (run_…).")],
+    as_email: As,
+    apply: Annotated[bool, typer.Option(help="Store the new scores (default: dry run).")] = False,
+    scoring: Annotated[
+        str, typer.Option(help='Other settings as JSON, e.g. {"method": "f1"}.')
+    ] = "",
+) -> None:
+    """Re-apply scoring to a run's saved answers without calling any model."""
+    settings = json.loads(scoring) if scoring else None
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        result = rescoring.rescore_run(ctx, run_id, settings, apply)
+    before, after = result.before.get("accuracy"), result.after.get("accuracy")
+    console.print(
+        f"{'Applied' if apply else 'Dry run'}: {result.changed_count} answers change; "
+        f"accuracy {before} → {after}"
+    )
+    for change in result.changes[:20]:
+        console.print(
+            f"  #{change['position']}: {change['before']['outcome']} → {change['after']['outcome']}"
+        )
+
+
+@models_app.command("list")
+def list_models(as_email: As) -> None:
+    """Platform models and your own, with prices."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        rows = models.list_models(ctx)
+    table = Table("name", "kind", "owner", "price/question", "price/1k tokens", "status")
+    table.add_column("id", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row.name,
+            row.kind,
+            row.owner,
+            str(row.price_per_question),
+            str(row.price_per_1k_tokens),
+            row.status,
+            row.id,
+        )
+    console.print(table)
+
+
+@leaderboard_app.command("add")
+def leaderboard_add(run_id: Annotated[str, typer.Argument(help="Run id.")], as_email: As) -> None:
+    """Put a completed, scored run on its phase's leaderboard."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        leaderboards.add_to_leaderboard(ctx, run_id)
+    console.print(f"Added {run_id} to the leaderboard.")
+
+
+@leaderboard_app.command("remove")
+def leaderboard_remove(
+    run_id: Annotated[str, typer.Argument(help="Run id.")], as_email: As
+) -> None:
+    """Take a run off its leaderboard."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        leaderboards.remove_from_leaderboard(ctx, run_id)
+    console.print(f"Removed {run_id} from the leaderboard.")
+
+
+def worker(
+    threads: Annotated[int, typer.Option(min=1, help="Worker threads in this process.")] = 2,
+) -> None:
+    """Run standalone job workers against the configured database until interrupted."""
+    with open_runtime() as runtime:
+        started = start_workers(runtime, threads)
+        console.print(f"{threads} worker(s) running; Ctrl-C to stop.")
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            console.print("Stopping after the current jobs…")
+        finally:
+            stop_workers(started, timeout_s=60)

@@ -1,0 +1,1 @@
+"""Pure evaluation engines: model adapters, prompts, scorers, aggregates, the async run engine."""

@@ -1,0 +1,63 @@
+"""Anthropic's Messages API over httpx (no SDK: one client shape for every hosted model)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchgen.evals.adapters.transport import make_client, post_json, token_count
+from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
+
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 1024
+
+
+class AnthropicAdapter:
+    """Calls `{base_url}/messages` with one user message at temperature 0.
+
+    `spec.base_url` defaults to "https://api.anthropic.com/v1". Params as for the
+    OpenAI-compatible adapter: `timeout_s`, `max_tokens`, `concurrency`.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        if not spec.api_key:
+            raise FatalModelError("an Anthropic model needs an API key")
+        self._url = (spec.base_url or DEFAULT_BASE_URL).rstrip("/") + "/messages"
+        self._model = spec.name
+        self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
+        self._secrets = (spec.api_key,)
+        headers = {"x-api-key": spec.api_key, "anthropic-version": API_VERSION}
+        self._client = make_client(
+            float(spec.params.get("timeout_s", 60)),
+            int(spec.params.get("concurrency", 16)),
+            headers,
+        )
+
+    async def complete(self, item: Item, prompt: str) -> Completion:
+        """Send the prompt; see `transport.post_json` for how failures are classified."""
+        payload = {
+            "model": self._model,
+            "max_tokens": self._max_tokens,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        body = await post_json(self._client, self._url, payload, self._secrets)
+        usage = body.get("usage")
+        return Completion(
+            text=_reply_text(body),
+            input_tokens=token_count(usage, "input_tokens"),
+            output_tokens=token_count(usage, "output_tokens"),
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+
+def _reply_text(body: dict[str, Any]) -> str:
+    blocks = body.get("content")
+    if not isinstance(blocks, list):
+        raise FatalModelError("reply is not an Anthropic message")
+    # Thinking and tool-use blocks are not the answer; the text blocks together are.
+    texts = (block.get("text") for block in blocks if isinstance(block, dict))
+    return "".join(text for text in texts if isinstance(text, str))

@@ -1,0 +1,86 @@
+"""Refuse model endpoints on the platform's own network (loopback, private, link-local…)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from benchgen.evals.types import FatalModelError
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
+    """Refuse a URL whose host is not a public internet address, unless the operator allowed it.
+
+    Every address the name resolves to is checked, since a client may connect to any of them.
+    This check does not pin the address: a name that re-resolves differently later (DNS
+    rebinding) is out of its reach, which is one reason adapters never follow redirects.
+
+    Args:
+        url: the endpoint, e.g. "https://api.example.com/v1".
+        allowlist: host names, addresses or "host:port" entries the operator opened
+            ("[v6]:port" for IPv6 with a port); compared case-insensitively.
+
+    Raises:
+        FatalModelError: the scheme is not http/https, the URL has no host or a bad port, the
+            name does not resolve, or an address is loopback, private, link-local, multicast,
+            reserved, unspecified or otherwise not globally routable.
+    """
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise FatalModelError(f"endpoint scheme must be http or https, not {scheme or 'none'!r}")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise FatalModelError("endpoint URL has no host")
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError as exc:
+        raise FatalModelError("endpoint URL has an invalid port") from exc
+    allowed = frozenset(entry.strip().lower() for entry in allowlist)
+    if _is_allowed(host, port, allowed):
+        return
+    for address in _resolve(host, port):
+        if _is_internal(address) and not _is_allowed(str(address), port, allowed):
+            raise FatalModelError(
+                f"endpoint host {host!r} resolves to {address}, a non-public address; "
+                "an operator can allow it with the endpoint allow-list"
+            )
+
+
+def _is_allowed(host: str, port: int, allowed: frozenset[str]) -> bool:
+    host = host.lower()
+    bracketed = f"[{host}]" if ":" in host else host
+    return bool({host, bracketed, f"{bracketed}:{port}"} & allowed)
+
+
+def _resolve(host: str, port: int) -> list[IPAddress]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise FatalModelError(f"endpoint host {host!r} does not resolve") from exc
+    # IPv6 results may carry a scope ("fe80::1%eth0"); the address alone decides its class.
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+
+
+def _is_internal(address: IPAddress) -> bool:
+    # ::ffff:10.0.0.1 and 6to4's 2002:0a00:0001:: carry an IPv4 address the packets can reach:
+    # judge that address.
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is not None:
+            address = embedded
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+        # Catches what the flags above miss, e.g. carrier-grade NAT 100.64.0.0/10, which cloud
+        # providers use for internal services.
+        or not address.is_global
+    )

@@ -1,0 +1,134 @@
+"""Find the final answer in a model's reply: the last `ANSWER:` line or `\\boxed{}`, unwrapped."""
+
+from __future__ import annotations
+
+import re
+
+from benchgen.evals.prompts import LABELS
+
+# A label line: optional markdown (bullets, headers, bold, quotes) before "answer", which may be
+# preceded by "final" and followed by bold markers, then ":" or a spaced dash. The dash must be
+# followed by a space so that prose such as "Answer-based" is not read as a label.
+_LABEL_LINE = re.compile(
+    r"^[ \t>#*_-]*(?:the[ \t]+)?(?:final[ \t]+)?answer[*_ \t]*(?::|[-–—][ \t])(?P<body>.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_BOXED = "\\boxed{"
+_WRAPPERS = (
+    re.compile(r"^(\$\$?)(?P<inner>[^$]*)\1$"),
+    re.compile(r"^\\\((?P<inner>.*)\\\)$", re.DOTALL),
+    re.compile(r"^\\\[(?P<inner>.*)\\\]$", re.DOTALL),
+    re.compile(r"^\\(?:boxed|text|textbf|mathrm)\{(?P<inner>.*)\}$", re.DOTALL),
+)
+_EDGE_MARKUP = " \t\r\n*`"
+# A letter alone, optionally wrapped: "B", "(b)", "[B]", "B.", "B)", "{B}", "Option B".
+_ALONE = re.compile(
+    r"^(?:(?:option|choice)[ \t]+)?[(\[{]?[ \t]*(?P<letter>[A-Za-z])[ \t]*[)\]}]?\.?$",
+    re.IGNORECASE,
+)
+# A capital letter marked as a label and followed by the option's text: "B. Paris", "(B) Paris".
+# Capital only, and the mark is required, so "A dog" (the article) never reads as choice A.
+_LABELLED = re.compile(r"^[(\[]?(?P<letter>[A-Z])[.:)\]][ \t]+\S")
+
+
+def extract_final_answer(raw: str) -> str | None:
+    """The final answer of a free-form (qa) reply.
+
+    Takes the last `ANSWER:`-style line or `\\boxed{...}`, whichever comes later; without
+    either, the whole reply. Markdown and LaTeX wrappers (`**`, backticks, `$...$`,
+    `\\boxed{}`, `\\text{}`) are stripped.
+
+    Args:
+        raw: the model's reply.
+
+    Returns:
+        The answer text, or None when nothing is left after stripping.
+    """
+    candidate = _last_candidate(raw)
+    answer = _unwrap(raw if candidate is None else candidate)
+    return answer or None
+
+
+def extract_choice(raw: str, n_choices: int) -> str | None:
+    """The letter an mcq reply chose, or None when no valid choice can be found.
+
+    The last `ANSWER: X`-style line or `\\boxed{X}` decides (also `Answer - X`,
+    `**Answer:** (B)`, `ANSWER: B. Paris`); without one, a reply that is only a letter
+    (optionally wrapped) counts. A lower-case letter counts only when it stands alone, and a
+    capital followed by prose without a label mark ("A dog") never counts, so the article "a"
+    is never read as choice A. Letters beyond the first `n_choices` are rejected.
+
+    Args:
+        raw: the model's reply.
+        n_choices: how many options the question had.
+
+    Returns:
+        An upper-case letter within the first `n_choices`, or None.
+    """
+    candidate = _last_candidate(raw)
+    if candidate is None:
+        match = _ALONE.match(_unwrap(raw))
+    else:
+        body = _unwrap(candidate)
+        match = _ALONE.match(body) or _LABELLED.match(body)
+    if match is None:
+        return None
+    letter = match.group("letter").upper()
+    return letter if letter in LABELS[:n_choices] else None
+
+
+def _last_candidate(raw: str) -> str | None:
+    """The text of whichever comes last: an answer label line or a `\\boxed{}`."""
+    best: tuple[int, str] | None = None
+    for match in _LABEL_LINE.finditer(raw):
+        body = match.group("body")
+        if not body.strip(_EDGE_MARKUP):
+            # "**Answer:**" alone on its line: the answer is on the next non-blank line.
+            body = _next_nonblank_line(raw, match.end())
+        best = (match.start(), body)
+    boxed = _last_boxed(raw)
+    if boxed is not None and (best is None or boxed[0] > best[0]):
+        best = boxed
+    return None if best is None else best[1]
+
+
+def _next_nonblank_line(text: str, start: int) -> str:
+    return next((line for line in text[start:].splitlines() if line.strip()), "")
+
+
+def _last_boxed(raw: str) -> tuple[int, str] | None:
+    """The position and content of the last `\\boxed{...}`, braces balanced."""
+    start = raw.rfind(_BOXED)
+    while start != -1:
+        depth, pos = 1, start + len(_BOXED)
+        while pos < len(raw) and depth:
+            depth += {"{": 1, "}": -1}.get(raw[pos], 0)
+            pos += 1
+        if depth == 0:
+            return start, raw[start + len(_BOXED) : pos - 1]
+        start = raw.rfind(_BOXED, 0, start)
+    return None
+
+
+def _unwrap(text: str) -> str:
+    """Strip markdown and LaTeX wrappers until none is left."""
+    while True:
+        stripped = text.strip(_EDGE_MARKUP)
+        for wrapper in _WRAPPERS:
+            match = wrapper.match(stripped)
+            # "\text{a} + \text{b}" also matches the pattern; only a balanced inside is one wrapper.
+            if match and _is_balanced(match.group("inner")):
+                stripped = match.group("inner")
+                break
+        if stripped == text:
+            return text
+        text = stripped
+
+
+def _is_balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0

@@ -1,0 +1,30 @@
+"""The Scored values scoring methods return, built one way so outcomes read alike everywhere."""
+
+from __future__ import annotations
+
+from benchgen.evals.types import Scored
+
+
+def judged(
+    correct: bool,
+    extracted: str | None,
+    score: float | None = None,
+    reasoning: str | None = None,
+) -> Scored:
+    """A correct or wrong verdict; `score` defaults to 1.0 or 0.0."""
+    if score is None:
+        score = 1.0 if correct else 0.0
+    return Scored("correct" if correct else "wrong", score, extracted, reasoning)
+
+
+def no_answer(extracted: str | None = None, reasoning: str | None = None) -> Scored:
+    """Extraction found nothing usable: its own outcome, never a silent "wrong"."""
+    return Scored("no_answer", 0.0, extracted, reasoning or "no answer found in the reply")
+
+
+def errored(reasoning: str, extracted: str | None = None) -> Scored:
+    """Scoring could not be done: no reply, a broken key, an unreadable judge verdict."""
+    return Scored("error", 0.0, extracted, reasoning)
+
+
+NO_REPLY = errored("the model gave no reply")

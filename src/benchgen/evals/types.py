@@ -1,0 +1,95 @@
+"""Plain values that flow through the evaluation engine (no users, no database, no HTTP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Outcome = Literal["correct", "wrong", "no_answer", "error"]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question as a model sees it: never the answer key."""
+
+    index: int
+    prompt: str
+    choices: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Key:
+    """What a scorer compares against: accepted answers (qa) or the correct label (mcq)."""
+
+    answers: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to call one model. `kind` picks the adapter; `api_key` is decrypted only for the call."""
+
+    kind: str  # openai_compat | anthropic | local_gguf | builtin
+    name: str
+    base_url: str | None = None
+    api_key: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's reply to one prompt."""
+
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    letter_logprobs: dict[str, float] | None = None  # only where the adapter offers them
+
+
+class RetryableError(Exception):
+    """Worth another try later: rate limited (429), server error (5xx), timeout, dropped link."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class RateLimitedError(RetryableError):
+    """The endpoint said 429: retry later, and send fewer requests at once meanwhile."""
+
+
+class FatalModelError(Exception):
+    """Retrying cannot help: bad key, unknown model, malformed request, refused address."""
+
+
+class Adapter(Protocol):
+    """Calls one model. Implementations must be safe to call concurrently from one event loop."""
+
+    async def complete(self, item: Item, prompt: str) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The engine's record of one question: a completion or an error, never both, never neither."""
+
+    index: int
+    prompt_sent: str
+    raw: str | None
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    latency_ms: int
+    attempts: int
+    letter_logprobs: dict[str, float] | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A scorer's verdict on one answer."""
+
+    outcome: Outcome
+    score: float
+    extracted: str | None
+    reasoning: str | None = None

@@ -1,0 +1,85 @@
+"""Job handlers, by kind (an explicit dict): each turns one claimed job into service calls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchgen.core.context import Principal
+from benchgen.core.permissions import Action
+from benchgen.evals.adapters import build_adapter
+from benchgen.evals.engine import EngineReport, run_items
+from benchgen.evals.types import Answer
+from benchgen.services import run_execution
+from benchgen.services.jobs import Claimed
+from benchgen.services.run_execution import RunPlan
+from benchgen.services.runtime import Runtime, transaction
+
+WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE}))
+CANCEL_CHECK_S = 0.5
+
+
+@dataclass(frozen=True)
+class Handler:
+    """What to do with a job, and how to record that it was given up on."""
+
+    run: Callable[[Runtime, Claimed], None]
+    give_up: Callable[[Runtime, Claimed, str], None]
+
+
+def execute_run(runtime: Runtime, job: Claimed) -> None:
+    """Run the questions still to do, writing answers in batches, then close the run."""
+    run_id = str(job.payload["run_id"])
+    with transaction(runtime, WORKER) as ctx:
+        plan = run_execution.begin_run(ctx, run_id)
+    if plan is None:
+        return
+    report = asyncio.run(_drive(runtime, plan))
+    with transaction(runtime, WORKER) as ctx:
+        run_execution.finish_run(ctx, run_id, report.cancelled)
+
+
+async def _drive(runtime: Runtime, plan: RunPlan) -> EngineReport:
+    adapter = build_adapter(plan.spec)
+
+    def on_batch(answers: list[Answer]) -> None:
+        with transaction(runtime, WORKER) as ctx:
+            run_execution.record_answers(ctx, plan, answers)
+
+    try:
+        return await run_items(
+            adapter,
+            plan.work,
+            concurrency=runtime.settings.run_concurrency,
+            on_batch=on_batch,
+            is_cancelled=_cancel_probe(runtime, plan.run_id),
+            secrets=(plan.spec.api_key,) if plan.spec.api_key else (),
+        )
+    finally:
+        await adapter.aclose()
+
+
+def _cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
+    """A cheap check the engine may call often: it reads the database at most twice a second."""
+    state = {"checked": 0.0, "cancelled": False}
+
+    def cancelled() -> bool:
+        now = time.monotonic()
+        if not state["cancelled"] and now - state["checked"] >= CANCEL_CHECK_S:
+            state["checked"] = now
+            with transaction(runtime, WORKER, write=False) as ctx:
+                state["cancelled"] = run_execution.is_cancel_requested(ctx, run_id)
+        return bool(state["cancelled"])
+
+    return cancelled
+
+
+def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
+    """The run failed through the platform: record it and refund."""
+    with transaction(runtime, WORKER) as ctx:
+        run_execution.abandon_run(ctx, str(job.payload["run_id"]), error)
+
+
+HANDLERS: dict[str, Handler] = {"run": Handler(execute_run, abandon_run)}

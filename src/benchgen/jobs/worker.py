@@ -1,0 +1,115 @@
+"""The worker loop: claim a job with a lease, keep it alive with heartbeats, retry or give up."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+
+from benchgen.core.ids import new_id
+from benchgen.jobs.handlers import HANDLERS, WORKER
+from benchgen.services import jobs
+from benchgen.services.jobs import Claimed
+from benchgen.services.runtime import Runtime, transaction
+
+log = logging.getLogger(__name__)
+LEASE = timedelta(seconds=60)
+
+
+class Worker:
+    """One worker thread's loop; `benchgen serve` runs a few, `benchgen worker` runs them alone."""
+
+    def __init__(self, runtime: Runtime, poll_s: float = 1.0, lease: timedelta = LEASE) -> None:
+        self.runtime = runtime
+        self.poll_s = poll_s
+        self.lease = lease
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{new_id('w')}"
+        self.stopping = threading.Event()
+
+    def run_forever(self) -> None:
+        """Work until `stop()`; sleeps `poll_s` whenever the queue is empty."""
+        while not self.stopping.is_set():
+            if not self.run_once():
+                self.stopping.wait(self.poll_s)
+
+    def stop(self) -> None:
+        """Finish the current job, then return from `run_forever`."""
+        self.stopping.set()
+
+    def run_once(self) -> bool:
+        """Claim and handle at most one job; False when none was due."""
+        with transaction(self.runtime, WORKER) as ctx:
+            job = jobs.claim(ctx, self.name, self.lease)
+        if job is None:
+            return False
+        handler = HANDLERS[job.kind]
+        if job.exhausted:
+            self._give_up(job, "gave up: the worker holding it stopped answering")
+            return True
+        beating = _Heartbeat(self, job)
+        try:
+            with beating:
+                handler.run(self.runtime, job)
+        except Exception as exc:
+            log.warning("job %s attempt %s failed: %s", job.id, job.attempt, type(exc).__name__)
+            self._after_failure(job, f"{type(exc).__name__}: {exc}")
+            return True
+        self._finish(job, "done")
+        return True
+
+    def _after_failure(self, job: Claimed, error: str) -> None:
+        with transaction(self.runtime, WORKER) as ctx:
+            again = jobs.retry_later(ctx, job.id, self.name, error)
+        if not again:
+            self._give_up(job, error)
+
+    def _give_up(self, job: Claimed, error: str) -> None:
+        HANDLERS[job.kind].give_up(self.runtime, job, error)
+        self._finish(job, "failed", error)
+
+    def _finish(self, job: Claimed, status: str, error: str = "") -> None:
+        with transaction(self.runtime, WORKER) as ctx:
+            jobs.finish(ctx, job.id, self.name, status, error)
+
+
+class _Heartbeat:
+    """Extends the job's lease every third of it while the handler works."""
+
+    def __init__(self, worker: Worker, job: Claimed) -> None:
+        self.worker, self.job = worker, job
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> None:
+        self.thread.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _beat(self) -> None:
+        interval = self.worker.lease.total_seconds() / 3
+        while not self.done.wait(interval):
+            with transaction(self.worker.runtime, WORKER) as ctx:
+                jobs.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
+
+
+def start_workers(runtime: Runtime, count: int) -> list[tuple[Worker, threading.Thread]]:
+    """Start `count` worker threads (the embedded pool of `benchgen serve`)."""
+    started = []
+    for index in range(count):
+        worker = Worker(runtime)
+        thread = threading.Thread(target=worker.run_forever, name=f"worker-{index}", daemon=True)
+        thread.start()
+        started.append((worker, thread))
+    return started
+
+
+def stop_workers(started: list[tuple[Worker, threading.Thread]], timeout_s: float = 10) -> None:
+    """Ask every worker to stop and wait for them."""
+    for worker, _ in started:
+        worker.stop()
+    for _, thread in started:
+        thread.join(timeout_s)

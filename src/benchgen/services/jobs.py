@@ -1,0 +1,129 @@
+"""The job queue's rules: enqueue, claim with a lease, heartbeat, retry with backoff, give up.
+
+The jobs table is the truth, so one machine needs no broker and a crashed worker's job is
+picked up again once its lease expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+
+from benchgen.core.context import Context
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Job
+from benchgen.services import access
+
+# Which grant a system principal needs to work on each kind of job.
+JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE}
+BACKOFF_BASE_S = 5
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A job a worker now holds. `exhausted` means its attempts ran out while nobody held it
+    (a crashed worker): the worker must only record the failure."""
+
+    id: str
+    kind: str
+    payload: dict[str, Any]
+    attempt: int
+    exhausted: bool
+
+
+def enqueue(ctx: Context, kind: str, payload: dict[str, Any], max_attempts: int = 3) -> str:
+    """Queue a job in the caller's transaction (it exists only if the caller commits)."""
+    now = ctx.now()
+    job = Job(
+        id=new_id("job"),
+        kind=kind,
+        payload=payload,
+        status="queued",
+        attempts=0,
+        max_attempts=max_attempts,
+        run_after=now,
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(job)
+    return job.id
+
+
+def claim(ctx: Context, worker: str, lease: timedelta) -> Claimed | None:
+    """Take the oldest due job of a kind this principal is granted, or one whose lease expired.
+
+    PostgreSQL: `FOR UPDATE SKIP LOCKED`, so workers never wait on each other's rows. SQLite:
+    the write transaction holds the database lock from its first statement.
+    """
+    kinds = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+    now = ctx.now()
+    due = or_(
+        and_(Job.status == "queued", Job.run_after <= now),
+        and_(Job.status == "running", Job.lease_expires_at < now),
+    )
+    job = ctx.session.scalar(
+        select(Job)
+        .where(Job.kind.in_(kinds), due)
+        .order_by(Job.run_after, Job.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    if job is None:
+        return None
+    exhausted = job.status == "running" and job.attempts >= job.max_attempts
+    job.status, job.lease_owner, job.updated_at = "running", worker, now
+    job.lease_expires_at = now + lease
+    if not exhausted:
+        job.attempts += 1
+    return Claimed(job.id, job.kind, dict(job.payload), job.attempts, exhausted)
+
+
+def heartbeat(ctx: Context, job_id: str, worker: str, lease: timedelta) -> bool:
+    """Extend the lease; False when this worker no longer holds the job."""
+    job = _held(ctx, job_id, worker)
+    if job is None:
+        return False
+    job.lease_expires_at = ctx.now() + lease
+    return True
+
+
+def finish(ctx: Context, job_id: str, worker: str, status: str = "done", error: str = "") -> None:
+    """Mark a held job done, failed or cancelled (a lost lease makes this a no-op)."""
+    job = _held(ctx, job_id, worker)
+    if job is None:
+        return
+    job.status, job.error, job.updated_at = status, error[:2000], ctx.now()
+    job.lease_expires_at = None
+
+
+def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
+    """Put a failed attempt back in the queue with exponential backoff; False when it is out
+    of attempts (then the caller records the failure)."""
+    job = _held(ctx, job_id, worker)
+    if job is None or job.attempts >= job.max_attempts:
+        return False
+    delay = timedelta(seconds=BACKOFF_BASE_S * 2 ** (job.attempts - 1))
+    job.status, job.error, job.run_after = "queued", error[:2000], ctx.now() + delay
+    job.lease_owner = job.lease_expires_at = None
+    job.updated_at = ctx.now()
+    return True
+
+
+def cancel_queued(ctx: Context, job_id: str) -> None:
+    """Cancel a job that has not started (the service that owns the job checked permission)."""
+    job = ctx.session.get(Job, job_id)
+    if job is not None and job.status == "queued":
+        job.status, job.updated_at = "cancelled", ctx.now()
+
+
+def _held(ctx: Context, job_id: str, worker: str) -> Job | None:
+    """The job if `worker` holds it; the principal must hold the grant for its kind."""
+    job = ctx.session.get(Job, job_id)
+    if job is None:
+        return None
+    access.require(ctx, JOB_ACTIONS[job.kind])
+    return job if job.status == "running" and job.lease_owner == worker else None

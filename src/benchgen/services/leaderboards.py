@@ -1,0 +1,163 @@
+"""Leaderboards: per benchmark phase; runs are added by hand (never automatically, never by a
+token or the agent); ranked by the primary column, then the others, then the earlier run."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import LeaderboardEntry, Model, Phase, Run, User
+from benchgen.services import access, audit
+
+COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
+
+
+@dataclass(frozen=True)
+class Row:
+    """One ranked entry."""
+
+    rank: int
+    run_id: str
+    model_name: str
+    submitted_by: str
+    scores: dict[str, Any]
+    score_edited: bool
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """A phase's leaderboard: its columns (primary first) and ranked rows."""
+
+    benchmark_id: str
+    phase_id: str
+    columns: list[str]
+    rows: list[Row]
+
+
+def add_to_leaderboard(ctx: Context, run_id: str) -> None:
+    """Put a finished, scored run on its phase's leaderboard (owner/collaborator, web or CLI).
+
+    Raises:
+        NotFound / PermissionDenied: not the benchmark's team, or a token or the agent asked.
+        Conflict: the run has not completed, has no score, or is already on it.
+    """
+    run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
+    if run.status != "completed" or run.scores.get(COLUMNS[0]) is None:
+        raise Conflict("Only completed, scored runs can be on a leaderboard.", {"id": run.id})
+    if ctx.session.scalar(select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)):
+        raise Conflict("The run is already on the leaderboard.", {"id": run.id})
+    assert ctx.principal.user_id is not None  # a session principal acting for a user
+    ctx.session.add(
+        LeaderboardEntry(
+            id=new_id("lb"),
+            benchmark_id=run.benchmark_id,
+            phase_id=run.phase_id,
+            run_id=run.id,
+            added_by=ctx.principal.user_id,
+            added_at=ctx.now(),
+        )
+    )
+    audit.record(ctx, "leaderboard.add", "run", run.id, benchmark_id=run.benchmark_id)
+
+
+def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
+    """Take a run off its leaderboard (owner/collaborator, web or CLI).
+
+    Raises:
+        NotFound: not on the leaderboard, or not visible.
+    """
+    run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
+    entry = ctx.session.scalar(select(LeaderboardEntry).where(LeaderboardEntry.run_id == run.id))
+    if entry is None:
+        raise NotFound("The run is not on the leaderboard.", {"id": run.id})
+    ctx.session.delete(entry)
+    audit.record(ctx, "leaderboard.remove", "run", run.id, benchmark_id=run.benchmark_id)
+
+
+def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
+    """The ranked leaderboard of a phase (the first phase by default).
+
+    Raises:
+        NotFound: the benchmark or phase is not visible.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    query = select(Phase).where(Phase.benchmark_id == benchmark.id)
+    query = query.where(Phase.id == phase_id) if phase_id else query.order_by(Phase.position)
+    phase = ctx.session.scalars(query.limit(1)).first()
+    if phase is None:
+        raise NotFound("No such phase.", {"phase_id": phase_id})
+    entries = ctx.session.execute(
+        select(Run, Model.name, User.display_name)
+        .join(LeaderboardEntry, LeaderboardEntry.run_id == Run.id)
+        .join(Model, Model.id == Run.model_id)
+        .join(User, User.id == Run.launched_by)
+        .where(LeaderboardEntry.phase_id == phase.id)
+    ).all()
+    ranked = sorted(
+        entries, key=lambda entry: rank_key(entry[0].scores, COLUMNS, entry[0].finished_at)
+    )
+    rows = [
+        Row(
+            index + 1,
+            run.id,
+            model_name,
+            who,
+            {c: run.scores.get(c) for c in COLUMNS},
+            run.score_edit is not None,
+            run.finished_at,
+        )
+        for index, (run, model_name, who) in enumerate(ranked)
+    ]
+    return Leaderboard(benchmark.id, phase.id, list(COLUMNS), rows)
+
+
+def rank_key(
+    scores: dict[str, Any], columns: tuple[str, ...], finished_at: datetime | None
+) -> tuple[Any, ...]:
+    """Sort key: each column descending with missing values last, then the earlier run.
+
+    Missing is ranked explicitly rather than left to the database's NULL ordering, which put
+    missing scores first on some platforms.
+    """
+    parts: list[Any] = []
+    for column in columns:
+        value = scores.get(column)
+        number = float(value) if isinstance(value, int | float) else math.nan
+        missing = math.isnan(number)
+        parts += [missing, 0.0 if missing else -number]
+    parts.append(finished_at.timestamp() if finished_at else math.inf)
+    return tuple(parts)
+
+
+def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: str) -> None:
+    """Correct a run's score by hand (owner, web app or CLI); audited and marked on the run.
+
+    Raises:
+        NotFound / PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: unknown column, a value outside 0..1, or no reason.
+    """
+    run = access.require_run(ctx, run_id, Action.RUN_EDIT_SCORE)
+    for column, value in scores.items():
+        if column not in COLUMNS:
+            raise invalid(["scores", column], "unknown column")
+        if not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise invalid(["scores", column], "must be a number from 0 to 1")
+    if not reason.strip():
+        raise invalid(["reason"], "say why the score is corrected")
+    run.score_edit = {
+        "by": ctx.principal.user_id,
+        "at": ctx.now().isoformat(),
+        "before": dict(run.scores),
+        "reason": reason.strip()[:1000],
+    }
+    run.scores = {**run.scores, **scores}
+    audit.record(ctx, "run.edit_score", "run", run.id, scores=scores, reason=reason.strip())

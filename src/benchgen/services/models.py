@@ -1,0 +1,256 @@
+"""The model catalogue: platform models for everyone, each user's own endpoints, their keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import or_, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import NotFound, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Model
+from benchgen.evals.netguard import check_endpoint
+from benchgen.evals.types import FatalModelError, ModelSpec
+from benchgen.services import access, audit, keyring
+from benchgen.services.specs import parse
+
+USER_KINDS = ("openai_compat", "anthropic")
+PLATFORM_KINDS = (*USER_KINDS, "local_gguf", "builtin")
+ANTHROPIC_URL = "https://api.anthropic.com/v1"
+
+
+class ModelIn(BaseModel):
+    """A model to register. Users may register endpoints; local files and baselines are the
+    operator's (a user-chosen file path would let anyone read the server's disk)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    name: str = Field(min_length=1, max_length=200, examples=["My vLLM Qwen"])
+    kind: Literal["openai_compat", "anthropic", "local_gguf", "builtin"] = "openai_compat"
+    endpoint_model: str = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
+    base_url: str | None = Field(None, max_length=2000, examples=["https://api.example.com/v1"])
+    api_key: str | None = Field(None, max_length=2000)
+    params: dict[str, Any] = Field(default_factory=dict)
+    price_per_question: int = Field(0, ge=0, le=10**6)
+    price_per_1k_tokens: int = Field(0, ge=0, le=10**6)
+
+
+class ModelChange(BaseModel):
+    """Rename a model, rotate its key, or change its parameters."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    api_key: str | None = Field(None, max_length=2000)
+    params: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """A model as anyone may see it: never its key, only whether it has one."""
+
+    id: str
+    name: str
+    kind: str
+    endpoint_model: str
+    base_url: str | None
+    owner: Literal["platform", "you"]
+    has_api_key: bool
+    price_per_question: int
+    price_per_1k_tokens: int
+    status: str
+
+
+def list_models(ctx: Context) -> list[ModelView]:
+    """Platform models and the acting user's own, platform first.
+
+    Raises:
+        PermissionDenied: the token lacks the read scope.
+    """
+    access.require(ctx, Action.MODEL_LIST)
+    rows = ctx.session.scalars(
+        select(Model)
+        .where(
+            Model.deleted_at.is_(None),
+            or_(Model.owner_id.is_(None), Model.owner_id == ctx.principal.user_id),
+        )
+        .order_by(Model.owner_id.is_not(None), Model.name, Model.id)
+    )
+    return [view(row) for row in rows]
+
+
+def get_model(ctx: Context, model_id: str) -> ModelView:
+    """One model the principal may use.
+
+    Raises:
+        NotFound: missing, deleted, or another user's.
+    """
+    access.require(ctx, Action.MODEL_LIST)
+    return view(usable_model(ctx, model_id))
+
+
+def usable_model(ctx: Context, model_id: str) -> Model:
+    """A live platform model or one of the acting user's own (for services that use it).
+
+    Raises:
+        NotFound: missing, deleted, or another user's (indistinguishable on purpose).
+    """
+    row = ctx.session.get(Model, model_id)
+    if row is None or row.deleted_at is not None:
+        raise NotFound("No such model.", {"id": model_id})
+    if row.owner_id is not None and row.owner_id != ctx.principal.user_id:
+        raise NotFound("No such model.", {"id": model_id})
+    return row
+
+
+def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
+    """Register one of the acting user's own model endpoints (price 0: the user's key pays).
+
+    Raises:
+        PermissionDenied: the token lacks the runs scope.
+        InvalidInput: bad fields, a kind users may not register, or a refused address.
+    """
+    access.require(ctx, Action.MODEL_MANAGE)
+    spec = parse(ModelIn, data)
+    if spec.kind not in USER_KINDS:
+        raise invalid(["kind"], f"users may register {' or '.join(USER_KINDS)} models")
+    row = _insert(ctx, spec, owner_id=ctx.principal.user_id, priced=False)
+    audit.record(ctx, "model.create", "model", row.id, kind=row.kind, base_url=row.base_url)
+    return view(row)
+
+
+def create_platform_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
+    """Add a model offered to everyone, with its price (admins and the operator).
+
+    Raises:
+        PermissionDenied: not an admin.
+        InvalidInput: bad fields or address.
+    """
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    row = _insert(ctx, parse(ModelIn, data), owner_id=None, priced=True)
+    audit.record(ctx, "model.create_platform", "model", row.id, kind=row.kind)
+    return view(row)
+
+
+def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]) -> ModelView:
+    """Rename, rotate the key, or change parameters of one of the user's own models.
+
+    Raises:
+        NotFound: not one of the user's models.
+        PermissionDenied: the token lacks the runs scope.
+        InvalidInput: bad fields.
+    """
+    access.require(ctx, Action.MODEL_MANAGE)
+    change = parse(ModelChange, data)
+    row = usable_model(ctx, model_id)
+    if row.owner_id is None:
+        raise NotFound("No such model among yours.", {"id": model_id})
+    if change.name is not None:
+        row.name = change.name
+    if change.api_key is not None:
+        row.api_key_enc = keyring.encrypt(ctx, change.api_key) if change.api_key else None
+    if change.params is not None:
+        row.params = _checked_params(change.params)
+    row.updated_at = ctx.now()
+    fields = sorted(name for name, value in change.model_dump().items() if value is not None)
+    audit.record(ctx, "model.update", "model", row.id, fields=fields)
+    return view(row)
+
+
+def delete_model(ctx: Context, model_id: str) -> None:
+    """Remove one of the user's models from the catalogue (web app or CLI only).
+
+    Raises:
+        NotFound: not one of the user's models.
+        PermissionDenied: a token or the agent asked.
+    """
+    access.require(ctx, Action.MODEL_DELETE)
+    row = usable_model(ctx, model_id)
+    if row.owner_id is None:
+        raise NotFound("No such model among yours.", {"id": model_id})
+    row.deleted_at = row.updated_at = ctx.now()
+    audit.record(ctx, "model.delete", "model", row.id)
+
+
+def model_spec(ctx: Context, row: Model) -> ModelSpec:
+    """How the engine calls `row`, with the key decrypted (never stored or logged again)."""
+    key = keyring.decrypt(ctx, row.api_key_enc) if row.api_key_enc else None
+    base_url = row.base_url or (ANTHROPIC_URL if row.kind == "anthropic" else None)
+    return ModelSpec(row.kind, row.endpoint_model, base_url, key, dict(row.params))
+
+
+def allowlist(ctx: Context) -> frozenset[str]:
+    """Hosts an operator opened for model endpoints despite private addresses."""
+    raw = ctx.settings.model_host_allowlist
+    return frozenset(host.strip().lower() for host in raw.split(",") if host.strip())
+
+
+def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> Model:
+    base_url = _checked_url(ctx, spec) if spec.kind in USER_KINDS else None
+    now = ctx.now()
+    row = Model(
+        id=new_id("mdl"),
+        owner_id=owner_id,
+        name=spec.name,
+        kind=spec.kind,
+        endpoint_model=spec.endpoint_model,
+        base_url=base_url,
+        api_key_enc=keyring.encrypt(ctx, spec.api_key) if spec.api_key else None,
+        params=_checked_params(spec.params),
+        price_per_question=spec.price_per_question if priced else 0,
+        price_per_1k_tokens=spec.price_per_1k_tokens if priced else 0,
+        status="available",
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return row
+
+
+def _checked_url(ctx: Context, spec: ModelIn) -> str | None:
+    if spec.kind == "anthropic" and not spec.base_url:
+        return None
+    if not spec.base_url:
+        raise invalid(["base_url"], "an OpenAI-compatible model needs its endpoint's base URL")
+    try:
+        check_endpoint(spec.base_url, allowlist(ctx))
+    except FatalModelError as exc:
+        raise invalid(["base_url"], str(exc)) from None
+    return spec.base_url.rstrip("/")
+
+
+PARAM_LIMITS = {"max_tokens": (1, 32768), "timeout_s": (1, 600), "seed": (0, 2**31)}
+
+
+def _checked_params(params: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(params) - set(PARAM_LIMITS) - {"letter_logprobs"})
+    if unknown:
+        raise invalid(["params", unknown[0]], "unknown parameter")
+    for name, (low, high) in PARAM_LIMITS.items():
+        value = params.get(name)
+        if value is not None and (not isinstance(value, int) or not low <= value <= high):
+            raise invalid(["params", name], f"must be a whole number from {low} to {high}")
+    if not isinstance(params.get("letter_logprobs", False), bool):
+        raise invalid(["params", "letter_logprobs"], "must be true or false")
+    return dict(params)
+
+
+def view(row: Model) -> ModelView:
+    """The public shape of a model row."""
+    return ModelView(
+        row.id,
+        row.name,
+        row.kind,
+        row.endpoint_model,
+        row.base_url,
+        "platform" if row.owner_id is None else "you",
+        row.api_key_enc is not None,
+        row.price_per_question,
+        row.price_per_1k_tokens,
+        row.status,
+    )

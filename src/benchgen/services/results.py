@@ -1,0 +1,120 @@
+"""Per-question results of a run, and their export as JSONL or CSV — cut to what the viewer may
+see: the team sees correctness and expected answers; anyone else sees their model's answers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Benchmark, Run, RunResult
+from benchgen.services import access, questions
+
+PUBLIC_FIELDS = (
+    "position",
+    "prompt",
+    "prompt_sent",
+    "raw",
+    "error",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+)
+DETAIL_FIELDS = (
+    *PUBLIC_FIELDS,
+    "expected",
+    "extracted",
+    "outcome",
+    "correct",
+    "score",
+    "reasoning",
+)
+FORMATS = ("jsonl", "csv")
+
+
+def list_results(
+    ctx: Context, run_id: str, limit: int = 100, offset: int = 0
+) -> list[dict[str, Any]]:
+    """One page of per-question results, in question order.
+
+    Raises:
+        NotFound: the run is not visible to the principal.
+        InvalidInput: limit outside 1..1000 or negative offset.
+    """
+    if not 1 <= limit <= 1000 or offset < 0:
+        raise invalid(["limit"], "limit must be 1..1000 and offset at least 0")
+    run = access.require_run(ctx, run_id, Action.RUN_READ)
+    return list(_rows(ctx, run, limit, offset))
+
+
+def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
+    """All results as (media type, text) in `fmt` ('jsonl' or 'csv').
+
+    Raises:
+        NotFound: the run is not visible to the principal.
+        InvalidInput: unknown format.
+    """
+    if fmt not in FORMATS:
+        raise invalid(["format"], f"choose one of {', '.join(FORMATS)}")
+    run = access.require_run(ctx, run_id, Action.RUN_READ)
+    rows = _rows(ctx, run, None, 0)
+    if fmt == "jsonl":
+        return "application/x-ndjson", "".join(json.dumps(row) + "\n" for row in rows)
+    fields = DETAIL_FIELDS if _detail(ctx, run) else PUBLIC_FIELDS
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({name: _cell(row.get(name)) for name in fields})
+    return "text/csv", buffer.getvalue()
+
+
+def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[dict[str, Any]]:
+    detail = _detail(ctx, run)
+    stored = questions.load_canonical(ctx, run.benchmark_id)
+    query = (
+        select(RunResult)
+        .where(RunResult.run_id == run.id)
+        .order_by(RunResult.position)
+        .offset(offset)
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    for result in ctx.session.scalars(query):
+        question = stored[result.position] if result.position < len(stored) else None
+        row: dict[str, Any] = {
+            "position": result.position,
+            "prompt": question.prompt if question else None,
+            "prompt_sent": result.prompt_sent,
+            "raw": result.raw,
+            "error": result.error,
+            "latency_ms": result.latency_ms,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+        }
+        if detail:
+            row.update(
+                expected=question.as_dict()["answer"] if question else None,
+                extracted=result.extracted,
+                outcome=result.outcome,
+                correct=result.outcome == "correct",
+                score=result.score,
+                reasoning=result.reasoning,
+            )
+        yield row
+
+
+def _detail(ctx: Context, run: Run) -> bool:
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    return benchmark is not None and access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
+
+
+def _cell(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, list | dict) else value

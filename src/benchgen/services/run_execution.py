@@ -1,0 +1,187 @@
+"""Executing a queued run (system principal only): plan the work, record answers in batches,
+finish with aggregates and settled credits, or give up with a refund."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import insert, select, update
+
+from benchgen.core.context import Context
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Model, Run, RunResult
+from benchgen.evals import aggregate
+from benchgen.evals.prompts import render_prompt
+from benchgen.evals.scorers import registry
+from benchgen.evals.types import Answer, Item, Key, ModelSpec, Outcome, Scored
+from benchgen.services import access, credits, models, questions, run_log, scoring
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything the engine needs for the questions still to do (none of it user data beyond
+    the run's own questions; the key stays here for scoring)."""
+
+    run_id: str
+    spec: ModelSpec
+    scoring: dict[str, Any]
+    work: list[tuple[Item, str]]
+    keys: dict[int, Key]
+    total: int
+
+
+def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
+    """Mark the run running and plan the questions not yet answered (so a re-claimed run
+    resumes instead of starting over). None when there is nothing to do."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    run = ctx.session.get(Run, run_id)
+    if run is None or run.status in TERMINAL:
+        return None
+    if run.cancel_requested:
+        _close(ctx, run, "cancelled")
+        return None
+    model = ctx.session.get(Model, run.model_id)
+    assert model is not None  # runs keep their model row (models are only soft-deleted)
+    done = set(ctx.session.scalars(select(RunResult.position).where(RunResult.run_id == run.id)))
+    stored = questions.load_canonical(ctx, run.benchmark_id)
+    work, keys = [], {}
+    for position, question in enumerate(stored):
+        keys[position] = scoring.key_for(question)
+        if position not in done:
+            item = Item(position, question.prompt, question.choices)
+            work.append((item, render_prompt(item)))
+    if run.status == "queued":
+        run.status, run.started_at = "running", ctx.now()
+        run_log.append(ctx, run.id, f"Started: {len(stored)} questions")
+    else:
+        run_log.append(ctx, run.id, f"Resumed: {len(work)} questions left")
+    spec = models.model_spec(ctx, model)
+    return RunPlan(run.id, spec, dict(run.scoring), work, keys, len(stored))
+
+
+def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
+    """Score and store one batch with a single bulk insert; returns questions done so far."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    rows = [
+        _row(plan, answer, registry.score(answer, plan.keys[answer.index], plan.scoring))
+        for answer in answers
+    ]
+    if rows:
+        ctx.session.execute(insert(RunResult), rows)
+    errors = sum(1 for answer in answers if answer.error is not None)
+    ctx.session.execute(
+        update(Run)
+        .where(Run.id == plan.run_id)
+        .values(
+            done_count=Run.done_count + len(answers),
+            error_count=Run.error_count + errors,
+            input_tokens=Run.input_tokens + sum(a.input_tokens for a in answers),
+            output_tokens=Run.output_tokens + sum(a.output_tokens for a in answers),
+        )
+    )
+    done = int(ctx.session.scalar(select(Run.done_count).where(Run.id == plan.run_id)) or 0)
+    percent = math.floor(100 * done / plan.total) if plan.total else 100
+    run_log.append(
+        ctx, plan.run_id, f"Processing: {done}/{plan.total} ({percent}%)", _secrets(plan)
+    )
+    return done
+
+
+def _row(plan: RunPlan, answer: Answer, verdict: Scored) -> dict[str, Any]:
+    return {
+        "run_id": plan.run_id,
+        "position": answer.index,
+        "prompt_sent": answer.prompt_sent,
+        "raw": answer.raw,
+        "error": answer.error,
+        "extracted": verdict.extracted,
+        "outcome": verdict.outcome,
+        "score": verdict.score,
+        "reasoning": verdict.reasoning,
+        "latency_ms": answer.latency_ms,
+        "input_tokens": answer.input_tokens,
+        "output_tokens": answer.output_tokens,
+        "attempts": answer.attempts,
+        "letter_logprobs": answer.letter_logprobs,
+    }
+
+
+def is_cancel_requested(ctx: Context, run_id: str) -> bool:
+    """True once someone asked the run to stop."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    return bool(ctx.session.scalar(select(Run.cancel_requested).where(Run.id == run_id)))
+
+
+def finish_run(ctx: Context, run_id: str, cancelled: bool) -> None:
+    """Compute aggregates and leaderboard scores, settle the real cost, close the run."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    run = ctx.session.get(Run, run_id)
+    if run is None or run.status in TERMINAL:
+        return
+    summarise(ctx, run)
+    _close(ctx, run, "cancelled" if cancelled else "completed")
+
+
+def summarise(ctx: Context, run: Run) -> None:
+    """Recompute a run's aggregates and scores from its stored results."""
+    tags = [question.tags for question in questions.load_canonical(ctx, run.benchmark_id)]
+    verdicts, positions = stored_verdicts(ctx, run.id)
+    set_summary(run, aggregate.summarize(verdicts, [tags[p] for p in positions]))
+
+
+def set_summary(run: Run, summary: dict[str, Any]) -> None:
+    """Store aggregates and derive the leaderboard columns from them."""
+    run.summary = summary
+    run.scores = {"accuracy": summary.get("accuracy")}
+
+
+def stored_verdicts(ctx: Context, run_id: str) -> tuple[list[Scored], list[int]]:
+    """The stored verdicts of a run in position order (one query)."""
+    rows = ctx.session.execute(
+        select(RunResult.position, RunResult.outcome, RunResult.score, RunResult.extracted)
+        .where(RunResult.run_id == run_id)
+        .order_by(RunResult.position)
+    ).all()
+    verdicts = [
+        Scored(cast(Outcome, outcome), score, extracted) for _, outcome, score, extracted in rows
+    ]
+    return verdicts, [row[0] for row in rows]
+
+
+def abandon_run(ctx: Context, run_id: str, error: str) -> None:
+    """The platform failed the run (crash, attempts exhausted): fail it and refund in full."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    run = ctx.session.get(Run, run_id)
+    if run is None or run.status in TERMINAL:
+        return
+    run.error = error[:2000]
+    if run.reservation_id:
+        credits.refund_credits(ctx, run.reservation_id, "failed through the platform's fault")
+        run.reservation_id = None
+    run.status, run.cost, run.finished_at = "failed", 0, ctx.now()
+    run_log.append(ctx, run.id, f"Failed: {error[:300]} — credits refunded")
+
+
+def _close(ctx: Context, run: Run, status: str) -> None:
+    model = ctx.session.get(Model, run.model_id)
+    answered = run.done_count - run.error_count
+    tokens = run.input_tokens + run.output_tokens
+    price_q, price_t = (model.price_per_question, model.price_per_1k_tokens) if model else (0, 0)
+    run.cost = min(answered * price_q + math.ceil(tokens * price_t / 1000), run.estimated_cost)
+    if run.reservation_id:
+        credits.settle_credits(ctx, run.reservation_id, run.cost)
+    run.status, run.finished_at = status, ctx.now()
+    run_log.append(
+        ctx,
+        run.id,
+        f"{status.capitalize()}: {run.done_count}/{run.question_count}"
+        f" answered, {run.error_count} errors, {run.cost} credits",
+    )
+
+
+def _secrets(plan: RunPlan) -> tuple[str, ...]:
+    return (plan.spec.api_key,) if plan.spec.api_key else ()

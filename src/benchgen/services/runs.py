@@ -1,0 +1,291 @@
+"""Runs: estimate, launch (reserve credits, freeze questions, enqueue), read, cancel."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exists, func, or_, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
+from benchgen.services import access, audit, benchmarks, credits, jobs, models, run_log, scoring
+
+# Until a run reports real usage, assume this many tokens per question beyond the prompt.
+EXPECTED_OUTPUT_TOKENS = 512
+CHARS_PER_TOKEN = 4
+ACTIVE = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The most a run can cost, shown before launching it."""
+
+    benchmark_id: str
+    model_id: str
+    model_name: str
+    question_count: int
+    credits: int
+    basis: str
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run as the principal may see it (aggregates only; per-question detail is separate)."""
+
+    id: str
+    benchmark_id: str
+    phase_id: str
+    model_id: str
+    model_name: str
+    status: str
+    benchmark_version: int
+    scoring: dict[str, Any]
+    question_count: int
+    done_count: int
+    error_count: int
+    estimated_cost: int
+    cost: int | None
+    judge_cost: int
+    input_tokens: int
+    output_tokens: int
+    summary: dict[str, Any]
+    scores: dict[str, Any]
+    score_edited: bool
+    launched_by: str
+    door: str
+    error: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    detail_visible: bool
+
+
+def estimate_run(ctx: Context, benchmark_id: str, model_id: str) -> Estimate:
+    """The credits a run would reserve: per-question price plus token price, rounded up.
+
+    Raises:
+        NotFound: benchmark or model not visible to the principal.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    model = models.usable_model(ctx, model_id)
+    count, prompt_chars = _question_stats(ctx, benchmark.id)
+    return _estimate(benchmark, model, count, prompt_chars)
+
+
+def _estimate(benchmark: Benchmark, model: Model, count: int, prompt_chars: int) -> Estimate:
+    max_tokens = int(model.params.get("max_tokens", EXPECTED_OUTPUT_TOKENS))
+    tokens = prompt_chars // CHARS_PER_TOKEN + count * max_tokens
+    cost = count * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
+    basis = (
+        f"{count} questions × {model.price_per_question} + up to {tokens} tokens × "
+        f"{model.price_per_1k_tokens}/1k"
+    )
+    return Estimate(benchmark.id, model.id, model.name, count, cost, basis)
+
+
+def start_run(
+    ctx: Context, benchmark_id: str, model_id: str, phase_id: str | None = None
+) -> RunView:
+    """Launch a run: reserve the estimate, freeze the questions, queue the work.
+
+    Raises:
+        NotFound: benchmark, model or phase not visible to the principal.
+        PermissionDenied: the principal may not run on it, or the AI judge is not open to them.
+        Conflict: the model is unavailable, the phase is not open, or there are no questions.
+        InsufficientCredits: the balance cannot cover the estimate; nothing starts.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
+    model = models.usable_model(ctx, model_id)
+    if model.status != "available":
+        raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
+    if benchmark.format not in benchmarks.FROZEN_FORMATS:
+        raise Conflict("Runs on custom-format benchmarks are not available yet.")
+    phase = _open_phase(ctx, benchmark, phase_id)
+    settings = scoring.settings_for(benchmark)
+    _check_judge(ctx, benchmark, settings)
+    count, prompt_chars = _question_stats(ctx, benchmark.id)
+    if count == 0:
+        raise Conflict("This benchmark has no questions to run.", {"id": benchmark.id})
+    estimate = _estimate(benchmark, model, count, prompt_chars)
+    run_id = new_id("run")
+    reservation = credits.reserve_credits(ctx, estimate.credits, run_id)
+    benchmarks.freeze_questions(ctx, benchmark.id)
+    run = _new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
+    run.reservation_id = reservation
+    run.job_id = jobs.enqueue(ctx, "run", {"run_id": run_id})
+    run_log.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
+    audit.record(ctx, "run.start", "run", run_id, benchmark_id=benchmark.id, model_id=model.id)
+    return view(ctx, run)
+
+
+def _new_run(
+    ctx: Context,
+    run_id: str,
+    benchmark: Benchmark,
+    phase: Phase,
+    model: Model,
+    settings: dict[str, Any],
+    count: int,
+    estimate: int,
+) -> Run:
+    user_id = ctx.principal.user_id
+    assert user_id is not None  # RUN_LAUNCH is only ever allowed to a user
+    run = Run(
+        id=run_id,
+        benchmark_id=benchmark.id,
+        phase_id=phase.id,
+        model_id=model.id,
+        launched_by=user_id,
+        door=ctx.principal.door,
+        status="queued",
+        benchmark_version=benchmark.version,
+        scoring=settings,
+        question_count=count,
+        estimated_cost=estimate,
+        summary={},
+        scores={},
+        created_at=ctx.now(),
+    )
+    ctx.session.add(run)
+    ctx.session.flush()
+    return run
+
+
+def _open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phase:
+    query = select(Phase).where(Phase.benchmark_id == benchmark.id)
+    query = query.where(Phase.id == phase_id) if phase_id else query.order_by(Phase.position)
+    phase = ctx.session.scalars(query.limit(1)).first()
+    if phase is None:
+        raise NotFound("No such phase in this benchmark.", {"phase_id": phase_id})
+    now = ctx.now()
+    if (phase.starts_at and now < phase.starts_at) or (phase.ends_at and now > phase.ends_at):
+        raise Conflict(
+            f"Phase {phase.name!r} is not open now.",
+            {"starts_at": str(phase.starts_at), "ends_at": str(phase.ends_at)},
+        )
+    return phase
+
+
+def _check_judge(ctx: Context, benchmark: Benchmark, settings: dict[str, Any]) -> None:
+    if settings.get("method") != "judge":
+        return
+    judge = ctx.session.get(Judge, benchmark.id)
+    if judge is None:
+        raise Conflict("This benchmark is scored by an AI judge that is not set up yet.")
+    # The owner's key pays for judging: only the owner's team may use it unless they opened it.
+    if not judge.allow_others and not access.can(ctx, Action.BENCHMARK_READ_KEY, benchmark):
+        raise PermissionDenied(
+            "This benchmark's AI judge is paid by its owner and is not open to other users."
+        )
+
+
+def _question_stats(ctx: Context, benchmark_id: str) -> tuple[int, int]:
+    count, chars = ctx.session.execute(
+        select(func.count(), func.coalesce(func.sum(func.length(Question.prompt)), 0)).where(
+            Question.benchmark_id == benchmark_id
+        )
+    ).one()
+    return int(count), int(chars)
+
+
+def get_run(ctx: Context, run_id: str) -> RunView:
+    """One run: its status, progress, cost and aggregate scores.
+
+    Raises:
+        NotFound: not launched by the user and not on a benchmark they own or collaborate on.
+    """
+    return view(ctx, access.require_run(ctx, run_id, Action.RUN_READ))
+
+
+def list_runs(
+    ctx: Context, benchmark_id: str | None = None, limit: int = 50, offset: int = 0
+) -> list[RunView]:
+    """Runs the user launched, plus every run on benchmarks they own or collaborate on.
+
+    Raises:
+        InvalidInput: limit outside 1..200 or negative offset.
+    """
+    access.require(ctx, Action.BENCHMARK_LIST)
+    if not 1 <= limit <= 200 or offset < 0:
+        raise invalid(["limit"], "limit must be 1..200 and offset at least 0")
+    user_id = ctx.principal.user_id
+    team = or_(
+        Benchmark.owner_id == user_id,
+        exists().where(Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user_id),
+    )
+    query = (
+        select(Run)
+        .join(Benchmark, Benchmark.id == Run.benchmark_id)
+        .where(Benchmark.deleted_at.is_(None), or_(Run.launched_by == user_id, team))
+    )
+    if benchmark_id:
+        query = query.where(Run.benchmark_id == benchmark_id)
+    query = query.order_by(Run.created_at.desc(), Run.id).limit(limit).offset(offset)
+    return [view(ctx, run) for run in ctx.session.scalars(query)]
+
+
+def cancel_run(ctx: Context, run_id: str) -> RunView:
+    """Cancel a queued run at once (full refund) or ask a running one to stop (it settles what
+    it used).
+
+    Raises:
+        NotFound: not visible.
+        PermissionDenied: neither the launcher nor the benchmark's owner.
+        Conflict: the run has already ended.
+    """
+    run = access.require_run(ctx, run_id, Action.RUN_CANCEL)
+    if run.status not in ACTIVE:
+        raise Conflict(f"The run has already ended ({run.status}).", {"id": run.id})
+    if run.status == "queued":
+        if run.job_id:
+            jobs.cancel_queued(ctx, run.job_id)
+        if run.reservation_id:
+            credits.refund_credits(ctx, run.reservation_id, "cancelled before it started")
+        run.status, run.cost, run.finished_at = "cancelled", 0, ctx.now()
+        run_log.append(ctx, run.id, "Cancelled before it started; credits refunded")
+    else:
+        run.cancel_requested = True
+        run_log.append(ctx, run.id, "Cancellation requested")
+    audit.record(ctx, "run.cancel", "run", run.id)
+    return view(ctx, run)
+
+
+def view(ctx: Context, run: Run) -> RunView:
+    """The public shape of a run for the acting principal."""
+    model = ctx.session.get(Model, run.model_id)
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    detail = bool(benchmark) and access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
+    return RunView(
+        id=run.id,
+        benchmark_id=run.benchmark_id,
+        phase_id=run.phase_id,
+        model_id=run.model_id,
+        model_name=model.name if model else run.model_id,
+        status=run.status,
+        benchmark_version=run.benchmark_version,
+        scoring=dict(run.scoring),
+        question_count=run.question_count,
+        done_count=run.done_count,
+        error_count=run.error_count,
+        estimated_cost=run.estimated_cost,
+        cost=run.cost,
+        judge_cost=run.judge_cost,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        summary=scoring.visible_summary(run.summary, detail),
+        scores=dict(run.scores),
+        score_edited=run.score_edit is not None,
+        launched_by=run.launched_by,
+        door=run.door,
+        error=run.error,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        detail_visible=detail,
+    )

@@ -1,0 +1,59 @@
+"""Scoring settings of a benchmark, and what of a run's scores each viewer may see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Benchmark
+from benchgen.evals.scorers import registry
+from benchgen.evals.types import Key
+from benchgen.services import access, audit, questions
+
+
+def settings_for(benchmark: Benchmark) -> dict[str, Any]:
+    """The benchmark's scoring settings, or the format's default."""
+    if benchmark.scoring:
+        return dict(benchmark.scoring)
+    return registry.validate_scoring(benchmark.format, {})
+
+
+def validated(fmt: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Normalised settings for a `fmt` benchmark.
+
+    Raises:
+        InvalidInput: unknown method, a method that does not fit the format, or bad options.
+    """
+    try:
+        return registry.validate_scoring(fmt, settings)
+    except ValueError as exc:
+        raise invalid(["scoring"], str(exc)) from None
+
+
+def set_scoring(ctx: Context, benchmark_id: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Change how future runs are scored (past runs keep theirs until rescored and applied).
+
+    Raises:
+        NotFound / PermissionDenied: as for editing the benchmark.
+        InvalidInput: bad settings.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    checked = validated(benchmark.format, settings)
+    benchmark.scoring, benchmark.updated_at = checked, ctx.now()
+    audit.record(ctx, "benchmark.scoring", "benchmark", benchmark.id, scoring=checked)
+    return checked
+
+
+def key_for(question: questions.Canonical) -> Key:
+    """The answer key of one stored question, as scorers take it."""
+    return Key(question.answers, question.choices)
+
+
+def visible_summary(summary: dict[str, Any], detail: bool) -> dict[str, Any]:
+    """Aggregates for everyone; the per-tag breakdown only for those who may see per-question
+    results, since a tag held by a single question would reveal whether it was right."""
+    if detail:
+        return dict(summary)
+    return {name: value for name, value in summary.items() if name != "per_tag"}

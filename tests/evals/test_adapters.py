@@ -1,0 +1,151 @@
+"""Model adapters: OpenAI-compatible and Anthropic against the stub, baselines, the registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchgen.evals.adapters import build_adapter
+from benchgen.evals.types import (
+    Completion,
+    FatalModelError,
+    Item,
+    ModelSpec,
+    RateLimitedError,
+    RetryableError,
+)
+from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-live-abcdefghijklmnop0123"
+ITEM = Item(0, "Which colour?", ("red", "green", "blue"))
+PROMPT = "Which colour?\n\nA. red\nB. green\nC. blue\n\nEnd with ANSWER: X"
+
+
+async def ask(spec: ModelSpec, item: Item = ITEM, prompt: str = PROMPT) -> Completion:
+    adapter = build_adapter(spec)
+    try:
+        return await adapter.complete(item, prompt)
+    finally:
+        await adapter.aclose()
+
+
+def openai(stub: StubOpenAI, **params: object) -> ModelSpec:
+    return ModelSpec("openai_compat", "stub-model", stub.base_url, KEY, dict(params))
+
+
+async def test_openai_compat_sends_the_prompt_and_reads_text_and_usage() -> None:
+    with StubOpenAI() as stub:
+        completion = await ask(openai(stub))
+    assert completion.text.endswith(f"ANSWER: {stub_letter(PROMPT)}")
+    assert completion.input_tokens == len(PROMPT.split()) and completion.output_tokens > 0
+    assert stub.answered[PROMPT] == 1
+    assert stub.last_headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("fault", "error", "text"),
+    [
+        (
+            Fault(302, headers=(("Location", "http://169.254.169.254/"),)),
+            FatalModelError,
+            "redirect refused",
+        ),
+        (Fault(401, body='{"error": "invalid key {auth}"}'), FatalModelError, "HTTP 401"),
+        (Fault(404, body="no such model"), FatalModelError, "no such model"),
+        (Fault.server_error(), RetryableError, "HTTP 500"),
+        (Fault(503, body="echo {auth}"), RetryableError, "HTTP 503"),
+        (Fault(408), RetryableError, "HTTP 408"),
+        (Fault.rate_limited("7"), RateLimitedError, "HTTP 429"),
+        (Fault(200, body="not json"), RetryableError, "not valid JSON"),
+        (Fault(200, body='{"choices": []}'), FatalModelError, "not an OpenAI chat completion"),
+    ],
+)
+async def test_openai_compat_classifies_failures_without_leaking_the_key(
+    fault: Fault, error: type[Exception], text: str
+) -> None:
+    with StubOpenAI(fail=lambda n, prompt: fault) as stub, pytest.raises(error) as raised:
+        await ask(openai(stub))
+    assert text in str(raised.value) and KEY not in str(raised.value)
+    assert sum(stub.received.values()) == 1  # a redirect is refused, never followed
+
+
+async def test_429_carries_retry_after_in_seconds_or_as_a_date() -> None:
+    with StubOpenAI(fail=lambda n, prompt: Fault.rate_limited("7")) as stub:
+        with pytest.raises(RateLimitedError) as raised:
+            await ask(openai(stub))
+        assert raised.value.retry_after_s == 7
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"  # in the past: retry at once
+    with StubOpenAI(fail=lambda n, prompt: Fault.rate_limited(date)) as stub:
+        with pytest.raises(RateLimitedError) as raised:
+            await ask(openai(stub))
+        assert raised.value.retry_after_s == 0
+
+
+async def test_openai_compat_timeouts_and_refused_connections_are_retryable() -> None:
+    with StubOpenAI(fail=lambda n, prompt: Fault.slow(2)) as stub:
+        with pytest.raises(RetryableError, match="no reply in time"):
+            await ask(openai(stub, timeout_s=0.2))
+        closed_port_url = stub.base_url
+    with pytest.raises(RetryableError, match="connection failed"):
+        await ask(ModelSpec("openai_compat", "m", closed_port_url, KEY))
+
+
+async def test_openai_compat_needs_a_base_url() -> None:
+    with pytest.raises(FatalModelError, match="base_url"):
+        build_adapter(ModelSpec("openai_compat", "m"))
+
+
+async def test_anthropic_speaks_the_messages_api() -> None:
+    with StubOpenAI() as stub:
+        spec = ModelSpec("anthropic", "claude-x", stub.base_url, KEY, {"max_tokens": 50})
+        completion = await ask(spec)
+    assert completion.text.endswith(f"ANSWER: {stub_letter(PROMPT)}")
+    assert completion.input_tokens == len(PROMPT.split()) and completion.output_tokens > 0
+    assert stub.last_headers["x-api-key"] == KEY
+    assert stub.last_headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in stub.last_headers
+
+
+async def test_anthropic_maps_errors_and_redacts_the_key() -> None:
+    overloaded = Fault(529, body='{"type": "overloaded_error", "echo": "{auth}"}')
+    with (
+        StubOpenAI(fail=lambda n, prompt: overloaded) as stub,
+        pytest.raises(RetryableError) as raised,
+    ):
+        await ask(ModelSpec("anthropic", "claude-x", stub.base_url, KEY))
+    assert KEY not in str(raised.value) and "[redacted]" in str(raised.value)
+    with pytest.raises(FatalModelError, match="API key"):
+        build_adapter(ModelSpec("anthropic", "claude-x"))
+
+
+async def test_builtin_random_is_deterministic_per_seed_and_question() -> None:
+    items = [Item(i, f"Question number {i} about colours", ("a", "b", "c", "d")) for i in range(40)]
+    spec = ModelSpec("builtin", "random", params={"seed": 3})
+    first = [(await ask(spec, item, "p")).text for item in items]
+    again = [(await ask(spec, item, "p")).text for item in reversed(items)][::-1]
+    other_seed = [(await ask(ModelSpec("builtin", "random"), item, "p")).text for item in items]
+    assert first == again != other_seed
+    assert {text[-1] for text in first} == set("ABCD")
+    assert all(text.startswith("ANSWER: ") for text in first)
+
+
+async def test_builtin_random_echoes_a_question_word_for_qa() -> None:
+    item = Item(5, "Who wrote Hamlet, exactly?")
+    text = (await ask(ModelSpec("builtin", "random"), item, "prompt")).text
+    assert text.removeprefix("ANSWER: ") in {"Who", "wrote", "Hamlet", "exactly"}
+
+
+async def test_builtin_first_choice_and_echo() -> None:
+    assert (await ask(ModelSpec("builtin", "first-choice"))).text == "ANSWER: A"
+    echoed = await ask(ModelSpec("builtin", "echo"))
+    assert echoed == Completion(PROMPT)
+
+
+async def test_unknown_kinds_and_names_are_fatal() -> None:
+    with pytest.raises(FatalModelError, match="unknown model kind"):
+        build_adapter(ModelSpec("telepathy", "x"))
+    with pytest.raises(FatalModelError, match="unknown built-in model"):
+        build_adapter(ModelSpec("builtin", "oracle"))
+    with pytest.raises(FatalModelError, match=r"GGUF|xllamacpp"):
+        build_adapter(ModelSpec("local_gguf", "/nonexistent/model.gguf"))

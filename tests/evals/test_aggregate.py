@@ -1,0 +1,87 @@
+"""Wilson intervals against known values, and the run summary's arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchgen.evals.aggregate import summarize, wilson_interval
+from benchgen.evals.types import Scored
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (8, 10, 0.4902, 0.9433),
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (50, 100, 0.4038, 0.5962),
+        (1, 1, 0.2065, 1.0),
+    ],
+)
+def test_wilson_interval_known_values(k: int, n: int, low: float, high: float) -> None:
+    assert wilson_interval(k, n) == pytest.approx((low, high), abs=1e-4)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 0), (-1, 5), (6, 5)])
+def test_wilson_interval_refuses_impossible_counts(k: int, n: int) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(k, n)
+
+
+def verdict(outcome: str, score: float | None = None) -> Scored:
+    value = score if score is not None else float(outcome == "correct")
+    return Scored(outcome, value, None)  # type: ignore[arg-type]
+
+
+def test_summary_counts_errors_and_no_answers_as_not_correct() -> None:
+    scored = [
+        verdict("correct"),
+        verdict("correct"),
+        verdict("wrong", 0.4),
+        verdict("no_answer"),
+        verdict("error"),
+    ]
+    tags = [("easy", "geo"), ("geo",), ("easy",), (), ("geo", "geo")]
+    summary = summarize(scored, tags)
+    low, high = wilson_interval(2, 5)
+    assert summary == {
+        "n": 5,
+        "correct": 2,
+        "accuracy": 0.4,
+        "ci_low": low,
+        "ci_high": high,
+        "no_answer": 1,
+        "no_answer_rate": 0.2,
+        "errors": 1,
+        "mean_score": pytest.approx(2.4 / 5),
+        "per_tag": {
+            "easy": {"n": 2, "correct": 1, "accuracy": 0.5, **_ci(1, 2)},
+            "geo": {"n": 3, "correct": 2, "accuracy": 2 / 3, **_ci(2, 3)},
+        },
+    }
+    assert list(summary["per_tag"]) == ["easy", "geo"]
+
+
+def _ci(k: int, n: int) -> dict[str, float]:
+    low, high = wilson_interval(k, n)
+    return {"ci_low": low, "ci_high": high}
+
+
+def test_an_empty_summary_has_no_rates() -> None:
+    assert summarize([], []) == {
+        "n": 0,
+        "correct": 0,
+        "accuracy": None,
+        "ci_low": None,
+        "ci_high": None,
+        "no_answer": 0,
+        "no_answer_rate": None,
+        "errors": 0,
+        "mean_score": None,
+        "per_tag": {},
+    }
+
+
+def test_scored_and_tags_must_line_up() -> None:
+    with pytest.raises(ValueError):
+        summarize([verdict("correct")], [])

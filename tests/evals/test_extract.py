@@ -1,0 +1,133 @@
+"""Answer extraction: examples of the known traps, and properties of the mcq extractor."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from benchgen.evals.scorers.extract import extract_choice, extract_final_answer
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("ANSWER: B", "B"),
+        ("ANSWER: **B**", "B"),
+        ("**Answer:** (B)", "B"),
+        ("**Answer**: [C]", "C"),
+        ("Answer - D", "D"),
+        ("Final answer: B.", "B"),
+        ("The answer is \\boxed{C}", "C"),
+        ("$\\boxed{C}$", "C"),
+        ("ANSWER: B. Paris is the capital", "B"),
+        ("ANSWER: (A) dogs", "A"),
+        ("ANSWER: A", "A"),
+        ("answer: b", "B"),
+        ("answer: (b)", "B"),
+        ("**Answer:**\n\nC", "C"),
+        ("B", "B"),
+        ("**B**", "B"),
+        ("(d)", "D"),
+        ("B.", "B"),
+        ("ANSWER: A\nWait, let me check.\nANSWER: C", "C"),
+        ("ANSWER: C\n\\boxed{B}", "B"),
+        ("- Answer: `D`", "D"),
+    ],
+)
+def test_extract_choice_finds_the_letter(raw: str, expected: str) -> None:
+    assert extract_choice(raw, 4) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "ANSWER: a dog",
+        "ANSWER: A dog is the answer",
+        "A dog is a mammal.",
+        "ANSWER: E",
+        "ANSWER: b is my guess",
+        "I am not sure.",
+        "",
+        "ANSWER: B\nAnswer: it depends on the dog",
+        "Answer-based reasoning gives nothing",
+        "ANSWER:",
+    ],
+)
+def test_extract_choice_refuses_what_is_not_a_choice(raw: str) -> None:
+    assert extract_choice(raw, 4) is None
+
+
+def test_a_lone_lower_case_letter_counts() -> None:
+    assert extract_choice("a", 4) == "A"
+    assert extract_choice("ANSWER: a", 4) == "A"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("ANSWER: Paris", "Paris"),
+        ("Let me think.\nANSWER: **Paris**", "Paris"),
+        ("ANSWER: 1\nANSWER: 2", "2"),
+        ("The result is $\\boxed{\\frac{1}{2}}$.", "\\frac{1}{2}"),
+        ("ANSWER: $\\boxed{\\text{Mount Everest}}$", "Mount Everest"),
+        ("ANSWER: `x = 3`", "x = 3"),
+        ("ANSWER: $2$", "2"),
+        ("ANSWER: $a$ and $b$", "$a$ and $b$"),
+        ("ANSWER: \\text{a} + \\text{b}", "\\text{a} + \\text{b}"),
+        ("  Just the words  ", "Just the words"),
+        ("**Answer:**\n\n42", "42"),
+    ],
+)
+def test_extract_final_answer(raw: str, expected: str) -> None:
+    assert extract_final_answer(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "****", "ANSWER: ``"])
+def test_extract_final_answer_is_none_when_nothing_is_left(raw: str) -> None:
+    assert extract_final_answer(raw) is None
+
+
+prefixes = st.text(max_size=200).filter(
+    lambda text: "answer" not in text.casefold() and "\\boxed{" not in text
+)
+n_choices = st.integers(min_value=2, max_value=26)
+
+
+@given(prefixes, n_choices, st.data())
+def test_last_bold_answer_line_is_extracted(prefix: str, n: int, data: st.DataObject) -> None:
+    letter = data.draw(st.sampled_from(string.ascii_uppercase[:n]))
+    assert extract_choice(f"{prefix}\nANSWER: **{letter}**", n) == letter
+
+
+@given(prefixes, n_choices, st.data())
+def test_last_answer_line_wins(prefix: str, n: int, data: st.DataObject) -> None:
+    labels = string.ascii_uppercase[:n]
+    first, last = data.draw(st.sampled_from(labels)), data.draw(st.sampled_from(labels))
+    raw = f"ANSWER: {first}\n{prefix}\nANSWER: {last}"
+    assert extract_choice(raw, n) == last
+
+
+@given(prefixes, n_choices, st.data())
+def test_letters_beyond_the_choices_are_refused(prefix: str, n: int, data: st.DataObject) -> None:
+    assume(n < 26)
+    letter = data.draw(st.sampled_from(string.ascii_uppercase[n:]))
+    assert extract_choice(f"{prefix}\nANSWER: {letter}", n) is None
+
+
+words = st.text(string.ascii_letters, min_size=1, max_size=10)
+
+
+@given(
+    st.sampled_from(["a", "A"]),
+    st.lists(words, min_size=1, max_size=8),
+    st.sampled_from(["", ".", "!", "?"]),
+    st.sampled_from(["", "ANSWER: ", "Answer - ", "**Answer:** ", "\\boxed{"]),
+)
+def test_a_sentence_starting_with_the_article_never_yields_a(
+    article: str, rest: list[str], end: str, label: str
+) -> None:
+    sentence = f"{label}{article} {' '.join(rest)}{end}"
+    assert extract_choice(sentence, 4) != "A"
