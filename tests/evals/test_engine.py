@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import anyio
 import pytest
 
 from benchgen.evals.adapters import build_adapter
@@ -275,3 +276,41 @@ async def test_no_work_is_a_finished_run() -> None:
         Instant(), [], on_batch=lambda a: None, on_progress=lambda *a: calls.append(a)
     )
     assert (report.done, report.errors, report.cancelled, calls) == (0, 0, False, [(0, 0)])
+
+
+class AlwaysBusy:
+    """An adapter whose endpoint always asks to come back in ten seconds."""
+
+    async def complete(self, item: Item, prompt: str) -> Completion:
+        raise RetryableError(f"busy {item.index}", retry_after_s=10)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_cancellation_wakes_questions_waiting_to_retry() -> None:
+    batches: list[list[Answer]] = []
+    clock = {"polls": 0}
+
+    def cancelled_on_second_poll() -> bool:
+        clock["polls"] += 1
+        return clock["polls"] > 2
+
+    with anyio.fail_after(5):  # the retry delay is 10 s: only cancellation can end this early
+        report = await run_items(
+            AlwaysBusy(),
+            make_work(3),
+            on_batch=batches.append,
+            is_cancelled=cancelled_on_second_poll,
+        )
+    answers = flat(batches)
+    assert report.cancelled and report.errors == 3
+    assert {a.error for a in answers} == {
+        f"stopped by cancellation after 1 attempt: busy {a.index}" for a in answers
+    }
+
+
+@pytest.mark.parametrize("option", ["concurrency", "max_attempts", "batch_size"])
+async def test_nonsense_limits_are_refused(option: str) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        await run_items(Instant(), make_work(1), on_batch=lambda a: None, **{option: 0})

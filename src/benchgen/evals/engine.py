@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import deque
@@ -110,10 +111,10 @@ class _Run:
     batch_size: int
     report: EngineReport = field(default_factory=EngineReport)
     pending: list[Answer] = field(default_factory=list)
-    stop: bool = False
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def work(self) -> None:
-        while self.queue and not self.stop:
+        while self.queue and not self.stop.is_set():
             item, prompt = self.queue.popleft()
             self.record(await self.answer(item, prompt))
 
@@ -139,37 +140,44 @@ class _Run:
         attempt = 0
         while True:
             attempt += 1
-            started = time.perf_counter()
-            try:
-                completion = await self.call(item, prompt, started)
-            except RetryableError as exc:
-                if attempt >= self.settings.max_attempts or self.stop:
-                    return self.failed(
-                        item, prompt, f"gave up after {attempt} attempts: {exc}", attempt, started
-                    )
-                await asyncio.sleep(self.backoff(attempt, exc.retry_after_s))
-                continue
-            except FatalModelError as exc:
-                return self.failed(item, prompt, str(exc), attempt, started)
-            except Exception as exc:  # an adapter bug on one reply must not sink the whole run
-                return self.failed(item, prompt, f"{type(exc).__name__}: {exc}", attempt, started)
-            return _answered(item, prompt, completion, attempt, started)
+            outcome, started = await self.attempt(item, prompt)
+            if isinstance(outcome, Completion):
+                return _answered(item, prompt, outcome, attempt, started)
+            cancelled = False
+            if isinstance(outcome, RetryableError) and attempt < self.settings.max_attempts:
+                if not self.stop.is_set():
+                    await self.pause(self.backoff(attempt, outcome.retry_after_s))
+                if not self.stop.is_set():
+                    continue
+                cancelled = True
+            error = _describe(outcome, attempt, cancelled)
+            return self.failed(item, prompt, error, attempt, started)
 
-    async def call(self, item: Item, prompt: str, started: float) -> Completion:
+    async def attempt(self, item: Item, prompt: str) -> tuple[Completion | Exception, float]:
+        """One try within a gate slot: the reply, or the failure as a value, and when it began."""
         await self.gate.acquire()
-        ok = False
+        started = time.perf_counter()
+        outcome: Completion | Exception
         try:
             async with asyncio.timeout(self.settings.request_timeout_s):
-                completion = await self.adapter.complete(item, prompt)
-            ok = True
-            return completion
+                outcome = await self.adapter.complete(item, prompt)
         except TimeoutError:
-            raise RetryableError(f"no reply within {self.settings.request_timeout_s:g} s") from None
-        except RateLimitedError:
-            self.gate.rate_limited(started)
+            outcome = RetryableError(f"no reply within {self.settings.request_timeout_s:g} s")
+        except Exception as exc:  # an adapter bug on one reply must not sink the whole run
+            outcome = exc
+        except BaseException:  # cancelled: hand the slot back and stop
+            self.gate.release(ok=False)
             raise
-        finally:
-            self.gate.release(ok)
+        if isinstance(outcome, RateLimitedError):
+            self.gate.rate_limited(started)
+        self.gate.release(ok=isinstance(outcome, Completion))
+        return outcome, started
+
+    async def pause(self, delay_s: float) -> None:
+        """Sleep before a retry, waking early if the run is cancelled."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay_s):
+                await self.stop.wait()
 
     def backoff(self, attempt: int, retry_after_s: float | None) -> float:
         if retry_after_s is not None:
@@ -191,6 +199,15 @@ class _Run:
             latency_ms=_ms_since(started),
             attempts=attempts,
         )
+
+
+def _describe(failure: Exception, attempts: int, cancelled: bool) -> str:
+    if isinstance(failure, RetryableError):
+        why = "stopped by cancellation" if cancelled else "gave up"
+        return f"{why} after {attempts} attempt{'s' if attempts > 1 else ''}: {failure}"
+    if isinstance(failure, FatalModelError) and str(failure):
+        return str(failure)
+    return f"{type(failure).__name__}: {failure}"  # a bug: name its type
 
 
 def _answered(
@@ -258,8 +275,12 @@ async def run_items(
         Counts, tokens and timing; `cancelled` says whether `is_cancelled` fired.
 
     Raises:
-        Exception: whatever `on_batch` or `on_progress` raised; the workers are stopped first.
+        ValueError: `concurrency`, `max_attempts` or `batch_size` below 1.
+        Exception: whatever `on_batch`, `on_progress` or `is_cancelled` raised; the workers are
+            stopped first.
     """
+    if min(concurrency, max_attempts, batch_size) < 1:
+        raise ValueError("concurrency, max_attempts and batch_size must be at least 1")
     started = time.perf_counter()
     run = _Run(
         adapter=adapter,
@@ -269,7 +290,9 @@ async def run_items(
         on_batch=on_batch,
         batch_size=batch_size,
     )
-    run.stop = run.report.cancelled = is_cancelled()
+    if is_cancelled():
+        run.stop.set()
+        run.report.cancelled = True
     tasks = [asyncio.create_task(run.work()) for _ in range(min(concurrency, len(work)))]
     try:
         await _supervise(run, tasks, flush_interval_s, is_cancelled, on_progress, len(work))
@@ -301,8 +324,9 @@ async def _supervise(
     while not workers.done():
         await asyncio.wait([workers], timeout=min(_TICK_S, flush_interval_s))
         # Polled here rather than per question: the probe may read a database.
-        if not run.stop and is_cancelled():
-            run.stop = run.report.cancelled = True
+        if not run.stop.is_set() and is_cancelled():
+            run.stop.set()
+            run.report.cancelled = True
         now = time.perf_counter()
         if now - last_flush >= flush_interval_s:
             run.flush()

@@ -1,0 +1,220 @@
+"""Rescoring never calls a model; leaderboards rank correctly and are managed by people only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+import benchgen.evals.adapters as adapters
+from benchgen.core.context import Principal
+from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from benchgen.core.permissions import PrincipalKind
+from benchgen.db.tables import AuditEvent
+from benchgen.evals.adapters import builtin
+from benchgen.jobs.worker import Worker
+from benchgen.services import audit, benchmarks, leaderboards, members, models, rescoring, runs
+from benchgen.services.leaderboards import rank_key
+from benchgen.services.runtime import Runtime
+from tests.evals.stub_openai import Fault, StubOpenAI
+from tests.support import OPERATOR, QA, World
+
+ECHO, FIRST, RANDOM = "mdl_builtin_echo", "mdl_builtin_first", "mdl_builtin_random"
+SPELLING = {
+    "title": "Capitals",
+    "format": "qa",
+    "questions": [
+        {"prompt": "What is the capital of Italy?", "answer": "Rome"},
+        {"prompt": "What is the capital of France?", "answer": "Paris"},
+        {"prompt": "What is the capital of Spain?", "answer": "Madrid"},
+    ],
+}
+# Wordy but right for Italy and France, wrong for Spain: exact match says 0/3, token F1 2/3.
+REPLIES = {
+    "Italy": "ANSWER: Rome, Italy",
+    "France": "ANSWER: Paris, France",
+    "Spain": "ANSWER: Lisbon",
+}
+
+
+def _wordy(_: int, prompt: str) -> Fault:
+    text = next(reply for country, reply in REPLIES.items() if country in prompt)
+    body = {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
+    }
+    return Fault(200, body=json.dumps(body), headers=(("Content-Type", "application/json"),))
+
+
+@pytest.fixture
+def wordy_model(world: World, runtime: Runtime) -> Iterator[str]:
+    """A platform model behind a stub endpoint that answers with the REPLIES above."""
+    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
+    with StubOpenAI(fail=_wordy) as stub:
+        spec = {
+            "name": "Wordy",
+            "kind": "openai_compat",
+            "endpoint_model": "stub",
+            "base_url": stub.base_url,
+        }
+        yield world.do(OPERATOR, models.create_platform_model, spec).id
+
+
+def finished_run(world: World, runtime: Runtime, user: str, bm: str, model: str) -> str:
+    run_id = world.do(Principal.web(user), runs.start_run, bm, model).id
+    while Worker(runtime).run_once():
+        pass
+    return run_id
+
+
+def test_rescore_dry_run_then_apply_without_calling_a_model(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch, wordy_model: str
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, SPELLING)
+    run_id = finished_run(world, runtime, ana, bm, wordy_model)
+    web = Principal.web(ana)
+    before = world.do(web, runs.get_run, run_id).summary["accuracy"]
+    assert before == 0.0
+    forbidden_adapter(monkeypatch)
+    dry = world.do(web, rescoring.rescore_run, run_id, {"method": "f1"})
+    assert not dry.applied and dry.changed_count == len(dry.changes) == 2
+    assert dry.after["accuracy"] == pytest.approx(2 / 3)
+    assert [(c["position"], c["after"]["outcome"]) for c in dry.changes] == [
+        (0, "correct"),
+        (1, "correct"),
+    ]
+    assert world.do(web, runs.get_run, run_id).summary["accuracy"] == before, "dry run wrote"
+    applied = world.do(web, rescoring.rescore_run, run_id, {"method": "f1"}, True)
+    assert applied.applied and applied.after == dry.after
+    now = world.do(web, runs.get_run, run_id)
+    assert now.summary["accuracy"] == dry.after["accuracy"] and now.scoring["method"] == "f1"
+    again = world.do(web, rescoring.rescore_run, run_id)
+    assert again.changed_count == 0, "applying stored exactly the new verdicts"
+    actions = world.ctx_call(
+        OPERATOR,
+        lambda ctx: list(
+            ctx.session.scalars(select(AuditEvent.action).where(AuditEvent.object_id == run_id))
+        ),
+    )
+    assert "run.rescore" in actions
+
+
+def forbidden_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*_: object, **__: object) -> None:
+        raise AssertionError("rescoring called a model adapter")
+
+    monkeypatch.setattr(adapters, "build_adapter", forbidden)
+    monkeypatch.setattr(builtin.BuiltinAdapter, "complete", forbidden)
+
+
+def test_the_forbidden_adapter_really_trips(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Control: the same guard makes a real run fail, so the rescore test above means something."""
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, SPELLING)
+    forbidden_adapter(monkeypatch)
+    import benchgen.jobs.handlers as handlers
+
+    monkeypatch.setattr(handlers, "build_adapter", adapters.build_adapter)
+    run_id = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    assert Worker(runtime).run_once()
+    assert "rescoring called a model adapter" in world.ctx_call(
+        OPERATOR, lambda ctx: _job_error(ctx, run_id)
+    )
+
+
+def _job_error(ctx, run_id: str) -> str:
+    from benchgen.db.tables import Job, Run
+
+    run = ctx.session.get(Run, run_id)
+    return ctx.session.get(Job, run.job_id).error
+
+
+def test_rescore_rules(world: World, runtime: Runtime) -> None:
+    ana, pia = world.user("ana@example.com"), world.user("pia@example.com")
+    bm = world.benchmark(ana, SPELLING)
+    world.do(Principal.web(ana), benchmarks.publish_benchmark, bm)
+    world.do(Principal.web(pia), members.join_benchmark, bm)
+    theirs = finished_run(world, runtime, pia, bm, ECHO)
+    own = world.do(Principal.web(pia), rescoring.rescore_run, theirs)
+    assert own.changes == [] and "accuracy" in own.after  # aggregates only, no per-question diff
+    with pytest.raises(PermissionDenied):
+        world.do(Principal.web(pia), rescoring.rescore_run, theirs, {"method": "f1"})
+    with pytest.raises(InvalidInput):
+        world.do(Principal.web(ana), rescoring.rescore_run, theirs, {"method": "choice"})
+    with pytest.raises(Conflict, match="would call a model"):
+        world.do(Principal.web(ana), rescoring.rescore_run, theirs, {"method": "judge"})
+    queued = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    with pytest.raises(Conflict, match="finished"):
+        world.do(Principal.web(ana), rescoring.rescore_run, queued)
+
+
+def test_leaderboard_ranking_and_management(world: World, runtime: Runtime, clock) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    bm = world.benchmark(ana, QA)
+    web = Principal.web(ana)
+    echo = finished_run(world, runtime, ana, bm, ECHO)
+    clock.advance(seconds=5)
+    first = finished_run(world, runtime, ana, bm, FIRST)
+    token = world.principal(PrincipalKind.API, ana)
+    with pytest.raises(PermissionDenied):
+        world.do(token, leaderboards.add_to_leaderboard, echo)
+    agent = world.principal(PrincipalKind.AGENT, ana)
+    with pytest.raises(PermissionDenied):
+        world.do(agent, leaderboards.add_to_leaderboard, echo)
+    with pytest.raises(NotFound):
+        world.do(Principal.web(bob), leaderboards.add_to_leaderboard, echo)
+    world.do(web, leaderboards.add_to_leaderboard, first)
+    world.do(web, leaderboards.add_to_leaderboard, echo)
+    with pytest.raises(Conflict):
+        world.do(web, leaderboards.add_to_leaderboard, echo)
+    board = world.do(web, leaderboards.get_leaderboard, bm)
+    assert board.columns == ["accuracy"]
+    # Both score 0 on these qa questions: the earlier run ranks first.
+    assert [row.run_id for row in board.rows] == [echo, first]
+    world.do(web, leaderboards.edit_run_score, first, {"accuracy": 0.9}, "regrade")
+    board = world.do(web, leaderboards.get_leaderboard, bm)
+    assert [row.run_id for row in board.rows] == [first, echo] and board.rows[0].score_edited
+    world.do(web, leaderboards.remove_from_leaderboard, echo)
+    assert [row.run_id for row in world.do(web, leaderboards.get_leaderboard, bm).rows] == [first]
+    with pytest.raises(InvalidInput):
+        world.do(web, leaderboards.edit_run_score, first, {"accuracy": 2}, "oops")
+    assert any(
+        event.action == "run.edit_score" for event in world.do(OPERATOR, audit.list_events, first)
+    )
+
+
+def test_unfinished_runs_stay_off(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, QA)
+    queued = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    with pytest.raises(Conflict, match="completed"):
+        world.do(Principal.web(ana), leaderboards.add_to_leaderboard, queued)
+
+
+def test_rank_key_puts_missing_scores_last() -> None:
+    from datetime import UTC, datetime
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    entries = {
+        "none": ({"accuracy": None}, t0),
+        "nan": ({"accuracy": float("nan")}, t0),
+        "low": ({"accuracy": 0.2}, t0),
+        "high_late": ({"accuracy": 0.8}, t0 + timedelta(hours=1)),
+        "high_early": ({"accuracy": 0.8}, t0),
+    }
+    order = sorted(entries, key=lambda k: rank_key(entries[k][0], ("accuracy",), entries[k][1]))
+    assert order[:3] == ["high_early", "high_late", "low"]
+    assert set(order[3:]) == {"none", "nan"}
+    two = sorted(
+        [({"a": 0.5, "b": 0.1}, t0), ({"a": 0.5, "b": None}, t0), ({"a": 0.5, "b": 0.9}, t0)],
+        key=lambda e: rank_key(e[0], ("a", "b"), e[1]),
+    )
+    assert [e[0]["b"] for e in two] == [0.9, 0.1, None]
