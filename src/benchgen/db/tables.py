@@ -271,7 +271,6 @@ class Judge(Base):
     base_url: Mapped[str | None] = mapped_column(String(2000))
     api_key_enc: Mapped[str | None] = mapped_column(Text)
     allow_others: Mapped[bool] = mapped_column(default=False)
-    price_per_1k_tokens: Mapped[int] = mapped_column(default=0)
     updated_at: Mapped[datetime]
 
 
@@ -293,7 +292,8 @@ class Run(Base):
     job_id: Mapped[str | None] = mapped_column(String(40))
     estimated_cost: Mapped[int] = mapped_column(default=0)
     cost: Mapped[int | None]
-    judge_cost: Mapped[int] = mapped_column(default=0)
+    judge_input_tokens: Mapped[int] = mapped_column(default=0)  # the judge's, kept apart
+    judge_output_tokens: Mapped[int] = mapped_column(default=0)
     input_tokens: Mapped[int] = mapped_column(default=0)
     output_tokens: Mapped[int] = mapped_column(default=0)
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -11,10 +11,10 @@ from benchgen.core.context import Principal
 from benchgen.core.permissions import Action
 from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import EngineReport, run_items
-from benchgen.evals.types import Answer
+from benchgen.evals.types import Answer, Item, ModelSpec
 from benchgen.services import run_execution
 from benchgen.services.jobs import Claimed
-from benchgen.services.run_execution import RunPlan
+from benchgen.services.run_execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
 
 WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE}))
@@ -36,26 +36,51 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
         plan = run_execution.begin_run(ctx, run_id)
     if plan is None:
         return
-    report = asyncio.run(_drive(runtime, plan))
+    cancelled = _cancel_probe(runtime, run_id)
+    report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
+    if not report.cancelled:
+        with transaction(runtime, WORKER) as ctx:
+            judging = run_execution.plan_judging(ctx, run_id)
+        if judging is not None:
+            record = _judgement_recorder(runtime, judging)
+            report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
     with transaction(runtime, WORKER) as ctx:
         run_execution.finish_run(ctx, run_id, report.cancelled)
 
 
-async def _drive(runtime: Runtime, plan: RunPlan) -> EngineReport:
-    adapter = build_adapter(plan.spec)
-
-    def on_batch(answers: list[Answer]) -> None:
+def _recorder(runtime: Runtime, plan: RunPlan) -> Callable[[list[Answer]], None]:
+    def record(answers: list[Answer]) -> None:
         with transaction(runtime, WORKER) as ctx:
             run_execution.record_answers(ctx, plan, answers)
 
+    return record
+
+
+def _judgement_recorder(runtime: Runtime, plan: JudgingPlan) -> Callable[[list[Answer]], None]:
+    def record(replies: list[Answer]) -> None:
+        with transaction(runtime, WORKER) as ctx:
+            run_execution.record_judgements(ctx, plan, replies)
+
+    return record
+
+
+async def _drive(
+    runtime: Runtime,
+    spec: ModelSpec,
+    work: list[tuple[Item, str]],
+    cancelled: Callable[[], bool],
+    on_batch: Callable[[list[Answer]], None],
+) -> EngineReport:
+    """One engine pass over `work` with the model in `spec` (the run's model, or its judge)."""
+    adapter = build_adapter(spec)
     try:
         return await run_items(
             adapter,
-            plan.work,
+            work,
             concurrency=runtime.settings.run_concurrency,
             on_batch=on_batch,
-            is_cancelled=_cancel_probe(runtime, plan.run_id),
-            secrets=(plan.spec.api_key,) if plan.spec.api_key else (),
+            is_cancelled=cancelled,
+            secrets=(spec.api_key,) if spec.api_key else (),
         )
     finally:
         await adapter.aclose()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict
@@ -60,7 +60,9 @@ def rescore_run(
     before = dict(run.summary)
     after = aggregate.summarize(verdicts, [tags[p] for p in positions])
     if apply:
-        _apply(ctx, run, chosen, changes, after)
+        by_position = dict(zip(positions, verdicts, strict=True))
+        changed = {change["position"]: by_position[change["position"]] for change in changes}
+        _apply(ctx, run, chosen, changed, after)
     detail = access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
     return Rescore(
         run.id,
@@ -114,32 +116,10 @@ def _apply(
     ctx: Context,
     run: Run,
     settings: dict[str, Any],
-    changes: list[dict[str, Any]],
+    verdicts: dict[int, Scored],
     summary: dict[str, Any],
 ) -> None:
-    if changes:
-        # One executemany UPDATE for all changed rows, not one ORM object per row.
-        table = RunResult.__table__
-        assert isinstance(table, Table)
-        ctx.session.connection().execute(
-            update(table)
-            .where(table.c.run_id == bindparam("b_run"), table.c.position == bindparam("b_pos"))
-            .values(
-                outcome=bindparam("b_outcome"),
-                score=bindparam("b_score"),
-                extracted=bindparam("b_extracted"),
-            ),
-            [
-                {
-                    "b_run": run.id,
-                    "b_pos": change["position"],
-                    "b_outcome": change["after"]["outcome"],
-                    "b_score": change["after"]["score"],
-                    "b_extracted": change["after"]["extracted"],
-                }
-                for change in changes
-            ],
-        )
+    run_execution.update_verdicts(ctx, run.id, verdicts)
     run.scoring = settings
     run_execution.set_summary(run, summary)
-    audit.record(ctx, "run.rescore", "run", run.id, scoring=settings, changed=len(changes))
+    audit.record(ctx, "run.rescore", "run", run.id, scoring=settings, changed=len(verdicts))

@@ -4,21 +4,26 @@ finish with aggregates and settled credits, or give up with a refund."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Table, bindparam, insert, select, update
 
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Model, Run, RunResult
 from benchgen.evals import aggregate
-from benchgen.evals.prompts import render_prompt
+from benchgen.evals.prompts import letter_only_prompt, render_prompt
 from benchgen.evals.scorers import registry
+from benchgen.evals.scorers.extract import extract_final_answer
+from benchgen.evals.scorers.judge import judge_prompt, read_verdict
+from benchgen.evals.scorers.verdict import errored, no_answer
 from benchgen.evals.types import Answer, Item, Key, ModelSpec, Outcome, Scored
-from benchgen.services import access, credits, models, questions, run_log, scoring
+from benchgen.services import access, credits, judges, models, questions, run_log, scoring
 
 TERMINAL = ("completed", "failed", "cancelled")
+PENDING = "pending"  # stored answer awaiting the AI judge
+LOGPROB = "choice_logprob"  # scores the letter's log-probability: a letter-only prompt
 
 
 @dataclass(frozen=True)
@@ -48,28 +53,29 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
     assert model is not None  # runs keep their model row (models are only soft-deleted)
     done = set(ctx.session.scalars(select(RunResult.position).where(RunResult.run_id == run.id)))
     stored = questions.load_canonical(ctx, run.benchmark_id)
+    by_logprob = run.scoring.get("method") == LOGPROB
+    render = letter_only_prompt if by_logprob else render_prompt
     work, keys = [], {}
     for position, question in enumerate(stored):
         keys[position] = scoring.key_for(question)
         if position not in done:
             item = Item(position, question.prompt, question.choices)
-            work.append((item, render_prompt(item)))
+            work.append((item, render(item)))
     if run.status == "queued":
         run.status, run.started_at = "running", ctx.now()
         run_log.append(ctx, run.id, f"Started: {len(stored)} questions")
     else:
         run_log.append(ctx, run.id, f"Resumed: {len(work)} questions left")
     spec = models.model_spec(ctx, model)
+    if by_logprob:
+        spec = replace(spec, params={**spec.params, "letter_logprobs": True})
     return RunPlan(run.id, spec, dict(run.scoring), work, keys, len(stored))
 
 
 def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
     """Score and store one batch with a single bulk insert; returns questions done so far."""
     access.require(ctx, Action.RUN_EXECUTE)
-    rows = [
-        _row(plan, answer, registry.score(answer, plan.keys[answer.index], plan.scoring))
-        for answer in answers
-    ]
+    rows = [_row(plan, answer, _verdict(plan, answer)) for answer in answers]
     if rows:
         ctx.session.execute(insert(RunResult), rows)
     errors = sum(1 for answer in answers if answer.error is not None)
@@ -91,23 +97,119 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
     return done
 
 
-def _row(plan: RunPlan, answer: Answer, verdict: Scored) -> dict[str, Any]:
+def _verdict(plan: RunPlan, answer: Answer) -> Scored | None:
+    """The verdict now, or None when the AI judge will give it in the judging pass."""
+    if plan.scoring.get("method") != "judge" or answer.error is not None:
+        return registry.score(answer, plan.keys[answer.index], plan.scoring)
+    extracted = extract_final_answer(answer.raw or "")
+    return None if extracted else no_answer(extracted)
+
+
+def _row(plan: RunPlan, answer: Answer, verdict: Scored | None) -> dict[str, Any]:
     return {
         "run_id": plan.run_id,
         "position": answer.index,
         "prompt_sent": answer.prompt_sent,
         "raw": answer.raw,
         "error": answer.error,
-        "extracted": verdict.extracted,
-        "outcome": verdict.outcome,
-        "score": verdict.score,
-        "reasoning": verdict.reasoning,
+        "extracted": verdict.extracted if verdict else extract_final_answer(answer.raw or ""),
+        "outcome": verdict.outcome if verdict else PENDING,
+        "score": verdict.score if verdict else 0.0,
+        "reasoning": verdict.reasoning if verdict else None,
         "latency_ms": answer.latency_ms,
         "input_tokens": answer.input_tokens,
         "output_tokens": answer.output_tokens,
         "attempts": answer.attempts,
         "letter_logprobs": answer.letter_logprobs,
     }
+
+
+@dataclass(frozen=True)
+class JudgingPlan:
+    """The judging pass: one grading prompt per answer awaiting the judge."""
+
+    run_id: str
+    spec: ModelSpec
+    work: list[tuple[Item, str]]
+    extracted: dict[int, str]
+
+
+def plan_judging(ctx: Context, run_id: str) -> JudgingPlan | None:
+    """Grading prompts for the answers awaiting the AI judge; None when there are none."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    run = ctx.session.get(Run, run_id)
+    assert run is not None  # called right after the answering pass of this run
+    pending = dict(
+        ctx.session.execute(
+            select(RunResult.position, RunResult.extracted).where(
+                RunResult.run_id == run_id, RunResult.outcome == PENDING
+            )
+        )
+        .tuples()
+        .all()
+    )
+    spec = judges.judge_spec(ctx, run.benchmark_id)
+    if not pending:
+        return None
+    if spec is None:
+        missing = errored("the benchmark's AI judge was removed before it could grade")
+        update_verdicts(ctx, run_id, {position: missing for position in pending})
+        return None
+    stored = questions.load_canonical(ctx, run.benchmark_id)
+    work = []
+    for position, extracted in sorted(pending.items()):
+        item = Item(position, stored[position].prompt, stored[position].choices)
+        work.append((item, judge_prompt(item, extracted or "", scoring.key_for(stored[position]))))
+    return JudgingPlan(run_id, spec, work, {p: e or "" for p, e in pending.items()})
+
+
+def record_judgements(ctx: Context, plan: JudgingPlan, replies: list[Answer]) -> None:
+    """Store the judge's verdicts for one batch, and count its tokens apart from the model's."""
+    access.require(ctx, Action.RUN_EXECUTE)
+    verdicts = {
+        reply.index: read_verdict(reply.raw, plan.extracted[reply.index])
+        if reply.raw
+        else errored(f"the judge failed: {reply.error}", plan.extracted[reply.index])
+        for reply in replies
+    }
+    update_verdicts(ctx, plan.run_id, verdicts)
+    ctx.session.execute(
+        update(Run)
+        .where(Run.id == plan.run_id)
+        .values(
+            judge_input_tokens=Run.judge_input_tokens + sum(r.input_tokens for r in replies),
+            judge_output_tokens=Run.judge_output_tokens + sum(r.output_tokens for r in replies),
+        )
+    )
+
+
+def update_verdicts(ctx: Context, run_id: str, verdicts: dict[int, Scored]) -> None:
+    """Overwrite stored verdicts with one executemany UPDATE (not one ORM object per row)."""
+    if not verdicts:
+        return
+    table = RunResult.__table__
+    assert isinstance(table, Table)
+    ctx.session.connection().execute(
+        update(table)
+        .where(table.c.run_id == bindparam("b_run"), table.c.position == bindparam("b_pos"))
+        .values(
+            outcome=bindparam("b_outcome"),
+            score=bindparam("b_score"),
+            extracted=bindparam("b_extracted"),
+            reasoning=bindparam("b_reasoning"),
+        ),
+        [
+            {
+                "b_run": run_id,
+                "b_pos": position,
+                "b_outcome": v.outcome,
+                "b_score": v.score,
+                "b_extracted": v.extracted,
+                "b_reasoning": v.reasoning,
+            }
+            for position, v in verdicts.items()
+        ],
+    )
 
 
 def is_cancel_requested(ctx: Context, run_id: str) -> bool:

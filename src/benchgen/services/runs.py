@@ -51,7 +51,8 @@ class RunView:
     error_count: int
     estimated_cost: int
     cost: int | None
-    judge_cost: int
+    judge_input_tokens: int
+    judge_output_tokens: int
     input_tokens: int
     output_tokens: int
     summary: dict[str, Any]
@@ -109,6 +110,11 @@ def start_run(
     phase = _open_phase(ctx, benchmark, phase_id)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
+    if settings.get("method") == "choice_logprob" and model.kind != "local_gguf":
+        raise Conflict(
+            "Letter log-prob scoring needs a local GGUF model; this one is "
+            f"{model.kind}. Use the 'choice' method for it."
+        )
     count, prompt_chars = _question_stats(ctx, benchmark.id)
     if count == 0:
         raise Conflict("This benchmark has no questions to run.", {"id": benchmark.id})
@@ -275,7 +281,8 @@ def view(ctx: Context, run: Run) -> RunView:
         error_count=run.error_count,
         estimated_cost=run.estimated_cost,
         cost=run.cost,
-        judge_cost=run.judge_cost,
+        judge_input_tokens=run.judge_input_tokens,
+        judge_output_tokens=run.judge_output_tokens,
         input_tokens=run.input_tokens,
         output_tokens=run.output_tokens,
         summary=scoring.visible_summary(run.summary, detail),

@@ -1,8 +1,8 @@
-"""evaluation: models, judges, runs, results, jobs, leaderboards
+"""evaluation
 
 Revision ID: 0002
 Revises: 0001
-Create Date: 2026-12-02 17:22:23.902986
+Create Date: 2026-12-02 17:34:31.492322
 """
 
 from collections.abc import Sequence
@@ -78,7 +78,6 @@ def upgrade() -> None:
         sa.Column("base_url", sa.String(length=2000), nullable=True),
         sa.Column("api_key_enc", sa.Text(), nullable=True),
         sa.Column("allow_others", sa.Boolean(), nullable=False),
-        sa.Column("price_per_1k_tokens", sa.Integer(), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["benchmark_id"], ["benchmarks.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("benchmark_id"),
@@ -101,7 +100,8 @@ def upgrade() -> None:
         sa.Column("job_id", sa.String(length=40), nullable=True),
         sa.Column("estimated_cost", sa.Integer(), nullable=False),
         sa.Column("cost", sa.Integer(), nullable=True),
-        sa.Column("judge_cost", sa.Integer(), nullable=False),
+        sa.Column("judge_input_tokens", sa.Integer(), nullable=False),
+        sa.Column("judge_output_tokens", sa.Integer(), nullable=False),
         sa.Column("input_tokens", sa.Integer(), nullable=False),
         sa.Column("output_tokens", sa.Integer(), nullable=False),
         sa.Column("summary", sa.JSON(), nullable=False),
@@ -211,25 +211,23 @@ def _seed_builtin_models() -> None:
         sa.column("updated_at", sa.DateTime(timezone=True)),
     )
     now = datetime.now(UTC)
-    op.bulk_insert(
-        models,
-        [
-            {
-                "id": model_id,
-                "owner_id": None,
-                "name": name,
-                "kind": "builtin",
-                "endpoint_model": builtin,
-                "params": {},
-                "price_per_question": 0,
-                "price_per_1k_tokens": 0,
-                "status": "available",
-                "created_at": now,
-                "updated_at": now,
-            }
-            for model_id, name, builtin in BUILTIN_MODELS
-        ],
-    )
+    rows: list[dict[str, object]] = [
+        {
+            "id": model_id,
+            "owner_id": None,
+            "name": name,
+            "kind": "builtin",
+            "endpoint_model": builtin,
+            "params": {},
+            "price_per_question": 0,
+            "price_per_1k_tokens": 0,
+            "status": "available",
+            "created_at": now,
+            "updated_at": now,
+        }
+        for model_id, name, builtin in BUILTIN_MODELS
+    ]
+    op.bulk_insert(models, rows)
 
 
 def downgrade() -> None:

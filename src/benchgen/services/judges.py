@@ -1,0 +1,108 @@
+"""The AI judge of a benchmark: set up by its owner (web app or CLI only), paid by their key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchgen.core.context import Context
+from benchgen.core.errors import NotFound, invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Judge
+from benchgen.evals.netguard import check_endpoint
+from benchgen.evals.types import FatalModelError, ModelSpec
+from benchgen.services import access, audit, keyring, models, scoring
+
+JUDGE_KINDS = ("openai_compat", "anthropic")
+
+
+@dataclass(frozen=True)
+class JudgeView:
+    """The judge as its owner sees it: never the key."""
+
+    benchmark_id: str
+    kind: str
+    endpoint_model: str
+    base_url: str | None
+    has_api_key: bool
+    allow_others: bool
+
+
+def set_judge(
+    ctx: Context,
+    benchmark_id: str,
+    kind: str,
+    endpoint_model: str,
+    base_url: str | None,
+    api_key: str | None,
+    allow_others: bool = False,
+) -> JudgeView:
+    """Set up (or replace) the judge and score the benchmark's runs with it from now on.
+
+    Raises:
+        NotFound / PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: a qa benchmark is needed; bad kind, model name or address.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.JUDGE_CONFIGURE)
+    if kind not in JUDGE_KINDS:
+        raise invalid(["kind"], f"choose one of {', '.join(JUDGE_KINDS)}")
+    if not 1 <= len(endpoint_model.strip()) <= 500:
+        raise invalid(["model"], "name the judge model (1 to 500 characters)")
+    if base_url:
+        try:
+            check_endpoint(base_url, models.allowlist(ctx))
+        except FatalModelError as exc:
+            raise invalid(["base_url"], str(exc)) from None
+    elif kind == "openai_compat":
+        raise invalid(["base_url"], "an OpenAI-compatible judge needs its endpoint's base URL")
+    settings = scoring.validated(benchmark.format, {"method": "judge"})
+    judge = ctx.session.get(Judge, benchmark.id) or Judge(benchmark_id=benchmark.id)
+    judge.kind, judge.endpoint_model = kind, endpoint_model.strip()
+    judge.base_url = base_url.rstrip("/") if base_url else None
+    judge.api_key_enc = keyring.encrypt(ctx, api_key) if api_key else None
+    judge.allow_others, judge.updated_at = allow_others, ctx.now()
+    ctx.session.add(judge)
+    benchmark.scoring, benchmark.updated_at = settings, ctx.now()
+    audit.record(
+        ctx,
+        "judge.set",
+        "benchmark",
+        benchmark.id,
+        kind=kind,
+        model=judge.endpoint_model,
+        allow_others=allow_others,
+    )
+    return _view(judge)
+
+
+def get_judge(ctx: Context, benchmark_id: str) -> JudgeView:
+    """The benchmark's judge (owner only).
+
+    Raises:
+        NotFound: no judge, or not the owner's benchmark.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.JUDGE_CONFIGURE)
+    judge = ctx.session.get(Judge, benchmark.id)
+    if judge is None:
+        raise NotFound("This benchmark has no AI judge.", {"id": benchmark.id})
+    return _view(judge)
+
+
+def judge_spec(ctx: Context, benchmark_id: str) -> ModelSpec | None:
+    """How to call the benchmark's judge, key decrypted (for the run executor only)."""
+    judge = ctx.session.get(Judge, benchmark_id)
+    if judge is None:
+        return None
+    key = keyring.decrypt(ctx, judge.api_key_enc) if judge.api_key_enc else None
+    base_url = judge.base_url or (models.ANTHROPIC_URL if judge.kind == "anthropic" else None)
+    return ModelSpec(judge.kind, judge.endpoint_model, base_url, key, {"max_tokens": 512})
+
+
+def _view(judge: Judge) -> JudgeView:
+    return JudgeView(
+        judge.benchmark_id,
+        judge.kind,
+        judge.endpoint_model,
+        judge.base_url,
+        judge.api_key_enc is not None,
+        judge.allow_others,
+    )
