@@ -139,15 +139,12 @@ def plan_judging(ctx: Context, run_id: str) -> JudgingPlan | None:
     access.require(ctx, Action.RUN_EXECUTE)
     run = ctx.session.get(Run, run_id)
     assert run is not None  # called right after the answering pass of this run
-    pending = dict(
-        ctx.session.execute(
-            select(RunResult.position, RunResult.extracted).where(
-                RunResult.run_id == run_id, RunResult.outcome == PENDING
-            )
+    rows = ctx.session.execute(
+        select(RunResult.position, RunResult.extracted).where(
+            RunResult.run_id == run_id, RunResult.outcome == PENDING
         )
-        .tuples()
-        .all()
     )
+    pending = {position: extracted for position, extracted in rows}
     spec = judges.judge_spec(ctx, run.benchmark_id)
     if not pending:
         return None
