@@ -89,3 +89,18 @@ class World:
         """Create a benchmark through the web door and return its id."""
         created = self.do(Principal.web(owner_id), benchmarks.create_benchmark, spec or QA)
         return created.benchmark.id
+
+
+def stub_reply(text: str) -> Any:
+    """A stub-endpoint fault that is really a normal 200 reply carrying `text`."""
+    import json
+
+    from tests.evals.stub_openai import Fault
+
+    body = {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
+    }
+    return Fault(200, body=json.dumps(body), headers=(("Content-Type", "application/json"),))

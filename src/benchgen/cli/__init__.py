@@ -26,6 +26,7 @@ app.command(name="rescore")(evaluation.rescore)
 app.command(name="worker")(evaluation.worker)
 app.add_typer(evaluation.models_app, name="models")
 app.add_typer(evaluation.leaderboard_app, name="leaderboard")
+app.add_typer(evaluation.judge_app, name="judge")
 
 
 @db_app.command("upgrade")

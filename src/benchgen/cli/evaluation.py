@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Annotated
 
@@ -10,9 +11,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchgen.cli.common import As, as_user, console, open_runtime
+from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.jobs.worker import start_workers, stop_workers
-from benchgen.services import leaderboards, models, rescoring, runs
+from benchgen.services import judges, leaderboards, models, rescoring, runs
 from benchgen.services.runtime import Runtime
 
 models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
@@ -138,3 +139,36 @@ def worker(
             console.print("Stopping after the current jobs…")
         finally:
             stop_workers(started, timeout_s=60)
+
+
+judge_app = typer.Typer(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)
+
+
+@judge_app.command("set")
+def judge_set(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id (bm_…), a qa benchmark.")],
+    as_email: As,
+    model: Annotated[str, typer.Option(help="The judge model's name at its endpoint.")],
+    base_url: Annotated[str, typer.Option(help="OpenAI-compatible base URL (…/v1).")] = "",
+    kind: Annotated[str, typer.Option(help="openai_compat or anthropic.")] = "openai_compat",
+    api_key_env: Annotated[
+        str, typer.Option(help="Name of the environment variable holding the judge's API key.")
+    ] = "",
+    allow_others: Annotated[
+        bool, typer.Option(help="Let participants' runs use your judge (your key pays).")
+    ] = False,
+) -> None:
+    """Score a benchmark with an AI judge from now on; your API key pays for judging.
+
+    The key is read from an environment variable so it never lands in shell history.
+    """
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and not key:
+        errors.print(f"[red]Error:[/] the environment variable {api_key_env} is empty.")
+        raise typer.Exit(1)
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        view = judges.set_judge(ctx, benchmark, kind, model, base_url or None, key, allow_others)
+    console.print(
+        f"Judge set: {view.kind} {view.endpoint_model}"
+        f"{' (open to participants)' if view.allow_others else ''}."
+    )
