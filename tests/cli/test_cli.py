@@ -9,8 +9,8 @@ from benchgen.cli import app
 from benchgen.core.config import Settings
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import token_prefix
-from benchgen.services import benchmarks
-from tests.support import World
+from benchgen.services import accounts, benchmarks
+from tests.support import MCQ, OPERATOR, World
 
 runner = CliRunner()
 
@@ -98,3 +98,20 @@ def test_demo_seeds_once_and_prints_a_working_token(world: World) -> None:
     views = world.do(principal, benchmarks.list_benchmarks, True)
     assert sorted(view.format for view in views) == ["mcq", "qa"]
     assert all(view.question_count == 20 for view in views)
+
+
+def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> None:
+    _ok("admin", "create-user", "--email", "ana@example.com", "--password", "longpassword")
+    user = world.do(OPERATOR, lambda ctx: accounts.get_user_by_email(ctx, "ana@example.com"))
+    bm = world.benchmark(user.id, MCQ)
+    listing = _ok("models", "list", "--as", "ana@example.com")
+    assert "mdl_builtin_first" in listing and "Baseline" in listing
+    printed = _ok(
+        "run", "--benchmark", bm, "--model", "mdl_builtin_first", "--as", "ana@example.com"
+    )
+    assert "completed: accuracy 50.0%" in printed
+    run_id = printed.split("Run ")[1].split()[0]
+    assert "Dry run: 0 answers change" in _ok("rescore", run_id, "--as", "ana@example.com")
+    assert "Added" in _ok("leaderboard", "add", run_id, "--as", "ana@example.com")
+    failed = runner.invoke(app, ["leaderboard", "add", run_id, "--as", "ana@example.com"])
+    assert failed.exit_code == 1 and "already" in failed.output

@@ -8,7 +8,7 @@ import typer
 import uvicorn
 
 from benchgen.cli import admin, demo, evaluation
-from benchgen.cli.common import console, open_runtime
+from benchgen.cli.common import console, open_runtime, prepare
 
 app = typer.Typer(
     help="BenchGen: build AI benchmarks, run models on them and rank the results.\n\n"
@@ -43,8 +43,8 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
 ) -> None:
     """Serve the API (docs at /api/docs) and GET /healthz."""
-    with open_runtime():
-        pass  # migrate once here, before several workers could race to do it
+    with open_runtime() as runtime:
+        prepare(runtime)  # migrate and seed once here, before several workers could race
     console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
     uvicorn.run(
         "benchgen.app:create_app",

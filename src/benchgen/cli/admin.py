@@ -65,7 +65,7 @@ def list_tokens(email: Email) -> None:
     with open_runtime() as runtime, as_user(runtime, email) as ctx:
         rows = tokens.list_tokens(ctx)
     table = Table("name", "scopes", "ends with", "expires", "last used", "revoked")
-    table.add_column("id", no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=24)
     for row in rows:
         table.add_row(
             row.name,

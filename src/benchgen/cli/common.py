@@ -12,7 +12,7 @@ from rich.console import Console
 from benchgen.core.config import Settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError
-from benchgen.services import accounts
+from benchgen.services import accounts, models
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 console = Console(soft_wrap=True)
@@ -36,6 +36,12 @@ def open_runtime() -> Iterator[Runtime]:
         raise typer.Exit(1) from None
     finally:
         runtime.close()
+
+
+def prepare(runtime: Runtime) -> None:
+    """Start-up work of serving commands: offer the bundled local model if it is installed."""
+    with as_operator(runtime) as ctx:
+        models.register_local_models(ctx)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from benchgen.cli.common import as_operator, as_user, console, open_runtime
+from benchgen.cli.common import as_operator, as_user, console, open_runtime, prepare
 from benchgen.core.errors import NotFound
 from benchgen.services import accounts, benchmarks, credits, tokens
 
@@ -30,6 +30,7 @@ def seed_demo(
 ) -> None:
     """Create (once) the demo account and its benchmarks; print how to get in and a new token."""
     with open_runtime() as runtime:
+        prepare(runtime)
         with as_operator(runtime) as ctx:
             try:
                 accounts.get_user_by_email(ctx, DEMO_EMAIL)

@@ -92,18 +92,12 @@ def list_models(as_email: As) -> None:
     """Platform models and your own, with prices."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = models.list_models(ctx)
-    table = Table("name", "kind", "owner", "price/question", "price/1k tokens", "status")
-    table.add_column("id", no_wrap=True)
+    table = Table("name", "kind", "credits", "status")
+    table.add_column("id", no_wrap=True, min_width=24)
     for row in rows:
-        table.add_row(
-            row.name,
-            row.kind,
-            row.owner,
-            str(row.price_per_question),
-            str(row.price_per_1k_tokens),
-            row.status,
-            row.id,
-        )
+        mine = " (yours)" if row.owner == "you" else ""
+        price = f"{row.price_per_question}/question + {row.price_per_1k_tokens}/1k tokens"
+        table.add_row(row.name + mine, row.kind, price, row.status, row.id)
     console.print(table)
 
 

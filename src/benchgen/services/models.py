@@ -13,6 +13,7 @@ from benchgen.core.errors import NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Model
+from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.types import FatalModelError, ModelSpec
 from benchgen.services import access, audit, keyring
@@ -254,3 +255,28 @@ def view(row: Model) -> ModelView:
         row.price_per_1k_tokens,
         row.status,
     )
+
+
+SMOLLM2 = "smollm2"
+
+
+def register_local_models(ctx: Context) -> ModelView | None:
+    """Offer the bundled SmolLM2 model to everyone when its package is installed (idempotent).
+
+    Called by the operator's commands at start-up, so a new user can run a real language model
+    with no network at all.
+    """
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    if smollm2_path() is None:
+        return None
+    existing = ctx.session.scalar(
+        select(Model).where(
+            Model.owner_id.is_(None), Model.kind == "local_gguf", Model.endpoint_model == SMOLLM2
+        )
+    )
+    if existing is not None:
+        return view(existing)
+    spec = ModelIn(name="SmolLM2-135M-Instruct (local)", kind="local_gguf", endpoint_model=SMOLLM2)
+    row = _insert(ctx, spec, owner_id=None, priced=True)
+    audit.record(ctx, "model.create_platform", "model", row.id, kind=row.kind)
+    return view(row)
