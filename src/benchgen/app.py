@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from benchgen import __version__
-from benchgen.api import errors, routes
+from benchgen.api import account, benchmarks, errors, models, runs
 from benchgen.core.config import Settings
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
@@ -43,7 +43,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     )
     app.state.runtime = active
     errors.install(app)
-    app.include_router(routes.router)
+    for module in (account, benchmarks, runs, models):
+        app.include_router(module.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -1,11 +1,13 @@
-"""Response shapes of the API (request shapes are shared with services: `services.specs`)."""
+"""Response shapes of the API that services do not already define (their views are reused)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from benchgen.services.benchmarks import BenchmarkView, ChangePreview
 
 Item = TypeVar("Item")
 
@@ -29,20 +31,41 @@ class Me(BaseModel):
     token_expires_at: datetime | None
 
 
-class BenchmarkOut(BaseModel):
-    """A benchmark as the caller may see it."""
+class CreatedBenchmark(BaseModel):
+    """A new benchmark and the warnings found on the way (duplicates: not errors)."""
 
-    id: str
-    title: str
-    description: str
-    format: str
-    visibility: str
-    owner_id: str
-    version: int
-    question_count: int
-    questions_frozen: bool
-    created_at: datetime
-    updated_at: datetime
-    published_at: datetime | None
-    roles: list[str]
-    can_see_key: bool
+    benchmark: BenchmarkView
+    warnings: list[dict[str, Any]]
+
+
+class EditedBenchmark(BaseModel):
+    """The changed benchmark and what the change did."""
+
+    benchmark: BenchmarkView
+    change: ChangePreview
+
+
+class StartRun(BaseModel):
+    """Which model to run on which benchmark (phase: the first one unless given)."""
+
+    benchmark_id: str = Field(examples=["bm_3kQ9xZ0aB1cD2eF3gH4i"])
+    model_id: str = Field(examples=["mdl_builtin_first"])
+    phase_id: str | None = None
+
+
+class Question(BaseModel):
+    """A question; `answer` only for the owner and collaborators."""
+
+    position: int
+    prompt: str
+    choices: dict[str, str] | None = None
+    answer: str | list[str] | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class LogLine(BaseModel):
+    """One line of a run's log."""
+
+    id: int
+    at: datetime
+    line: str

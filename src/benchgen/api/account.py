@@ -1,0 +1,44 @@
+"""`/api/v1/me` and `/api/v1/credits`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from benchgen.api.deps import ContextDep
+from benchgen.api.schemas import Me, Page
+from benchgen.services import accounts, credits, tokens
+from benchgen.services.credits import LedgerLine
+
+router = APIRouter(prefix="/api/v1", tags=["account"])
+
+
+@router.get("/me", response_model=Me, openapi_extra={"x-scope": None})
+def get_me(ctx: ContextDep) -> Me:
+    """The token's user, credit balance, scopes and expiry (any valid token)."""
+    user = accounts.get_me(ctx)
+    token = tokens.describe_current(ctx)
+    return Me(
+        id=user.id,
+        email=user.email,
+        display_name=user.display_name,
+        credits=credits.balance_of(ctx, user.id),
+        scopes=sorted(ctx.principal.scopes),
+        token_id=token.id if token else None,
+        token_expires_at=token.expires_at if token else None,
+    )
+
+
+@router.get("/credits", response_model=Page[LedgerLine], openapi_extra={"x-scope": "read"})
+def list_credits(
+    ctx: ContextDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=40, description="next_cursor of the last page")
+    ] = None,
+) -> dict[str, Any]:
+    """Your credit ledger, newest first: grants, reservations, settlements, refunds."""
+    lines = credits.list_ledger(ctx, limit + 1, cursor)
+    more = len(lines) > limit
+    return {"items": lines[:limit], "next_cursor": lines[limit - 1].id if more else None}

@@ -1,0 +1,117 @@
+"""`/api/v1/benchmarks`: list, read, questions, leaderboard, create, import, change, publish."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from benchgen.api.deps import ContextDep
+from benchgen.api.paging import page
+from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
+from benchgen.core.context import Context
+from benchgen.services import benchmarks, imports, leaderboards, ratelimits
+from benchgen.services.benchmarks import BenchmarkView, ChangePreview
+from benchgen.services.imports import ImportIn
+from benchgen.services.leaderboards import Leaderboard
+from benchgen.services.specs import BenchmarkChange, BenchmarkIn
+
+router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"])
+Limit = Annotated[int, Query(ge=1, le=200)]
+Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+
+
+@router.get("", response_model=Page[BenchmarkView], openapi_extra={"x-scope": "read"})
+def list_benchmarks(
+    ctx: ContextDep,
+    mine: bool = False,
+    search: Annotated[str, Query(max_length=200)] = "",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Benchmarks you can see: yours, shared with you, and published ones (unless `mine`)."""
+    return page(
+        lambda n, skip: benchmarks.list_benchmarks(ctx, mine, search, n, skip), cursor, limit
+    )
+
+
+@router.post(
+    "", status_code=201, response_model=CreatedBenchmark, openapi_extra={"x-scope": "create"}
+)
+def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> dict[str, Any]:
+    """Create a qa or mcq benchmark with its questions (at most 10 a day and 3 a minute,
+    together with the agent's). Duplicates come back as `warnings`."""
+    created = benchmarks.create_benchmark(ctx, body)
+    _quota_headers(ctx, response)
+    return {"benchmark": created.benchmark, "warnings": created.warnings}
+
+
+@router.post(
+    "/import", status_code=201, response_model=CreatedBenchmark, openapi_extra={"x-scope": "create"}
+)
+def import_benchmark(ctx: ContextDep, body: ImportIn, response: Response) -> dict[str, Any]:
+    """Create a benchmark from a JSONL or CSV file's text (counts against the creation limit)."""
+    created = imports.import_benchmark(ctx, body)
+    _quota_headers(ctx, response)
+    return {"benchmark": created.benchmark, "warnings": created.warnings}
+
+
+def _quota_headers(ctx: Context, response: Response) -> None:
+    """The tighter of the two creation windows, so scripts can pace themselves."""
+    quota = ratelimits.creation_quota(ctx)
+    response.headers["X-RateLimit-Limit"] = str(quota.limit)
+    response.headers["X-RateLimit-Remaining"] = str(quota.remaining)
+    response.headers["X-RateLimit-Reset"] = str(int(quota.reset_at.timestamp()))
+
+
+@router.get("/{benchmark_id}", response_model=BenchmarkView, openapi_extra={"x-scope": "read"})
+def get_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
+    """One benchmark; 404 when it does not exist or you may not see it."""
+    return benchmarks.get_benchmark(ctx, benchmark_id)
+
+
+@router.get(
+    "/{benchmark_id}/questions", response_model=Page[Question], openapi_extra={"x-scope": "read"}
+)
+def list_questions(
+    ctx: ContextDep,
+    benchmark_id: str,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """The questions in order; `answer` only for the owner and collaborators."""
+    rows = benchmarks.list_questions(ctx, benchmark_id)
+    return page(lambda n, skip: rows[skip : skip + n], cursor, limit)
+
+
+@router.get(
+    "/{benchmark_id}/leaderboard", response_model=Leaderboard, openapi_extra={"x-scope": "read"}
+)
+def get_leaderboard(ctx: ContextDep, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
+    """The ranked leaderboard of a phase (the first one by default)."""
+    return leaderboards.get_leaderboard(ctx, benchmark_id, phase_id)
+
+
+@router.patch("/{benchmark_id}", response_model=EditedBenchmark, openapi_extra={"x-scope": "edit"})
+def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> dict[str, Any]:
+    """Change title, description and/or the full question list (409 once questions froze)."""
+    view, change = benchmarks.edit_benchmark(ctx, benchmark_id, body)
+    return {"benchmark": view, "change": change}
+
+
+@router.post(
+    "/{benchmark_id}/preview-change",
+    response_model=ChangePreview,
+    openapi_extra={"x-scope": "read"},
+)
+def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> ChangePreview:
+    """What a change would do, validated against the benchmark now; applies nothing."""
+    return benchmarks.preview_benchmark_change(ctx, benchmark_id, body)
+
+
+@router.post(
+    "/{benchmark_id}/publish", response_model=BenchmarkView, openapi_extra={"x-scope": "publish"}
+)
+def publish_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
+    """Make the benchmark visible to everyone (questions, never the answer key)."""
+    return benchmarks.publish_benchmark(ctx, benchmark_id)

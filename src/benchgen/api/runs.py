@@ -1,0 +1,107 @@
+"""`/api/v1/runs`: estimate, start, read, results, log, export, cancel, rescore."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Response
+
+from benchgen.api.deps import ContextDep
+from benchgen.api.paging import page
+from benchgen.api.schemas import LogLine, Page, StartRun
+from benchgen.services import rescoring, results, run_log, runs
+from benchgen.services.rescoring import Rescore
+from benchgen.services.runs import Estimate, RunView
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+
+
+@router.get("", response_model=Page[RunView], openapi_extra={"x-scope": "read"})
+def list_runs(
+    ctx: ContextDep,
+    benchmark_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Runs you launched, and every run on benchmarks you own or collaborate on."""
+    return page(lambda n, skip: runs.list_runs(ctx, benchmark_id, n, skip), cursor, limit)
+
+
+@router.get("/estimate", response_model=Estimate, openapi_extra={"x-scope": "read"})
+def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
+    """The most a run would cost, in credits (reserved when it starts)."""
+    return runs.estimate_run(ctx, benchmark_id, model_id)
+
+
+@router.post("", status_code=202, response_model=RunView, openapi_extra={"x-scope": "runs"})
+def start_run(ctx: ContextDep, body: StartRun) -> RunView:
+    """Queue a run: reserves the estimate (402 if the balance cannot cover it) and freezes the
+    benchmark's questions."""
+    return runs.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id)
+
+
+@router.get("/{run_id}", response_model=RunView, openapi_extra={"x-scope": "read"})
+def get_run(ctx: ContextDep, run_id: str) -> RunView:
+    """Status, progress, cost and aggregate scores."""
+    return runs.get_run(ctx, run_id)
+
+
+@router.get(
+    "/{run_id}/results", response_model=Page[dict[str, Any]], openapi_extra={"x-scope": "read"}
+)
+def list_results(
+    ctx: ContextDep,
+    run_id: str,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Per-question results; correctness and expected answers only for the benchmark's team."""
+    return page(lambda n, skip: results.list_results(ctx, run_id, n, skip), cursor, limit)
+
+
+@router.get("/{run_id}/log", response_model=Page[LogLine], openapi_extra={"x-scope": "read"})
+def read_log(
+    ctx: ContextDep,
+    run_id: str,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
+) -> dict[str, Any]:
+    """Log lines after the id `after`; poll with the last id to follow a live run."""
+    lines = run_log.read_log(ctx, run_id, after, limit)
+    return {"items": lines, "next_cursor": str(lines[-1].id) if len(lines) == limit else None}
+
+
+@router.get(
+    "/{run_id}/export",
+    openapi_extra={"x-scope": "read"},
+    responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
+)
+def export_results(
+    ctx: ContextDep, run_id: str, format: Annotated[str, Query(pattern="^(jsonl|csv)$")] = "jsonl"
+) -> Response:
+    """Download predictions and the per-question breakdown as JSONL or CSV."""
+    media, text = results.export_results(ctx, run_id, format)
+    filename = f'attachment; filename="{run_id}.{format}"'
+    return Response(text, media_type=media, headers={"Content-Disposition": filename})
+
+
+@router.post("/{run_id}/cancel", response_model=RunView, openapi_extra={"x-scope": "runs"})
+def cancel_run(ctx: ContextDep, run_id: str) -> RunView:
+    """Cancel a queued run (refunded) or stop a running one (settles what it used)."""
+    return runs.cancel_run(ctx, run_id)
+
+
+@router.post("/{run_id}/rescore", response_model=Rescore, openapi_extra={"x-scope": "runs"})
+def rescore_run(
+    ctx: ContextDep,
+    run_id: str,
+    apply: bool = False,
+    scoring: Annotated[
+        dict[str, Any] | None,
+        Body(embed=True, examples=[{"method": "f1", "options": {"threshold": 0.5}}]),
+    ] = None,
+) -> Rescore:
+    """Re-apply scoring to saved answers without calling any model; a dry run unless
+    `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only."""
+    return rescoring.rescore_run(ctx, run_id, scoring, apply)
