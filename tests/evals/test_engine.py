@@ -315,3 +315,11 @@ async def test_cancellation_wakes_questions_waiting_to_retry() -> None:
 async def test_nonsense_limits_are_refused(option: str) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         await run_items(Instant(), make_work(1), on_batch=lambda a: None, **{option: 0})
+
+
+async def test_64_requests_in_flight_at_once() -> None:
+    with StubOpenAI(latency_s=0.1) as stub:
+        report, batches = await run_against(stub, make_work(256), concurrency=64)
+    assert max(stub.in_flight_seen) >= 48  # the stub and the adapter's pool both keep up
+    assert_one_answer_each(flat(batches), set(range(256)))
+    assert report.done == 256

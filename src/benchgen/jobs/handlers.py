@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, replace
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Action
@@ -72,12 +72,14 @@ async def _drive(
     on_batch: Callable[[list[Answer]], None],
 ) -> EngineReport:
     """One engine pass over `work` with the model in `spec` (the run's model, or its judge)."""
-    adapter = build_adapter(spec)
+    concurrency = runtime.settings.run_concurrency
+    # The adapter sizes its connection pool to what the engine keeps in flight.
+    adapter = build_adapter(replace(spec, params={**spec.params, "concurrency": concurrency}))
     try:
         return await run_items(
             adapter,
             work,
-            concurrency=runtime.settings.run_concurrency,
+            concurrency=concurrency,
             on_batch=on_batch,
             is_cancelled=cancelled,
             secrets=(spec.api_key,) if spec.api_key else (),

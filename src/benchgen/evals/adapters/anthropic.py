@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.evals.adapters.transport import make_client, post_json, token_count
+from benchgen.evals.adapters.transport import DEFAULT_CONCURRENCY, HttpPool, token_count
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -25,23 +25,23 @@ class AnthropicAdapter:
         self._url = (spec.base_url or DEFAULT_BASE_URL).rstrip("/") + "/messages"
         self._model = spec.name
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
-        self._secrets = (spec.api_key,)
         headers = {"x-api-key": spec.api_key, "anthropic-version": API_VERSION}
-        self._client = make_client(
+        self._http = HttpPool(
             float(spec.params.get("timeout_s", 60)),
-            int(spec.params.get("concurrency", 16)),
+            int(spec.params.get("concurrency", DEFAULT_CONCURRENCY)),
             headers,
+            secrets=(spec.api_key,),
         )
 
     async def complete(self, item: Item, prompt: str) -> Completion:
-        """Send the prompt; see `transport.post_json` for how failures are classified."""
+        """Send the prompt; `HttpPool.post_json` says which failures are retryable."""
         payload = {
             "model": self._model,
             "max_tokens": self._max_tokens,
             "temperature": 0,
             "messages": [{"role": "user", "content": prompt}],
         }
-        body = await post_json(self._client, self._url, payload, self._secrets)
+        body = await self._http.post_json(self._url, payload)
         usage = body.get("usage")
         return Completion(
             text=_reply_text(body),
@@ -51,7 +51,7 @@ class AnthropicAdapter:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._client.aclose()
+        await self._http.aclose()
 
 
 def _reply_text(body: dict[str, Any]) -> str:

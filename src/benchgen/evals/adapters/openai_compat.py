@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.evals.adapters.transport import make_client, post_json, token_count
+from benchgen.evals.adapters.transport import DEFAULT_CONCURRENCY, HttpPool, token_count
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_MAX_TOKENS = 1024
@@ -14,7 +14,7 @@ class OpenAICompatAdapter:
     """Calls `{base_url}/chat/completions` with one user message and greedy decoding.
 
     Params read from `spec.params`: `timeout_s` (60), `max_tokens` (1024) and `concurrency`
-    (16, the connection pool size: set it to the engine's concurrency).
+    (64: the most connections; keep it at least the engine's concurrency).
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -23,23 +23,23 @@ class OpenAICompatAdapter:
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._model = spec.name
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
-        self._secrets = (spec.api_key,) if spec.api_key else ()
         headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
-        self._client = make_client(
+        self._http = HttpPool(
             float(spec.params.get("timeout_s", 60)),
-            int(spec.params.get("concurrency", 16)),
+            int(spec.params.get("concurrency", DEFAULT_CONCURRENCY)),
             headers,
+            secrets=(spec.api_key,) if spec.api_key else (),
         )
 
     async def complete(self, item: Item, prompt: str) -> Completion:
-        """Send the prompt; see `transport.post_json` for how failures are classified."""
+        """Send the prompt; `HttpPool.post_json` says which failures are retryable."""
         payload = {
             "model": self._model,
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": self._max_tokens,
             "temperature": 0,
         }
-        body = await post_json(self._client, self._url, payload, self._secrets)
+        body = await self._http.post_json(self._url, payload)
         usage = body.get("usage")
         return Completion(
             text=_message_text(body),
@@ -49,7 +49,7 @@ class OpenAICompatAdapter:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._client.aclose()
+        await self._http.aclose()
 
 
 def _message_text(body: dict[str, Any]) -> str:
