@@ -21,7 +21,7 @@ LEASE = timedelta(seconds=60)
 class Worker:
     """One worker thread's loop; `benchgen serve` runs a few, `benchgen worker` runs them alone."""
 
-    def __init__(self, runtime: Runtime, poll_s: float = 1.0, lease: timedelta = LEASE) -> None:
+    def __init__(self, runtime: Runtime, poll_s: float = 0.25, lease: timedelta = LEASE) -> None:
         self.runtime = runtime
         self.poll_s = poll_s
         self.lease = lease

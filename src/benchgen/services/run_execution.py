@@ -227,7 +227,7 @@ def finish_run(ctx: Context, run_id: str, cancelled: bool) -> None:
 
 def summarise(ctx: Context, run: Run) -> None:
     """Recompute a run's aggregates and scores from its stored results."""
-    tags = [question.tags for question in questions.load_canonical(ctx, run.benchmark_id)]
+    _, tags = questions.load_keys(ctx, run.benchmark_id)
     verdicts, positions = stored_verdicts(ctx, run.id)
     set_summary(run, aggregate.summarize(verdicts, [tags[p] for p in positions]))
 

@@ -1,0 +1,732 @@
+"""Run throughput: BenchGen's run engine against Inspect AI and lm-evaluation-harness.
+
+What is measured: the same generated multiple-choice benchmark (1,000 questions, 4 choices each,
+a known answer key) is run by each harness against the same OpenAI-compatible stub endpoint on
+127.0.0.1 (a separate process; fixed 50 ms latency; every harness allowed 16 requests in flight).
+The stub answers `ANSWER: X` with X chosen from a hash of the *choice texts*, so every harness gets
+the same replies and must report the same accuracy; the key is built so that it is exactly 75%.
+
+- BenchGen: a fresh SQLite database in a temporary folder, set up through the services (operator
+  creates a user, the user creates the benchmark, the operator registers the stub as a platform
+  model); one embedded worker thread (`start_workers(runtime, 1)`). Timed from the `start_run`
+  call to the run's status `completed` (polling `get_run` every 20 ms), so the job queue, the
+  database writes and scoring are included. The run is started half a worker poll (0.5 s) after the
+  worker's last look at the queue: the average wait of a run that arrives at a random moment.
+- Inspect AI and lm-evaluation-harness: run as subprocesses from their own virtual environment
+  (bench/.peers-venv, never the project's), timed from process start to exit, so their start-up
+  counts, as a person running them would see it. Accuracy is read from their logs and results.
+
+Each harness runs N times, interleaved (this machine is noisy); the table shows medians. "While
+sending" is questions divided by the time between the stub's first and last request.
+
+Run (the first time creates the peers' virtual environment; later runs reuse it):
+
+    .venv/bin/python bench/run_throughput.py --setup-peers
+    .venv/bin/python bench/run_throughput.py --repeats 5
+
+Without the peers' environment the peers are skipped with a hint and BenchGen's row still prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from subprocess import STDOUT, CompletedProcess
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from benchgen.core.context import Principal
+    from benchgen.services.runs import RunView
+    from benchgen.services.runtime import Runtime
+
+HERE = Path(__file__).resolve().parent
+PEERS_VENV = HERE / ".peers-venv"
+PEER_PACKAGES = (
+    "inspect-ai==0.3.285",
+    "lm-eval==0.4.13",
+    "openai",
+    "aiohttp",
+    "tenacity",
+    "requests",
+    "tiktoken",
+)
+LABELS = "ABCD"
+WRONG_EVERY = 4  # every 4th question's key disagrees with the stub: expected accuracy 0.75
+SETUP_TIMEOUT_S = 1800
+IN_FLIGHT = 16  # requests every harness may have in flight
+console = Console(width=None if sys.stdout.isatty() else 150)
+
+
+# ---------------------------------------------------------------- the questions and their key
+
+
+def stub_letter(choices: list[str]) -> str:
+    """The letter the stub answers for these choice texts (the stub's rule, repeated here)."""
+    digest = hashlib.sha256("\n".join(choices).encode()).digest()
+    return LABELS[digest[0] % len(choices)]
+
+
+def make_questions(count: int) -> list[dict[str, Any]]:
+    """Deterministic mcq questions; the key matches the stub except on every 4th question."""
+    made = []
+    for i in range(count):
+        choices = [f"option {colour} {i}" for colour in ("red", "green", "blue", "amber")]
+        letter = stub_letter(choices)
+        if i % WRONG_EVERY == 0:
+            letter = LABELS[(LABELS.index(letter) + 1) % len(LABELS)]
+        made.append(
+            {
+                "prompt": f"Question {i}: which option is right?",
+                "choices": choices,
+                "answer": letter,
+            }
+        )
+    return made
+
+
+def expected_accuracy(questions: list[dict[str, Any]]) -> float:
+    """What every harness must report: the share of keys that match the stub's letter."""
+    right = sum(1 for q in questions if stub_letter(q["choices"]) == q["answer"])
+    return right / len(questions)
+
+
+# ---------------------------------------------------------------- the stub endpoint (own process)
+
+_CHOICE_LINE = re.compile(r"^\s*\(?([A-Z])[.):]\s+(.+?)\s*$", re.M)
+
+
+@dataclass
+class StubStats:
+    """Counters since the last GET /stats (which returns and resets them)."""
+
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    first_at: float = 0.0
+    last_at: float = 0.0
+
+    def snapshot_and_reset(self) -> dict[str, Any]:
+        window = self.last_at - self.first_at if self.requests else 0.0
+        shown = {"requests": self.requests, "max_in_flight": self.max_in_flight, "window_s": window}
+        self.requests = self.max_in_flight = 0
+        self.first_at = self.last_at = 0.0
+        return shown
+
+
+def _reply_text(body: bytes) -> str:
+    payload = json.loads(body or b"{}")
+    messages = payload.get("messages") or [{}]
+    content = messages[-1].get("content", "")
+    if isinstance(content, list):  # content parts
+        content = "\n".join(str(part.get("text", "")) for part in content)
+    found = _CHOICE_LINE.findall(str(content))
+    letter = stub_letter([text for _, text in found]) if found else "stub"
+    return f"Thinking it over.\nANSWER: {letter}"
+
+
+def _http(status: int, body: dict[str, Any]) -> bytes:
+    data = json.dumps(body).encode()
+    head = f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+    # Headers and body in one write: split writes cost a delayed-ACK round trip each.
+    return (head + f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+
+
+def _completion(text: str) -> dict[str, Any]:
+    message = {"role": "assistant", "content": text}
+    usage = {"prompt_tokens": 60, "completion_tokens": 6, "total_tokens": 66}
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "stub",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": usage,
+    }
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, bytes] | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    return lines[0], await reader.readexactly(length)
+
+
+async def _answer(stats: StubStats, latency_s: float, body: bytes) -> bytes:
+    now = time.monotonic()
+    stats.requests += 1
+    stats.first_at = stats.first_at or now
+    stats.last_at = now
+    stats.in_flight += 1
+    stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+    try:
+        await asyncio.sleep(latency_s)
+    finally:
+        stats.in_flight -= 1
+    return _http(200, _completion(_reply_text(body)))
+
+
+async def _connection(
+    stats: StubStats,
+    latency_s: float,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> None:
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        while request := await _read_request(reader):
+            line, body = request
+            if line.startswith("GET /stats"):
+                reply = _http(200, stats.snapshot_and_reset())
+            else:
+                reply = await _answer(stats, latency_s, body)
+            writer.write(reply)
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
+
+
+async def serve_stub(latency_s: float) -> None:
+    """Serve on 127.0.0.1 until killed; prints the port first."""
+    handler = partial(_connection, StubStats(), latency_s)
+    server = await asyncio.start_server(handler, "127.0.0.1", 0, backlog=512)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+class StubProcess:
+    """`with StubProcess(0.05) as stub:` runs the stub in its own process at `stub.base_url`."""
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.port = 0
+        self.process: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> StubProcess:
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--serve-stub",
+            "--latency-ms",
+            str(self.latency_s * 1000),
+        ]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: S603
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        """Counters since the last call (and reset them)."""
+        url = f"http://127.0.0.1:{self.port}/stats"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return dict(json.load(reply))
+
+
+# ---------------------------------------------------------------- one measurement
+
+
+@dataclass
+class Sample:
+    """One harness run: wall time, accuracy it reported, the stub's view, or why it failed."""
+
+    wall_s: float = 0.0
+    accuracy: float | None = None
+    first_answer_s: float | None = None
+    queue_s: float | None = None
+    stub: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class Harness:
+    """A named harness: `run(base_url, questions, workdir, timeout_s)` returns one Sample."""
+
+    name: str
+    run: Callable[[str, list[dict[str, Any]], Path, float], Sample]
+    samples: list[Sample] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- BenchGen
+
+
+def _benchgen_setup(
+    data_dir: Path, base_url: str, questions: list[dict[str, Any]]
+) -> tuple[Runtime, Principal, str, str]:
+    """A fresh runtime with a user, their benchmark and the stub as a platform model."""
+    # Imported here, not at the top: the stub's process runs this file too and needs none of it.
+    from benchgen.core.config import Settings
+    from benchgen.core.context import Principal
+    from benchgen.services import accounts, benchmarks, credits, models
+    from benchgen.services.runtime import build_runtime, transaction
+
+    settings = Settings(
+        data_dir=data_dir,
+        worker_threads=0,
+        run_concurrency=IN_FLIGHT,
+        model_host_allowlist="127.0.0.1",
+        argon2_time_cost=1,
+        argon2_memory_kib=64,
+    )
+    runtime = build_runtime(settings)
+    operator = Principal.cli()
+    with transaction(runtime, operator) as ctx:
+        user_id = accounts.create_user(ctx, "bench@example.com", "password123").id
+        credits.grant_credits(ctx, user_id, 10 * len(questions))
+    spec = {"title": "Throughput", "format": "mcq", "questions": questions}
+    with transaction(runtime, Principal.web(user_id)) as ctx:
+        benchmark_id = benchmarks.create_benchmark(ctx, spec).benchmark.id
+    model = {
+        "name": "Stub",
+        "kind": "openai_compat",
+        "endpoint_model": "stub",
+        "base_url": base_url,
+        "api_key": "dummy",
+        "price_per_question": 1,
+        "params": {"max_tokens": 64},
+    }
+    with transaction(runtime, operator) as ctx:
+        model_id = models.create_platform_model(ctx, model).id
+    return runtime, Principal.web(user_id), benchmark_id, model_id
+
+
+def _poll_until_done(
+    runtime: Runtime, user: Principal, run_id: str, started: float, timeout_s: float
+) -> tuple[RunView, float | None]:
+    from benchgen.services import runs
+    from benchgen.services.runtime import transaction
+
+    first = None
+    while time.perf_counter() - started < timeout_s:
+        with transaction(runtime, user, write=False) as ctx:
+            view = runs.get_run(ctx, run_id)
+        if first is None and view.done_count > 0:
+            first = time.perf_counter() - started
+        if view.status in ("completed", "failed", "cancelled"):
+            return view, first
+        time.sleep(0.02)
+    raise TimeoutError(f"the run did not finish within {timeout_s:g} s")
+
+
+def run_benchgen(
+    base_url: str, questions: list[dict[str, Any]], workdir: Path, timeout_s: float
+) -> Sample:
+    """Time one BenchGen run from `start_run` to `completed`."""
+    from benchgen.jobs.worker import start_workers, stop_workers
+    from benchgen.services import runs
+    from benchgen.services.runtime import transaction
+
+    runtime, user, benchmark_id, model_id = _benchgen_setup(workdir, base_url, questions)
+    workers = start_workers(runtime, 1)
+    try:
+        time.sleep(0.5)  # the worker looks at the queue once a second: arrive mid-interval
+        started = time.perf_counter()
+        with transaction(runtime, user) as ctx:
+            run_id = runs.start_run(ctx, benchmark_id, model_id).id
+        view, first = _poll_until_done(runtime, user, run_id, started, timeout_s)
+        wall = time.perf_counter() - started
+    finally:
+        stop_workers(workers)
+        runtime.close()
+    if view.status != "completed":
+        return Sample(wall, error=f"run {view.status}: {view.error[:200]}")
+    queue = (view.started_at - view.created_at).total_seconds() if view.started_at else None
+    return Sample(wall, view.summary.get("accuracy"), first, queue)
+
+
+# ---------------------------------------------------------------- the peers
+
+
+def peer_bin(name: str) -> Path:
+    """A program in the peers' virtual environment."""
+    return PEERS_VENV / "bin" / name
+
+
+def run_command(command: list[str], timeout_s: float, **kwargs: Any) -> CompletedProcess[str]:
+    """Every subprocess goes through here: an argument list (no shell) and a timeout."""
+    return subprocess.run(command, timeout=timeout_s, text=True, **kwargs)  # noqa: S603
+
+
+def setup_peers() -> None:
+    """Create bench/.peers-venv and install the peers into it (never into the project's venv)."""
+    python = shutil.which("python3") or sys.executable
+    if not peer_bin("python").exists():
+        console.print(f"Creating {PEERS_VENV} …")
+        run_command([python, "-m", "venv", str(PEERS_VENV)], 300, check=True)
+    pip = [str(peer_bin("python")), "-m", "pip", "install", "--quiet"]
+    console.print(f"Installing {' '.join(PEER_PACKAGES)} …")
+    run_command([*pip, "--upgrade", "pip"], SETUP_TIMEOUT_S, check=True)
+    run_command([*pip, *PEER_PACKAGES], SETUP_TIMEOUT_S, check=True)
+
+
+def peer_env(workdir: Path) -> dict[str, str]:
+    """Offline environment for both peers: a dummy key, no hub, a private HF_HOME."""
+    env = dict(os.environ)
+    env.update(
+        OPENAI_API_KEY="dummy",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_HOME=str(workdir / "hf"),
+        INSPECT_DISPLAY="none",
+        NO_COLOR="1",
+    )
+    return env
+
+
+def timed_subprocess(command: list[str], cwd: Path, timeout_s: float) -> tuple[float, str]:
+    """Run a peer; (wall seconds, "" or the reason it failed with the tail of its output)."""
+    log = cwd / "output.log"
+    started = time.perf_counter()
+    try:
+        with log.open("w") as out:
+            env = peer_env(cwd)
+            done = run_command(command, timeout_s, cwd=cwd, env=env, stdout=out, stderr=STDOUT)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - started, f"timed out after {timeout_s:g} s"
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        return wall, f"exit {done.returncode}: {' | '.join(tail)[-300:]}"
+    return wall, ""
+
+
+INSPECT_TASK = """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import json_dataset
+from inspect_ai.scorer import choice
+from inspect_ai.solver import multiple_choice
+
+
+@task
+def bench_mcq():
+    return Task(dataset=json_dataset("mcq.jsonl"), solver=multiple_choice(), scorer=choice())
+"""
+
+
+def run_inspect(
+    base_url: str, questions: list[dict[str, Any]], workdir: Path, timeout_s: float
+) -> Sample:
+    """`inspect eval` over a JSONL dataset with multiple_choice() and choice()."""
+    workdir.mkdir(parents=True)
+    (workdir / "task.py").write_text(INSPECT_TASK)
+    rows = [
+        {"input": q["prompt"], "choices": q["choices"], "target": q["answer"]} for q in questions
+    ]
+    (workdir / "mcq.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # It refuses an absolute task path from another folder: run it from the task's folder.
+    command = [
+        str(peer_bin("inspect")),
+        "eval",
+        "task.py",
+        "--model",
+        "openai/stub",
+        "--model-base-url",
+        base_url,
+        "-M",
+        "responses_api=false",
+        "--max-connections",
+        str(IN_FLIGHT),
+        "--display",
+        "none",
+        "--log-dir",
+        "logs",
+    ]
+    wall, error = timed_subprocess(command, workdir, timeout_s)
+    if error:
+        return Sample(wall, error=error)
+    return Sample(wall, _inspect_accuracy(workdir, timeout_s))
+
+
+def _inspect_accuracy(workdir: Path, timeout_s: float) -> float:
+    logs = sorted((workdir / "logs").glob("*.eval"))
+    if not logs:
+        raise RuntimeError("Inspect wrote no .eval log")
+    command = [str(peer_bin("inspect")), "log", "dump", "--header-only", str(logs[-1])]
+    dump = run_command(command, timeout_s, capture_output=True, check=True, env=peer_env(workdir))
+    header = json.loads(dump.stdout)
+    if header.get("status") != "success":
+        message = (header.get("error") or {}).get("message", "")
+        raise RuntimeError(f"Inspect status {header.get('status')}: {message[:200]}")
+    return float(header["results"]["scores"][0]["metrics"]["accuracy"]["value"])
+
+
+LM_EVAL_TASK = """\
+task: bench_mcq
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: []
+  max_gen_toks: 64
+  do_sample: false
+filter_list:
+  - name: letter
+    filter:
+      - function: regex
+        regex_pattern: "ANSWER:\\\\s*([A-D])"
+        group_select: -1
+      - function: take_first
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+
+def _lm_eval_prompt(question: dict[str, Any]) -> str:
+    lines = [f"{label}. {text}" for label, text in zip(LABELS, question["choices"], strict=True)]
+    instruction = (
+        "Choose the single best option. End your reply with a final line of the "
+        "form:\nANSWER: X\nwhere X is one letter from A, B, C, D."
+    )
+    return f"{question['prompt']}\n\n" + "\n".join(lines) + f"\n\n{instruction}"
+
+
+def run_lm_eval(
+    base_url: str, questions: list[dict[str, Any]], workdir: Path, timeout_s: float
+) -> Sample:
+    """`lm_eval` with a custom generate_until task (YAML + JSONL) and a letter regex filter."""
+    tasks = workdir / "tasks"
+    tasks.mkdir(parents=True)
+    data = workdir / "mcq.jsonl"
+    rows = [{"question": _lm_eval_prompt(q), "answer": q["answer"]} for q in questions]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tasks / "bench_mcq.yaml").write_text(LM_EVAL_TASK.format(data=data))
+    model_args = (
+        f"base_url={base_url}/chat/completions,model=stub,num_concurrent={IN_FLIGHT},"
+        "max_retries=1,tokenized_requests=False,tokenizer_backend=None"
+    )
+    command = [
+        str(peer_bin("lm_eval")),
+        "--model",
+        "local-chat-completions",
+        "--model_args",
+        model_args,
+        "--apply_chat_template",
+        "--tasks",
+        "bench_mcq",
+        "--include_path",
+        str(tasks),
+        "--output_path",
+        str(workdir / "out"),
+    ]
+    wall, error = timed_subprocess(command, workdir, timeout_s)
+    if error:
+        return Sample(wall, error=error)
+    found = sorted((workdir / "out").rglob("results_*.json"))
+    if not found:
+        return Sample(wall, error="lm-eval wrote no results file")
+    results = json.loads(found[-1].read_text())["results"]["bench_mcq"]
+    return Sample(wall, float(results["exact_match,letter"]))
+
+
+# ---------------------------------------------------------------- driving and reporting
+
+
+def measure(
+    harness: Harness,
+    stub: StubProcess,
+    questions: list[dict[str, Any]],
+    root: Path,
+    timeout_s: float,
+) -> Sample:
+    """One run of one harness in its own folder; failures become the sample's error."""
+    workdir = root / f"{harness.name.split()[0].lower()}-{len(harness.samples)}"
+    stub.stats()  # reset the stub's counters
+    try:
+        sample = harness.run(stub.base_url, questions, workdir, timeout_s)
+    except Exception as exc:  # a broken peer must not stop the others
+        sample = Sample(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+    sample.stub = stub.stats()
+    shutil.rmtree(workdir, ignore_errors=True)
+    return sample
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def summarize(harness: Harness, count: int) -> list[str]:
+    """One table row: medians over the successful runs."""
+    ok = [s for s in harness.samples if not s.error]
+    errors = sorted({s.error for s in harness.samples if s.error})
+    wall = _median([s.wall_s for s in ok])
+    windows = [s.stub.get("window_s") or None for s in ok]
+    sending = _median([count / w if w else None for w in windows])
+    accuracies = sorted({round(s.accuracy, 4) for s in ok if s.accuracy is not None})
+    return [
+        harness.name,
+        f"{len(ok)}/{len(harness.samples)}",
+        _fmt(count / wall if wall else None),
+        _fmt(wall, 2),
+        _fmt(sending),
+        _fmt(_median([s.first_answer_s for s in ok]), 2),
+        _fmt(_median([s.queue_s for s in ok]), 2),
+        ", ".join(f"{a:.4f}" for a in accuracies) or "—",
+        str(max((s.stub.get("max_in_flight", 0) for s in ok), default="—")),
+        "; ".join(errors)[:300],
+    ]
+
+
+def print_table(
+    harnesses: list[Harness], skipped: dict[str, str], args: argparse.Namespace
+) -> None:
+    ideal = IN_FLIGHT / (args.latency_ms / 1000)
+    title = (
+        f"{args.questions} mcq questions, stub latency {args.latency_ms:g} ms, "
+        f"{IN_FLIGHT} in flight (ideal {ideal:.0f} q/s); medians of {args.repeats}"
+    )
+    table = Table(title=title)
+    for column in (
+        "Harness",
+        "ok runs",
+        "q/s end to end",
+        "wall s",
+        "q/s while sending",
+        "first answer s",
+        "queue wait s",
+        "accuracy",
+        "max in flight",
+        "note",
+    ):
+        table.add_column(column, overflow="fold")
+    for harness in harnesses:
+        table.add_row(*summarize(harness, args.questions))
+    for name, reason in skipped.items():
+        table.add_row(name, "0/0", "—", "—", "—", "—", "—", "—", "—", reason)
+    console.print(table)
+
+
+def print_check(harnesses: list[Harness], expected: float) -> None:
+    """The built-in correctness check: every harness must report the key's accuracy."""
+    reported = {
+        h.name: {round(s.accuracy, 4) for s in h.samples if s.accuracy is not None}
+        for h in harnesses
+    }
+    agree = all(values == {round(expected, 4)} for values in reported.values() if values)
+    shown = ", ".join(f"{name} {sorted(v) or '—'}" for name, v in reported.items())
+    verdict = "[green]agree[/]" if agree else "[red]DISAGREE[/]"
+    if not any(reported.values()):
+        verdict = "[yellow]nothing to compare: no run finished[/]"
+    console.print(f"Accuracy check (expected {expected:.4f} from the key): {shown} → {verdict}")
+
+
+def pick_harnesses(args: argparse.Namespace) -> tuple[list[Harness], dict[str, str]]:
+    """BenchGen always; the peers when their environment exists (else a hint why not)."""
+    harnesses = [Harness("BenchGen", run_benchgen)]
+    peers = {"Inspect AI": ("inspect", run_inspect), "lm-eval": ("lm_eval", run_lm_eval)}
+    skipped = {}
+    for name, (program, runner) in peers.items():
+        if not args.with_peers:
+            skipped[name] = "skipped (--no-peers)"
+        elif not peer_bin(program).exists():
+            skipped[name] = f"skipped: no {peer_bin(program)}; run with --setup-peers"
+        else:
+            harnesses.append(Harness(name, runner))
+    return harnesses, skipped
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--setup-peers",
+        action="store_true",
+        help="create bench/.peers-venv with Inspect AI and lm-eval first",
+    )
+    parser.add_argument(
+        "--no-peers", dest="with_peers", action="store_false", help="run BenchGen only"
+    )
+    parser.add_argument(
+        "--peers-venv",
+        type=Path,
+        default=PEERS_VENV,
+        help=f"the peers' virtual environment (default {PEERS_VENV})",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="runs per harness (default 3)")
+    parser.add_argument("--questions", type=int, default=1000, help="questions (default 1000)")
+    parser.add_argument("--latency-ms", type=float, default=50.0, help="stub latency (50)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds one harness run may take (default 300)",
+    )
+    parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    global PEERS_VENV  # one setting for the whole command, read by peer_bin and setup_peers
+    args = parse_args(argv)
+    PEERS_VENV = args.peers_venv.resolve()
+    if args.serve_stub:
+        asyncio.run(serve_stub(args.latency_ms / 1000))
+        return
+    if args.setup_peers:
+        setup_peers()
+    harnesses, skipped = pick_harnesses(args)
+    questions = make_questions(args.questions)
+    with StubProcess(args.latency_ms / 1000) as stub, tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            for harness in harnesses:
+                sample = measure(harness, stub, questions, Path(tmp), args.timeout)
+                harness.samples.append(sample)
+                status = sample.error or f"accuracy {_fmt(sample.accuracy, 4)}"
+                console.print(
+                    f"  run {repeat + 1}: {harness.name}: {sample.wall_s:.2f} s, {status}"
+                )
+    print_table(harnesses, skipped, args)
+    print_check(harnesses, expected_accuracy(questions))
+
+
+if __name__ == "__main__":
+    main()
