@@ -415,13 +415,15 @@ def test_list_benchmarks_mine_only_search_and_deleted(
     assert ids(web, mine_only=True, search="epsilon") == [shared]
 
 
-@pytest.mark.parametrize(("limit", "offset"), [(0, 0), (201, 0), (10, -1)])
+@pytest.mark.parametrize(
+    ("limit", "offset", "place"), [(0, 0, "limit"), (1001, 0, "limit"), (10, -1, "offset")]
+)
 def test_list_benchmarks_refuses_a_bad_page(
-    world: World, web: Principal, limit: int, offset: int
+    world: World, web: Principal, limit: int, offset: int, place: str
 ) -> None:
     with pytest.raises(InvalidInput) as err:
         world.do(web, benchmarks.list_benchmarks, limit=limit, offset=offset)
-    assert [error["loc"] for error in err.value.errors] == [["limit"]]
+    assert [error["loc"] for error in err.value.errors] == [[place]]
 
 
 def test_list_shows_joined_benchmarks_but_not_after_removal(world: World, cast: Cast) -> None:

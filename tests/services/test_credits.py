@@ -300,7 +300,7 @@ def test_ledger_is_private_and_validated(world: World) -> None:
         world.do(Principal.web(ana), credits.list_ledger, 10, bobs.id)
     with pytest.raises(InvalidInput):
         world.do(Principal.web(ana), credits.list_ledger, 10, "cr_unknown")
-    for limit in (0, 501):
+    for limit in (0, 1001):
         with pytest.raises(InvalidInput):
             world.do(Principal.web(ana), credits.list_ledger, limit)
 

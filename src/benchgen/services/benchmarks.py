@@ -15,7 +15,7 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Collaborator, Participant, Question
 from benchgen.services import access, audit, phases, questions, ratelimits
-from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
+from benchgen.services.specs import MAX_LIST, BenchmarkChange, BenchmarkIn, check_window, parse
 
 FROZEN_FORMATS = frozenset({"qa", "mcq"})
 
@@ -125,11 +125,10 @@ def list_benchmarks(
 
     Raises:
         PermissionDenied: the token lacks the read scope.
-        InvalidInput: limit outside 1..200 or a negative offset.
+        InvalidInput: limit outside 1..MAX_LIST or a negative offset.
     """
     access.require(ctx, Action.BENCHMARK_LIST)
-    if not 1 <= limit <= 200 or offset < 0:
-        raise invalid(["limit"], "limit must be 1..200 and offset at least 0")
+    check_window(limit, offset, MAX_LIST)
     user_id = ctx.principal.user_id
     shared = or_(
         Benchmark.owner_id == user_id,

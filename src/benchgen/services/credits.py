@@ -17,6 +17,7 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import CreditEntry
 from benchgen.services import access, accounts, audit
+from benchgen.services.specs import MAX_LIST, check_window
 
 MAX_AMOUNT = 10**12
 
@@ -57,11 +58,10 @@ def list_ledger(ctx: Context, limit: int = 50, before: str | None = None) -> lis
 
     Raises:
         PermissionDenied: the principal may not read credits.
-        InvalidInput: limit outside 1..500.
+        InvalidInput: limit outside 1..MAX_LIST, or an unknown cursor.
     """
     access.require(ctx, Action.CREDITS_READ)
-    if not 1 <= limit <= 500:
-        raise invalid(["limit"], "must be between 1 and 500")
+    check_window(limit, 0, MAX_LIST)
     query = select(CreditEntry).where(CreditEntry.user_id == _acting_user_id(ctx))
     if before is not None:
         anchor = ctx.session.get(CreditEntry, before)

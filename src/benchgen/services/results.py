@@ -16,6 +16,7 @@ from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.services import access, questions
+from benchgen.services.specs import MAX_RESULTS, check_window
 
 PUBLIC_FIELDS = (
     "position",
@@ -46,10 +47,9 @@ def list_results(
 
     Raises:
         NotFound: the run is not visible to the principal.
-        InvalidInput: limit outside 1..1000 or negative offset.
+        InvalidInput: limit outside 1..MAX_RESULTS or negative offset.
     """
-    if not 1 <= limit <= 1000 or offset < 0:
-        raise invalid(["limit"], "limit must be 1..1000 and offset at least 0")
+    check_window(limit, offset, MAX_RESULTS)
     run = access.require_run(ctx, run_id, Action.RUN_READ)
     return list(_rows(ctx, run, limit, offset))
 

@@ -10,11 +10,12 @@ from typing import Any
 from sqlalchemy import exists, func, or_, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
 from benchgen.services import access, audit, benchmarks, credits, jobs, models, run_log, scoring
+from benchgen.services.specs import MAX_LIST, check_window
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
 EXPECTED_OUTPUT_TOKENS = 512
@@ -215,11 +216,10 @@ def list_runs(
     """Runs the user launched, plus every run on benchmarks they own or collaborate on.
 
     Raises:
-        InvalidInput: limit outside 1..200 or negative offset.
+        InvalidInput: limit outside 1..MAX_LIST or negative offset.
     """
     access.require(ctx, Action.BENCHMARK_LIST)
-    if not 1 <= limit <= 200 or offset < 0:
-        raise invalid(["limit"], "limit must be 1..200 and offset at least 0")
+    check_window(limit, offset, MAX_LIST)
     user_id = ctx.principal.user_id
     team = or_(
         Benchmark.owner_id == user_id,

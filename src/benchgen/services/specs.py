@@ -6,7 +6,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from benchgen.core.errors import InvalidInput
+from benchgen.core.errors import InvalidInput, invalid
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000
@@ -55,7 +55,24 @@ class BenchmarkChange(BaseModel):
     questions: list[QuestionIn] | None = Field(None, max_length=MAX_QUESTIONS)
 
 
+# The most rows one list call may return. The API's own page limits stay below these, since it
+# asks for one row more than a page to learn whether another page follows.
+MAX_LIST = 1000
+MAX_RESULTS = 5000
+
 Shape = TypeVar("Shape", bound=BaseModel)
+
+
+def check_window(limit: int, offset: int, most: int) -> None:
+    """Validate a page window.
+
+    Raises:
+        InvalidInput: limit outside 1..most, or a negative offset.
+    """
+    if not 1 <= limit <= most:
+        raise invalid(["limit"], f"must be between 1 and {most}")
+    if offset < 0:
+        raise invalid(["offset"], "must be at least 0")
 
 
 def parse(shape: type[Shape], data: Shape | dict[str, Any]) -> Shape:
