@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import re
 
+from benchgen.core.secrets import redact_secrets
+
 REDACTED = "[redacted]"
 
-# Shapes of bearer credentials even when the caller did not pass them in: OpenAI/Anthropic-style
-# keys (sk-…, sk-ant-…) and BenchGen's own personal tokens and agent turn credentials.
+# Looser than core.secrets on purpose: a log line lost to over-redaction costs little, so any
+# sk-…/bgp_…/bga_… run goes, even one too short or malformed for the exact table.
 _TOKEN_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|bg[pa]_[A-Za-z0-9]{8,})")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}")
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Replace every known secret and anything shaped like a bearer token with "[redacted]".
+
+    Well-known secrets (core.secrets' table) get their labelled placeholder instead, e.g.
+    "[redacted: AWS access key id]", so a reader of the log knows what a server echoed.
 
     Args:
         text: the text to clean.
@@ -25,5 +30,6 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     # Longest first, so a secret that contains another is removed whole, not half-masked.
     for secret in sorted(filter(None, secrets), key=len, reverse=True):
         text = text.replace(secret, REDACTED)
+    text = redact_secrets(text)
     text = _BEARER.sub(f"Bearer {REDACTED}", text)
     return _TOKEN_SHAPES.sub(REDACTED, text)

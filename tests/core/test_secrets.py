@@ -1,0 +1,342 @@
+"""The secrets table: each kind is found in prose, JSON and code; near-misses are left alone."""
+
+from __future__ import annotations
+
+import base64
+import json
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchgen.core import ids
+from benchgen.core.secrets import PATTERNS, Finding, SecretKind, find_secrets, redact_secrets
+
+BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+# Fake secrets are assembled from pieces, so that no scanner mistakes this file for a leak.
+MIXED = "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz"  # 36 characters of every class
+SLACK_ID = "".join(["T0", "1ABCDEF9"])
+
+
+def b64url(data: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+JWT = ".".join(
+    [b64url({"alg": "HS256", "typ": "JWT"}), b64url({"sub": "usr_1", "exp": 1}), "Sfl" + MIXED]
+)
+BENCHGEN = "bgp_0123456789ABCDEFGHIJKLMNOPQRSTUV1ggZdL"  # the vector in docs/token-format.md
+TURN = "bga_OOOOOOOOOOOOOOOOOOOOOOOOOOOOOOOO04Q20R"
+
+# One sample per shape, with the kind it must be reported as.
+SAMPLES: list[tuple[SecretKind, str]] = [
+    (SecretKind.BENCHGEN_TOKEN, BENCHGEN),
+    (SecretKind.BENCHGEN_TOKEN, TURN),
+    (SecretKind.OPENAI_KEY, "sk-" + MIXED + "T3BlbkFJ" + MIXED[:4]),
+    (SecretKind.OPENAI_KEY, "sk-proj-" + MIXED + "_-" + MIXED + "-" + MIXED),
+    (SecretKind.OPENAI_KEY, "sk-svcacct-" + MIXED + MIXED),
+    (SecretKind.ANTHROPIC_KEY, "sk-ant-api03-" + MIXED + "_" + MIXED + "-" + MIXED + "AA"),
+    (SecretKind.ANTHROPIC_KEY, "sk-ant-admin01-" + MIXED + MIXED),
+    (SecretKind.AWS_ACCESS_KEY_ID, "AKIA" + "IOSFODNN7EXAMPLE"),
+    (SecretKind.AWS_ACCESS_KEY_ID, "ASIA" + "Y34FZKBOKMUTVV7A"),
+    (SecretKind.GITHUB_TOKEN, "ghp_" + MIXED),
+    (SecretKind.GITHUB_TOKEN, "gho_" + MIXED),
+    (SecretKind.GITHUB_TOKEN, "ghu_" + MIXED),
+    (SecretKind.GITHUB_TOKEN, "ghs_" + MIXED),
+    (SecretKind.GITHUB_TOKEN, "ghr_" + MIXED),
+    (SecretKind.GITHUB_TOKEN, "github_pat_" + "11ABCDEFG0" + MIXED[:12] + "_" + MIXED + MIXED[:23]),
+    (SecretKind.GOOGLE_API_KEY, "AIza" + "SyA-" + MIXED[:30] + "_"),
+    (SecretKind.SLACK_TOKEN, "xoxb-" + "123456789012-1234567890123-" + MIXED[:24]),
+    (SecretKind.SLACK_TOKEN, "xoxp-" + "123456789012-123456789012-1234567890123-" + "a1" * 16),
+    (SecretKind.SLACK_TOKEN, "xoxa-2-" + "1234567890-" + MIXED),
+    (SecretKind.SLACK_WEBHOOK, f"https://hooks.slack.com/services/{SLACK_ID}/B0123ABCD/{MIXED}"),
+    (SecretKind.SLACK_WEBHOOK, f"https://hooks.slack.com/workflows/{SLACK_ID}/A0123/456/{MIXED}"),
+    (SecretKind.HUGGING_FACE_TOKEN, "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"),
+    (SecretKind.JWT, JWT),
+]
+
+# Where people paste secrets: prose, JSON, code, shell, Markdown, a URL query, end of sentence.
+CONTEXTS = [
+    "Here is my key {} - can you use it?",
+    '{{"api_key": "{}", "model": "gpt-4o"}}',
+    'client = Client(api_key="{}")',
+    "export SERVICE_KEY={}\n",
+    "Use `{}` for now.",
+    "https://example.com/hook?token={}&x=1",
+    "It failed with {}.",
+    "{}",
+]
+
+
+@pytest.mark.parametrize(("kind", "secret"), SAMPLES, ids=lambda v: str(v)[:16])
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_each_kind_is_found_and_redacted_in_context(
+    kind: SecretKind, secret: str, context: str
+) -> None:
+    text = context.format(secret)
+    findings = find_secrets(text)
+    assert [(f.kind, f.secret) for f in findings] == [(kind, secret)]
+    assert text[findings[0].start : findings[0].end] == secret
+    assert redact_secrets(text) == context.format(f"[redacted: {kind.label}]")
+
+
+def test_every_kind_has_a_row_and_a_label() -> None:
+    assert {row.kind for row in PATTERNS} == set(SecretKind)
+    assert all(
+        kind.label and kind.placeholder == f"[redacted: {kind.label}]" for kind in SecretKind
+    )
+    assert SecretKind.OPENAI_KEY.placeholder == "[redacted: OpenAI key]"
+    assert SecretKind.BENCHGEN_TOKEN.placeholder == "[redacted: BenchGen token]"
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "AWS_SECRET_ACCESS_KEY={}",
+        'export AWS_SECRET_ACCESS_KEY="{}"',
+        "[default]\naws_access_key_id = AKIA0000000000000000\naws_secret_access_key = {}\n",
+        '{{"Credentials": {{"SecretAccessKey": "{}", "SessionToken": "x"}}}}',
+        "aws-secret-access-key: '{}'",
+        "my secret access key is {} (do not share)",
+        "secret_access_key => {}",
+    ],
+)
+def test_aws_secret_key_is_found_next_to_its_name(template: str) -> None:
+    text = template.format(AWS_SECRET)
+    found = [f for f in find_secrets(text) if f.kind is SecretKind.AWS_SECRET_ACCESS_KEY]
+    assert [f.secret for f in found] == [AWS_SECRET]
+    redacted = redact_secrets(text)
+    assert AWS_SECRET not in redacted
+    # Only the value goes: the label that made it recognisable stays readable.
+    assert "[redacted: AWS secret access key]" in redacted
+
+
+def pem(kind: str, body: str, block: str = "PRIVATE KEY") -> str:
+    head = f"{kind} {block}" if kind else block
+    return f"-----BEGIN {head}-----\n{body}\n-----END {head}-----"
+
+
+KEY_BODY = "\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + MIXED] * 4 + ["Zm9vYmFy=="])
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        pem("", KEY_BODY),
+        pem("RSA", KEY_BODY),
+        pem("EC", KEY_BODY),
+        pem("OPENSSH", KEY_BODY),
+        pem("ENCRYPTED", KEY_BODY),
+        pem("RSA", "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,ABCDEF\n\n" + KEY_BODY),
+        pem("PGP", "Version: GnuPG v2\n\n" + KEY_BODY, "PRIVATE KEY BLOCK"),
+    ],
+)
+def test_private_key_blocks_are_redacted_whole(block: str) -> None:
+    text = f"My key:\n{block}\nthanks!"
+    assert [f.kind for f in find_secrets(text)] == [SecretKind.PRIVATE_KEY]
+    assert redact_secrets(text) == "My key:\n[redacted: private key]\nthanks!"
+
+
+def test_private_key_inside_json_is_redacted() -> None:
+    escaped = json.dumps({"type": "service_account", "private_key": pem("", KEY_BODY) + "\n"})
+    redacted = redact_secrets(escaped)
+    assert "MIIE" not in redacted and "[redacted: private key]" in redacted
+    assert redacted.startswith('{"type": "service_account", "private_key": "[redacted')
+
+
+def test_a_clipped_private_key_is_redacted_to_the_end() -> None:
+    text = "oops:\n-----BEGIN RSA PRIVATE KEY-----\n" + KEY_BODY[:90]
+    assert redact_secrets(text) == "oops:\n[redacted: private key]"
+
+
+def test_two_private_keys_are_two_findings() -> None:
+    text = f"{pem('RSA', KEY_BODY)}\nbetween\n{pem('EC', KEY_BODY)}"
+    assert redact_secrets(text) == "[redacted: private key]\nbetween\n[redacted: private key]"
+
+
+def test_several_secrets_in_one_text() -> None:
+    openai, aws = SAMPLES[2][1], SAMPLES[7][1]
+    text = f"OPENAI_API_KEY={openai}\nBENCHGEN_TOKEN={BENCHGEN}\nAWS_ACCESS_KEY_ID={aws}\n"
+    assert [f.kind for f in find_secrets(text)] == [
+        SecretKind.OPENAI_KEY,
+        SecretKind.BENCHGEN_TOKEN,
+        SecretKind.AWS_ACCESS_KEY_ID,
+    ]
+    assert redact_secrets(text) == (
+        "OPENAI_API_KEY=[redacted: OpenAI key]\n"
+        "BENCHGEN_TOKEN=[redacted: BenchGen token]\n"
+        "AWS_ACCESS_KEY_ID=[redacted: AWS access key id]\n"
+    )
+
+
+NEAR_MISSES = [
+    "An ordinary sentence about keys, tokens, passwords and secrets.",
+    "sk-learn",
+    "pip install sk-video sk-abc123 sk-",
+    "the sk-learn-compatible-estimators-and-transformers-guide",  # long, but all lower case
+    "sk-ant-",
+    "sk-ant-api03-short",
+    "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "git commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "id 123e4567-e89b-12d3-a456-426614174000",
+    "AKIA",
+    "AKIA" + "IOSFODNN7EXAMPL",  # 15 characters after the prefix
+    "AKIA" + "IOSFODNN7EXAMPLE2",  # 17: part of a longer identifier
+    "akia" + "iosfodnn7example",
+    "XAKIA" + "IOSFODNN7EXAMPLE",
+    "an unlabelled base64 value " + AWS_SECRET,
+    "ghp_short",
+    "ghx_" + MIXED,
+    "github_pat_tooshort",
+    "AIza" + "SyA-short",
+    "xoxb-your-token-goes-here",
+    "xoxz-123456789012-1234567890123",
+    "https://hooks.slack.com/services/",
+    "https://api.slack.com/apps/A0123ABCD/incoming-webhooks",
+    "hf_hub_download",
+    "hf_" + "abcdefghijklmnopqrstuvwxyzabcdefgh",  # a lower-case identifier, not a token
+    "-----BEGIN PUBLIC KEY-----\n" + KEY_BODY + "\n-----END PUBLIC KEY-----",
+    "-----BEGIN CERTIFICATE-----\n" + KEY_BODY + "\n-----END CERTIFICATE-----",
+    "A PEM key starts with -----BEGIN PRIVATE KEY----- and ends with -----END PRIVATE KEY-----.",
+    "eyJhbGciOi.nope.nope",
+    "eyJ" + MIXED + "." + MIXED + "." + MIXED,  # right shape, but the header is not JSON
+    "version 1.2.3 and a.b.c and www.example.com",
+    "bgp_",
+    "bga_ZZZZZZZZZZ",
+    "bm_3kQ9abcdefghijklmnopq usr_" + MIXED[:20] + " tok_" + MIXED[:20],
+    "bgp_" + MIXED[:28],  # far too short to be a mistyped token
+    "Bearer abc.def",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_misses_are_left_alone(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact_secrets(text) == text
+
+
+def test_a_bad_checksum_is_not_a_benchgen_token_but_is_still_redacted() -> None:
+    forged = BENCHGEN[:-1] + ("M" if BENCHGEN[-1] != "M" else "N")
+    findings = find_secrets(f"token: {forged}")
+    assert [f.kind for f in findings] == [SecretKind.BENCHGEN_LOOKALIKE]
+    assert redact_secrets(f"token: {forged}") == "token: [redacted: possible BenchGen token]"
+    clipped = BENCHGEN[:-2]  # a token with its last characters lost still gives most away
+    assert [f.kind for f in find_secrets(clipped)] == [SecretKind.BENCHGEN_LOOKALIKE]
+
+
+def test_a_token_glued_to_junk_is_still_found() -> None:
+    text = "xx" + "bgp_" + MIXED[:35] + BENCHGEN + "tail"
+    tokens = [f.secret for f in find_secrets(text) if f.kind is SecretKind.BENCHGEN_TOKEN]
+    assert tokens == [BENCHGEN]
+    redacted = redact_secrets(text)
+    assert BENCHGEN not in redacted and BENCHGEN[4:20] not in redacted
+
+
+def test_overlapping_findings_leave_no_fragment() -> None:
+    text = "abc DEF ghi"
+    findings = [
+        Finding(SecretKind.OPENAI_KEY, 0, 7, "abc DEF"),
+        Finding(SecretKind.JWT, 4, 11, "DEF ghi"),
+    ]
+    assert redact_secrets(text, findings) == "[redacted: OpenAI key]"
+
+
+def test_a_finding_never_prints_its_secret() -> None:
+    (finding,) = find_secrets(f"key {BENCHGEN}")
+    assert BENCHGEN not in repr(finding) and BENCHGEN not in str(finding)
+
+
+def test_hostile_jwt_header_is_rejected_not_raised() -> None:
+    nested = base64.urlsafe_b64encode(b'{"a":' + b"[" * 100_000).decode().rstrip("=")
+    assert find_secrets(f"{nested}.{MIXED}.{MIXED}") == []
+
+
+# --- properties ----------------------------------------------------------------------------
+
+
+@st.composite
+def benchgen_tokens(draw: st.DrawFn) -> str:
+    """Any well-formed token, built with the published checksum."""
+    prefix = draw(st.sampled_from(ids.TOKEN_PREFIXES))
+    body = draw(st.text(alphabet=BASE62, min_size=32, max_size=32))
+    return f"{prefix}_{body}{ids.token_checksum(body)}"
+
+
+@given(benchgen_tokens(), st.text(), st.text())
+def test_any_token_in_any_text_is_found_and_redacted(token: str, before: str, after: str) -> None:
+    text = before + token + after
+    found = [f.secret for f in find_secrets(text) if f.kind is SecretKind.BENCHGEN_TOKEN]
+    assert token in found
+    assert token not in redact_secrets(text)
+
+
+@given(
+    benchgen_tokens(),
+    st.integers(3, 41),
+    st.one_of(st.sampled_from(BASE62 + "_-. "), st.characters()),
+    st.text(),
+    st.text(),
+)
+def test_one_changed_character_is_not_a_benchgen_token(
+    token: str, position: int, replacement: str, before: str, after: str
+) -> None:
+    if replacement == token[position]:
+        return
+    changed = token[:position] + replacement + token[position + 1 :]
+    found = find_secrets(before + " " + changed + " " + after)
+    assert SecretKind.BENCHGEN_TOKEN not in [f.kind for f in found]
+    if replacement in BASE62 and position >= 4:
+        # Off by one character it is still nearly the secret: redacted, though never revoked.
+        assert [f.kind for f in find_secrets(f"see {changed} here")] == [
+            SecretKind.BENCHGEN_LOOKALIKE
+        ]
+
+
+@given(benchgen_tokens())
+def test_flipping_the_prefix_gives_the_other_kind_of_token(token: str) -> None:
+    # The checksum covers the body only (ARCHITECTURE §6): the other prefix is well formed too,
+    # and is redacted as a token; its SHA-256 matches nothing stored, so nothing is revoked.
+    other = ("bga" if token.startswith("bgp") else "bgp") + token[3:]
+    assert [f.kind for f in find_secrets(other)] == [SecretKind.BENCHGEN_TOKEN]
+
+
+GENERATED = {
+    SecretKind.OPENAI_KEY: ("sk-proj-", 64),
+    SecretKind.ANTHROPIC_KEY: ("sk-ant-api03-", 95),
+    SecretKind.GITHUB_TOKEN: ("ghp_", 36),
+    SecretKind.HUGGING_FACE_TOKEN: ("hf_", 34),
+    SecretKind.GOOGLE_API_KEY: ("AIza", 35),
+}
+
+
+def mixed_case(body: str) -> bool:
+    return bool({*body} & {*string.ascii_lowercase} and {*body} & {*string.ascii_uppercase})
+
+
+@st.composite
+def third_party_keys(draw: st.DrawFn) -> tuple[SecretKind, str]:
+    """A random key of a provider's shape (the table rightly distrusts single-case bodies)."""
+    kind = draw(st.sampled_from(sorted(GENERATED)))
+    prefix, length = GENERATED[kind]
+    body = draw(st.text(alphabet=BASE62, min_size=length, max_size=length).filter(mixed_case))
+    return kind, prefix + body
+
+
+@given(third_party_keys(), st.text(), st.text())
+def test_random_keys_between_words_are_found(
+    key: tuple[SecretKind, str], before: str, after: str
+) -> None:
+    kind, secret = key
+    text = f"{before} {secret} {after}"
+    assert secret in [f.secret for f in find_secrets(text) if f.kind is kind]
+    assert secret not in redact_secrets(text)
+
+
+@given(st.text())
+def test_text_without_secrets_comes_back_unchanged(text: str) -> None:
+    if not find_secrets(text):
+        assert redact_secrets(text) == text

@@ -1,0 +1,235 @@
+"""Pasted secrets (A15): all redacted; a live BenchGen token revoked at once, audited, explained."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import Unauthenticated
+from benchgen.core.ids import new_token
+from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.core.secrets import SecretKind
+from benchgen.db.tables import AuditEvent
+from benchgen.services import leaks, tokens
+from benchgen.services.leaks import Screened
+from benchgen.services.runtime import Runtime, transaction
+from tests.support import OPERATOR, World
+
+MIXED = "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz"
+OPENAI = "sk-proj-" + MIXED + MIXED
+AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow" + MIXED * 2 + "\n-----END RSA PRIVATE KEY-----"
+
+
+def screen(world: World, principal: Principal, text: str) -> Screened:
+    return world.do(principal, leaks.screen_text, text)
+
+
+def audit_rows(world: World) -> list[dict[str, Any]]:
+    """Every audit row with every column, as plain data."""
+
+    def read(ctx: Context) -> list[dict[str, Any]]:
+        rows = ctx.session.scalars(select(AuditEvent).order_by(AuditEvent.at, AuditEvent.id))
+        return [
+            {column.key: getattr(row, column.key) for column in AuditEvent.__table__.columns}
+            for row in rows
+        ]
+
+    return world.ctx_call(OPERATOR, read)
+
+
+def leak_events(world: World) -> list[dict[str, Any]]:
+    return [row for row in audit_rows(world) if row["action"] == "token.revoke_leaked"]
+
+
+def assert_nowhere_in_audit(world: World, secret: str) -> None:
+    dumped = json.dumps(audit_rows(world), default=str)
+    # Neither the secret nor a recognisable slice of it (only the last four are public).
+    assert secret not in dumped and secret[4:36] not in dumped and secret[8:24] not in dumped
+
+
+@contextmanager
+def counting_statements(runtime: Runtime) -> Iterator[list[str]]:
+    """Every SQL statement sent on the runtime's engine while the block runs."""
+    seen: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(runtime.database.engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(runtime.database.engine, "before_cursor_execute", count)
+
+
+def test_live_token_pasted_in_chat_is_revoked_redacted_and_explained(world: World) -> None:
+    ana = world.user("ana@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "laptop", ["read"])
+    turn = world.principal(PrincipalKind.AGENT, ana)
+    before = len(audit_rows(world))
+
+    screened = screen(world, turn, f"Here is my token: {made.secret} - list my benchmarks?")
+
+    assert screened.text == "Here is my token: [redacted: BenchGen token] - list my benchmarks?"
+    assert screened.kinds == (SecretKind.BENCHGEN_TOKEN,)
+    (notice,) = screened.notices
+    assert "revoked" in notice and "/settings/tokens" in notice
+    assert f"…{made.secret[-4:]}" in notice and made.secret not in notice
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(made.secret)
+    (leak,) = leak_events(world)
+    assert leak["object_id"] == made.token.id and leak["door"] == "agent:turn_test"
+    assert leak["user_id"] == ana and leak["details"] == {}
+    assert len(audit_rows(world)) == before + 1
+    assert_nowhere_in_audit(world, made.secret)
+
+
+def test_notice_link_is_absolute_with_a_public_url(world: World) -> None:
+    world.rt.settings.public_url = "https://bench.example.org/"
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ["read"])
+    (notice,) = screen(world, Principal.web(ana), secret).notices
+    assert "https://bench.example.org/settings/tokens" in notice
+
+
+def test_someone_elses_token_is_revoked_without_naming_it(world: World) -> None:
+    ana = world.user("ana@example.com")
+    bob = world.user("bob@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "ana-ci-secret-box", ["read"])
+    screened = screen(world, Principal.web(bob), f'{{"token": "{made.secret}"}}')
+    assert screened.text == '{"token": "[redacted: BenchGen token]"}'
+    (notice,) = screened.notices
+    assert "ana-ci-secret-box" not in notice and "ana@" not in notice
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(made.secret)
+
+
+def test_pasting_the_token_twice_revokes_once(world: World) -> None:
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ["read"])
+    screened = screen(world, Principal.web(ana), f"{secret}\nagain: {secret}")
+    assert screened.text == "[redacted: BenchGen token]\nagain: [redacted: BenchGen token]"
+    assert len(screened.notices) == 1 and len(leak_events(world)) == 1
+
+
+def test_turn_credential_pasted_is_revoked_with_its_own_notice(world: World) -> None:
+    ana = world.user("ana@example.com")
+    credential = world.do(
+        Principal.web(ana),
+        tokens.mint_turn_credential,
+        "turn_pasted",
+        frozenset({Scope.READ}),
+        timedelta(minutes=5),
+    )
+    screened = screen(world, Principal.web(ana), f"what is {credential}?")
+    assert screened.text == "what is [redacted: BenchGen token]?"
+    (notice,) = screened.notices
+    assert "agent credential" in notice and "/settings/tokens" not in notice
+    with pytest.raises(Unauthenticated):
+        world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, credential))
+    assert_nowhere_in_audit(world, credential)
+
+
+def test_already_revoked_token_is_redacted_without_a_notice(world: World) -> None:
+    ana = world.user("ana@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "old", ["read"])
+    world.do(Principal.web(ana), tokens.revoke_token, made.token.id)
+    before = audit_rows(world)
+    screened = screen(world, Principal.web(ana), f"old one: {made.secret}")
+    assert screened == Screened("old one: [redacted: BenchGen token]", (SecretKind.BENCHGEN_TOKEN,))
+    assert audit_rows(world) == before
+    assert_nowhere_in_audit(world, made.secret)
+
+
+def test_unknown_token_is_redacted_and_nothing_is_revoked(world: World) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    before = audit_rows(world)
+    unknown = new_token("bgp")
+    screened = screen(world, Principal.web(ana), f"try {unknown}")
+    assert screened == Screened("try [redacted: BenchGen token]", (SecretKind.BENCHGEN_TOKEN,))
+    assert audit_rows(world) == before
+    assert world.api(live).user_id == ana
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda s: s[:-1] + ("0" if s[-1] != "0" else "1"),  # bad checksum
+        lambda s: s[:4] + ("0" if s[4] != "0" else "1") + s[5:],  # body changed, old checksum
+        lambda s: s[:-2],  # clipped
+        lambda s: "bga" + s[3:],  # well-formed under the other prefix: a different secret
+    ],
+    ids=["checksum", "body", "clipped", "prefix"],
+)
+def test_forged_or_mistyped_token_is_redacted_and_the_real_one_lives(
+    world: World, runtime: Runtime, forge: Any
+) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    before = audit_rows(world)
+    forged = forge(live)
+    screened = screen(world, Principal.web(ana), f"is {forged} right?")
+    assert forged not in screened.text and screened.text.startswith("is [redacted: ")
+    assert screened.notices == ()
+    assert audit_rows(world) == before
+    assert world.api(live).user_id == ana
+    if screened.kinds != (SecretKind.BENCHGEN_TOKEN,):
+        # Only a checksum-valid token is ever looked up: a forgery costs no query.
+        assert screened.kinds == (SecretKind.BENCHGEN_LOOKALIKE,)
+        with transaction(runtime, Principal.web(ana)) as ctx, counting_statements(runtime) as seen:
+            leaks.screen_text(ctx, f"is {forged} right?")
+        assert seen == []
+
+
+def test_third_party_secrets_are_redacted_and_nothing_is_revoked(world: World) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    before = audit_rows(world)
+    text = f"OPENAI_API_KEY={OPENAI}\naws {AWS_ID}\n{PEM}\ndone"
+    screened = screen(world, world.principal(PrincipalKind.AGENT, ana), text)
+    assert screened.text == (
+        "OPENAI_API_KEY=[redacted: OpenAI key]\naws [redacted: AWS access key id]\n"
+        "[redacted: private key]\ndone"
+    )
+    assert screened.kinds == (
+        SecretKind.OPENAI_KEY,
+        SecretKind.AWS_ACCESS_KEY_ID,
+        SecretKind.PRIVATE_KEY,
+    )
+    assert screened.notices == ()
+    new = [row["action"] for row in audit_rows(world) if row not in before]
+    # The token world.principal minted for the agent's parent, and nothing else.
+    assert new == ["token.create"]
+    assert world.api(live).user_id == ana
+    for secret in (OPENAI, AWS_ID, PEM):
+        assert_nowhere_in_audit(world, secret)
+
+
+def test_mixed_message_redacts_all_and_revokes_only_the_live_token(world: World) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    screened = screen(world, Principal.web(ana), f"keys: {OPENAI} {live} {new_token('bgp')}")
+    assert screened.text == (
+        "keys: [redacted: OpenAI key] [redacted: BenchGen token] [redacted: BenchGen token]"
+    )
+    assert screened.kinds == (SecretKind.OPENAI_KEY, SecretKind.BENCHGEN_TOKEN)
+    assert len(screened.notices) == 1 and len(leak_events(world)) == 1
+    assert_nowhere_in_audit(world, live)
+
+
+def test_clean_text_comes_back_as_is_without_a_query(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    text = "Make me a benchmark of 20 capital-city questions, sk-learn style, id bm_123."
+    with transaction(runtime, Principal.web(ana)) as ctx, counting_statements(runtime) as seen:
+        screened = leaks.screen_text(ctx, text)
+    assert screened == Screened(text)
+    assert seen == []
