@@ -925,3 +925,26 @@ def test_only_the_owner_manages_phases(world: World, cast: Cast) -> None:
         world.do(Principal.web(cast.collaborator), phases.remove_phase, cast.bm, main.id)
     with pytest.raises(NotFound):
         world.do(Principal.web(cast.stranger), phases.add_phase, cast.bm, "Mine")
+
+
+@pytest.mark.parametrize(
+    ("question", "loc"),
+    [
+        ({"prompt": "a\x00b", "answer": "x"}, ["questions", 0, "prompt"]),
+        (
+            {"prompt": "ok", "answer": "x", "metadata": {"w": float("nan")}},
+            ["questions", 0, "metadata", "w"],
+        ),
+    ],
+)
+def test_values_no_database_keeps_are_refused_at_every_door(
+    world: World, question: dict[str, Any], loc: list[Any]
+) -> None:
+    owner = world.user("nul@example.com")
+    with pytest.raises(InvalidInput) as err:
+        world.do(
+            Principal.web(owner),
+            benchmarks.create_benchmark,
+            {"title": "t", "format": "qa", "questions": [question]},
+        )
+    assert err.value.errors[0]["loc"] == loc

@@ -7,11 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON
 from benchgen.api.schemas import Me, Page
+from benchgen.core.errors import InvalidInput, invalid
 from benchgen.services import accounts, credits, tokens
 from benchgen.services.credits import LedgerLine
 
-router = APIRouter(prefix="/api/v1", tags=["account"])
+router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON)
 
 
 @router.get("/me", response_model=Me, openapi_extra={"x-scope": None})
@@ -39,6 +41,12 @@ def list_credits(
     ] = None,
 ) -> dict[str, Any]:
     """Your credit ledger, newest first: grants, reservations, settlements, refunds."""
-    lines = credits.list_ledger(ctx, limit + 1, cursor)
+    try:
+        lines = credits.list_ledger(ctx, limit + 1, cursor)
+    except InvalidInput as exc:
+        # The ledger names its cursor `before`; the caller sent `cursor` in the query.
+        if [error["loc"] for error in exc.errors] != [["before"]]:
+            raise
+        raise invalid(["query", "cursor"], "not a cursor from a previous page") from None
     more = len(lines) > limit
     return {"items": lines[:limit], "next_cursor": lines[limit - 1].id if more else None}

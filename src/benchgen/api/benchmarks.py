@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
 from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
 from benchgen.core.context import Context
@@ -16,7 +17,16 @@ from benchgen.services.imports import ImportIn
 from benchgen.services.leaderboards import Leaderboard
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn
 
-router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"])
+router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
+_QUOTA_HEADERS = {
+    f"X-RateLimit-{name}": {"description": text, "schema": {"type": "integer"}, "required": True}
+    for name, text in (
+        ("Limit", "Creations allowed in the tighter window (per minute or per day)"),
+        ("Remaining", "Creations left in that window"),
+        ("Reset", "When the window's oldest creation leaves it (Unix time, seconds)"),
+    )
+}
+CREATION = {201: {"headers": _QUOTA_HEADERS}, **responses(429)}
 Limit = Annotated[int, Query(ge=1, le=200)]
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
 
@@ -36,7 +46,11 @@ def list_benchmarks(
 
 
 @router.post(
-    "", status_code=201, response_model=CreatedBenchmark, openapi_extra={"x-scope": "create"}
+    "",
+    status_code=201,
+    response_model=CreatedBenchmark,
+    responses=CREATION,
+    openapi_extra={"x-scope": "create"},
 )
 def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> dict[str, Any]:
     """Create a qa or mcq benchmark with its questions (at most 10 a day and 3 a minute,
@@ -47,7 +61,11 @@ def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> 
 
 
 @router.post(
-    "/import", status_code=201, response_model=CreatedBenchmark, openapi_extra={"x-scope": "create"}
+    "/import",
+    status_code=201,
+    response_model=CreatedBenchmark,
+    responses=CREATION,
+    openapi_extra={"x-scope": "create"},
 )
 def import_benchmark(ctx: ContextDep, body: ImportIn, response: Response) -> dict[str, Any]:
     """Create a benchmark from a JSONL or CSV file's text (counts against the creation limit)."""
@@ -92,7 +110,12 @@ def get_leaderboard(ctx: ContextDep, benchmark_id: str, phase_id: str | None = N
     return leaderboards.get_leaderboard(ctx, benchmark_id, phase_id)
 
 
-@router.patch("/{benchmark_id}", response_model=EditedBenchmark, openapi_extra={"x-scope": "edit"})
+@router.patch(
+    "/{benchmark_id}",
+    response_model=EditedBenchmark,
+    responses=responses(409),
+    openapi_extra={"x-scope": "edit"},
+)
 def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> dict[str, Any]:
     """Change title, description and/or the full question list (409 once questions froze)."""
     view, change = benchmarks.edit_benchmark(ctx, benchmark_id, body)
@@ -102,6 +125,7 @@ def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) ->
 @router.post(
     "/{benchmark_id}/preview-change",
     response_model=ChangePreview,
+    responses=responses(409),
     openapi_extra={"x-scope": "read"},
 )
 def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> ChangePreview:
@@ -110,7 +134,10 @@ def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) ->
 
 
 @router.post(
-    "/{benchmark_id}/publish", response_model=BenchmarkView, openapi_extra={"x-scope": "publish"}
+    "/{benchmark_id}/publish",
+    response_model=BenchmarkView,
+    responses=responses(409),
+    openapi_extra={"x-scope": "publish"},
 )
 def publish_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
     """Make the benchmark visible to everyone (questions, never the answer key)."""

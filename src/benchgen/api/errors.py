@@ -8,9 +8,61 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from benchgen.core.errors import BenchGenError, RateLimited
+
+
+class ErrorBody(BaseModel):
+    """What went wrong: a stable `code`, a readable `message`, and structured `details`."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorEnvelope(BaseModel):
+    """Every failure's body."""
+
+    error: ErrorBody
+
+
+_DESCRIPTIONS = {
+    401: "No valid personal API token: missing, malformed, unknown, expired or revoked",
+    402: "The credit balance cannot cover the most this could cost",
+    403: "The token lacks the scope this needs, or your role does not allow it",
+    404: "No such object, or one you may not see",
+    409: "The object's state does not allow this (frozen questions, already ended, …)",
+    422: "Invalid input: `details.errors` lists each problem with its place (`loc`)",
+    429: "The creation limit is reached: `Retry-After` says when to try again",
+}
+_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}, "required": True}},
+    429: {
+        "Retry-After": {
+            "description": "Seconds until the creation will be allowed",
+            "schema": {"type": "integer", "minimum": 1},
+            "required": True,
+        }
+    },
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for these failure statuses, all with the envelope as body."""
+    return {
+        status: {
+            "model": ErrorEnvelope,
+            "description": _DESCRIPTIONS[status],
+            **({"headers": _HEADERS[status]} if status in _HEADERS else {}),
+        }
+        for status in statuses
+    }
+
+
+# What any /api/v1 route may answer; routes add the statuses particular to them.
+COMMON = responses(401, 403, 404, 422)
 
 
 def envelope(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
@@ -41,6 +93,11 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # The framework's "error parsing the body" (e.g. a body that is not UTF-8): invalid
+            # input like any other, so it gets the same status, code and shape.
+            errors = [{"loc": ["body"], "msg": str(exc.detail)}]
+            return envelope(422, "invalid_input", f"body: {exc.detail}", {"errors": errors})
         codes = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated"}
         response = envelope(
             exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)

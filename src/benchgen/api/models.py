@@ -7,11 +7,12 @@ from typing import Any
 from fastapi import APIRouter
 
 from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON
 from benchgen.api.schemas import Page
 from benchgen.services import models
 from benchgen.services.models import ModelChange, ModelIn, ModelView
 
-router = APIRouter(prefix="/api/v1/models", tags=["models"])
+router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=COMMON)
 
 
 @router.get("", response_model=Page[ModelView], openapi_extra={"x-scope": "read"})

@@ -7,14 +7,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Response
 
 from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
 from benchgen.api.schemas import LogLine, Page, StartRun
 from benchgen.services import rescoring, results, run_log, runs
 from benchgen.services.rescoring import Rescore
 from benchgen.services.runs import Estimate, RunView
 
-router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=COMMON)
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+MAX_LOG_ID = 2**31 - 1  # log line ids are 32-bit integers: a larger `after` fails the query
 
 
 @router.get("", response_model=Page[RunView], openapi_extra={"x-scope": "read"})
@@ -34,7 +36,13 @@ def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
     return runs.estimate_run(ctx, benchmark_id, model_id)
 
 
-@router.post("", status_code=202, response_model=RunView, openapi_extra={"x-scope": "runs"})
+@router.post(
+    "",
+    status_code=202,
+    response_model=RunView,
+    responses=responses(402, 409),
+    openapi_extra={"x-scope": "runs"},
+)
 def start_run(ctx: ContextDep, body: StartRun) -> RunView:
     """Queue a run: reserves the estimate (402 if the balance cannot cover it) and freezes the
     benchmark's questions."""
@@ -64,7 +72,7 @@ def list_results(
 def read_log(
     ctx: ContextDep,
     run_id: str,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_LOG_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
 ) -> dict[str, Any]:
     """Log lines after the id `after`; poll with the last id to follow a live run."""
@@ -86,13 +94,23 @@ def export_results(
     return Response(text, media_type=media, headers={"Content-Disposition": filename})
 
 
-@router.post("/{run_id}/cancel", response_model=RunView, openapi_extra={"x-scope": "runs"})
+@router.post(
+    "/{run_id}/cancel",
+    response_model=RunView,
+    responses=responses(409),
+    openapi_extra={"x-scope": "runs"},
+)
 def cancel_run(ctx: ContextDep, run_id: str) -> RunView:
     """Cancel a queued run (refunded) or stop a running one (settles what it used)."""
     return runs.cancel_run(ctx, run_id)
 
 
-@router.post("/{run_id}/rescore", response_model=Rescore, openapi_extra={"x-scope": "runs"})
+@router.post(
+    "/{run_id}/rescore",
+    response_model=Rescore,
+    responses=responses(409),
+    openapi_extra={"x-scope": "runs"},
+)
 def rescore_run(
     ctx: ContextDep,
     run_id: str,

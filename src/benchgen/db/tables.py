@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     DateTime,
     Dialect,
     ForeignKey,
@@ -328,7 +329,10 @@ class RunResult(Base):
 
 class RunLogLine(Base):
     __tablename__ = "run_log_lines"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # 64-bit on PostgreSQL (a busy deployment writes many lines); SQLite's rowid already is.
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     at: Mapped[datetime]
     line: Mapped[str] = mapped_column(Text)
@@ -361,3 +365,26 @@ class LeaderboardEntry(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
     added_by: Mapped[str] = mapped_column(ForeignKey("users.id"))
     added_at: Mapped[datetime]
+
+
+class Proposal(Base):
+    """An action the agent asked the user to approve, bound to the hash of its exact arguments."""
+
+    __tablename__ = "proposals"
+    __table_args__ = (Index("ix_proposals_conversation", "user_id", "conversation_id", "status"),)
+    id: Mapped[str] = _id()
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    conversation_id: Mapped[str] = mapped_column(String(40))
+    # create_benchmark | edit_benchmark | publish_benchmark | start_run
+    kind: Mapped[str] = mapped_column(String(32))
+    arguments: Mapped[dict[str, Any]] = mapped_column()
+    arguments_hash: Mapped[str] = mapped_column(String(64))
+    preview: Mapped[dict[str, Any]] = mapped_column()
+    # pending | approved | declined | expired | superseded | executed | failed
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    decided_at: Mapped[datetime | None]
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_by_turn: Mapped[str | None] = mapped_column(String(40))

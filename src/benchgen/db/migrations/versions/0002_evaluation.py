@@ -161,7 +161,12 @@ def upgrade() -> None:
 
     op.create_table(
         "run_log_lines",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column(
+            "id",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            autoincrement=True,
+            nullable=False,
+        ),
         sa.Column("run_id", sa.String(length=40), nullable=False),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("line", sa.Text(), nullable=False),

@@ -1,0 +1,257 @@
+"""Each kind of agent proposal: check and canonicalise its arguments, preview it, carry it out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Question
+from benchgen.services import access, benchmarks, questions, runs
+from benchgen.services import proposal_previews as previews
+from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
+
+# Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
+# here and never can be: there is no kind for them, so no proposal for them can exist.
+KINDS = ("create_benchmark", "edit_benchmark", "publish_benchmark", "start_run")
+
+_Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class EditArgs(BaseModel):
+    """Arguments of an `edit_benchmark` proposal."""
+
+    model_config = _Strict
+
+    benchmark_id: str = Field(max_length=40)
+    change: BenchmarkChange
+
+
+class PublishArgs(BaseModel):
+    """Arguments of a `publish_benchmark` proposal."""
+
+    model_config = _Strict
+
+    benchmark_id: str = Field(max_length=40)
+
+
+class RunArgs(BaseModel):
+    """Arguments of a `start_run` proposal."""
+
+    model_config = _Strict
+
+    benchmark_id: str = Field(max_length=40)
+    model_id: str = Field(max_length=40)
+    phase_id: str | None = Field(None, max_length=40)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Canonical arguments (exactly what will run) and the preview rendered from them."""
+
+    arguments: dict[str, Any]
+    preview: dict[str, Any]
+
+
+def canonical_json(arguments: dict[str, Any]) -> str:
+    """The one serialisation that is hashed: sorted keys, no spaces, UTF-8 text kept."""
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def hash_arguments(arguments: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of `arguments`: the preview hash approval carries."""
+    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
+
+
+def prepare(ctx: Context, kind: str, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
+    """Validate `arguments` for `kind` with the services' own rules, applying nothing.
+
+    Raises:
+        InvalidInput: unknown kind, bad arguments, or `agent_pick` on anything but a run.
+        NotFound: the benchmark or model is not visible to the principal.
+        PermissionDenied: the principal may not do this now (scope, role, deployment switch).
+        Frozen: an edit touches frozen questions.
+        Conflict: the edit changes nothing, or the benchmark is already published.
+    """
+    if kind not in KINDS:
+        raise invalid(["kind"], f"unknown proposal kind; choose one of {', '.join(KINDS)}")
+    if agent_pick and kind != "start_run":
+        raise invalid(["agent_pick"], "only a run proposal has a model choice to mark")
+    if kind == "create_benchmark":
+        prepared = _prepare_create(ctx, arguments)
+    elif kind == "edit_benchmark":
+        prepared = _prepare_edit(ctx, arguments)
+    elif kind == "publish_benchmark":
+        prepared = _prepare_publish(ctx, arguments)
+    else:
+        prepared = _prepare_run(ctx, arguments, agent_pick)
+    # Kept as parsed back from the canonical text, so what is stored is exactly what is hashed.
+    return Prepared(json.loads(canonical_json(prepared.arguments)), prepared.preview)
+
+
+def _prepare_create(ctx: Context, arguments: dict[str, Any]) -> Prepared:
+    access.require(ctx, Action.BENCHMARK_CREATE)
+    spec = parse(BenchmarkIn, arguments)
+    if not spec.title:
+        # The same rule create_benchmark applies, checked now so the user never approves a
+        # benchmark that cannot be created.
+        raise invalid(["title"], "must not be empty")
+    checked = questions.validate_questions(spec.format, spec.questions)
+    canonical = {**spec.model_dump(), "questions": _question_args(checked.questions)}
+    shown = [question.as_dict() for question in checked.questions]
+    preview = {
+        "title": spec.title,
+        "format": spec.format,
+        "description": spec.description,
+        "question_count": len(shown),
+        "questions": shown,
+        "warnings": checked.warnings,
+        "text": previews.create_text(canonical, shown, checked.warnings),
+    }
+    return Prepared(canonical, preview)
+
+
+def _prepare_edit(ctx: Context, arguments: dict[str, Any]) -> Prepared:
+    spec = parse(EditArgs, arguments)
+    row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_EDIT)
+    change = spec.change.model_dump()
+    if spec.change.questions is not None:
+        checked = questions.validate_questions(row.format, spec.change.questions)
+        change["questions"] = _question_args(checked.questions)
+    # The diff is computed from the canonical change itself, so it shows what will be applied.
+    diff = benchmarks.preview_benchmark_change(ctx, row.id, change)
+    if not diff.metadata and diff.questions is None:
+        raise Conflict("The change changes nothing, so there is nothing to approve.")
+    preview = {
+        "benchmark_id": row.id,
+        "title": row.title,
+        "metadata": diff.metadata,
+        "questions": diff.questions,
+        "version_before": diff.version_before,
+        "version_after": diff.version_after,
+        "warnings": diff.warnings,
+        "text": previews.edit_text(row.title, diff),
+    }
+    return Prepared({"benchmark_id": row.id, "change": change, "version": row.version}, preview)
+
+
+def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
+    spec = parse(PublishArgs, arguments)
+    row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_PUBLISH)
+    if row.visibility == "published":
+        raise Conflict("This benchmark is already published.", {"id": row.id})
+    count = int(
+        ctx.session.scalar(select(func.count()).where(Question.benchmark_id == row.id)) or 0
+    )
+    preview = {
+        "benchmark_id": row.id,
+        "title": row.title,
+        "question_count": count,
+        "text": previews.publish_text(row.title, row.id, count),
+    }
+    return Prepared({"benchmark_id": row.id, "version": row.version}, preview)
+
+
+def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
+    spec = parse(RunArgs, arguments)
+    row = access.require_benchmark(ctx, spec.benchmark_id, Action.RUN_LAUNCH)
+    estimate = runs.estimate_run(ctx, row.id, spec.model_id)
+    preview: dict[str, Any] = {
+        "benchmark_id": row.id,
+        "benchmark_title": row.title,
+        "model_id": estimate.model_id,
+        "model_name": estimate.model_name,
+        "phase_id": spec.phase_id,
+        "agent_pick": agent_pick,
+        "question_count": estimate.question_count,
+        "estimated_credits": estimate.credits,
+        "basis": estimate.basis,
+    }
+    preview["text"] = previews.run_text(preview)
+    # The estimate the user saw is bound into the arguments: a run that would now cost more
+    # (a price rise, added questions) is refused rather than spending beyond what was approved.
+    return Prepared({**spec.model_dump(), "max_credits": estimate.credits}, preview)
+
+
+def _question_args(checked: list[questions.Canonical]) -> list[dict[str, Any]]:
+    """Validated questions back in the input shape, so running them re-validates to the same."""
+    return [
+        {
+            "prompt": question.prompt,
+            "choices": list(question.choices) if question.choices is not None else None,
+            "answer": question.answers[0]
+            if question.choices is not None
+            else list(question.answers),
+            "tags": list(question.tags),
+            "metadata": json.loads(question.metadata),
+        }
+        for question in checked
+    ]
+
+
+def perform(ctx: Context, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Carry out exactly `arguments` through the normal service function, which checks every
+    rule again (permissions, switches, rate limits, credits, freezing, the target exists).
+
+    Raises:
+        BenchGenError: whatever that service function raises; see its own Raises.
+        Conflict: the benchmark changed after the preview, or a run would cost more than shown.
+    """
+    return _PERFORMERS[kind](ctx, arguments)
+
+
+def _perform_create(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+    created = benchmarks.create_benchmark(ctx, arguments)
+    return {"benchmark_id": created.benchmark.id, "warnings": created.warnings}
+
+
+def _perform_edit(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+    _require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    edited, _ = benchmarks.edit_benchmark(ctx, arguments["benchmark_id"], arguments["change"])
+    return {"benchmark_id": edited.id, "version": edited.version}
+
+
+def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+    _require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
+    published = benchmarks.publish_benchmark(ctx, arguments["benchmark_id"])
+    return {"benchmark_id": published.id, "visibility": published.visibility}
+
+
+def _perform_run(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+    benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
+    estimate = runs.estimate_run(ctx, benchmark_id, model_id)
+    if estimate.credits > arguments["max_credits"]:
+        raise Conflict(
+            f"The run would now cost up to {estimate.credits} credits, more than the "
+            f"{arguments['max_credits']} shown when it was approved; nothing started.",
+            {"estimate": estimate.credits, "approved": arguments["max_credits"]},
+        )
+    run = runs.start_run(ctx, benchmark_id, model_id, arguments["phase_id"])
+    return {"run_id": run.id, "estimated_cost": run.estimated_cost}
+
+
+def _require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> None:
+    """Refuse when the benchmark changed since the preview: what was shown must be what runs."""
+    row = access.require_benchmark(ctx, arguments["benchmark_id"], action)
+    if row.version != arguments["version"]:
+        raise Conflict(
+            f"The benchmark's questions changed after the preview (version "
+            f"{arguments['version']}, now {row.version}); nothing was done.",
+            {"id": row.id, "version": row.version},
+        )
+
+
+_PERFORMERS: dict[str, Callable[[Context, dict[str, Any]], dict[str, Any]]] = {
+    "create_benchmark": _perform_create,
+    "edit_benchmark": _perform_edit,
+    "publish_benchmark": _perform_publish,
+    "start_run": _perform_run,
+}

@@ -1,0 +1,318 @@
+"""Bound approvals: the agent proposes, the user approves those exact arguments, they run once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import CursorResult, Update, select, update
+
+from benchgen.core.context import Context
+from benchgen.core.errors import (
+    BenchGenError,
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+    invalid,
+)
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import PrincipalKind
+from benchgen.db.tables import Proposal
+from benchgen.services import access, audit, proposal_kinds
+
+EXPIRY = timedelta(minutes=10)
+PENDING, APPROVED, EXECUTED, FAILED = "pending", "approved", "executed", "failed"
+MAX_CONVERSATION_ID = 40
+
+# Why a proposal can no longer be decided or carried out, by its status.
+_GONE = {
+    APPROVED: "it was already approved",
+    "declined": "it was declined",
+    "expired": "it expired; ask the agent to propose it again",
+    "superseded": "a newer proposal in this conversation replaced it",
+    EXECUTED: "it was already carried out",
+    FAILED: "it was already tried, and it failed",
+}
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """A proposal as its user (and their agent) sees it.
+
+    `preview_hash` is the SHA-256 of the canonical arguments: approving sends it back. `status`
+    reads `expired` once the deadline has passed. `error_code` is set when execution failed.
+    """
+
+    id: str
+    conversation_id: str
+    kind: str
+    arguments: dict[str, Any]
+    preview_hash: str
+    preview: dict[str, Any]
+    status: str
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+    result: dict[str, Any] | None
+    error: str
+    error_code: str | None
+
+
+def propose(
+    ctx: Context,
+    conversation_id: str,
+    kind: str,
+    arguments: dict[str, Any],
+    *,
+    agent_pick: bool = False,
+) -> ProposalView:
+    """Validate an action the agent wants to take and store it, pending the user's decision.
+
+    The arguments are checked by the services' own validation (nothing is applied), turned
+    into their canonical form and hashed; the preview is rendered from them by code. Any
+    pending proposal of the conversation is superseded. `agent_pick` (runs only) marks a model
+    the agent chose because the user's message left the choice open.
+
+    Raises:
+        PermissionDenied: not an agent turn, or the agent may not do this now.
+        Unauthenticated: the account or turn credential is no longer valid.
+        InvalidInput: unknown kind (A13 actions have none), bad arguments or conversation id.
+        NotFound: the benchmark or model is not visible to the principal.
+        Frozen: an edit touches frozen questions.
+        Conflict: the edit changes nothing, or the benchmark is already published.
+    """
+    user_id = _require_agent(ctx)
+    if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
+        raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
+    prepared = proposal_kinds.prepare(ctx, kind, arguments, agent_pick)
+    now = ctx.now()
+    _retire_pending(ctx, user_id, conversation_id, now)
+    row = Proposal(
+        id=new_id("prop"),
+        user_id=user_id,
+        conversation_id=conversation_id,
+        kind=kind,
+        arguments=prepared.arguments,
+        arguments_hash=proposal_kinds.hash_arguments(prepared.arguments),
+        preview=prepared.preview,
+        status=PENDING,
+        created_at=now,
+        expires_at=now + EXPIRY,
+        error="",
+        created_by_turn=ctx.principal.turn_id,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    details = {"kind": kind, "conversation_id": conversation_id, "hash": row.arguments_hash}
+    audit.record(ctx, "proposal.create", "proposal", row.id, **details)
+    return _view(row, now)
+
+
+def _retire_pending(ctx: Context, user_id: str, conversation_id: str, now: datetime) -> None:
+    """Expire or supersede the conversation's pending proposals: only the newest is decidable."""
+    pending = update(Proposal).where(
+        Proposal.user_id == user_id,
+        Proposal.conversation_id == conversation_id,
+        Proposal.status == PENDING,
+    )
+    ctx.session.execute(pending.where(Proposal.expires_at <= now).values(status="expired"))
+    ctx.session.execute(
+        pending.where(Proposal.expires_at > now).values(status="superseded", decided_at=now)
+    )
+
+
+def decide(
+    ctx: Context, conversation_id: str, proposal_id: str, preview_hash: str | None, approve: bool
+) -> ProposalView:
+    """Approve or decline the pending proposal, in one conditional update.
+
+    Approving needs the preview hash that was shown with the proposal; declining does not.
+    Only a person's own door decides: the agent's credential never approves (A11).
+
+    Raises:
+        PermissionDenied: an agent turn tried to decide.
+        Unauthenticated: the account or credential is no longer valid.
+        InvalidInput: approving without a preview hash.
+        Conflict: not decided, and nothing will run: the proposal is not the pending one of this
+            conversation and user, it expired, was replaced or already decided, or the hash
+            does not match.
+    """
+    if ctx.principal.kind is PrincipalKind.AGENT:
+        # A11: nothing the model says can approve; only the user's own input decides.
+        raise PermissionDenied("The agent cannot decide its own proposals; the user does.")
+    user_id = _require_user(ctx)
+    if approve and not preview_hash:
+        raise invalid(["preview_hash"], "approving needs the preview hash shown with the proposal")
+    now = ctx.now()
+    status = APPROVED if approve else "declined"
+    statement = update(Proposal).where(
+        Proposal.id == proposal_id,
+        Proposal.conversation_id == conversation_id,
+        Proposal.user_id == user_id,
+        Proposal.status == PENDING,
+        Proposal.expires_at > now,
+    )
+    if approve:
+        statement = statement.where(Proposal.arguments_hash == preview_hash)
+    if _changed(ctx, statement.values(status=status, decided_at=now)) != 1:
+        reason = _why_not(ctx, proposal_id, user_id, conversation_id, now)
+        verb = "Not approved, and nothing will run" if approve else "Not declined"
+        raise Conflict(f"{verb}: {reason}.", {"id": proposal_id})
+    row = _owned(ctx, proposal_id, user_id)
+    audit.record(
+        ctx, f"proposal.{'approve' if approve else 'decline'}", "proposal", row.id, kind=row.kind
+    )
+    return _view(row, now)
+
+
+def _why_not(
+    ctx: Context, proposal_id: str, user_id: str, conversation_id: str, now: datetime
+) -> str:
+    row = ctx.session.get(Proposal, proposal_id)
+    # Someone else's proposal, or one from another chat, is reported as absent: its state is
+    # none of this caller's business.
+    if row is None or row.user_id != user_id or row.conversation_id != conversation_id:
+        return "there is no such proposal in this conversation"
+    status = _status(row, now)
+    if status == PENDING:
+        return "the preview hash does not match the proposal that was shown"
+    return _GONE[status]
+
+
+def execute(ctx: Context, proposal_id: str) -> ProposalView:
+    """Carry out an approved proposal, once, with exactly its stored arguments.
+
+    The agent turn's principal runs the normal service function, so every rule is checked
+    again now. A domain error does not propagate: the proposal is marked `failed` with the
+    error's message and code, whatever the service did is rolled back (a savepoint), and the
+    view is returned — so the caller's transaction commits the failure record. Any other
+    exception propagates and leaves the proposal approved (nothing is committed).
+
+    Raises:
+        PermissionDenied: not an agent turn (another door would skip the agent's limits).
+        Unauthenticated: the account or turn credential is no longer valid.
+        NotFound: no such proposal for this user.
+        Conflict: not carried out: never approved, declined, expired, or already carried out.
+    """
+    user_id = _require_agent(ctx)
+    row = _owned(ctx, proposal_id, user_id)
+    now = ctx.now()
+    claim = update(Proposal).where(
+        Proposal.id == row.id,
+        Proposal.user_id == user_id,
+        Proposal.status == APPROVED,
+        Proposal.expires_at > now,
+    )
+    # The conditional update is the claim: of two concurrent executions only one matches.
+    if _changed(ctx, claim.values(status=EXECUTED)) != 1:
+        ctx.session.refresh(row)  # a concurrent execution may have committed since the load
+        reason = _GONE.get(_status(row, now), "it was never approved")
+        raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
+    _carry_out(ctx, row)
+    details = {"kind": row.kind, "status": row.status, "error": row.error}
+    audit.record(ctx, "proposal.execute", "proposal", row.id, **details)
+    return _view(row, now)
+
+
+def _carry_out(ctx: Context, row: Proposal) -> None:
+    try:
+        # Defence in depth: the stored arguments must still be the ones whose hash was approved.
+        if proposal_kinds.hash_arguments(row.arguments) != row.arguments_hash:
+            raise Conflict("The stored arguments no longer match what was approved.")
+        with ctx.session.begin_nested():
+            result = proposal_kinds.perform(ctx, row.kind, row.arguments)
+    except BenchGenError as exc:
+        row.status, row.error = FAILED, exc.message
+        row.result = {"code": exc.code, "details": exc.details}
+        return
+    row.status, row.result = EXECUTED, result
+
+
+def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
+    """The conversation's proposal awaiting the user's decision, if any (and not expired).
+
+    Raises:
+        Unauthenticated: the account or credential is no longer valid.
+    """
+    user_id = _require_user(ctx)
+    now = ctx.now()
+    row = ctx.session.scalars(
+        select(Proposal)
+        .where(
+            Proposal.user_id == user_id,
+            Proposal.conversation_id == conversation_id,
+            Proposal.status == PENDING,
+            Proposal.expires_at > now,
+        )
+        .order_by(Proposal.created_at.desc(), Proposal.id)
+        .limit(1)
+    ).first()
+    return _view(row, now) if row is not None else None
+
+
+def get_proposal(ctx: Context, proposal_id: str) -> ProposalView:
+    """One of the acting user's proposals.
+
+    Raises:
+        Unauthenticated: the account or credential is no longer valid.
+        NotFound: no such proposal, or another user's.
+    """
+    return _view(_owned(ctx, proposal_id, _require_user(ctx)), ctx.now())
+
+
+def _require_agent(ctx: Context) -> str:
+    # Proposals are the agent's way to ask first. Executing one from another door would run it
+    # without the agent's switches and rate limits: approval would widen access.
+    if ctx.principal.kind is not PrincipalKind.AGENT:
+        raise PermissionDenied(
+            "Only the agent makes and carries out proposals; other doors act directly."
+        )
+    return _require_user(ctx)
+
+
+def _require_user(ctx: Context) -> str:
+    user = access.live_user(ctx)
+    if user is None:
+        raise Unauthenticated("The account is disabled or the credential is no longer valid.")
+    return user.id
+
+
+def _owned(ctx: Context, proposal_id: str, user_id: str) -> Proposal:
+    row = ctx.session.get(Proposal, proposal_id, populate_existing=True)
+    if row is None or row.user_id != user_id:
+        raise NotFound("No such proposal.", {"id": proposal_id})
+    return row
+
+
+def _changed(ctx: Context, statement: Update) -> int:
+    """Rows a conditional update changed (loaded rows are refreshed by whoever reads them)."""
+    result = ctx.session.execute(statement.execution_options(synchronize_session=False))
+    assert isinstance(result, CursorResult)
+    return result.rowcount
+
+
+def _status(row: Proposal, now: datetime) -> str:
+    """The status in force: an undecided or unexecuted proposal past its deadline is expired."""
+    if row.status in (PENDING, APPROVED) and row.expires_at <= now:
+        return "expired"
+    return row.status
+
+
+def _view(row: Proposal, now: datetime) -> ProposalView:
+    return ProposalView(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        kind=row.kind,
+        arguments=row.arguments,
+        preview_hash=row.arguments_hash,
+        preview=row.preview,
+        status=_status(row, now),
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        decided_at=row.decided_at,
+        result=row.result,
+        error=row.error,
+        error_code=str(row.result["code"]) if row.status == FAILED and row.result else None,
+    )

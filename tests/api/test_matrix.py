@@ -1,0 +1,347 @@
+"""The authorization matrix through HTTP: every /api/v1 route × every kind of caller.
+
+The route list comes from the app's own route table, with the scope each route declares in
+`openapi_extra["x-scope"]`. `ROUTES` below says how to build a valid request for each one; a route
+the app serves without a row here (or a row for a route that is gone) fails
+`test_every_route_has_matrix_rows`.
+
+Cases, in the order they run against one seeded database (only the last may change anything):
+no token, malformed, bad checksum, expired, revoked → 401 with `WWW-Authenticate: Bearer`;
+missing scope → 403 (or allowed when the route needs no scope); another user's object → 404 (never
+revealing it exists; routes without an object: allowed, and nothing of the owner's shows);
+allowed → the route's success status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from httpx import Response
+
+from benchgen.app import create_app
+from benchgen.core.context import Principal
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Scope
+from benchgen.db.tables import ApiToken
+from benchgen.jobs.worker import Worker
+from benchgen.services import models, runs, tokens
+from benchgen.services.runtime import Runtime
+from tests.support import MCQ, OPERATOR, World
+
+FIRST = "mdl_builtin_first"
+ALL_SCOPES = sorted(scope.value for scope in Scope)
+CASES = (
+    "no_token",
+    "malformed",
+    "bad_checksum",
+    "expired",
+    "revoked",
+    "missing_scope",
+    "other_user",
+    "allowed",
+)
+ERROR_CODES = {401: "unauthenticated", 403: "permission_denied", 404: "not_found"}
+
+
+def api_routes(app: FastAPI) -> dict[tuple[str, str], str | None]:
+    """Every (method, path) the app serves under /api/v1, with the scope it declares."""
+    found: dict[tuple[str, str], str | None] = {}
+    for path, route in _flat_routes(app):
+        if not path.startswith("/api/v1/") or not route.include_in_schema:
+            continue
+        extra = route.openapi_extra or {}
+        assert "x-scope" in extra, f"{path} declares no x-scope"
+        for method in route.methods or ():
+            found[(method, path)] = extra["x-scope"]
+    return found
+
+
+def _flat_routes(app: FastAPI) -> Iterator[tuple[str, APIRoute]]:
+    """`app.routes` as (full path, route), included routers opened up (FastAPI 0.16x nests
+    them in `app.routes`; older versions list the routes themselves)."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:
+        yield from ((r.path, r) for r in app.routes if isinstance(r, APIRoute))
+        return
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute):
+            yield context.path or route.path, route
+
+
+@dataclass(frozen=True)
+class Seed:
+    """What every matrix test starts from: ana owns everything, bob owns nothing of hers."""
+
+    ana: str
+    bob: str
+    benchmark: str  # ana's private mcq benchmark, frozen by its runs
+    run: str  # ana's completed run on it
+    queued: str  # ana's queued run on it
+    model: str  # ana's own model endpoint
+
+    @property
+    def private_ids(self) -> tuple[str, ...]:
+        return (self.benchmark, self.run, self.queued, self.model)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One HTTP request."""
+
+    method: str
+    url: str
+    json: Any = None
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Row:
+    """How to call a route validly, what success is, and whether it addresses ana's object."""
+
+    build: Callable[[Seed], Call]
+    ok: int = 200
+    owned: bool = True
+
+
+JSONL = '{"prompt": "2+2?", "answer": "4"}\n{"prompt": "3+3?", "answer": "6"}\n'
+NEW_QA = {"title": "Sums", "format": "qa", "questions": [{"prompt": "1+1?", "answer": "2"}]}
+NEW_MODEL = {"name": "Mine too", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+
+ROUTES: dict[tuple[str, str], Row] = {
+    ("GET", "/api/v1/me"): Row(lambda s: Call("GET", "/api/v1/me"), owned=False),
+    ("GET", "/api/v1/credits"): Row(lambda s: Call("GET", "/api/v1/credits"), owned=False),
+    ("GET", "/api/v1/benchmarks"): Row(lambda s: Call("GET", "/api/v1/benchmarks"), owned=False),
+    ("POST", "/api/v1/benchmarks"): Row(
+        lambda s: Call("POST", "/api/v1/benchmarks", NEW_QA), ok=201, owned=False
+    ),
+    ("POST", "/api/v1/benchmarks/import"): Row(
+        lambda s: Call(
+            "POST",
+            "/api/v1/benchmarks/import",
+            {"title": "Imported", "format": "qa", "content": JSONL},
+        ),
+        ok=201,
+        owned=False,
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}")
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/questions"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/questions")
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/leaderboard"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/leaderboard")
+    ),
+    ("PATCH", "/api/v1/benchmarks/{benchmark_id}"): Row(
+        lambda s: Call("PATCH", f"/api/v1/benchmarks/{s.benchmark}", {"title": "Renamed"})
+    ),
+    ("POST", "/api/v1/benchmarks/{benchmark_id}/preview-change"): Row(
+        lambda s: Call(
+            "POST", f"/api/v1/benchmarks/{s.benchmark}/preview-change", {"title": "Renamed"}
+        )
+    ),
+    ("POST", "/api/v1/benchmarks/{benchmark_id}/publish"): Row(
+        lambda s: Call("POST", f"/api/v1/benchmarks/{s.benchmark}/publish")
+    ),
+    ("GET", "/api/v1/runs"): Row(lambda s: Call("GET", "/api/v1/runs"), owned=False),
+    ("GET", "/api/v1/runs/estimate"): Row(
+        lambda s: Call(
+            "GET", "/api/v1/runs/estimate", params={"benchmark_id": s.benchmark, "model_id": FIRST}
+        )
+    ),
+    ("POST", "/api/v1/runs"): Row(
+        lambda s: Call("POST", "/api/v1/runs", {"benchmark_id": s.benchmark, "model_id": FIRST}),
+        ok=202,
+    ),
+    ("GET", "/api/v1/runs/{run_id}"): Row(lambda s: Call("GET", f"/api/v1/runs/{s.run}")),
+    ("GET", "/api/v1/runs/{run_id}/results"): Row(
+        lambda s: Call("GET", f"/api/v1/runs/{s.run}/results")
+    ),
+    ("GET", "/api/v1/runs/{run_id}/log"): Row(lambda s: Call("GET", f"/api/v1/runs/{s.run}/log")),
+    ("GET", "/api/v1/runs/{run_id}/export"): Row(
+        lambda s: Call("GET", f"/api/v1/runs/{s.run}/export", params={"format": "csv"})
+    ),
+    ("POST", "/api/v1/runs/{run_id}/cancel"): Row(
+        lambda s: Call("POST", f"/api/v1/runs/{s.queued}/cancel")
+    ),
+    ("POST", "/api/v1/runs/{run_id}/rescore"): Row(
+        lambda s: Call("POST", f"/api/v1/runs/{s.run}/rescore")
+    ),
+    ("GET", "/api/v1/models"): Row(lambda s: Call("GET", "/api/v1/models"), owned=False),
+    ("GET", "/api/v1/models/{model_id}"): Row(lambda s: Call("GET", f"/api/v1/models/{s.model}")),
+    ("POST", "/api/v1/models"): Row(
+        lambda s: Call("POST", "/api/v1/models", NEW_MODEL), ok=201, owned=False
+    ),
+    ("PATCH", "/api/v1/models/{model_id}"): Row(
+        lambda s: Call("PATCH", f"/api/v1/models/{s.model}", {"name": "Renamed"})
+    ),
+}
+
+
+@pytest.fixture
+def app(runtime: Runtime) -> FastAPI:
+    # Model endpoints on 127.0.0.1 are allowed, as an operator's allow-list would.
+    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
+    return create_app(runtime.settings, runtime)
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def seed(world: World, runtime: Runtime) -> Seed:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    benchmark = world.benchmark(ana, MCQ)
+    web = Principal.web(ana)
+    done = world.do(web, runs.start_run, benchmark, FIRST)
+    worker = Worker(runtime)
+    while worker.run_once():
+        pass
+    queued = world.do(web, runs.start_run, benchmark, FIRST)
+    spec = {"name": "Mine", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    model = world.do(web, models.create_model, spec)
+    return Seed(ana, bob, benchmark, done.id, queued.id, model.id)
+
+
+def _expired(world: World, user_id: str) -> str:
+    secret = world.token(user_id, ALL_SCOPES)
+    token_id = world.api(secret).token_id
+
+    def expire(ctx: Any) -> None:
+        ctx.session.get(ApiToken, token_id).expires_at = ctx.now() - timedelta(seconds=1)
+
+    world.ctx_call(OPERATOR, expire)
+    return secret
+
+
+def _revoked(world: World, user_id: str) -> str:
+    secret = world.token(user_id, ALL_SCOPES)
+    world.do(OPERATOR, tokens.revoke_token, world.api(secret).token_id)
+    return secret
+
+
+def _bad_checksum(world: World, user_id: str) -> str:
+    secret = world.token(user_id, ALL_SCOPES)
+    body_start = len("bgp_")
+    flipped = "B" if secret[body_start] == "A" else "A"
+    return secret[:body_start] + flipped + secret[body_start + 1 :]
+
+
+def _headers(world: World, seed: Seed, case: str, scope: str | None) -> dict[str, str]:
+    secrets: dict[str, Callable[[], str]] = {
+        "malformed": lambda: "not-a-token",
+        "bad_checksum": lambda: _bad_checksum(world, seed.ana),
+        "expired": lambda: _expired(world, seed.ana),
+        "revoked": lambda: _revoked(world, seed.ana),
+        "missing_scope": lambda: world.token(
+            seed.ana, [name for name in ALL_SCOPES if name != (scope or "")] if scope else ["train"]
+        ),
+        "other_user": lambda: world.token(seed.bob, ALL_SCOPES),
+        "allowed": lambda: world.token(seed.ana, ALL_SCOPES),
+    }
+    if case == "no_token":
+        return {}
+    return {"Authorization": f"Bearer {secrets[case]()}"}
+
+
+def _expected(row: Row, case: str, scope: str | None) -> int:
+    if case in ("no_token", "malformed", "bad_checksum", "expired", "revoked"):
+        return 401
+    if case == "missing_scope":
+        return 403 if scope else row.ok
+    if case == "other_user":
+        return 404 if row.owned else row.ok
+    return row.ok
+
+
+def _problems(response: Response, expected: int, case: str, seed: Seed) -> list[str]:
+    """What is wrong with one response, as readable lines (empty: all good)."""
+    problems: list[str] = []
+    if response.status_code != expected:
+        return [f"status {response.status_code}, expected {expected}: {response.text[:300]}"]
+    if expected >= 400:
+        body = response.json()
+        if set(body) != {"error"} or set(body["error"]) != {"code", "message", "details"}:
+            problems.append(f"not the error envelope: {body}")
+        elif body["error"]["code"] != ERROR_CODES[expected]:
+            problems.append(f"code {body['error']['code']!r}, expected {ERROR_CODES[expected]!r}")
+        elif not isinstance(body["error"]["details"], dict) or not body["error"]["message"]:
+            problems.append(f"details must be an object and message non-empty: {body}")
+        if expected == 401 and response.headers.get("WWW-Authenticate") != "Bearer":
+            problems.append("401 without 'WWW-Authenticate: Bearer'")
+    elif case == "other_user":
+        leaked = [found for found in seed.private_ids if found in response.text]
+        if leaked:
+            problems.append(f"another user's private objects show: {leaked}")
+    return problems
+
+
+def _send(client: TestClient, call: Call, headers: dict[str, str]) -> Response:
+    return client.request(
+        call.method, call.url, json=call.json, params=call.params, headers=headers
+    )
+
+
+_GHOSTS: dict[Seed, Seed] = {}
+
+
+def _ghosts(seed: Seed) -> Seed:
+    """The same seed with every object of ana's swapped for an id that exists nowhere."""
+    if seed not in _GHOSTS:
+        _GHOSTS[seed] = replace(
+            seed,
+            benchmark=new_id("bm"),
+            run=new_id("run"),
+            queued=new_id("run"),
+            model=new_id("mdl"),
+        )
+    return _GHOSTS[seed]
+
+
+def _without_ids(response: Response, seed: Seed) -> tuple[int, str]:
+    text = response.text
+    for found in seed.private_ids:
+        text = text.replace(found, "<id>")
+    return response.status_code, text
+
+
+def test_every_route_has_matrix_rows(app: FastAPI) -> None:
+    served = set(api_routes(app))
+    assert served, "no /api/v1 routes found in the app's route table"
+    missing = sorted(served - set(ROUTES))
+    stale = sorted(set(ROUTES) - served)
+    assert not missing, f"routes without authorization-matrix rows: {missing}"
+    assert not stale, f"matrix rows for routes the app no longer serves: {stale}"
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES), ids=lambda key: f"{key[0]} {key[1]}")
+def test_authorization_matrix(
+    route: tuple[str, str], app: FastAPI, client: TestClient, world: World, seed: Seed
+) -> None:
+    scope = api_routes(app)[route]
+    row = ROUTES[route]
+    failures = []
+    for case in CASES:  # "allowed" last: it is the only case that may change anything
+        headers = _headers(world, seed, case, scope)
+        response = _send(client, row.build(seed), headers)
+        expected = _expected(row, case, scope)
+        failures += [f"{case}: {problem}" for problem in _problems(response, expected, case, seed)]
+        if case == "other_user" and row.owned:
+            # Never reveal it exists: the answer must be the one for an id that does not exist.
+            ghost = _send(client, row.build(_ghosts(seed)), headers)
+            seen, unseen = _without_ids(response, seed), _without_ids(ghost, _ghosts(seed))
+            if seen != unseen:
+                failures.append(f"{case}: differs from a missing object's {unseen}: {seen}")
+    assert not failures, f"{route[0]} {route[1]} (scope {scope}):\n" + "\n".join(failures)
