@@ -111,3 +111,10 @@ def test_openapi_is_served(client: TestClient) -> None:
     spec = client.get("/api/v1/openapi.json").json()
     assert "/api/v1/me" in spec["paths"]
     assert client.get("/api/docs").status_code == 200
+
+
+def test_a_cursor_of_non_ascii_digits_is_a_clear_422(client: TestClient, world: World) -> None:
+    secret = world.token(world.user("ana@example.com"), ["read"])
+    response = client.get("/api/v1/benchmarks?cursor=%E2%93%B9", headers=_auth(secret))
+    assert response.status_code == 422
+    assert response.json()["error"]["details"]["errors"][0]["loc"] == ["query", "cursor"]

@@ -18,7 +18,7 @@ def offset_of(cursor: str | None) -> int:
     """
     if cursor is None:
         return 0
-    if not cursor.isdigit() or len(cursor) > 9:
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 9:
         raise invalid(["query", "cursor"], "not a cursor from a previous page")
     return int(cursor)
 
