@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unauthenticated, invalid
+from benchgen.core.storable import require_storable
 from benchgen.services import tokens
 from benchgen.services.runtime import Runtime, transaction
 
@@ -52,10 +52,10 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
         InvalidInput: the first such value, with its place.
     """
     for name, value in request.path_params.items():
-        _check(value, ["path", name])
+        require_storable(value, ["path", name])
     for name, value in request.query_params.multi_items():
-        _check(name, ["query", name])
-        _check(value, ["query", name])
+        require_storable(name, ["query", name])
+        require_storable(value, ["query", name])
     raw = await request.body()  # already read and kept by the framework
     if raw:
         try:
@@ -63,32 +63,23 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
         except ValueError:
             return  # not JSON: the framework refuses it with its own 422
         try:
-            _check(body, ["body"])
+            require_storable(body, ["body"])
         except RecursionError:
             raise invalid(["body"], "nested too deeply") from None
 
 
-def _check(value: Any, loc: list[str | int]) -> None:
-    if isinstance(value, str) and "\x00" in value:
-        raise invalid(loc, "must not contain the NUL character (\\u0000)")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise invalid(loc, "must be a finite number")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _check(key, [*loc, key])
-            _check(item, [*loc, key])
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check(item, [*loc, index])
-
-
 def unit_of_work(
+    request: Request,
     runtime: RuntimeDep,
     principal: PrincipalDep,
     _: Annotated[None, Depends(checked_input)],
 ) -> Iterator[Context]:
-    """One transaction per request as the authenticated principal; errors roll it back."""
-    with transaction(runtime, principal) as ctx:
+    """One transaction per request as the authenticated principal; errors roll it back.
+
+    Reads take no write lock: on SQLite a write transaction serialises every request behind it.
+    """
+    write = request.method not in ("GET", "HEAD")
+    with transaction(runtime, principal, write=write) as ctx:
         yield ctx
 
 

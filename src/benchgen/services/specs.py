@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.storable import require_storable
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000
@@ -82,11 +82,7 @@ def parse(shape: type[Shape], data: Shape | dict[str, Any]) -> Shape:
     Raises:
         InvalidInput: every problem, each with its place (`loc`) and message.
     """
-    raw = data.model_dump() if isinstance(data, BaseModel) else data
-    problem = _unstorable(raw, [])
-    if problem is not None:
-        where = ".".join(str(part) for part in problem[0])
-        raise InvalidInput(f"{where}: {problem[1]}", [{"loc": problem[0], "msg": problem[1]}])
+    require_storable(data.model_dump() if isinstance(data, BaseModel) else data, [])
     if isinstance(data, shape):
         return data
     try:
@@ -97,25 +93,3 @@ def parse(shape: type[Shape], data: Shape | dict[str, Any]) -> Shape:
         where = ".".join(str(part) for part in first["loc"])
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise InvalidInput(f"{where}: {first['msg']}{more}", errors) from None
-
-
-def _unstorable(value: Any, loc: list[str | int]) -> tuple[list[str | int], str] | None:
-    """The first value no database can keep faithfully: a NUL character (PostgreSQL refuses it
-    in text) or a NaN/infinite number (not JSON). Checked here so every door refuses it."""
-    if isinstance(value, str):
-        return (loc, "must not contain NUL characters") if "\x00" in value else None
-    if isinstance(value, float) and not math.isfinite(value):
-        return (loc, "must be a finite number")
-    children: list[tuple[str | int, Any]] = []
-    if isinstance(value, dict):
-        children = [(key, item) for key, item in value.items()]
-        bad_key = next((key for key in value if isinstance(key, str) and "\x00" in key), None)
-        if bad_key is not None:
-            return ([*loc], "keys must not contain NUL characters")
-    elif isinstance(value, list | tuple):
-        children = list(enumerate(value))
-    for key, item in children:
-        found = _unstorable(item, [*loc, key])
-        if found is not None:
-            return found
-    return None
