@@ -76,6 +76,7 @@ EXPECTED: dict[str, Row] = {
     "model.manage": Row(Scope.RUNS, _OWN),
     "training.launch": Row(Scope.TRAIN, _OWN),
     "credits.read": Row(Scope.READ, _OWN),
+    "chat.use": Row(Scope.READ, _OWN),
     # Session-only: joining happens in the web app; the rest is the "never" list of A13.
     "benchmark.join": Row(None, _BM, _roles(_I, _PUB)),
     "benchmark.unpublish": Row(None, _BM, _roles(_O)),
@@ -97,6 +98,7 @@ EXPECTED: dict[str, Row] = {
     "admin.settings": Row(None, _PLAT),
     # Background work: only a system principal holding the grant.
     "run.execute": Row(None, _JOB),
+    "chat.record": Row(None, _JOB),
 }
 
 # ARCHITECTURE §6: where a refusal of a session-only action sends the person. Only pages the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,7 +34,21 @@ class Settings(BaseSettings):
     agent_allow_create: bool = True
     agent_allow_edit: bool = True
     agent_allow_publish: bool = True
-    agent_turn_cap_s: int = Field(900, ge=10)
+    agent_turn_cap_s: int = Field(900, ge=10, description="Longest a chat turn may run.")
+    agent_model: str = Field(
+        "offline",
+        description="The agent's brain: offline · local:<gguf path or smollm2> · "
+        "openai:<model> · anthropic:<model>.",
+    )
+    agent_base_url: str | None = Field(
+        None, description="An OpenAI-compatible server for `openai:<model>` brains."
+    )
+    agent_api_key: SecretStr | None = Field(None, description="Key for the hosted brain.")
+    agent_part_size: int = Field(50, ge=1, le=1000, description="Questions per proposed part.")
+    agent_wait_s: float = Field(
+        60, gt=0, description="How long a chat request waits before answering `running`."
+    )
+    agent_threads: int = Field(4, ge=1, le=64, description="Chat turns that may run at once.")
 
     create_limit_per_day: int = Field(10, ge=1)
     create_limit_per_minute: int = Field(3, ge=1)

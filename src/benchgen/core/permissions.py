@@ -84,6 +84,7 @@ class Action(StrEnum):
     MODEL_MANAGE = "model.manage"
     TRAINING_LAUNCH = "training.launch"
     CREDITS_READ = "credits.read"
+    CHAT_USE = "chat.use"
     BENCHMARK_JOIN = "benchmark.join"
     BENCHMARK_UNPUBLISH = "benchmark.unpublish"
     BENCHMARK_DELETE = "benchmark.delete"
@@ -102,6 +103,7 @@ class Action(StrEnum):
     ADMIN_CREDITS = "admin.credits"
     ADMIN_SETTINGS = "admin.settings"
     RUN_EXECUTE = "run.execute"
+    CHAT_RECORD = "chat.record"
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ RULES: dict[Action, ActionRule] = {
     Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),
     Action.TRAINING_LAUNCH: _delegable(Scope.TRAIN, OWN, frozenset(), "launch a training job"),
     Action.CREDITS_READ: _delegable(Scope.READ, OWN, frozenset(), "read own credit ledger"),
+    Action.CHAT_USE: _delegable(Scope.READ, OWN, frozenset(), "chat with the agent"),
     Action.BENCHMARK_JOIN: _session(
         B, frozenset({_R.INVITEE, _R.PUBLIC}), "/benchmarks/{id}", "join as a participant"
     ),
@@ -191,6 +194,7 @@ RULES: dict[Action, ActionRule] = {
     Action.ADMIN_CREDITS: _session(P, frozenset(), "/admin", "grant credits to users"),
     Action.ADMIN_SETTINGS: _session(P, frozenset(), "/admin", "change deployment settings"),
     Action.RUN_EXECUTE: ActionRule(None, Target.JOB, frozenset(), "/", "execute a queued run"),
+    Action.CHAT_RECORD: ActionRule(None, Target.JOB, frozenset(), "/", "record how a chat turn ended"),
 }
 
 

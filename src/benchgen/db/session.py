@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import CursorResult, Engine, Update, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -74,3 +74,11 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         # lock (SQLITE_BUSY mid-transaction); the second simply waits for the busy timeout.
         immediate = conn.get_execution_options().get(_IMMEDIATE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def rows_changed(session: Session, statement: Update) -> int:
+    """Rows a conditional update changed; loaded objects are not synchronised (callers that
+    read them afterwards refresh them)."""
+    result = session.execute(statement.execution_options(synchronize_session=False))
+    assert isinstance(result, CursorResult)
+    return result.rowcount

@@ -388,3 +388,40 @@ class Proposal(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     error: Mapped[str] = mapped_column(Text, default="")
     created_by_turn: Mapped[str | None] = mapped_column(String(40))
+
+
+class Conversation(Base):
+    """A chat with the agent. `active_turn_id` is held while a turn runs: one turn at a time."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_user", "user_id", "updated_at"),)
+    id: Mapped[str] = _id()
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    title: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    active_turn_id: Mapped[str | None] = mapped_column(String(40))
+    # The rest of a benchmark written part by part: the questions not yet proposed.
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class ChatTurn(Base):
+    """One user message and the agent's answer, as stored (every text already screened)."""
+
+    __tablename__ = "chat_turns"
+    __table_args__ = (Index("ix_chat_turns_conversation", "conversation_id", "seq"),)
+    id: Mapped[str] = _id()
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    seq: Mapped[int]
+    user_text: Mapped[str] = mapped_column(Text, default="")
+    action: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # running | completed | awaiting_approval | awaiting_choice | stopped_at_cap | failed
+    status: Mapped[str] = mapped_column(String(24))
+    reply: Mapped[str] = mapped_column(Text, default="")
+    buttons: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    proposal_id: Mapped[str | None] = mapped_column(String(40))
+    tool_calls: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    notices: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    brain: Mapped[str] = mapped_column(String(200), default="")
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]

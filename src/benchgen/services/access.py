@@ -15,10 +15,12 @@ from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
 from benchgen.core.permissions import (
     AGENT_SWITCHABLE,
+    ALL_SCOPES,
     DELEGATED_KINDS,
     Action,
     PrincipalKind,
     Role,
+    Scope,
     Target,
     page_for,
     rule_for,
@@ -237,3 +239,14 @@ def require_run(ctx: Context, run_id: str, action: Action) -> Run:
 
 def _verb(granted: bool) -> str:
     return "holds" if granted else "lacks"
+
+
+def agent_scopes(ctx: Context) -> frozenset[Scope]:
+    """The scopes a turn credential may carry in this deployment now: the six delegable ones
+    less those the operator switched off for the agent (A3). Minting narrows them further to the
+    calling token's scopes; every decision still checks the user's rights on the object."""
+    return frozenset(
+        scope
+        for scope in ALL_SCOPES
+        if scope not in AGENT_SWITCHABLE or overrides.effective(ctx, AGENT_SWITCHABLE[scope])
+    )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import CursorResult, Update, select, update
+from sqlalchemy import select, update
 
 from benchgen.core.context import Context
 from benchgen.core.errors import (
@@ -19,6 +19,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import PrincipalKind
+from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit, proposal_kinds
 
@@ -156,7 +157,7 @@ def decide(
     )
     if approve:
         statement = statement.where(Proposal.arguments_hash == preview_hash)
-    if _changed(ctx, statement.values(status=status, decided_at=now)) != 1:
+    if rows_changed(ctx.session, statement.values(status=status, decided_at=now)) != 1:
         reason = _why_not(ctx, proposal_id, user_id, conversation_id, now)
         verb = "Not approved, and nothing will run" if approve else "Not declined"
         raise Conflict(f"{verb}: {reason}.", {"id": proposal_id})
@@ -206,7 +207,7 @@ def execute(ctx: Context, proposal_id: str) -> ProposalView:
         Proposal.expires_at > now,
     )
     # The conditional update is the claim: of two concurrent executions only one matches.
-    if _changed(ctx, claim.values(status=EXECUTED)) != 1:
+    if rows_changed(ctx.session, claim.values(status=EXECUTED)) != 1:
         ctx.session.refresh(row)  # a concurrent execution may have committed since the load
         reason = _GONE.get(_status(row, now), "it was never approved")
         raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
@@ -252,6 +253,15 @@ def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
     return _view(row, now) if row is not None else None
 
 
+def view_of(ctx: Context, proposal_id: str) -> ProposalView:
+    """A proposal's view, for a service that has already checked the caller owns its
+    conversation (the chat transcript); it checks nothing itself."""
+    row = ctx.session.get(Proposal, proposal_id, populate_existing=True)
+    if row is None:
+        raise NotFound("No such proposal.", {"id": proposal_id})
+    return _view(row, ctx.now())
+
+
 def get_proposal(ctx: Context, proposal_id: str) -> ProposalView:
     """One of the acting user's proposals.
 
@@ -284,13 +294,6 @@ def _owned(ctx: Context, proposal_id: str, user_id: str) -> Proposal:
     if row is None or row.user_id != user_id:
         raise NotFound("No such proposal.", {"id": proposal_id})
     return row
-
-
-def _changed(ctx: Context, statement: Update) -> int:
-    """Rows a conditional update changed (loaded rows are refreshed by whoever reads them)."""
-    result = ctx.session.execute(statement.execution_options(synchronize_session=False))
-    assert isinstance(result, CursorResult)
-    return result.rowcount
 
 
 def _status(row: Proposal, now: datetime) -> str:

@@ -159,3 +159,14 @@ def _letter_logprobs(choice: dict[str, Any], labels: str) -> dict[str, float]:
         if len(letter) == 1 and letter in labels:
             best[letter] = max(best.get(letter, -math.inf), float(entry["logprob"]))
     return best
+
+
+def chat_completion(name: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One OpenAI-style chat completion from the GGUF model `name` (a path or "smollm2"),
+    loading it on first use; blocking. The agent's local brain uses this directly.
+
+    Raises:
+        FatalModelError: xllamacpp or the model file is missing, or the model refused.
+    """
+    _xllamacpp()
+    return _chat(_model_path(name), request)

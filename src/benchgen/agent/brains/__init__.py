@@ -1,0 +1,45 @@
+"""The agent's brains, chosen by `BENCHGEN_AGENT_MODEL`; none changes what the agent may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic_ai.models import Model
+
+from benchgen.core.config import Settings
+from benchgen.core.errors import invalid
+
+
+@dataclass(frozen=True)
+class Brain:
+    """A pydantic-ai model and the name the transcript records for it."""
+
+    name: str
+    model: Model
+
+
+def build_brain(settings: Settings) -> Brain:
+    """The configured brain: `offline` (default), `local:<gguf path|smollm2>`, `openai:<model>`
+    (optionally at `BENCHGEN_AGENT_BASE_URL`) or `anthropic:<model>`.
+
+    Raises:
+        InvalidInput: an unknown kind of brain, or a name without a model.
+    """
+    spec = settings.agent_model.strip()
+    kind, _, name = spec.partition(":")
+    if spec == "offline":
+        from benchgen.agent.brains.offline import offline_model
+
+        return Brain("offline", offline_model(settings))
+    if kind == "local" and name:
+        from benchgen.agent.brains.local import local_model
+
+        return Brain(spec, local_model(name))
+    if kind in ("openai", "anthropic") and name:
+        from benchgen.agent.brains.hosted import hosted_model
+
+        return Brain(spec, hosted_model(kind, name, settings))
+    raise invalid(
+        ["agent_model"],
+        "must be offline, local:<gguf path or smollm2>, openai:<model> or anthropic:<model>",
+    )

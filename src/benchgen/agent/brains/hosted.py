@@ -1,0 +1,24 @@
+"""Hosted brains through pydantic-ai's providers: OpenAI (or a compatible server), Anthropic."""
+
+from __future__ import annotations
+
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from benchgen.core.config import Settings
+
+
+def hosted_model(kind: str, name: str, settings: Settings) -> Model:
+    """A provider model; the key comes from `BENCHGEN_AGENT_API_KEY` or the provider's own
+    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY)."""
+    key = settings.agent_api_key.get_secret_value() if settings.agent_api_key else None
+    if kind == "anthropic":
+        return AnthropicModel(name, provider=AnthropicProvider(api_key=key))
+    # A local OpenAI-compatible server often needs no key; the SDK insists on one all the same.
+    if settings.agent_base_url and key is None:
+        key = "unused"
+    provider = OpenAIProvider(base_url=settings.agent_base_url, api_key=key)
+    return OpenAIChatModel(name, provider=provider)

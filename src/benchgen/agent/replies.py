@@ -1,0 +1,92 @@
+"""Replies the platform writes itself, from stored facts: previews, outcomes, limits, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchgen.services.proposals import ProposalView
+
+_DONE = {
+    "create_benchmark": "Created benchmark {benchmark_id}. It is private until you publish it.",
+    "edit_benchmark": "Changed benchmark {benchmark_id}; it is now at version {version}.",
+    "publish_benchmark": "Published benchmark {benchmark_id}: everyone can see it now.",
+    "start_run": "Started run {run_id} (up to {estimated_cost} credits). Ask me "
+    '"is it done?" whenever you like: runs do not announce themselves here.',
+}
+
+
+def proposal_reply(proposal: ProposalView, lead: str = "") -> str:
+    """The preview as the user must see it before deciding (A7: rendered from the arguments)."""
+    head = lead or "Here is exactly what I would do. Nothing has happened yet."
+    return (
+        f"{head}\n\n{proposal.preview['text']}\n\n"
+        "Approve to go ahead, or tell me what to change (anything else declines this)."
+    )
+
+
+def proposal_buttons(proposal: ProposalView) -> list[dict[str, Any]]:
+    """Approve (bound to the proposal's id and preview hash) and decline."""
+    approve = {"type": "approve", "proposal_id": proposal.id, "preview_hash": proposal.preview_hash}
+    return [
+        {"label": "Approve", "action": approve},
+        {"label": "Decline", "action": {"type": "decline", "proposal_id": proposal.id}},
+    ]
+
+
+def choice_buttons(turn_id: str, options: list[str]) -> list[dict[str, Any]]:
+    """One button per option; each names the question's turn and the option's place."""
+    return [
+        {"label": label, "action": {"type": "choose", "turn_id": turn_id, "option": index}}
+        for index, label in enumerate(options)
+    ]
+
+
+def executed_reply(proposal: ProposalView) -> str:
+    """What an approved proposal did, or why it did not happen (A9 re-checks can refuse)."""
+    if proposal.status == "executed" and proposal.result is not None:
+        return _DONE[proposal.kind].format(**proposal.result)
+    return f"Approved, but it did not happen: {proposal.error} Nothing was changed."
+
+
+def declined_reply(proposal: ProposalView) -> str:
+    """The user declined with the control."""
+    return f"Declined. Nothing was done ({proposal.kind.replace('_', ' ')} {proposal.id})."
+
+
+def declined_note(proposal: ProposalView) -> str:
+    """What the brain is told about a proposal the user's new message declined (A12)."""
+    return (
+        f"Your proposal {proposal.id} ({proposal.kind}) was NOT approved: the user's new message "
+        "declined it, so it did not happen. Propose again if the user still wants it."
+    )
+
+
+def capped_reply(cap_s: int) -> str:
+    """A18: the turn reached its cap and stopped cleanly."""
+    return (
+        f"I reached this turn's time limit ({_duration(cap_s)}) and stopped cleanly; nothing is "
+        "half-done. Reply `continue` to go on."
+    )
+
+
+LOST_ACCESS = (
+    "I had to stop: your access ended during this turn (the token you chat with was revoked, "
+    "or the account was disabled). Nothing more was done."
+)
+STEP_LIMIT = "I took too many steps on this request and stopped. Nothing more was done."
+INTERNAL_ERROR = "Something went wrong on the server while answering. Nothing more was done."
+
+
+def brain_failed(brain: str, error: Exception) -> str:
+    """A configured brain failed: said plainly, never answered by another brain instead."""
+    return (
+        f"The agent's language model ({brain}) failed: {type(error).__name__}: {error}. "
+        "No other model was used in its place, and nothing was changed."
+    )
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 60 == 0:
+        minutes = seconds // 60
+        return f"{minutes} minute{'' if minutes == 1 else 's'}"
+    return f"{seconds} seconds"

@@ -1,0 +1,131 @@
+"""What one turn carries between its tool calls: the credential, the limits, and what happened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from benchgen.agent.credential import TurnCredential
+from benchgen.core.clock import Clock
+from benchgen.core.context import Context
+from benchgen.core.errors import BenchGenError, Unauthenticated
+from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.services import proposals
+
+T = TypeVar("T")
+MAX_LOGGED_ARGS = 2000
+
+
+class TurnOver(Exception):
+    """Raised by a tool when the turn must stop now: the cap was reached, or the credential
+    (or the token or account behind it) is no longer valid."""
+
+
+@dataclass
+class TurnState:
+    """The dependencies of every tool in one turn (never sent to a brain).
+
+    Attributes:
+        credential: the turn credential, used for every service call.
+        conversation_id: the conversation the turn belongs to.
+        request: the user's words this turn (a chosen option's label for a choice); a model
+            named nowhere in them is marked as the agent's pick in a run proposal.
+        clock: the runtime's clock; `deadline` is when the turn cap is reached.
+        part_size: benchmarks with more questions are proposed part by part.
+        notes: facts the platform tells the brain (a proposal was declined…), never model text.
+    """
+
+    credential: TurnCredential
+    conversation_id: str
+    request: str
+    clock: Clock
+    deadline: datetime
+    part_size: int
+    notes: list[str] = field(default_factory=list)
+    proposal: proposals.ProposalView | None = None
+    question: str | None = None
+    options: list[str] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    plan_changed: bool = False
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    lead: str = ""
+    capped: bool = False
+    lost_access: bool = False
+
+    @property
+    def waiting(self) -> bool:
+        """True once the turn has a proposal or a question for the user: it must stop."""
+        return self.proposal is not None or self.question is not None
+
+    def over_cap(self) -> bool:
+        """True (and remembered) once the turn's time cap has passed."""
+        if self.clock.now() >= self.deadline:
+            self.capped = True
+        return self.capped
+
+    def call(
+        self, tool: str, args: dict[str, Any], work: Callable[[Context], T]
+    ) -> T | dict[str, Any]:
+        """Run one service call as the agent and log it; a domain error becomes a result the
+        brain can read, so a refusal is an answer, not a crash.
+
+        Raises:
+            TurnOver: the turn cap has been reached (nothing was called), or the credential no
+                longer authenticates (A4).
+        """
+        if self.over_cap():
+            raise TurnOver
+        entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
+        self.tool_calls.append(entry)
+        try:
+            with self.credential.context() as ctx:
+                return work(ctx)
+        except Unauthenticated:
+            entry["ok"], entry["error"] = False, "unauthenticated"
+            self.lost_access = True
+            raise TurnOver from None
+        except BenchGenError as exc:
+            entry["ok"], entry["error"] = False, exc.code
+            return {"error": {"code": exc.code, "message": safe_text(exc.message)}}
+
+    def remember(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
+        """Log a call the harness refused before any service was reached, and say why."""
+        self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": False, "error": error})
+        return {"error": {"code": error, "message": _REFUSALS[error]}}
+
+
+_REFUSALS = {
+    "waiting_for_user": "A proposal or question is already waiting for the user; this turn "
+    "ends with it. Nothing else can be proposed until the user answers.",
+}
+
+
+def safe_text(text: str) -> str:
+    """`text` with every secret redacted: what tools return and what turns store."""
+    return redact_secrets(text, find_secrets(text))
+
+
+def plain(value: Any) -> Any:
+    """A service result as JSON-ready data with every string screened for secrets."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, str):
+        return safe_text(value)
+    return value
+
+
+def _logged(args: dict[str, Any]) -> str:
+    """Arguments as stored in the transcript: screened, and cut short when long."""
+    text = safe_text(json.dumps(args, ensure_ascii=False, default=str))
+    return text if len(text) <= MAX_LOGGED_ARGS else text[:MAX_LOGGED_ARGS] + "…"

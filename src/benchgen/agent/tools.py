@@ -1,0 +1,276 @@
+"""The agent's tools: each is one service call made with the turn's credential, nothing more.
+
+There is deliberately no tool for any action in A13 (see `never.py`): a brain that names one gets
+"unknown tool" from the loop, and the credential could not carry it anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic_ai import RunContext, Tool
+
+from benchgen.agent import parts
+from benchgen.agent.state import TurnState, plain, safe_text
+from benchgen.core.context import Context
+from benchgen.services import benchmarks, models, proposals, results, runs
+from benchgen.services.specs import QuestionIn
+
+MAX_OPTIONS = 10
+MAX_OPTION_CHARS = 200
+MAX_QUESTION_CHARS = 1000
+_BENCHMARK_FIELDS = ("id", "title", "format", "visibility", "question_count", "questions_frozen")
+_RUN_FIELDS = (
+    "id",
+    "benchmark_id",
+    "model_id",
+    "model_name",
+    "status",
+    "question_count",
+    "done_count",
+    "error_count",
+    "summary",
+    "scores",
+    "estimated_cost",
+    "cost",
+    "error",
+    "created_at",
+    "finished_at",
+)
+
+Deps = RunContext[TurnState]
+
+
+def list_benchmarks(ctx: Deps, search: str = "", mine_only: bool = False) -> Any:
+    """List benchmarks the user can see (their own, shared with them, and published ones).
+
+    Args:
+        search: words that must appear in the title; empty lists all.
+        mine_only: only the user's own and shared benchmarks, not everything published.
+    """
+    args = {"search": search, "mine_only": mine_only}
+
+    def work(c: Context) -> dict[str, Any]:
+        found = benchmarks.list_benchmarks(c, mine_only=mine_only, search=search, limit=50)
+        return {"benchmarks": [_pick(plain(b), _BENCHMARK_FIELDS) for b in found]}
+
+    return ctx.deps.call("list_benchmarks", args, work)
+
+
+def show_benchmark(ctx: Deps, benchmark_id: str, offset: int = 0, limit: int = 50) -> Any:
+    """Show one benchmark and a page of its questions (with answers where the user may see them).
+
+    Args:
+        benchmark_id: the benchmark's id (bm_…).
+        offset: the first question to show, counting from 0.
+        limit: how many questions to show (at most 100).
+    """
+    args = {"benchmark_id": benchmark_id, "offset": offset, "limit": limit}
+
+    def work(c: Context) -> dict[str, Any]:
+        shown = benchmarks.get_benchmark(c, benchmark_id)
+        window = benchmarks.list_questions(c, benchmark_id)[max(offset, 0) :][: min(limit, 100)]
+        return {"benchmark": plain(shown), "questions": plain(window)}
+
+    return ctx.deps.call("show_benchmark", args, work)
+
+
+def list_models(ctx: Deps) -> Any:
+    """List the models the user can run: the platform's catalogue and their own."""
+
+    def work(c: Context) -> dict[str, Any]:
+        return {"models": plain(models.list_models(c))}
+
+    return ctx.deps.call("list_models", {}, work)
+
+
+def list_runs(ctx: Deps, benchmark_id: str | None = None) -> Any:
+    """List the user's runs, newest first.
+
+    Args:
+        benchmark_id: only runs on this benchmark (bm_…); omit for all.
+    """
+
+    def work(c: Context) -> dict[str, Any]:
+        found = runs.list_runs(c, benchmark_id=benchmark_id, limit=20)
+        return {"runs": [_pick(plain(run), _RUN_FIELDS) for run in found]}
+
+    return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work)
+
+
+def run_status(ctx: Deps, run_id: str | None = None) -> Any:
+    """Say whether a run is done and how it did; without an id, the user's latest run.
+
+    Args:
+        run_id: the run's id (run_…); omit for the latest run.
+    """
+
+    def work(c: Context) -> dict[str, Any]:
+        if run_id is None:
+            latest = runs.list_runs(c, limit=1)
+            if not latest:
+                return {"run": None, "message": "The user has no runs yet."}
+            return {"run": _pick(plain(latest[0]), _RUN_FIELDS)}
+        return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS)}
+
+    return ctx.deps.call("run_status", {"run_id": run_id}, work)
+
+
+def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any:
+    """Show a page of a run's per-question results.
+
+    Args:
+        run_id: the run's id (run_…).
+        offset: the first question, counting from 0.
+        limit: how many results (at most 100).
+    """
+    args = {"run_id": run_id, "offset": offset, "limit": limit}
+
+    def work(c: Context) -> dict[str, Any]:
+        page = results.list_results(c, run_id, limit=min(max(limit, 1), 100), offset=offset)
+        return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS), "results": plain(page)}
+
+    return ctx.deps.call("run_results", args, work)
+
+
+def propose_create_benchmark(
+    ctx: Deps,
+    title: str,
+    format: Literal["qa", "mcq"],
+    questions: list[QuestionIn],
+    description: str = "",
+) -> Any:
+    """Propose a new private benchmark. Nothing is created until the user approves the preview.
+
+    Args:
+        title: the benchmark's title, as the user gave it.
+        format: "qa" (free answers) or "mcq" (choices; the answer is a letter or a choice).
+        questions: every question with its answer.
+        description: an optional description.
+    """
+    drafted = [question.model_dump() for question in questions]
+    arguments = {"title": title, "format": format, "description": description, "questions": drafted}
+    part_size = ctx.deps.part_size
+    if len(questions) <= part_size:
+        return _propose(ctx.deps, "propose_create_benchmark", "create_benchmark", arguments)
+    # A18: a large benchmark is proposed part by part; the rest waits in the conversation's plan
+    # and is proposed as an edit after each approved part, so it is created (and counted
+    # against the creation limit) once.
+    first = {**arguments, "questions": drafted[:part_size]}
+    answer = _propose(ctx.deps, "propose_create_benchmark", "create_benchmark", first)
+    if ctx.deps.proposal is not None:
+        parts.start_plan(ctx.deps, title, drafted)
+    return answer
+
+
+def propose_edit_benchmark(
+    ctx: Deps,
+    benchmark_id: str,
+    title: str | None = None,
+    description: str | None = None,
+    questions: list[QuestionIn] | None = None,
+) -> Any:
+    """Propose a change to a benchmark; the user sees the validated diff and decides.
+
+    Args:
+        benchmark_id: the benchmark's id (bm_…).
+        title: a new title, or omit to keep it.
+        description: a new description, or omit to keep it.
+        questions: the full new list of questions, or omit to keep them.
+    """
+    change: dict[str, Any] = {"title": title, "description": description}
+    if questions is not None:
+        change["questions"] = [question.model_dump() for question in questions]
+    arguments = {"benchmark_id": benchmark_id, "change": change}
+    return _propose(ctx.deps, "propose_edit_benchmark", "edit_benchmark", arguments)
+
+
+def propose_publish(ctx: Deps, benchmark_id: str) -> Any:
+    """Propose publishing a benchmark, which makes it visible to everyone.
+
+    Args:
+        benchmark_id: the benchmark's id (bm_…).
+    """
+    arguments = {"benchmark_id": benchmark_id}
+    return _propose(ctx.deps, "propose_publish", "publish_benchmark", arguments)
+
+
+def propose_run(ctx: Deps, benchmark_id: str, model_id: str) -> Any:
+    """Propose running a model on a benchmark; the user sees the estimated credits and decides.
+    When the user did not say which model or benchmark, ask with `ask_user` first.
+
+    Args:
+        benchmark_id: the benchmark's id (bm_…).
+        model_id: the model's id (mdl_…).
+    """
+    arguments = {"benchmark_id": benchmark_id, "model_id": model_id}
+    return _propose(ctx.deps, "propose_run", "start_run", arguments)
+
+
+def ask_user(ctx: Deps, question: str, options: list[str] | None = None) -> Any:
+    """Ask the user something and end the turn. Options become buttons; choosing one only
+    answers the question, it never approves anything.
+
+    Args:
+        question: the question, in plain words.
+        options: up to 10 short choices; omit for a free answer.
+    """
+    state = ctx.deps
+    args = {"question": question, "options": options or []}
+    if state.waiting:
+        return state.remember("ask_user", args, "waiting_for_user")
+    state.tool_calls.append({"tool": "ask_user", "args": safe_text(str(args))[:2000], "ok": True})
+    state.question = safe_text(question[:MAX_QUESTION_CHARS])
+    chosen = [safe_text(option[:MAX_OPTION_CHARS]) for option in (options or [])]
+    state.options = [option for option in chosen if option.strip()][:MAX_OPTIONS]
+    return {"asked": True, "note": "The user sees the question; the turn ends here."}
+
+
+def _propose(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
+    if state.waiting:
+        return state.remember(tool, arguments, "waiting_for_user")
+
+    def work(c: Context) -> dict[str, Any]:
+        agent_pick = kind == "start_run" and _agent_pick(c, state.request, arguments["model_id"])
+        made = proposals.propose(c, state.conversation_id, kind, arguments, agent_pick=agent_pick)
+        state.proposal = made
+        return {
+            "proposal_id": made.id,
+            "kind": made.kind,
+            "preview": made.preview["text"],
+            "note": "Shown to the user with approve and decline buttons. Nothing has been done; "
+            "the turn ends here and the user's next message decides.",
+        }
+
+    return state.call(tool, arguments, work)
+
+
+def _agent_pick(c: Context, request: str, model_id: str) -> bool:
+    # Decided by code from the user's own words, never by the brain's say-so: a model the user
+    # named neither by id nor by name is marked as the agent's pick in the preview (§2.2).
+    words = request.casefold()
+    if model_id.casefold() in words:
+        return False
+    return models.get_model(c, model_id).name.casefold() not in words
+
+
+def _pick(data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    return {name: data[name] for name in fields if name in data}
+
+
+TOOLS: list[Tool[TurnState]] = [
+    Tool(function, takes_ctx=True)
+    for function in (
+        list_benchmarks,
+        show_benchmark,
+        list_models,
+        list_runs,
+        run_status,
+        run_results,
+        propose_create_benchmark,
+        propose_edit_benchmark,
+        propose_publish,
+        propose_run,
+        ask_user,
+    )
+]

@@ -1,0 +1,277 @@
+"""One chat turn: screen the message, settle any pending proposal, mint a credential, think and
+act with it, revoke it — whatever happens — and record how the turn ended."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.usage import UsageLimits
+
+from benchgen.agent import parts, replies
+from benchgen.agent.brains import Brain
+from benchgen.agent.credential import TurnCredential
+from benchgen.agent.instructions import instructions
+from benchgen.agent.messages import Approve, Choose, Decline, MessageIn
+from benchgen.agent.state import TurnOver, TurnState, safe_text
+from benchgen.agent.tools import TOOLS
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import BenchGenError, Conflict
+from benchgen.core.permissions import Action
+from benchgen.services import access, chat, leaks, proposals, tokens
+from benchgen.services.chat import TurnOutcome, TurnView
+from benchgen.services.runtime import Runtime, transaction
+
+log = logging.getLogger(__name__)
+
+# Records how turns end even when the user lost access mid-turn; it may do nothing else.
+RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
+# The credential outlives the cap only by this much: a backstop, not a working window.
+EXPIRY_MARGIN = timedelta(seconds=60)
+MAX_STEPS = 25
+HISTORY_TURNS = 10
+# Typed words that approve, and only while exactly one proposal is pending (A8, A11).
+ASSENT = frozenset(
+    {
+        *("yes", "y", "yes please", "approve", "approved", "i approve", "approve it"),
+        *("go ahead", "yes go ahead", "ok", "okay", "ok go ahead", "do it", "confirm", "sure"),
+    }
+)
+
+
+@dataclass
+class Started:
+    """A turn that has been claimed, its message screened and decided, its credential minted."""
+
+    runtime: Runtime
+    turn: TurnView
+    credential: TurnCredential
+    request: str
+    approved: proposals.ProposalView | None = None
+    declined: proposals.ProposalView | None = None
+    by_control: bool = False
+    notices: list[str] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    history: list[TurnView] = field(default_factory=list)
+
+
+def begin_turn(
+    runtime: Runtime, principal: Principal, conversation_id: str, message: MessageIn
+) -> Started:
+    """Everything that must happen before the request can be answered `running`.
+
+    Runs as the user's own door: only here are proposals decided (never by the agent).
+
+    Raises:
+        Conflict: a turn is already running, or the approval is stale, replayed or altered.
+        NotFound: no such conversation (or proposal) of the user's.
+        InvalidInput: the message is too long, or a choice names no option.
+        PermissionDenied / Unauthenticated: the caller may not chat.
+    """
+    # Screening commits on its own: a pasted token is revoked even if the turn is refused (A15).
+    with transaction(runtime, principal) as ctx:
+        screened = leaks.screen_text(ctx, message.text or "")
+    with transaction(runtime, principal) as ctx:
+        action = message.action.model_dump() if message.action else None
+        turn = chat.begin_turn(ctx, conversation_id, screened.text, action)
+        started = _decide(ctx, runtime, turn, screened.text, message)
+        started.notices = list(screened.notices)
+        lifetime = timedelta(seconds=ctx.settings.agent_turn_cap_s) + EXPIRY_MARGIN
+        secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
+        started.credential = TurnCredential(runtime, secret)
+        started.plan = chat.get_plan(ctx, conversation_id)
+        earlier = chat.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
+        started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
+    return started
+
+
+def _decide(
+    ctx: Context, runtime: Runtime, turn: TurnView, text: str, message: MessageIn
+) -> Started:
+    started = Started(runtime, turn, TurnCredential(runtime, ""), text)
+    conversation_id = turn.conversation_id
+    pending = proposals.pending_for(ctx, conversation_id)
+    action = message.action
+    if isinstance(action, Approve):
+        started.approved = proposals.decide(
+            ctx, conversation_id, action.proposal_id, action.preview_hash, True
+        )
+    elif isinstance(action, Decline):
+        started.declined = proposals.decide(ctx, conversation_id, action.proposal_id, None, False)
+        started.by_control = True
+    else:
+        if isinstance(action, Choose):
+            started.request = _chosen(ctx, turn, action)
+        elif pending is not None and _is_assent(text):
+            started.approved = proposals.decide(
+                ctx, conversation_id, pending.id, pending.preview_hash, True
+            )
+            return started
+        if pending is not None:
+            # Anything but assent or the approve control declines what is pending (A8).
+            started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
+    return started
+
+
+def _is_assent(text: str) -> bool:
+    return re.sub(r"[^a-z ]", "", text.casefold()).strip() in ASSENT
+
+
+def _chosen(ctx: Context, turn: TurnView, action: Choose) -> str:
+    """The label of the chosen option, which must belong to the question asked just before."""
+    asked = chat.get_turn(ctx, turn.conversation_id, action.turn_id)
+    buttons = asked.buttons
+    if asked.seq != turn.seq - 1 or asked.status != "awaiting_choice":
+        raise Conflict("That choice answers an earlier question; choose from the latest one.")
+    if action.option >= len(buttons) or buttons[action.option]["action"] != action.model_dump():
+        raise Conflict("That option was not offered.", {"option": action.option})
+    return str(buttons[action.option]["label"])
+
+
+def complete_turn(started: Started, brain: Brain) -> TurnView:
+    """Act on the turn and record it; the credential is revoked whatever happens."""
+    state = _state(started)
+    try:
+        outcome = _outcome(started, state, brain)
+    except Exception:
+        # Logged without arguments or messages: they may hold user data.
+        log.exception("chat turn %s failed", started.turn.id)
+        outcome = TurnOutcome("failed", replies.INTERNAL_ERROR)
+    finally:
+        started.credential.revoke()
+    outcome.notices = [*started.notices, *outcome.notices]
+    outcome.tool_calls = state.tool_calls
+    outcome.brain = brain.name
+    if state.plan_changed:
+        outcome.plan, outcome.plan_changed = state.plan, True
+    with transaction(started.runtime, RECORDER) as ctx:
+        return chat.finish_turn(ctx, started.turn.id, outcome)
+
+
+def _state(started: Started) -> TurnState:
+    runtime = started.runtime
+    cap = timedelta(seconds=runtime.settings.agent_turn_cap_s)
+    state = TurnState(
+        credential=started.credential,
+        conversation_id=started.turn.conversation_id,
+        request=started.request,
+        clock=runtime.clock,
+        deadline=started.turn.started_at + cap,
+        part_size=runtime.settings.agent_part_size,
+        plan=started.plan,
+    )
+    if started.declined is not None:
+        state.notes.append(replies.declined_note(started.declined))
+    if started.plan is not None and started.approved is None:
+        # Any message but approving the current part abandons a part-by-part plan.
+        state.plan, state.plan_changed = None, True
+    return state
+
+
+def _outcome(started: Started, state: TurnState, brain: Brain) -> TurnOutcome:
+    if started.approved is not None:
+        return _carry_out(started.approved, state)
+    if started.declined is not None and started.by_control:
+        return TurnOutcome("completed", replies.declined_reply(started.declined))
+    return asyncio.run(_think(started, state, brain))
+
+
+def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcome:
+    """Run the approved proposal under the turn's own credential: every rule is checked again."""
+    try:
+        done = state.call("execute", {"proposal_id": approved.id}, _execute(approved.id))
+        if not isinstance(done, proposals.ProposalView):
+            message = done["error"]["message"]
+            return TurnOutcome("completed", f"Approved, but it did not happen: {message}")
+        reply = replies.executed_reply(done)
+        lead = parts.propose_next(state, done) if state.plan is not None else None
+    except TurnOver:
+        return _ended(state)
+    if state.proposal is not None:
+        text = replies.proposal_reply(state.proposal, f"{reply}\n\n{lead}")
+        return _waiting(state, state.proposal.id, text)
+    return TurnOutcome("completed", f"{reply}\n\n{lead}" if lead else reply)
+
+
+def _execute(proposal_id: str) -> Any:
+    def work(c: Context) -> proposals.ProposalView:
+        return proposals.execute(c, proposal_id)
+
+    return work
+
+
+async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcome:
+    agent = Agent(
+        brain.model,
+        deps_type=TurnState,
+        tools=TOOLS,
+        instructions=[instructions(started.runtime.settings), _notes],
+        retries=2,
+    )
+    history = _history(started)
+    output = ""
+    try:
+        async with agent.iter(
+            started.request or "(no text)",
+            deps=state,
+            message_history=history,
+            usage_limits=UsageLimits(request_limit=MAX_STEPS),
+        ) as run:
+            async for _node in run:
+                # Between steps: stop once something waits for the user or the cap is reached.
+                if state.waiting or state.over_cap():
+                    break
+            if run.result is not None:
+                output = str(run.result.output)
+    except TurnOver:
+        pass
+    except UsageLimitExceeded:
+        return TurnOutcome("failed", replies.STEP_LIMIT)
+    except BenchGenError:
+        raise
+    except Exception as exc:  # the brain itself failed: say so, never switch brains (§2.8)
+        return TurnOutcome("failed", safe_text(replies.brain_failed(brain.name, exc)))
+    if state.lost_access or state.capped:
+        return _ended(state)
+    if state.proposal is not None:
+        text = replies.proposal_reply(state.proposal, state.lead)
+        return _waiting(state, state.proposal.id, text)
+    if state.question is not None:
+        buttons = replies.choice_buttons(started.turn.id, state.options)
+        return TurnOutcome("awaiting_choice" if buttons else "completed", state.question, buttons)
+    return TurnOutcome("completed", safe_text(output) or "I have nothing to add.")
+
+
+def _waiting(state: TurnState, proposal_id: str, reply: str) -> TurnOutcome:
+    assert state.proposal is not None
+    buttons = replies.proposal_buttons(state.proposal)
+    return TurnOutcome("awaiting_approval", reply, buttons, proposal_id=proposal_id)
+
+
+def _ended(state: TurnState) -> TurnOutcome:
+    if state.lost_access:
+        return TurnOutcome("failed", replies.LOST_ACCESS)
+    cap_s = state.credential.runtime.settings.agent_turn_cap_s
+    return TurnOutcome("stopped_at_cap", replies.capped_reply(cap_s))
+
+
+def _notes(ctx: RunContext[TurnState]) -> str:
+    return "\n".join(ctx.deps.notes)
+
+
+def _history(started: Started) -> list[ModelMessage]:
+    """Earlier turns as plain words: what the user said and what the agent answered."""
+    messages: list[ModelMessage] = []
+    for turn in started.history:
+        if turn.user_text:
+            messages.append(ModelRequest(parts=[UserPromptPart(turn.user_text)]))
+        if turn.reply:
+            messages.append(ModelResponse(parts=[TextPart(turn.reply)]))
+    return messages

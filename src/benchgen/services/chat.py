@@ -1,0 +1,340 @@
+"""Agent conversations and their turns, stored server-side: clients never supply history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action, PrincipalKind
+from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.core.storable import require_storable
+from benchgen.db.session import rows_changed
+from benchgen.db.tables import ChatTurn, Conversation
+from benchgen.services import access, leaks, proposals
+from benchgen.services.specs import check_window
+
+MAX_TITLE = 200
+MAX_MESSAGE = 100_000
+RUNNING = "running"
+STATUSES = (
+    "completed",
+    "awaiting_approval",
+    "awaiting_choice",
+    "stopped_at_cap",
+    RUNNING,
+    "failed",
+)
+# A turn still marked running this long after its cap belongs to a process that died: the
+# conversation is released rather than locked for ever.
+STALE_MARGIN = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """A conversation as its owner sees it."""
+
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    busy: bool
+    turn_count: int
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One turn: the (screened) message, how the agent answered, and what it did on the way."""
+
+    id: str
+    conversation_id: str
+    seq: int
+    user_text: str
+    action: dict[str, Any] | None
+    status: str
+    reply: str
+    buttons: list[dict[str, Any]]
+    proposal: proposals.ProposalView | None
+    tool_calls: list[dict[str, Any]]
+    notices: list[str]
+    brain: str
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass
+class TurnOutcome:
+    """How a turn ended, as the agent harness reports it to `finish_turn`."""
+
+    status: str
+    reply: str
+    buttons: list[dict[str, Any]] = field(default_factory=list)
+    proposal_id: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    brain: str = ""
+    plan: dict[str, Any] | None = None
+    plan_changed: bool = False
+
+
+def create_conversation(ctx: Context, title: str = "") -> ConversationView:
+    """Start an empty conversation owned by the acting user.
+
+    Raises:
+        PermissionDenied: the principal may not chat (no read scope, or an agent turn).
+        InvalidInput: the title is too long or holds characters no database can store.
+    """
+    user_id = _require_person(ctx)
+    title = title.strip()
+    if len(title) > MAX_TITLE:
+        raise invalid(["title"], f"must be at most {MAX_TITLE} characters")
+    require_storable(title, ["title"])
+    now = ctx.now()
+    row = Conversation(
+        id=new_id("conv"),
+        user_id=user_id,
+        title=redact_secrets(title, find_secrets(title)),
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(row)
+    ctx.session.flush()
+    return _conversation_view(ctx, row)
+
+
+def list_conversations(ctx: Context, limit: int = 50, offset: int = 0) -> list[ConversationView]:
+    """The acting user's conversations, most recently active first.
+
+    Raises:
+        PermissionDenied: the principal may not chat.
+        InvalidInput: limit outside 1..200 or a negative offset.
+    """
+    user_id = _require_person(ctx)
+    check_window(limit, offset, 200)
+    query = (
+        select(Conversation)
+        .where(Conversation.user_id == user_id)
+        .order_by(Conversation.updated_at.desc(), Conversation.id)
+        .limit(limit)
+        .offset(offset)
+    )
+    return [_conversation_view(ctx, row) for row in ctx.session.scalars(query)]
+
+
+def get_conversation(ctx: Context, conversation_id: str) -> tuple[ConversationView, list[TurnView]]:
+    """A conversation with every turn, oldest first.
+
+    Raises:
+        PermissionDenied: the principal may not chat.
+        NotFound: no such conversation, or another user's.
+    """
+    row = _owned(ctx, conversation_id, _require_person(ctx))
+    return _conversation_view(ctx, row), recent_turns(ctx, row.id, limit=None)
+
+
+def get_turn(ctx: Context, conversation_id: str, turn_id: str) -> TurnView:
+    """One turn of one of the acting user's conversations.
+
+    Raises:
+        PermissionDenied: the principal may not chat.
+        NotFound: no such turn in a conversation of the user's.
+    """
+    row = _owned(ctx, conversation_id, _require_person(ctx))
+    turn = ctx.session.get(ChatTurn, turn_id)
+    if turn is None or turn.conversation_id != row.id:
+        raise NotFound("No such turn in this conversation.", {"id": turn_id})
+    return _turn_view(ctx, turn)
+
+
+def recent_turns(ctx: Context, conversation_id: str, limit: int | None = 20) -> list[TurnView]:
+    """The conversation's latest turns, oldest first (all of them when `limit` is None).
+
+    Raises:
+        PermissionDenied: the principal may not chat.
+        NotFound: no such conversation, or another user's.
+    """
+    row = _owned(ctx, conversation_id, _require_user(ctx))
+    query = select(ChatTurn).where(ChatTurn.conversation_id == row.id).order_by(ChatTurn.seq.desc())
+    if limit is not None:
+        query = query.limit(limit)
+    return [_turn_view(ctx, turn) for turn in reversed(ctx.session.scalars(query).all())]
+
+
+def get_plan(ctx: Context, conversation_id: str) -> dict[str, Any] | None:
+    """The unfinished part-by-part plan of the conversation, if any.
+
+    Raises:
+        NotFound: no such conversation, or another user's.
+    """
+    return _owned(ctx, conversation_id, _require_user(ctx)).plan
+
+
+def begin_turn(
+    ctx: Context, conversation_id: str, text: str, action: dict[str, Any] | None
+) -> TurnView:
+    """Claim the conversation for a new turn and store the user's message, screened.
+
+    The message is screened again here (A15), so no door can store a pasted secret.
+
+    Raises:
+        PermissionDenied: the principal may not chat (an agent turn never starts another).
+        NotFound: no such conversation, or another user's.
+        InvalidInput: the message is too long or not storable.
+        Conflict: another turn of this conversation is still running.
+    """
+    row = _owned(ctx, conversation_id, _require_person(ctx))
+    if len(text) > MAX_MESSAGE:
+        raise invalid(["text"], f"must be at most {MAX_MESSAGE} characters")
+    require_storable(text, ["text"])
+    now = ctx.now()
+    _release_stale(ctx, row, now)
+    turn_id = new_id("turn")
+    claim = (
+        update(Conversation)
+        .where(Conversation.id == row.id, Conversation.active_turn_id.is_(None))
+        .values(active_turn_id=turn_id, updated_at=now)
+    )
+    # The conditional update is the lock: of two messages sent at once only one claims it.
+    if rows_changed(ctx.session, claim) != 1:
+        raise Conflict(
+            "The agent is still answering your previous message in this conversation; "
+            "wait for it, then send this again.",
+            {"conversation_id": row.id},
+        )
+    seq = ctx.session.scalar(
+        select(func.coalesce(func.max(ChatTurn.seq), 0)).where(ChatTurn.conversation_id == row.id)
+    )
+    turn = ChatTurn(
+        id=turn_id,
+        conversation_id=row.id,
+        seq=int(seq or 0) + 1,
+        user_text=leaks.screen_text(ctx, text).text,
+        action=action,
+        status=RUNNING,
+        reply="",
+        buttons=[],
+        tool_calls=[],
+        notices=[],
+        brain="",
+        started_at=now,
+    )
+    ctx.session.add(turn)
+    ctx.session.flush()
+    return _turn_view(ctx, turn)
+
+
+def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:
+    if row.active_turn_id is None:
+        return
+    turn = ctx.session.get(ChatTurn, row.active_turn_id)
+    limit = timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN
+    if turn is not None and turn.started_at + limit > now:
+        return
+    if turn is not None and turn.status == RUNNING:
+        turn.status, turn.finished_at = "failed", now
+        turn.reply = "This turn was cut off: the server stopped while it ran. Nothing is pending."
+    ctx.session.execute(
+        update(Conversation)
+        .where(Conversation.id == row.id, Conversation.active_turn_id == row.active_turn_id)
+        .values(active_turn_id=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
+    """Record how a turn ended and release its conversation.
+
+    Runs as the harness's system principal, so a turn whose user lost access mid-turn is still
+    recorded and released. The reply and notices pass the secrets filter once more (A14).
+
+    Raises:
+        PermissionDenied: the principal lacks the `chat.record` grant.
+        NotFound: no such turn.
+        InvalidInput: an unknown status.
+    """
+    access.require(ctx, Action.CHAT_RECORD)
+    if outcome.status not in STATUSES:
+        raise invalid(["status"], f"must be one of {', '.join(STATUSES)}")
+    turn = ctx.session.get(ChatTurn, turn_id)
+    if turn is None:
+        raise NotFound("No such turn.", {"id": turn_id})
+    now = ctx.now()
+    turn.status = outcome.status
+    turn.reply = _redacted(outcome.reply)
+    turn.buttons = outcome.buttons
+    turn.proposal_id = outcome.proposal_id
+    turn.tool_calls = outcome.tool_calls
+    turn.notices = [_redacted(notice) for notice in outcome.notices]
+    turn.brain = outcome.brain
+    turn.finished_at = None if outcome.status == RUNNING else now
+    values: dict[str, Any] = {"updated_at": now}
+    if outcome.status != RUNNING:
+        values["active_turn_id"] = None
+    if outcome.plan_changed:
+        values["plan"] = outcome.plan
+    ctx.session.execute(
+        update(Conversation)
+        .where(
+            Conversation.id == turn.conversation_id,
+            or_(Conversation.active_turn_id == turn.id, Conversation.active_turn_id.is_(None)),
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return _turn_view(ctx, turn)
+
+
+def _redacted(text: str) -> str:
+    return redact_secrets(text, find_secrets(text))
+
+
+def _require_person(ctx: Context) -> str:
+    # An agent turn never opens or drives a conversation: it only answers inside one.
+    if ctx.principal.kind is PrincipalKind.AGENT:
+        raise PermissionDenied("An agent turn cannot start or drive a conversation.")
+    return _require_user(ctx)
+
+
+def _require_user(ctx: Context) -> str:
+    access.require(ctx, Action.CHAT_USE)
+    user_id = ctx.principal.user_id
+    assert user_id is not None  # chat.use is granted to users only
+    return user_id
+
+
+def _owned(ctx: Context, conversation_id: str, user_id: str) -> Conversation:
+    row = ctx.session.get(Conversation, conversation_id, populate_existing=True)
+    if row is None or row.user_id != user_id:
+        raise NotFound("No such conversation.", {"id": conversation_id})
+    return row
+
+
+def _conversation_view(ctx: Context, row: Conversation) -> ConversationView:
+    count = ctx.session.scalar(select(func.count()).where(ChatTurn.conversation_id == row.id))
+    busy = row.active_turn_id is not None
+    return ConversationView(row.id, row.title, row.created_at, row.updated_at, busy, count or 0)
+
+
+def _turn_view(ctx: Context, turn: ChatTurn) -> TurnView:
+    proposal = proposals.view_of(ctx, turn.proposal_id) if turn.proposal_id is not None else None
+    return TurnView(
+        id=turn.id,
+        conversation_id=turn.conversation_id,
+        seq=turn.seq,
+        user_text=turn.user_text,
+        action=turn.action,
+        status=turn.status,
+        reply=turn.reply,
+        buttons=list(turn.buttons),
+        proposal=proposal,
+        tool_calls=list(turn.tool_calls),
+        notices=list(turn.notices),
+        brain=turn.brain,
+        started_at=turn.started_at,
+        finished_at=turn.finished_at,
+    )

@@ -1,0 +1,25 @@
+"""A scripted turn: propose, approve, execute; the credential dies with the turn."""
+
+from __future__ import annotations
+
+from benchgen.core.context import Principal
+from tests.agent.scripted import Script, new_conversation, say
+from tests.support import World
+
+QUESTIONS = [{"prompt": "2+2?", "answer": "4"}, {"prompt": "3+3?", "answer": "6"}]
+
+
+def test_propose_then_approve_creates(world: World) -> None:
+    ana = world.user("ana@example.com")
+    web = Principal.web(ana)
+    conv = new_conversation(world.rt, web)
+    args = {"title": "Sums", "format": "qa", "questions": QUESTIONS}
+    script = Script([[("propose_create_benchmark", args)]])
+    turn = say(world.rt, web, conv, script.brain(), "make a sums benchmark")
+    assert turn.status == "awaiting_approval", turn.reply
+    assert turn.proposal is not None
+    assert '"2+2?"' in turn.reply
+    approve = turn.buttons[0]["action"]
+    done = say(world.rt, web, conv, script.brain(), action=approve)
+    assert done.status == "completed", done.reply
+    assert "Created benchmark bm_" in done.reply
