@@ -179,7 +179,8 @@ def _outcome(started: Started, state: TurnState, brain: Brain) -> TurnOutcome:
     if started.approved is not None:
         return _carry_out(started.approved, state)
     if started.declined is not None and started.by_control:
-        return TurnOutcome("completed", replies.declined_reply(started.declined))
+        reply = replies.declined_reply(started.declined)
+        return TurnOutcome("completed", reply, proposal_id=started.declined.id)
     return asyncio.run(_think(started, state, brain))
 
 
@@ -189,7 +190,8 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
         done = state.call("execute", {"proposal_id": approved.id}, _execute(approved.id))
         if not isinstance(done, proposals.ProposalView):
             message = done["error"]["message"]
-            return TurnOutcome("completed", f"Approved, but it did not happen: {message}")
+            reply = f"Approved, but it did not happen: {message}"
+            return TurnOutcome("completed", reply, proposal_id=approved.id)
         reply = replies.executed_reply(done)
         lead = parts.propose_next(state, done) if state.plan is not None else None
     except TurnOver:
@@ -197,7 +199,8 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
     if state.proposal is not None:
         text = replies.proposal_reply(state.proposal, f"{reply}\n\n{lead}")
         return _waiting(state, state.proposal.id, text)
-    return TurnOutcome("completed", f"{reply}\n\n{lead}" if lead else reply)
+    text = f"{reply}\n\n{lead}" if lead else reply
+    return TurnOutcome("completed", text, proposal_id=approved.id)
 
 
 def _execute(proposal_id: str) -> Any:

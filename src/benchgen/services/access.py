@@ -91,15 +91,17 @@ def _delegation_denial(ctx: Context, action: Action) -> str | None:
     kind = "this agent" if ctx.principal.kind is PrincipalKind.AGENT else "an API token"
     if rule.scope is None:
         return f"{kind} can never {rule.summary}; do it in the web app"
-    if rule.scope not in ctx.principal.scopes:
-        return f"{kind} without the '{rule.scope}' scope cannot {rule.summary}"
     switch = AGENT_SWITCHABLE.get(rule.scope)
+    # The switch is named first: a credential minted while it was off lacks the scope too, and
+    # the user should learn that the deployment, not their token, is why.
     if (
         ctx.principal.kind is PrincipalKind.AGENT
         and switch
         and not overrides.effective(ctx, switch)
     ):
         return f"this deployment has switched off '{rule.scope}' for the agent"
+    if rule.scope not in ctx.principal.scopes:
+        return f"{kind} without the '{rule.scope}' scope cannot {rule.summary}"
     return None
 
 
