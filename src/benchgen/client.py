@@ -41,9 +41,11 @@ __all__ = [
     "FINAL_STATUSES",
     "BenchGen",
     "Benchmark",
+    "Button",
     "ChangePreview",
     "ClientError",
     "Conflict",
+    "Conversation",
     "CreatedBenchmark",
     "EditedBenchmark",
     "Estimate",
@@ -58,6 +60,7 @@ __all__ = [
     "Model",
     "NotFound",
     "PermissionDenied",
+    "Proposal",
     "Question",
     "QuotaStatus",
     "RateLimited",
@@ -65,6 +68,10 @@ __all__ = [
     "Run",
     "RunTimeout",
     "ServerError",
+    "Transcript",
+    "Turn",
+    "TurnRecord",
+    "TurnTimeout",
     "Unauthenticated",
     "Unreachable",
     "as_input",
@@ -73,12 +80,17 @@ __all__ = [
 API_PREFIX = "/api/v1"
 FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses a run never leaves; `wait_for_run` returns when it reaches one."""
+TURN_RUNNING = "running"
+"""The one status a chat turn leaves on its own; `wait_for_turn` returns once it has."""
 
 Format = Literal["qa", "mcq"]
 # Page sizes below each route's maximum: the server fetches one row more than asked to learn
 # whether another page follows, and some services refuse that extra row at the maximum.
 _PAGE = 100
 _RESULTS_PAGE = 500
+# The server holds a chat message up to its agent wait (60 s by default) before answering
+# `running`, so that request needs longer than the client's usual timeout.
+_CHAT_TIMEOUT = 120.0
 
 
 # ---------------------------------------------------------------- response shapes
@@ -262,6 +274,66 @@ class Rescore(TypedDict):
     changes: list[dict[str, Any]]
 
 
+class Conversation(TypedDict):
+    """A conversation with the agent, kept on the server."""
+
+    id: str
+    title: str
+    created_at: str
+    updated_at: str
+    busy: bool
+    turn_count: int
+
+
+class Button(TypedDict):
+    """A control shown with a reply: send `action` back verbatim with `send_message`."""
+
+    label: str
+    action: dict[str, Any]
+
+
+class Proposal(TypedDict):
+    """What the agent proposes, pending approval; `preview["text"]` is its plain rendering."""
+
+    id: str
+    kind: str
+    preview: dict[str, Any]
+    preview_hash: str
+    expires_at: str
+    status: str
+
+
+class Turn(TypedDict):
+    """One chat turn: `status` is `completed`, `awaiting_approval`, `awaiting_choice`,
+    `stopped_at_cap`, `running` or `failed`."""
+
+    turn_id: str
+    conversation_id: str
+    seq: int
+    status: str
+    reply: str
+    buttons: list[Button]
+    proposal: Proposal | None
+    notices: list[str]
+
+
+class TurnRecord(Turn):
+    """A turn in a transcript: also what was sent, the agent's tool calls, and when."""
+
+    user_text: str
+    action: dict[str, Any] | None
+    tool_calls: list[dict[str, Any]]
+    brain: str
+    started_at: str
+    finished_at: str | None
+
+
+class Transcript(Conversation):
+    """A conversation and every turn, oldest first."""
+
+    turns: list[TurnRecord]
+
+
 @dataclass(frozen=True)
 class QuotaStatus:
     """The creation quota the server reported with the last benchmark creation or import.
@@ -388,6 +460,18 @@ class RunTimeout(TimeoutError):
         self.run = run
 
 
+class TurnTimeout(TimeoutError):
+    """`wait_for_turn` gave up while the turn was still running.
+
+    Attributes:
+        turn: The turn as last seen.
+    """
+
+    def __init__(self, turn: Turn, timeout_s: float) -> None:
+        super().__init__(f"Turn {turn['turn_id']} is still running after {timeout_s:g} s.")
+        self.turn = turn
+
+
 _BY_CODE: dict[str, type[ClientError]] = {
     "unauthenticated": Unauthenticated,
     "permission_denied": PermissionDenied,
@@ -487,6 +571,7 @@ class BenchGen:
         root = base_url.rstrip("/")
         root = root.removesuffix(API_PREFIX)
         self.base_url = root
+        self._timeout = timeout
         self.quota: QuotaStatus | None = None
         """Creation quota reported by the last successful create or import, if any."""
         self._http = httpx.Client(
@@ -966,6 +1051,114 @@ class BenchGen:
         path = f"/runs/{_seg(run_id)}/rescore"
         return cast(Rescore, self._json("POST", path, params=params, json=body))
 
+    # ------------------------------------------------------------ chat
+
+    def create_conversation(self, title: str = "") -> Conversation:
+        """Start an empty conversation with the agent (scope `read`).
+
+        Args:
+            title: An optional title.
+
+        Returns:
+            The new conversation; pass its `id` to `send_message`.
+        """
+        body = {"title": title} if title else None
+        return cast(Conversation, self._json("POST", "/chat/conversations", json=body))
+
+    def list_conversations(self) -> list[Conversation]:
+        """Your conversations, most recently active first (every page).
+
+        Returns:
+            The conversations, without their turns.
+        """
+        return cast(list[Conversation], list(self._pages("/chat/conversations", {}, _PAGE)))
+
+    def get_conversation(self, conversation_id: str) -> Transcript:
+        """A conversation's transcript.
+
+        Args:
+            conversation_id: Its id (`conv_…`).
+
+        Returns:
+            The conversation and every turn, oldest first.
+        """
+        path = f"/chat/conversations/{_seg(conversation_id)}"
+        return cast(Transcript, self._json("GET", path))
+
+    def send_message(
+        self,
+        conversation_id: str,
+        text: str | None = None,
+        action: Mapping[str, Any] | None = None,
+    ) -> Turn:
+        """Send typed words, or a button's `action` exactly as it came (give one of the two).
+
+        The server waits up to its agent wait (60 s by default); a longer turn comes back
+        `running`: follow it with `wait_for_turn`.
+
+        Args:
+            conversation_id: The conversation's id.
+            text: What you type.
+            action: A button's `action`, e.g. `turn["buttons"][0]["action"]` to approve.
+
+        Returns:
+            The turn: its status, reply, buttons and any proposal.
+
+        Raises:
+            Conflict: Another turn of this conversation is running, or the approval is stale,
+                replayed or altered.
+            InvalidInput: Both or neither of `text` and `action`, or a malformed action.
+        """
+        body: dict[str, Any] = {}
+        if text is not None:
+            body["text"] = text
+        if action is not None:
+            body["action"] = dict(action)
+        path = f"/chat/conversations/{_seg(conversation_id)}/messages"
+        return cast(
+            Turn, self._json("POST", path, json=body, timeout=max(self._timeout, _CHAT_TIMEOUT))
+        )
+
+    def get_turn(self, conversation_id: str, turn_id: str) -> Turn:
+        """One turn, e.g. to see whether a `running` one is done.
+
+        Args:
+            conversation_id: The conversation's id.
+            turn_id: The turn's id (`turn_id` of `send_message`'s answer).
+
+        Returns:
+            The turn as it stands.
+        """
+        path = f"/chat/conversations/{_seg(conversation_id)}/turns/{_seg(turn_id)}"
+        return cast(Turn, self._json("GET", path))
+
+    def wait_for_turn(
+        self, conversation_id: str, turn_id: str, timeout_s: float = 900, poll_s: float = 1.0
+    ) -> Turn:
+        """Poll a turn until it is no longer `running`.
+
+        Args:
+            conversation_id: The conversation's id.
+            turn_id: The turn's id.
+            timeout_s: Give up after this many seconds (the server's turn cap is 900 s).
+            poll_s: Seconds between polls.
+
+        Returns:
+            The turn once it has ended or waits for you.
+
+        Raises:
+            TurnTimeout: It was still running after `timeout_s`.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            current = self.get_turn(conversation_id, turn_id)
+            if current["status"] != TURN_RUNNING:
+                return current
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TurnTimeout(current, timeout_s)
+            time.sleep(min(poll_s, left))
+
     # ------------------------------------------------------------ plumbing
 
     def _send(
@@ -974,9 +1167,12 @@ class BenchGen:
         path: str,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
+        # Passed only when set: httpx reads an explicit `timeout=None` as "wait for ever".
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
-            response = self._http.request(method, path, params=params, json=json)
+            response = self._http.request(method, path, params=params, json=json, **extra)
         except httpx.TransportError as exc:
             raise Unreachable(0, "unreachable", f"{type(exc).__name__}: {exc}") from exc
         if response.is_error:
@@ -989,8 +1185,9 @@ class BenchGen:
         path: str,
         params: Mapping[str, Any] | None = None,
         json: Any = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
-        body = self._send(method, path, params, json).json()
+        body = self._send(method, path, params, json, timeout).json()
         if not isinstance(body, dict):
             raise ClientError(200, "bad_response", "expected a JSON object")
         return body

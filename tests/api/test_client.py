@@ -16,6 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
+from benchgen.agent.brains import Brain
 from benchgen.app import create_app
 from benchgen.client import (
     BenchGen,
@@ -30,6 +31,7 @@ from benchgen.client import (
     Run,
     RunTimeout,
     ServerError,
+    TurnTimeout,
     Unauthenticated,
     Unreachable,
     as_input,
@@ -37,6 +39,7 @@ from benchgen.client import (
 from benchgen.core.clock import ManualClock
 from benchgen.services import models, tokens
 from benchgen.services.runtime import Runtime
+from tests.agent.scripted import Script
 from tests.support import MCQ, OPERATOR, QA, World
 
 ALL_SCOPES = ["read", "runs", "create", "edit", "publish"]
@@ -46,10 +49,17 @@ CAPITALS = cast("list[dict[str, Any]]", QA["questions"])
 
 
 @pytest.fixture
-def server(runtime: Runtime) -> Iterator[str]:
+def brain() -> Brain:
+    """The agent's brain in chat: it proposes one benchmark, then only talks."""
+    sums = {"title": "Sums", "format": "qa", "questions": [{"prompt": "2+2?", "answer": "4"}]}
+    return Script([[("propose_create_benchmark", sums)]]).brain()
+
+
+@pytest.fixture
+def server(runtime: Runtime, brain: Brain) -> Iterator[str]:
     """The app served by uvicorn on a free loopback port, with one embedded worker thread."""
     runtime.settings = runtime.settings.model_copy(update={"worker_threads": 1})
-    app = create_app(runtime.settings, runtime)
+    app = create_app(runtime.settings, runtime, brain=brain)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -213,6 +223,31 @@ def test_fourth_creation_in_a_minute_is_rate_limited(
     assert bg.create_benchmark("Next minute", "qa", CAPITALS)["benchmark"]["id"]
 
 
+def test_chat_propose_approve_and_read_back(
+    connect: Callable[[str], BenchGen], world: World
+) -> None:
+    bg = connect(world.token(world.user("ana@example.com"), ALL_SCOPES))
+    conversation = bg.create_conversation("Sums")
+    conv = conversation["id"]
+    assert (conversation["title"], conversation["turn_count"]) == ("Sums", 0)
+    turn = bg.send_message(conv, text="make a sums benchmark")
+    assert turn["status"] == "awaiting_approval" and turn["proposal"] is not None
+    assert "2+2?" in turn["proposal"]["preview"]["text"]
+    approve = turn["buttons"][0]["action"]
+    done = bg.send_message(conv, action=approve)
+    assert done["status"] == "completed", done["reply"]
+    assert bg.wait_for_turn(conv, done["turn_id"]) == bg.get_turn(conv, done["turn_id"]) == done
+    assert [b["title"] for b in bg.list_benchmarks(mine=True)] == ["Sums"]
+    with pytest.raises(Conflict):
+        bg.send_message(conv, action=approve)  # a replayed approval
+    with pytest.raises(InvalidInput):
+        bg.send_message(conv)  # neither text nor action
+    assert [c["id"] for c in bg.list_conversations()] == [conv]
+    transcript = bg.get_conversation(conv)
+    assert [t["user_text"] for t in transcript["turns"]] == ["make a sums benchmark", ""]
+    assert transcript["turns"][1]["action"] == approve
+
+
 # ---------------------------------------------------------------- without a server
 
 
@@ -307,3 +342,36 @@ def test_token_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 
 def _echo_auth(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json={"email": request.headers["Authorization"]})
+
+
+def test_wait_for_turn_polls_until_the_turn_is_no_longer_running() -> None:
+    statuses = iter(["running", "running", "awaiting_approval"])
+    seen: list[str] = []
+
+    def turns(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json={"turn_id": "turn_1", "status": next(statuses)})
+
+    with _canned(turns) as bg:
+        assert bg.wait_for_turn("conv_1", "turn_1", poll_s=0.01)["status"] == "awaiting_approval"
+    assert seen == ["/api/v1/chat/conversations/conv_1/turns/turn_1"] * 3
+    running = httpx.Response(200, json={"turn_id": "turn_1", "status": "running"})
+    with _canned(lambda _: running) as bg, pytest.raises(TurnTimeout) as caught:
+        bg.wait_for_turn("conv_1", "turn_1", timeout_s=0.05, poll_s=0.01)
+    assert caught.value.turn["status"] == "running" and isinstance(caught.value, TimeoutError)
+
+
+def test_send_message_posts_the_action_verbatim_and_waits_long_enough() -> None:
+    sent: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"turn_id": "turn_1", "status": "completed"})
+
+    action = {"type": "decline", "proposal_id": "prop_1"}
+    with _canned(record) as bg:
+        bg.send_message("conv_1", action=action)
+        bg.send_message("conv_1", text="hello")
+    assert [json.loads(r.content) for r in sent] == [{"action": action}, {"text": "hello"}]
+    # The server may hold the request for its whole agent wait before answering `running`.
+    assert sent[0].extensions["timeout"]["read"] >= 120

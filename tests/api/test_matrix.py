@@ -24,14 +24,19 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from httpx import Response
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from benchgen.agent.brains import Brain
+from benchgen.agent.messages import MessageIn
+from benchgen.agent.turn import begin_turn, complete_turn
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Scope
 from benchgen.db.tables import ApiToken
 from benchgen.jobs.worker import Worker
-from benchgen.services import models, runs, tokens
+from benchgen.services import chat, models, runs, tokens
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, OPERATOR, World
 
@@ -87,10 +92,12 @@ class Seed:
     run: str  # ana's completed run on it
     queued: str  # ana's queued run on it
     model: str  # ana's own model endpoint
+    conversation: str  # ana's conversation with the agent
+    turn: str  # its first, finished turn
 
     @property
     def private_ids(self) -> tuple[str, ...]:
-        return (self.benchmark, self.run, self.queued, self.model)
+        return (self.benchmark, self.run, self.queued, self.model, self.conversation, self.turn)
 
 
 @dataclass(frozen=True)
@@ -184,14 +191,39 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("PATCH", "/api/v1/models/{model_id}"): Row(
         lambda s: Call("PATCH", f"/api/v1/models/{s.model}", {"name": "Renamed"})
     ),
+    ("POST", "/api/v1/chat/conversations"): Row(
+        lambda s: Call("POST", "/api/v1/chat/conversations"), ok=201, owned=False
+    ),
+    ("GET", "/api/v1/chat/conversations"): Row(
+        lambda s: Call("GET", "/api/v1/chat/conversations"), owned=False
+    ),
+    ("GET", "/api/v1/chat/conversations/{conversation_id}"): Row(
+        lambda s: Call("GET", f"/api/v1/chat/conversations/{s.conversation}")
+    ),
+    ("POST", "/api/v1/chat/conversations/{conversation_id}/messages"): Row(
+        lambda s: Call(
+            "POST", f"/api/v1/chat/conversations/{s.conversation}/messages", {"text": "hello"}
+        )
+    ),
+    ("GET", "/api/v1/chat/conversations/{conversation_id}/turns/{turn_id}"): Row(
+        lambda s: Call("GET", f"/api/v1/chat/conversations/{s.conversation}/turns/{s.turn}")
+    ),
 }
+
+
+def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("Hello.")])
+
+
+# A brain that only talks: the matrix checks who may chat, not what the agent does.
+BRAIN = Brain("scripted", FunctionModel(_answer, model_name="scripted"))
 
 
 @pytest.fixture
 def app(runtime: Runtime) -> FastAPI:
     # Model endpoints on 127.0.0.1 are allowed, as an operator's allow-list would.
     runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
-    return create_app(runtime.settings, runtime)
+    return create_app(runtime.settings, runtime, brain=BRAIN)
 
 
 @pytest.fixture
@@ -212,7 +244,10 @@ def seed(world: World, runtime: Runtime) -> Seed:
     queued = world.do(web, runs.start_run, benchmark, FIRST)
     spec = {"name": "Mine", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
     model = world.do(web, models.create_model, spec)
-    return Seed(ana, bob, benchmark, done.id, queued.id, model.id)
+    conversation = world.do(web, chat.create_conversation).id
+    hello = MessageIn(text="hello")
+    turn = complete_turn(begin_turn(runtime, web, conversation, hello), BRAIN)
+    return Seed(ana, bob, benchmark, done.id, queued.id, model.id, conversation, turn.id)
 
 
 def _expired(world: World, user_id: str) -> str:
@@ -306,6 +341,8 @@ def _ghosts(seed: Seed) -> Seed:
             run=new_id("run"),
             queued=new_id("run"),
             model=new_id("mdl"),
+            conversation=new_id("conv"),
+            turn=new_id("turn"),
         )
     return _GHOSTS[seed]
 

@@ -17,9 +17,17 @@ from benchgen.services import benchmarks, models, proposals, results, runs
 from benchgen.services.specs import QuestionIn
 
 MAX_OPTIONS = 10
-MAX_OPTION_CHARS = 200
+MAX_OPTION_CHARS = 300
 MAX_QUESTION_CHARS = 1000
-_BENCHMARK_FIELDS = ("id", "title", "format", "visibility", "question_count", "questions_frozen")
+_BENCHMARK_FIELDS = (
+    "id",
+    "title",
+    "format",
+    "visibility",
+    "question_count",
+    "questions_frozen",
+    "roles",
+)
 _RUN_FIELDS = (
     "id",
     "benchmark_id",
@@ -223,7 +231,15 @@ def ask_user(ctx: Deps, question: str, options: list[str] | None = None) -> Any:
     state.question = safe_text(question[:MAX_QUESTION_CHARS])
     chosen = [safe_text(option[:MAX_OPTION_CHARS]) for option in (options or [])]
     state.options = [option for option in chosen if option.strip()][:MAX_OPTIONS]
-    return {"asked": True, "note": "The user sees the question; the turn ends here."}
+    answer: dict[str, Any] = {"asked": True, "note": "The user sees the question; turn ends."}
+    if len(state.options) < len(options or []) or any(
+        len(option) > MAX_OPTION_CHARS for option in options or []
+    ):
+        answer["shortened"] = (
+            f"Options beyond {MAX_OPTIONS}, empty ones and text beyond {MAX_OPTION_CHARS} "
+            "characters were left out."
+        )
+    return answer
 
 
 def _propose(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:

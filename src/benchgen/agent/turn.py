@@ -80,8 +80,12 @@ def begin_turn(
         screened = leaks.screen_text(ctx, message.text or "")
     with transaction(runtime, principal) as ctx:
         action = message.action.model_dump() if message.action else None
-        turn = chat.begin_turn(ctx, conversation_id, screened.text, action)
-        started = _decide(ctx, runtime, turn, screened.text, message)
+        text = screened.text
+        if isinstance(message.action, Choose):
+            # The chosen label is what the user said this turn: stored, and read by the brain.
+            text = _chosen(ctx, conversation_id, message.action)
+        turn = chat.begin_turn(ctx, conversation_id, text, action)
+        started = _decide(ctx, runtime, turn, text, message)
         started.notices = list(screened.notices)
         lifetime = timedelta(seconds=ctx.settings.agent_turn_cap_s) + EXPIRY_MARGIN
         secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
@@ -107,9 +111,7 @@ def _decide(
         started.declined = proposals.decide(ctx, conversation_id, action.proposal_id, None, False)
         started.by_control = True
     else:
-        if isinstance(action, Choose):
-            started.request = _chosen(ctx, turn, action)
-        elif pending is not None and _is_assent(text):
+        if not isinstance(action, Choose) and pending is not None and _is_assent(text):
             started.approved = proposals.decide(
                 ctx, conversation_id, pending.id, pending.preview_hash, True
             )
@@ -124,11 +126,12 @@ def _is_assent(text: str) -> bool:
     return re.sub(r"[^a-z ]", "", text.casefold()).strip() in ASSENT
 
 
-def _chosen(ctx: Context, turn: TurnView, action: Choose) -> str:
-    """The label of the chosen option, which must belong to the question asked just before."""
-    asked = chat.get_turn(ctx, turn.conversation_id, action.turn_id)
+def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:
+    """The label of the chosen option, which must belong to the question asked last."""
+    latest = chat.recent_turns(ctx, conversation_id, limit=1)
+    asked = chat.get_turn(ctx, conversation_id, action.turn_id)
     buttons = asked.buttons
-    if asked.seq != turn.seq - 1 or asked.status != "awaiting_choice":
+    if not latest or latest[0].id != asked.id or asked.status != "awaiting_choice":
         raise Conflict("That choice answers an earlier question; choose from the latest one.")
     if action.option >= len(buttons) or buttons[action.option]["action"] != action.model_dump():
         raise Conflict("That option was not offered.", {"option": action.option})

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from benchgen.services.benchmarks import BenchmarkView, ChangePreview
+from benchgen.services.chat import TurnView
+from benchgen.services.proposals import ProposalView
 
 Item = TypeVar("Item")
 
@@ -69,3 +71,118 @@ class LogLine(BaseModel):
     id: int
     at: datetime
     line: str
+
+
+# ---------------------------------------------------------------- chat
+
+TurnStatus = Literal[
+    "completed", "awaiting_approval", "awaiting_choice", "stopped_at_cap", "running", "failed"
+]
+
+
+class ConversationIn(BaseModel):
+    """A new conversation; the title is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field("", max_length=200)
+
+
+class Button(BaseModel):
+    """A control shown with a reply: post `action` back verbatim as `{"action": ...}`."""
+
+    label: str
+    action: dict[str, Any]
+
+
+class ProposalOut(BaseModel):
+    """What the agent proposes to do, pending your approval: `preview` holds the action's
+    fields and a plain-text rendering in `text`; approving sends `preview_hash` back."""
+
+    id: str
+    kind: str
+    preview: dict[str, Any]
+    preview_hash: str
+    expires_at: datetime
+    status: str
+
+    @classmethod
+    def of(cls, proposal: ProposalView | None) -> ProposalOut | None:
+        """The API shape of a stored proposal."""
+        if proposal is None:
+            return None
+        return cls(
+            id=proposal.id,
+            kind=proposal.kind,
+            preview=proposal.preview,
+            preview_hash=proposal.preview_hash,
+            expires_at=proposal.expires_at,
+            status=proposal.status,
+        )
+
+
+class TurnOut(BaseModel):
+    """One turn as the sender sees it; `running` turns are read again at their own URL."""
+
+    turn_id: str
+    conversation_id: str
+    seq: int
+    status: TurnStatus
+    reply: str
+    buttons: list[Button]
+    proposal: ProposalOut | None
+    notices: list[str]
+
+    @classmethod
+    def of(cls, turn: TurnView) -> TurnOut:
+        """The API shape of a stored turn."""
+        return cls(**_turn_fields(turn))
+
+
+class TurnRecord(TurnOut):
+    """A turn in a transcript: also what was sent, what the agent called, and when."""
+
+    user_text: str
+    action: dict[str, Any] | None
+    tool_calls: list[dict[str, Any]]
+    brain: str
+    started_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, turn: TurnView) -> TurnRecord:
+        """The transcript shape of a stored turn."""
+        return cls(
+            **_turn_fields(turn),
+            user_text=turn.user_text,
+            action=turn.action,
+            tool_calls=turn.tool_calls,
+            brain=turn.brain,
+            started_at=turn.started_at,
+            finished_at=turn.finished_at,
+        )
+
+
+def _turn_fields(turn: TurnView) -> dict[str, Any]:
+    return {
+        "turn_id": turn.id,
+        "conversation_id": turn.conversation_id,
+        "seq": turn.seq,
+        "status": turn.status,
+        "reply": turn.reply,
+        "buttons": [Button(**button) for button in turn.buttons],
+        "proposal": ProposalOut.of(turn.proposal),
+        "notices": turn.notices,
+    }
+
+
+class Transcript(BaseModel):
+    """A conversation and every turn, oldest first."""
+
+    id: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+    busy: bool
+    turn_count: int
+    turns: list[TurnRecord]

@@ -1,4 +1,4 @@
-"""The `benchgen` command: serve, db, demo and operator administration."""
+"""The `benchgen` command: serve, chat, db, demo and operator administration."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from benchgen.cli import admin, demo, evaluation
+from benchgen.cli import admin, chat, demo, evaluation
 from benchgen.cli.common import console, open_runtime, prepare
 
 app = typer.Typer(
@@ -21,6 +21,7 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(admin.app, name="admin")
 app.command(name="demo")(demo.seed_demo)
+app.command(name="chat", help=chat.HELP)(chat.chat_command)
 app.command(name="run")(evaluation.run)
 app.command(name="rescore")(evaluation.rescore)
 app.command(name="worker")(evaluation.worker)

@@ -194,7 +194,9 @@ RULES: dict[Action, ActionRule] = {
     Action.ADMIN_CREDITS: _session(P, frozenset(), "/admin", "grant credits to users"),
     Action.ADMIN_SETTINGS: _session(P, frozenset(), "/admin", "change deployment settings"),
     Action.RUN_EXECUTE: ActionRule(None, Target.JOB, frozenset(), "/", "execute a queued run"),
-    Action.CHAT_RECORD: ActionRule(None, Target.JOB, frozenset(), "/", "record how a chat turn ended"),
+    Action.CHAT_RECORD: ActionRule(
+        None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
+    ),
 }
 
 

@@ -21,6 +21,7 @@ from pydantic_ai.tools import ToolDefinition
 from benchgen.evals.adapters import local_gguf
 
 MAX_TOKENS = 768
+MAX_STRING = 300
 
 
 def local_model(name: str) -> FunctionModel:
@@ -51,11 +52,26 @@ def step_schema(tools: list[ToolDefinition]) -> dict[str, Any]:
     options: list[dict[str, Any]] = [
         _object({"tool": {"const": "reply"}, "text": {"type": "string"}}),
     ]
-    options += [
-        _object({"tool": {"const": tool.name}, "args": tool.parameters_json_schema})
-        for tool in tools
-    ]
-    return {"anyOf": options}
+    definitions: dict[str, Any] = {}
+    for tool in tools:
+        args = dict(tool.parameters_json_schema)
+        # Shared shapes (a question) are referenced as #/$defs/…: they must live at the root.
+        definitions |= _bounded(args.pop("$defs", {}))
+        options.append(_object({"tool": {"const": tool.name}, "args": _bounded(args)}))
+    return {"anyOf": options, "$defs": definitions} if definitions else {"anyOf": options}
+
+
+def _bounded(schema: Any) -> Any:
+    """`schema` with every unbounded string given a length limit: the grammar then stops a
+    small model that would otherwise repeat itself until it runs out of tokens."""
+    if isinstance(schema, list):
+        return [_bounded(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    bounded = {key: _bounded(value) for key, value in schema.items()}
+    if bounded.get("type") == "string" and "maxLength" not in bounded:
+        bounded["maxLength"] = MAX_STRING
+    return bounded
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -68,11 +84,16 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_step(content: str) -> ModelResponse:
-    """The model's JSON as a tool call or a reply; anything unreadable becomes a plain reply."""
+    """The model's JSON as a tool call or a reply.
+
+    Raises:
+        ValueError: the output is not JSON (a small model rambling past the token limit): the
+            turn then fails and says so, rather than showing the user half an object.
+    """
     try:
         step = json.loads(content)
     except ValueError:
-        return ModelResponse(parts=[TextPart(content.strip() or "(no answer)")])
+        raise ValueError("the local model's output was not a complete JSON step") from None
     if not isinstance(step, dict) or step.get("tool") in (None, "reply"):
         text = step.get("text", "") if isinstance(step, dict) else str(step)
         return ModelResponse(parts=[TextPart(str(text) or "(no answer)")])

@@ -1,0 +1,134 @@
+"""The offline brain: a deterministic planner that reads plain-English requests, calls the same
+tools as any other brain through the same harness, and writes its replies from their results."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from benchgen.agent.brains import offline_render as render
+from benchgen.agent.brains.offline_parse import Intent, read_intent
+from benchgen.agent.brains.offline_questions import read_title
+from benchgen.agent.brains.offline_steps import STEPS, Ask, Step
+from benchgen.core.config import Settings
+
+MAX_TITLE = 200
+Event = tuple[str, Any]
+_WAITING_TOOLS = ("ask_user", "propose_create_benchmark", "propose_publish", "propose_run")
+
+
+def offline_model(settings: Settings) -> FunctionModel:
+    """The planner as a pydantic-ai model: each step is tool calls or the final reply."""
+
+    def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        events = _events(messages)
+        step = _step(events, settings)
+        if isinstance(step, str):
+            return ModelResponse(parts=[TextPart(step)])
+        return ModelResponse(parts=[ToolCallPart(name, args) for name, args in step])
+
+    return FunctionModel(think, model_name="offline")
+
+
+def _events(messages: list[ModelMessage]) -> list[Event]:
+    """The conversation as (who, what): user and agent words, tool results, retry prompts."""
+    events: list[Event] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            said = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            events += [("agent", said)] if said else []
+            continue
+        assert isinstance(message, ModelRequest)
+        for part in message.parts:
+            if isinstance(part, UserPromptPart):
+                events.append(("user", part.content if isinstance(part.content, str) else ""))
+            elif isinstance(part, ToolReturnPart):
+                events.append(("tool", (part.tool_name, part.content)))
+            elif isinstance(part, RetryPromptPart):
+                events.append(("retry", part.model_response()))
+    return events
+
+
+def _step(events: list[Event], settings: Settings) -> Step:
+    asked = max((i for i, (who, _) in enumerate(events) if who == "user"), default=-1)
+    if asked < 0:
+        return render.help_text()
+    later = events[asked + 1 :]
+    if later and later[-1][0] == "retry":
+        # A call the loop refused (bad arguments): say so rather than try again and again.
+        return f"I could not do that: {str(later[-1][1])[:500]}"
+    history = [(who, str(what)) for who, what in events[:asked] if who in ("user", "agent")]
+    results = [what for who, what in later if who == "tool"]
+    return plan(Ask(str(events[asked][1]), settings, history, results))
+
+
+def plan(ask: Ask) -> Step:
+    """The next step for a request, given this turn's tool results so far."""
+    if ask.results:
+        tool, content = ask.results[-1]
+        if isinstance(content, dict) and "error" in content:
+            return render.error(tool, content)
+        if tool in _WAITING_TOOLS:
+            return "Waiting for your answer."
+    intent = _in_context(ask)
+    if intent.kind == "continue":
+        return _continue(ask)
+    step = STEPS.get(intent.kind)
+    if step is not None:
+        return step(ask, intent)
+    return _answer(intent)
+
+
+def _answer(intent: Intent) -> str:
+    if intent.kind == "train":
+        return render.TRAINING
+    if intent.kind == "cancel":
+        return "OK, I left it. Nothing was done."
+    if intent.kind == "help":
+        return render.help_text()
+    return render.not_understood(intent.text)
+
+
+def _in_context(ask: Ask) -> Intent:
+    """The request read with the conversation: an answer to the title question is the title of
+    the benchmark asked for just before; questions sent after being asked for them take the
+    title given with that earlier request."""
+    intent = read_intent(ask.text)
+    if len(ask.history) < 2 or [who for who, _ in ask.history[-2:]] != ["user", "agent"]:
+        return intent
+    before, last = ask.history[-2][1], ask.history[-1]
+    earlier = read_intent(before)
+    if last[1].startswith(render.TITLE_QUESTION) and earlier.draft is not None:
+        title = read_title(ask.text) or (_as_title(ask.text) if intent.kind == "unknown" else "")
+        if title:
+            return replace(earlier, draft=replace(earlier.draft, title=title))
+    asked_questions = last[1].startswith(render.QUESTIONS_QUESTION)
+    if asked_questions and intent.draft is not None and not intent.draft.title:
+        return replace(intent, draft=replace(intent.draft, title=read_title(before)))
+    return intent
+
+
+def _as_title(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first.strip(" \"'“”‘’.!")[:MAX_TITLE]
+
+
+def _continue(ask: Ask) -> Step:
+    """Re-plan the latest earlier request that was not itself `continue`."""
+    for index in range(len(ask.history) - 1, -1, -1):
+        who, text = ask.history[index]
+        if who == "user" and read_intent(text).kind != "continue":
+            return plan(replace(ask, text=text, history=ask.history[:index]))
+    return "There is nothing earlier to continue. " + render.help_text()

@@ -1,0 +1,154 @@
+"""Questions and a title written in a chat message, read by the offline planner: `Q:`/`A:` pairs,
+or numbered questions with lettered choices (`a)`, `B.`) and an `Answer:` line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_Q = re.compile(r"^(?:q|question)\s*\d*\s*[:.)]\s*(?P<text>.*)$", re.I)
+_NUMBERED = re.compile(r"^\(?\d{1,3}[.)]\s+(?P<text>.+)$")
+_ANSWER = re.compile(r"^(?:a|ans|answer|correct(?:\s+answer)?)\s*\d*\s*:\s*(?P<text>.+)$", re.I)
+_CHOICE = re.compile(r"^[-*•]?\s*\(?(?P<label>[a-zA-Z])[.)]\s+(?P<text>.+)$")
+# Markers written inline ("Q: 2+2? A: 4", "Colour? a) red b) blue") start a line of their own.
+_INLINE = re.compile(
+    r"\s+(?=(?:q|question)\s*\d*\s*:\s)|\s+(?=(?:a|ans|answer|correct answer)\s*\d*\s*:\s)",
+    re.I,
+)
+_INLINE_CHOICE = re.compile(r"\s+(?=\(?[a-hA-H]\)\s)")
+_QUOTED_TITLE = re.compile(
+    r"\b(?:called|titled|entitled|named|name it|call it|title)\s*[:=]?\s*"
+    r"[\"“'‘«](?P<t>[^\"”'’»\n]+)[\"”'’»]",
+    re.I,
+)
+_TITLE_LINE = re.compile(
+    r"^\s*(?:the\s+)?(?:title|name)\s*(?:is\b\s*:?|[:=])\s*(?P<t>.+?)[.!]?\s*$", re.I | re.M
+)
+_BARE_TITLE = re.compile(
+    r"\b(?:called|titled|entitled|named|name it|call it)\s+(?P<t>[^\n]+?)"
+    r"(?=\s*(?:[:;,.!?](?:\s|$)|$|\s+(?:with|using|from|containing|having|that)\b))",
+    re.I | re.M,
+)
+_ANY_QUOTED = re.compile(r"[\"“«](?P<t>[^\"”»\n]{1,200})[\"”»]")
+
+
+@dataclass
+class Question:
+    """One question as written: its prompt lines, lettered choices and answer."""
+
+    prompt: str
+    choices: list[str] = field(default_factory=list)
+    answer: str = ""
+
+
+@dataclass
+class Draft:
+    """What a message asks to create: a title (may be empty), the format and the questions."""
+
+    title: str
+    format: str
+    questions: list[dict[str, Any]]
+    problems: list[str]
+
+
+def read_draft(text: str) -> Draft | None:
+    """The questions written in `text`, with the title from the words before them; None when the
+    message holds no question."""
+    header, found = _read_questions(text)
+    if not found:
+        return None
+    fmt = "mcq" if any(len(q.choices) >= 2 for q in found) else "qa"
+    problems = [_problem(i, q, fmt) for i, q in enumerate(found, 1)]
+    questions = [_as_argument(q, fmt) for q in found]
+    return Draft(read_title(header), fmt, questions, [p for p in problems if p])
+
+
+def read_title(text: str) -> str:
+    """A title the user gave in words (`called "X"`, `titled X`, `title: X`), or ""."""
+    for pattern in (_QUOTED_TITLE, _TITLE_LINE, _BARE_TITLE, _ANY_QUOTED):
+        found = pattern.search(text)
+        if found and found.group("t").strip(" \"'“”‘’"):
+            return found.group("t").strip(" \"'“”‘’")
+    return ""
+
+
+def _read_questions(text: str) -> tuple[str, list[Question]]:
+    header: list[str] = []
+    found: list[Question] = []
+    for line in _lines(text):
+        current = found[-1] if found else None
+        started = _Q.match(line) or _NUMBERED.match(line)
+        if started and not (current is not None and _is_choice(current, line)):
+            found.append(Question(started.group("text").strip()))
+        elif current is None:
+            header.append(line)
+        else:
+            _add_line(current, line)
+    return "\n".join(header), [q for q in found if q.prompt or q.answer]
+
+
+def _lines(text: str) -> list[str]:
+    lines: list[str] = []
+    for raw in text.splitlines():
+        for part in _INLINE.split(raw):
+            # "Answer: B) dog" is one answer, not a choice.
+            pieces = [part] if _ANSWER.match(part.strip()) else _INLINE_CHOICE.split(part)
+            lines += [piece.strip() for piece in pieces if piece.strip()]
+    return lines
+
+
+def _is_choice(question: Question, line: str) -> bool:
+    found = _CHOICE.match(line)
+    expected = chr(ord("a") + len(question.choices))
+    return found is not None and found.group("label").casefold() == expected
+
+
+def _add_line(question: Question, line: str) -> None:
+    answer = _ANSWER.match(line)
+    if answer and not question.answer:
+        question.answer = answer.group("text").strip()
+    elif _is_choice(question, line) and not question.answer:
+        choice = _CHOICE.match(line)
+        assert choice is not None
+        question.choices.append(choice.group("text").strip())
+    elif not question.answer and not question.choices:
+        # A prompt may run over several lines.
+        question.prompt = f"{question.prompt}\n{line}".strip()
+
+
+def _problem(number: int, question: Question, fmt: str) -> str:
+    if not question.prompt:
+        return f"question {number} has no text"
+    if not question.answer and not (fmt == "qa" and len(question.choices) == 1):
+        return f"question {number} has no answer (add a line like `Answer: …`)"
+    if fmt == "mcq" and len(question.choices) < 2:
+        return f"question {number} has no choices, but others do (add `a) …`, `b) …` lines)"
+    return ""
+
+
+def _as_argument(question: Question, fmt: str) -> dict[str, Any]:
+    if fmt == "qa":
+        # One lettered line and no answer line: the line was the answer ("A. Paris").
+        answer = question.answer or (question.choices[0] if question.choices else "")
+        accepted = [part.strip() for part in answer.split("|") if part.strip()]
+        return {
+            "prompt": question.prompt,
+            "answer": accepted[0] if len(accepted) == 1 else accepted,
+        }
+    return {
+        "prompt": question.prompt,
+        "choices": question.choices,
+        "answer": _letter(question.answer, question.choices),
+    }
+
+
+def _letter(answer: str, choices: list[str]) -> str:
+    """The answer as a choice letter: "b", "(B)", "B) Blue" and "Blue" all read as "B"."""
+    lettered = re.match(r"^\(?([a-zA-Z])\)?(?:[.):]|\s|$)", answer.strip())
+    if lettered and ord(lettered.group(1).casefold()) - ord("a") < len(choices):
+        return lettered.group(1).upper()
+    for index, choice in enumerate(choices):
+        if choice.casefold() == answer.strip().casefold():
+            return chr(ord("A") + index)
+    return answer.strip()

@@ -1,0 +1,271 @@
+"""The offline planner's next step for each kind of request, given the tool results so far this
+turn: more tool calls, or the reply. Every step is a pure function of the request and results."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchgen.agent.brains import offline_render as render
+from benchgen.agent.brains.offline_parse import Intent, find, find_id, mentioned
+from benchgen.agent.never import refusal
+from benchgen.core.config import Settings
+from benchgen.core.permissions import Action
+
+Call = tuple[str, dict[str, Any]]
+Step = str | list[Call]
+MAX_OPTIONS = 10
+MAX_LABEL_NAME = 60
+MODEL_KEYS = ("name", "endpoint_model", "id")
+TITLE_KEYS = ("title", "id")
+_SLOTS = re.compile(r"(?:^|\s+)(?:on|against|over|with|using|in)\s+", re.I)
+# Where the web page for an A13 action lives: the kind of id its link is built from.
+_TARGETS = {
+    Action.RUN_EDIT_SCORE: "run",
+    Action.LEADERBOARD_MANAGE: "run",
+    Action.MODEL_DELETE: "mdl",
+    Action.DATASET_DELETE: "ds",
+    Action.TRAINING_DELETE: "train",
+    Action.BILLING_MANAGE: "",
+    Action.TOKENS_MANAGE: "",
+}
+
+
+@dataclass
+class Ask:
+    """One request and what the tools have answered so far this turn."""
+
+    text: str
+    settings: Settings
+    history: list[tuple[str, str]] = field(default_factory=list)
+    results: list[tuple[str, Any]] = field(default_factory=list)
+
+    def result(self, tool: str) -> Any:
+        """The latest result of `tool` this turn, or None when it was not called yet."""
+        for name, content in reversed(self.results):
+            if name == tool:
+                return content
+        return None
+
+
+def step_list(ask: Ask, intent: Intent) -> Step:
+    """List benchmarks, models or runs."""
+    tool = intent.kind
+    got = ask.result(tool)
+    if got is None:
+        args: dict[str, Any] = {}
+        if tool == "list_benchmarks":
+            args = {"mine_only": intent.mine}
+        elif tool == "list_runs" and find_id(ask.text, "bm"):
+            args = {"benchmark_id": find_id(ask.text, "bm")}
+        return [(tool, args)]
+    if tool == "list_benchmarks":
+        return render.benchmarks(got, intent.mine)
+    return render.models(got) if tool == "list_models" else render.runs(got)
+
+
+def step_show(ask: Ask, intent: Intent) -> Step:
+    """Show one benchmark, named by id or title; offer the candidates when it is unclear."""
+    shown = ask.result("show_benchmark")
+    if shown is not None:
+        return render.benchmark(shown)
+    benchmark_id = find_id(ask.text, "bm")
+    if benchmark_id is None:
+        listed = ask.result("list_benchmarks")
+        if listed is None:
+            return [("list_benchmarks", {"mine_only": False})]
+        found = find(intent.phrase, listed["benchmarks"], TITLE_KEYS)
+        if len(found) != 1:
+            return _offer_benchmarks(intent.phrase, found or listed["benchmarks"], "show", "Show")
+        benchmark_id = found[0]["id"]
+    return [("show_benchmark", {"benchmark_id": benchmark_id, "limit": render.MAX_SHOWN})]
+
+
+def step_status(ask: Ask, intent: Intent) -> Step:
+    """Whether a run is done and how it did: the one named, else the latest."""
+    got = ask.result("run_status")
+    if got is not None:
+        return render.status(got)
+    run_id = find_id(ask.text, "run")
+    return [("run_status", {"run_id": run_id} if run_id else {})]
+
+
+def step_results(ask: Ask, intent: Intent) -> Step:
+    """A run's per-question results: the one named, else the latest."""
+    got = ask.result("run_results")
+    if got is not None:
+        return render.results(got)
+    run_id = find_id(ask.text, "run")
+    if run_id is None:
+        latest = ask.result("run_status")
+        if latest is None:
+            return [("run_status", {})]
+        if not latest.get("run"):
+            return render.status(latest)
+        run_id = latest["run"]["id"]
+    return [("run_results", {"run_id": run_id, "limit": 20})]
+
+
+def step_publish(ask: Ask, intent: Intent) -> Step:
+    """Propose publishing the user's benchmark; offer their unpublished ones when unclear."""
+    benchmark_id = find_id(ask.text, "bm")
+    if benchmark_id is None:
+        listed = ask.result("list_benchmarks")
+        if listed is None:
+            return [("list_benchmarks", {"mine_only": True})]
+        found = find(intent.phrase, listed["benchmarks"], TITLE_KEYS)
+        if len(found) != 1:
+            pool = found or listed["benchmarks"]
+            unpublished = [b for b in pool if b.get("visibility") != "published"]
+            if not unpublished:
+                return _nothing_to_publish(listed["benchmarks"])
+            return _offer_benchmarks(intent.phrase, unpublished, "publish", "Publish")
+        benchmark_id = found[0]["id"]
+    return [("propose_publish", {"benchmark_id": benchmark_id})]
+
+
+def _nothing_to_publish(mine: list[dict[str, Any]]) -> str:
+    if not mine:
+        return "You have no benchmarks to publish yet."
+    return "All your benchmarks are already published; there is nothing to publish."
+
+
+def _offer_benchmarks(phrase: str, pool: list[dict[str, Any]], verb: str, label: str) -> Step:
+    if not pool:
+        return render.benchmarks({"benchmarks": []}, mine=verb == "publish")
+    lead = f'I found no single benchmark called "{phrase.strip()}". ' if phrase.strip() else ""
+    options = [f"{label} {_titled(b)}" for b in pool[:MAX_OPTIONS]]
+    return [
+        ("ask_user", {"question": f"{lead}Which benchmark should I {verb}?", "options": options})
+    ]
+
+
+def step_never(ask: Ask, intent: Intent) -> Step:
+    """A13: refuse, with the page where the user can do it, naming the object when known."""
+    assert intent.action is not None
+    kind = _TARGETS.get(intent.action, "bm")
+    object_id = find_id(ask.text, kind) if kind else None
+    if object_id is None and kind == "bm":
+        listed = ask.result("list_benchmarks")
+        if listed is None:
+            return [("list_benchmarks", {"mine_only": True})]
+        named = mentioned(ask.text, listed.get("benchmarks", []), ("title",))
+        object_id = named[0]["id"] if len(named) == 1 else None
+    return refusal(ask.settings, intent.action, object_id or "")
+
+
+def step_create(ask: Ask, intent: Intent) -> Step:
+    """Propose a qa or mcq benchmark from the questions in the message; ask for a title first."""
+    draft = intent.draft
+    if draft is None:
+        question = (
+            f"{render.QUESTIONS_QUESTION} Write them in your message, one per line, for "
+            f"example:\n{render.EXAMPLE_QA}\nor, with choices:\n{render.EXAMPLE_MCQ}"
+        )
+        return [("ask_user", {"question": question})]
+    count = f"{len(draft.questions)} {draft.format} question{'s' * (len(draft.questions) != 1)}"
+    if draft.problems:
+        return f"I read {count}, but " + "; ".join(draft.problems) + ". Nothing was proposed."
+    if not draft.title:
+        question = f"{render.TITLE_QUESTION} I read {count}; reply with just the title."
+        return [("ask_user", {"question": question})]
+    arguments = {"title": draft.title, "format": draft.format, "questions": draft.questions}
+    return [("propose_create_benchmark", arguments)]
+
+
+def step_run(ask: Ask, intent: Intent) -> Step:
+    """Propose a run when both the model and the benchmark are clear; else offer candidates."""
+    model_id, benchmark_id = find_id(ask.text, "mdl"), find_id(ask.text, "bm")
+    if model_id and benchmark_id:
+        return [("propose_run", {"benchmark_id": benchmark_id, "model_id": model_id})]
+    # Both lists, even for a side given by id: the question then names it in words.
+    needed: list[Call] = [("list_models", {}), ("list_benchmarks", {"mine_only": False})]
+    if any(ask.result(tool) is None for tool, _ in needed):
+        return needed
+    first, second = _slots(intent.phrase)
+    # "run A on B" names the model first; "run B with A" the other way round; a phrase with no
+    # connector ("run Capitals") may name either.
+    orders = [(first, second), (second, first)] if second else [(first, first)]
+    tried = [
+        (
+            _pick(ask, "list_models", "models", model_id, model_part, MODEL_KEYS),
+            _pick(ask, "list_benchmarks", "benchmarks", benchmark_id, benchmark_part, TITLE_KEYS),
+        )
+        for model_part, benchmark_part in orders
+    ]
+    for models, benchmarks in tried:
+        if len(models) == 1 and len(benchmarks) == 1:
+            arguments = {"benchmark_id": benchmarks[0]["id"], "model_id": models[0]["id"]}
+            return [("propose_run", arguments)]
+    return _offer_run(ask, *tried[0])
+
+
+def _slots(phrase: str) -> tuple[str, str]:
+    """ "first-choice on Capitals" → the model's part and the benchmark's part."""
+    parts = _SLOTS.split(phrase.strip(), maxsplit=1)
+    return (parts[0], parts[1]) if len(parts) == 2 else (phrase, "")
+
+
+def _pick(
+    ask: Ask, tool: str, key: str, given: str | None, part: str, keys: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The candidates for one side of a run: the id given, else those its part names; several
+    means it is unclear, none that it was left open."""
+    entries: list[dict[str, Any]] = ask.result(tool)[key]
+    if given is not None:
+        listed = [entry for entry in entries if entry["id"] == given]
+        return listed or [{"id": given, "name": given, "title": given}]
+    return find(part, entries, keys)
+
+
+def _offer_run(ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]]) -> Step:
+    if len(benchmarks) != 1:
+        pool = benchmarks or ask.result("list_benchmarks")["benchmarks"]
+        if not pool:
+            return "There is no benchmark to run on yet. " + render.benchmarks(
+                {"benchmarks": []}, True
+            )
+        model = f" {_named(models[0])}" if len(models) == 1 else ""
+        options = [f"Run{model} on {_titled(b)}" for b in pool[:MAX_OPTIONS]]
+        question = f"Which benchmark should I run{model or ' it'} on?"
+        return [("ask_user", {"question": question, "options": options})]
+    pool = models or ask.result("list_models")["models"]
+    if not pool:
+        return "There are no models you can run yet."
+    options = [f"Run {_named(m)} on {_titled(benchmarks[0])}" for m in pool[:MAX_OPTIONS]]
+    question = f"Which model should I run on {_titled(benchmarks[0])}?"
+    return [("ask_user", {"question": question, "options": options})]
+
+
+def _named(model: dict[str, Any]) -> str:
+    return _labelled(model["name"], model["id"])
+
+
+def _titled(benchmark: dict[str, Any]) -> str:
+    return _labelled(benchmark["title"], benchmark["id"])
+
+
+def _labelled(name: str, id_: str) -> str:
+    """A name and its id for a button; long names are cut so the label (at most 200 characters,
+    and read back as the next request) keeps its ids."""
+    if name == id_:
+        return id_
+    short = name if len(name) <= MAX_LABEL_NAME else name[: MAX_LABEL_NAME - 1] + "…"
+    return f"{short} ({id_})"
+
+
+STEPS: dict[str, Callable[[Ask, Intent], Step]] = {
+    "list_benchmarks": step_list,
+    "list_models": step_list,
+    "list_runs": step_list,
+    "show": step_show,
+    "status": step_status,
+    "results": step_results,
+    "publish": step_publish,
+    "never": step_never,
+    "create": step_create,
+    "ask_questions": step_create,
+    "run": step_run,
+}

@@ -1,0 +1,94 @@
+"""Chat turns off the caller's thread: answer within a wait, or `running` and finish later."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitExpired
+
+from benchgen.agent.brains import Brain
+from benchgen.agent.messages import MessageIn
+from benchgen.agent.turn import Started, begin_turn, complete_turn
+from benchgen.core.context import Principal
+from benchgen.services import chat
+from benchgen.services.chat import TurnView
+from benchgen.services.runtime import Runtime, transaction
+
+log = logging.getLogger(__name__)
+
+
+class TurnRunner:
+    """A pool of threads that think and act for chat turns, shared by one process's doors.
+
+    Args:
+        runtime: The process's runtime.
+        brain: The brain every turn thinks with.
+        threads: How many turns may think at once; more wait in line (and answer `running`).
+    """
+
+    def __init__(self, runtime: Runtime, brain: Brain, threads: int) -> None:
+        self.runtime = runtime
+        self.brain = brain
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="benchgen-turn")
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def send(
+        self, principal: Principal, conversation_id: str, message: MessageIn, wait_s: float
+    ) -> TurnView:
+        """Start a turn and wait up to `wait_s` seconds for it to end.
+
+        The turn is claimed, screened and decided in the caller's thread, so refusals come back
+        to the caller at once; only the thinking and acting run on the pool.
+
+        Args:
+            principal: The user chatting (web, API token or CLI door).
+            conversation_id: One of the user's conversations.
+            message: Typed words or a button's action.
+            wait_s: Seconds to wait before answering with the turn still `running`.
+
+        Returns:
+            The finished turn, or the turn as stored (usually `running`) when the wait ran out.
+
+        Raises:
+            Conflict: a turn is already running, or the approval is stale, replayed or altered.
+            NotFound: no such conversation (or proposal) of the user's.
+            InvalidInput: the message is too long, or a choice names no option.
+            PermissionDenied: the principal may not chat.
+        """
+        started = begin_turn(self.runtime, principal, conversation_id, message)
+        future = self._submit(started)
+        try:
+            return future.result(timeout=wait_s)
+        except WaitExpired:
+            return self._stored(principal, started.turn)
+
+    def _submit(self, started: Started) -> Future[TurnView]:
+        with self._lock:
+            if not self._closed:
+                future = self._pool.submit(complete_turn, started, self.brain)
+                future.add_done_callback(_log_failure)
+                return future
+        # Shutting down: the turn is already claimed, so finish it here rather than leave the
+        # conversation locked until the stale-turn margin releases it.
+        done: Future[TurnView] = Future()
+        done.set_result(complete_turn(started, self.brain))
+        return done
+
+    def _stored(self, principal: Principal, turn: TurnView) -> TurnView:
+        with transaction(self.runtime, principal, write=False) as ctx:
+            return chat.get_turn(ctx, turn.conversation_id, turn.id)
+
+    def close(self) -> None:
+        """Take no more turns to the pool and wait for those running to be recorded."""
+        with self._lock:
+            self._closed = True
+        self._pool.shutdown(wait=True)
+
+
+def _log_failure(future: Future[TurnView]) -> None:
+    # Nobody may be waiting on a turn that outlived its request: its failure must not vanish.
+    error = future.exception()
+    if error is not None:
+        log.error("recording a chat turn failed", exc_info=error)

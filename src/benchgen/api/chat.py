@@ -1,0 +1,90 @@
+"""`/api/v1/chat`: conversations with the agent, kept on the server; clients send only messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from benchgen.agent.messages import MessageIn
+from benchgen.agent.runner import TurnRunner
+from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_input
+from benchgen.api.errors import COMMON, responses
+from benchgen.api.paging import page
+from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut, TurnRecord
+from benchgen.services import chat
+from benchgen.services.chat import ConversationView
+
+router = APIRouter(prefix="/api/v1/chat", tags=["chat"], responses=COMMON)
+READ = {"x-scope": "read"}
+# One row more than the page is fetched to learn whether another follows; the service's
+# window allows 200, so pages stay well below it.
+Limit = Annotated[int, Query(ge=1, le=100)]
+Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+
+
+def get_runner(request: Request) -> TurnRunner:
+    """The turn runner the app was built with."""
+    runner: TurnRunner = request.app.state.turn_runner
+    return runner
+
+
+@router.post("/conversations", status_code=201, response_model=ConversationView, openapi_extra=READ)
+def create_conversation(ctx: ContextDep, body: ConversationIn | None = None) -> ConversationView:
+    """Start an empty conversation with the agent (the title is optional)."""
+    return chat.create_conversation(ctx, body.title if body else "")
+
+
+@router.get("/conversations", response_model=Page[ConversationView], openapi_extra=READ)
+def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None) -> dict[str, Any]:
+    """Your conversations, most recently active first."""
+    return page(lambda n, skip: chat.list_conversations(ctx, n, skip), cursor, limit)
+
+
+@router.get("/conversations/{conversation_id}", response_model=Transcript, openapi_extra=READ)
+def get_conversation(ctx: ContextDep, conversation_id: str) -> Transcript:
+    """The transcript: the conversation and every turn, oldest first."""
+    conversation, turns = chat.get_conversation(ctx, conversation_id)
+    return Transcript(
+        id=conversation.id,
+        title=conversation.title,
+        created_at=conversation.created_at,
+        updated_at=conversation.updated_at,
+        busy=conversation.busy,
+        turn_count=conversation.turn_count,
+        turns=[TurnRecord.of(turn) for turn in turns],
+    )
+
+
+@router.post(
+    "/conversations/{conversation_id}/messages",
+    response_model=TurnOut,
+    responses=responses(409),
+    openapi_extra=READ,
+    dependencies=[Depends(checked_input)],
+)
+def send_message(
+    runtime: RuntimeDep,
+    principal: PrincipalDep,
+    runner: Annotated[TurnRunner, Depends(get_runner)],
+    conversation_id: str,
+    body: MessageIn,
+) -> TurnOut:
+    """Send `{"text": ...}` or a button's `{"action": ...}` verbatim; answers with the turn.
+
+    The request waits up to `BENCHGEN_AGENT_WAIT_S` seconds (60 by default); a longer turn
+    answers `running`: read it at `…/turns/{turn_id}` until it is done. One turn at a time per
+    conversation (409 meanwhile); a stale, replayed or altered approval is 409 too.
+    """
+    # A plain `def`: the framework runs it on its thread pool, so the wait never blocks the
+    # event loop. The turn opens its own transactions: the claim must commit before it thinks.
+    turn = runner.send(principal, conversation_id, body, runtime.settings.agent_wait_s)
+    return TurnOut.of(turn)
+
+
+@router.get(
+    "/conversations/{conversation_id}/turns/{turn_id}", response_model=TurnOut, openapi_extra=READ
+)
+def get_turn(ctx: ContextDep, conversation_id: str, turn_id: str) -> TurnOut:
+    """One turn: poll it while its status is `running`."""
+    return TurnOut.of(chat.get_turn(ctx, conversation_id, turn_id))

@@ -1,0 +1,198 @@
+"""Chat through HTTP: conversations, turns, approval buttons posted back, slow turns, refusals."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from httpx import Response
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo
+
+from benchgen.agent.brains import Brain
+from benchgen.app import StartupError, create_app
+from benchgen.core.permissions import Scope
+from benchgen.services import tokens
+from benchgen.services.runtime import Runtime
+from tests.agent.scripted import Script, think_with
+from tests.support import World
+
+ALL_SCOPES = sorted(scope.value for scope in Scope)
+SUMS = {
+    "title": "Sums",
+    "format": "qa",
+    "questions": [{"prompt": "2+2?", "answer": "4"}, {"prompt": "3+3?", "answer": "6"}],
+}
+PROPOSE = [("propose_create_benchmark", SUMS)]
+Connect = Callable[[Brain], TestClient]
+
+
+@pytest.fixture
+def connect(runtime: Runtime) -> Iterator[Connect]:
+    """A started app with the given brain (closed, waiting for its turns, at the end)."""
+    opened: list[Any] = []
+
+    def _connect(brain: Brain) -> TestClient:
+        client = TestClient(create_app(runtime.settings, runtime, brain=brain))
+        opened.append(client)
+        return client.__enter__()
+
+    yield _connect
+    for client in reversed(opened):
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def ana(world: World) -> dict[str, str]:
+    return bearer(world.token(world.user("ana@example.com"), ALL_SCOPES))
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def new_conversation(client: TestClient, auth: dict[str, str]) -> str:
+    response = client.post("/api/v1/chat/conversations", headers=auth)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def send(client: TestClient, auth: dict[str, str], conv: str, **body: Any) -> Response:
+    return client.post(f"/api/v1/chat/conversations/{conv}/messages", json=body, headers=auth)
+
+
+def error_code(response: Response, status: int) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body["error"]) == {"code", "message", "details"}
+    return str(body["error"]["code"])
+
+
+def test_create_list_and_read_a_transcript(connect: Connect, ana: dict[str, str]) -> None:
+    client = connect(Script(["Hello! I can build benchmarks."]).brain())
+    conv = new_conversation(client, ana)
+    assert conv.startswith("conv_")
+    titled = client.post("/api/v1/chat/conversations", json={"title": "Mine"}, headers=ana)
+    assert titled.json()["title"] == "Mine"
+    turn = send(client, ana, conv, text="hi").json()
+    assert (turn["status"], turn["reply"]) == ("completed", "Hello! I can build benchmarks.")
+    assert turn["buttons"] == [] and turn["proposal"] is None
+    listed = client.get("/api/v1/chat/conversations?limit=1", headers=ana).json()
+    assert len(listed["items"]) == 1 and listed["next_cursor"] == "1"
+    rest = client.get("/api/v1/chat/conversations?cursor=1", headers=ana).json()
+    assert {listed["items"][0]["id"], rest["items"][0]["id"]} == {conv, titled.json()["id"]}
+    transcript = client.get(f"/api/v1/chat/conversations/{conv}", headers=ana).json()
+    assert (transcript["id"], transcript["turn_count"], transcript["busy"]) == (conv, 1, False)
+    (record,) = transcript["turns"]
+    assert record["turn_id"] == turn["turn_id"] and record["seq"] == 1
+    assert (record["user_text"], record["action"], record["brain"]) == ("hi", None, "scripted")
+    assert record["finished_at"] is not None and record["tool_calls"] == []
+
+
+def test_approve_by_posting_the_button_back(connect: Connect, ana: dict[str, str]) -> None:
+    client = connect(Script([PROPOSE]).brain())
+    conv = new_conversation(client, ana)
+    turn = send(client, ana, conv, text="make a sums benchmark").json()
+    assert turn["status"] == "awaiting_approval", turn["reply"]
+    proposal = turn["proposal"]
+    assert proposal["kind"] == "create_benchmark" and proposal["preview"]["text"]
+    assert set(proposal) >= {"id", "kind", "preview", "preview_hash", "expires_at"}
+    labels = [button["label"] for button in turn["buttons"]]
+    assert labels == ["Approve", "Decline"]
+    approve = turn["buttons"][0]["action"]
+    assert approve == {
+        "type": "approve",
+        "proposal_id": proposal["id"],
+        "preview_hash": proposal["preview_hash"],
+    }
+    done = send(client, ana, conv, action=approve).json()
+    assert done["status"] == "completed", done["reply"]
+    benchmark_id = next(word for word in done["reply"].split() if word.startswith("bm_"))
+    benchmark = client.get(f"/api/v1/benchmarks/{benchmark_id.rstrip('.')}", headers=ana)
+    assert benchmark.json()["title"] == "Sums"
+    assert error_code(send(client, ana, conv, action=approve), 409) == "conflict"
+
+
+def test_altered_or_incomplete_approvals_are_refused(connect: Connect, ana: dict[str, str]) -> None:
+    client = connect(Script([PROPOSE]).brain())
+    conv = new_conversation(client, ana)
+    turn = send(client, ana, conv, text="make a sums benchmark").json()
+    approve = dict(turn["buttons"][0]["action"])
+    missing = send(
+        client, ana, conv, action={k: v for k, v in approve.items() if k != "preview_hash"}
+    )
+    assert error_code(missing, 422) == "invalid_input"
+    assert ["body", "action", "approve", "preview_hash"] in [
+        error["loc"] for error in missing.json()["error"]["details"]["errors"]
+    ]
+    altered = {**approve, "preview_hash": "0" * 64}
+    assert error_code(send(client, ana, conv, action=altered), 409) == "conflict"
+    both = send(client, ana, conv, text="yes", action=approve)
+    assert error_code(both, 422) == "invalid_input"
+
+
+def test_refusals_scope_owner_and_turn_credentials(
+    connect: Connect, world: World, ana: dict[str, str]
+) -> None:
+    client = connect(Script(["hello"]).brain())
+    conv = new_conversation(client, ana)
+    turn = send(client, ana, conv, text="hi").json()
+    unread = bearer(world.token(world.user("cy@example.com"), ["runs"]))
+    assert error_code(client.post("/api/v1/chat/conversations", headers=unread), 403) == (
+        "permission_denied"
+    )
+    bob = bearer(world.token(world.user("bob@example.com"), ALL_SCOPES))
+    for response in (
+        client.get(f"/api/v1/chat/conversations/{conv}", headers=bob),
+        client.get(f"/api/v1/chat/conversations/{conv}/turns/{turn['turn_id']}", headers=bob),
+        send(client, bob, conv, text="let me in"),
+    ):
+        assert error_code(response, 404) == "not_found"
+    assert client.get("/api/v1/chat/conversations", headers=bob).json()["items"] == []
+    parent = world.api(ana["Authorization"].removeprefix("Bearer "))
+    credential = world.do(
+        parent, tokens.mint_turn_credential, "turn_x", frozenset({Scope.READ}), timedelta(minutes=1)
+    )
+    assert credential.startswith("bga_")
+    as_agent = send(client, bearer(credential), conv, text="hi")
+    assert error_code(as_agent, 401) == "unauthenticated"
+
+
+def test_a_slow_turn_answers_running_then_finishes(
+    connect: Connect, runtime: Runtime, ana: dict[str, str]
+) -> None:
+    runtime.settings = runtime.settings.model_copy(update={"agent_wait_s": 0.05})
+    release = threading.Event()
+
+    def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        release.wait(30)
+        return ModelResponse(parts=[TextPart("finally done")])
+
+    client = connect(think_with(slow))
+    conv = new_conversation(client, ana)
+    turn = send(client, ana, conv, text="take your time").json()
+    assert turn["status"] == "running" and turn["reply"] == ""
+    second = send(client, ana, conv, text="and another thing")
+    assert error_code(second, 409) == "conflict"
+    busy = client.get(f"/api/v1/chat/conversations/{conv}", headers=ana).json()
+    assert busy["busy"] is True
+    release.set()
+    url = f"/api/v1/chat/conversations/{conv}/turns/{turn['turn_id']}"
+    deadline = time.monotonic() + 30
+    while (current := client.get(url, headers=ana).json())["status"] == "running":
+        assert time.monotonic() < deadline, "the turn did not finish"
+        time.sleep(0.05)
+    assert (current["status"], current["reply"]) == ("completed", "finally done")
+    assert send(client, ana, conv, text="thanks").json()["status"] == "completed"
+
+
+@pytest.mark.parametrize("spec", ["nonsense", "openai:"])
+def test_an_unusable_brain_setting_stops_the_app(runtime: Runtime, spec: str) -> None:
+    wrong = runtime.settings.model_copy(update={"agent_model": spec})
+    with pytest.raises(StartupError, match="BENCHGEN_AGENT_MODEL="):
+        create_app(wrong, runtime)

@@ -1,0 +1,156 @@
+"""`benchgen chat`: scripted messages here (`--as`) and through the API (`--url`), typed input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from benchgen.agent.brains import Brain
+from benchgen.app import create_app
+from benchgen.cli import app
+from benchgen.cli import chat as chat_cli
+from benchgen.client import BenchGen
+from benchgen.core.config import Settings
+from benchgen.core.context import Principal
+from benchgen.services import benchmarks
+from benchgen.services.runtime import Runtime
+from tests.agent.scripted import Script
+from tests.support import World
+
+runner = CliRunner()
+SUMS = {"title": "Sums", "format": "qa", "questions": [{"prompt": "2+2?", "answer": "4"}]}
+APPROVE = {"type": "approve", "proposal_id": "prop_1", "preview_hash": "h" * 64}
+BUTTONS = [
+    {"label": "Approve", "action": APPROVE},
+    {"label": "Decline", "action": {"type": "decline", "proposal_id": "prop_1"}},
+]
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
+    monkeypatch.delenv("BENCHGEN_AGENT_MODEL", raising=False)
+    yield
+
+
+def _proposing(monkeypatch: pytest.MonkeyPatch) -> Brain:
+    """The local chat's brain: it proposes the Sums benchmark, then only talks."""
+    brain = Script([[("propose_create_benchmark", SUMS)], "Anything else?"]).brain()
+    monkeypatch.setattr(chat_cli, "build_brain", lambda settings: brain)
+    return brain
+
+
+def _titles(world: World, user_id: str) -> list[str]:
+    listed = world.do(Principal.web(user_id), benchmarks.list_benchmarks, True)
+    return [benchmark.title for benchmark in listed]
+
+
+def test_help_explains_doors_buttons_and_scripts() -> None:
+    result = runner.invoke(app, ["chat", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for needed in ("--as", "--url", "BENCHGEN_TOKEN", "--message", "--conversation", "approve"):
+        assert needed in result.output
+    assert "running" in result.output and "/quit" in result.output
+
+
+def test_typed_lines_press_buttons_or_say_words() -> None:
+    assert chat_cli.interpret("1", BUTTONS) == {"action": APPROVE}
+    assert chat_cli.interpret(" 2 ", BUTTONS) == {"action": BUTTONS[1]["action"]}
+    assert chat_cli.interpret("Approve", BUTTONS) == {"action": APPROVE}
+    assert chat_cli.interpret("a", BUTTONS[1:]) == {"text": "a"}  # no Approve shown
+    assert chat_cli.interpret("3", BUTTONS) == {"text": "3"}
+    assert chat_cli.interpret("make a quiz", BUTTONS) == {"text": "make a quiz"}
+
+
+def test_local_messages_propose_then_approve(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    _proposing(monkeypatch)
+    ana = world.user("ana@example.com")
+    result = runner.invoke(
+        app,
+        ["chat", "--as", "ana@example.com", "-m", "make a sums benchmark", "-m", "a"],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "awaiting_approval" in result.output and "1. Approve" in result.output
+    assert "Created benchmark bm_" in result.output and "completed" in result.output
+    assert _titles(world, ana) == ["Sums"]
+    conversation = result.output.split("Conversation ", 1)[1].split()[0]
+    again = runner.invoke(
+        app, ["chat", "--as", "ana@example.com", "--conversation", conversation, "-m", "thanks"]
+    )
+    assert again.exit_code == 0, again.output
+    assert "Anything else?" in again.output
+
+
+def test_either_here_or_remote_and_clear_errors(world: World) -> None:
+    neither = runner.invoke(app, ["chat", "-m", "hi"])
+    assert neither.exit_code == 2 and "--as" in neither.output
+    no_token = runner.invoke(app, ["chat", "--url", "http://127.0.0.1:9", "-m", "hi"])
+    assert no_token.exit_code == 2 and "BENCHGEN_TOKEN" in no_token.output
+    unknown = runner.invoke(app, ["chat", "--as", "nobody@example.com", "-m", "hi"])
+    assert unknown.exit_code == 1 and "nobody@example.com" in unknown.output
+
+
+def test_remote_messages_go_through_the_api(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ["read", "create"])
+    brain = Script([[("propose_create_benchmark", SUMS)]]).brain()
+    with TestClient(create_app(runtime.settings, runtime, brain=brain)) as server:
+
+        def connect(url: str, token: str | None) -> BenchGen:
+            assert (url, token) == ("http://testserver", secret)
+            return BenchGen(url, token, transport=httpx.MockTransport(relay))
+
+        def relay(request: httpx.Request) -> httpx.Response:
+            # The CLI's client speaks to the in-process app through the test client.
+            answer = server.request(
+                request.method, str(request.url), headers=request.headers, content=request.content
+            )
+            return httpx.Response(
+                answer.status_code, headers=answer.headers, content=answer.content
+            )
+
+        monkeypatch.setattr(chat_cli, "BenchGen", connect)
+        result = runner.invoke(
+            app,
+            ["chat", "--url", "http://testserver", "-m", "make sums", "-m", "1"],
+            env={"BENCHGEN_TOKEN": secret, "COLUMNS": "200"},
+        )
+        assert result.exit_code == 0, result.output
+        assert "Created benchmark bm_" in result.output
+        assert _titles(world, ana) == ["Sums"]
+        missing = ["--conversation", "conv_nowhere", "-m", "hi"]
+        refused = runner.invoke(
+            app, ["chat", "--url", "http://testserver", "--token", secret, *missing]
+        )
+        assert refused.exit_code == 1 and "No such conversation" in refused.output
+
+
+def test_interactive_prompt_presses_buttons_by_number(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _proposing(monkeypatch)
+    ana = world.user("ana@example.com")
+    typed = "make a sums benchmark\n\n1\nthanks\n/quit\n"
+    result = runner.invoke(app, ["chat", "--as", "ana@example.com"], input=typed)
+    assert result.exit_code == 0, result.output
+    assert "Created benchmark bm_" in result.output and "Anything else?" in result.output
+    assert _titles(world, ana) == ["Sums"]
+
+
+def test_the_default_offline_brain_creates_after_approval(world: World) -> None:
+    ana = world.user("ana@example.com")
+    ask = 'Create a benchmark called "Sums"\nQ: 2+2?\nA: 4\nQ: 3+3?\nA: 6'
+    result = runner.invoke(app, ["chat", "--as", "ana@example.com", "-m", ask, "-m", "approve"])
+    assert result.exit_code == 0, result.output
+    assert "awaiting_approval" in result.output and "Created benchmark bm_" in result.output
+    assert _titles(world, ana) == ["Sums"]
