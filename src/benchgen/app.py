@@ -6,20 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from pydantic_ai.exceptions import UserError
 
 from benchgen import __version__
-from benchgen.agent.brains import Brain, build_brain
+from benchgen.agent.brains import Brain, configured_brain
 from benchgen.agent.runner import TurnRunner
 from benchgen.api import account, benchmarks, chat, errors, models, runs
 from benchgen.core.config import Settings
-from benchgen.core.errors import BenchGenError
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
-
-
-class StartupError(RuntimeError):
-    """The server cannot start as configured; the message says which setting to fix."""
 
 
 def create_app(
@@ -29,11 +23,11 @@ def create_app(
     builds them from the settings.
 
     Raises:
-        StartupError: the agent's brain cannot be built (BENCHGEN_AGENT_MODEL).
+        BrainUnavailable: the agent's brain cannot be built (BENCHGEN_AGENT_MODEL).
     """
     settings = settings or Settings()
     # The brain first: a wrong setting stops the server before it opens anything.
-    chosen = brain or _brain(settings)
+    chosen = brain or configured_brain(settings)
     owned = runtime is None
     active = runtime or build_runtime(settings)
     turns = TurnRunner(active, chosen, settings.agent_threads)
@@ -72,21 +66,3 @@ def create_app(
         return {"status": "ok", "database": active.database.ping()}
 
     return app
-
-
-def _brain(settings: Settings) -> Brain:
-    try:
-        return build_brain(settings)
-    except BenchGenError as exc:
-        raise StartupError(
-            f"BENCHGEN_AGENT_MODEL={settings.agent_model!r}: {exc.message}"
-        ) from None
-    except UserError as exc:
-        # The provider's own refusal, e.g. no API key in BENCHGEN_AGENT_API_KEY or its variable.
-        raise StartupError(f"BENCHGEN_AGENT_MODEL={settings.agent_model!r}: {exc}") from None
-    except ImportError as exc:
-        # An optional extra (e.g. benchgen[local]) the chosen brain needs is not installed.
-        raise StartupError(
-            f"BENCHGEN_AGENT_MODEL={settings.agent_model!r} needs a package that is not "
-            f"installed: {exc}"
-        ) from None

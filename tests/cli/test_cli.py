@@ -115,3 +115,12 @@ def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> N
     assert "Added" in _ok("leaderboard", "add", run_id, "--as", "ana@example.com")
     failed = runner.invoke(app, ["leaderboard", "add", run_id, "--as", "ana@example.com"])
     assert failed.exit_code == 1 and "already" in failed.output
+
+
+def test_serve_refuses_a_brain_it_cannot_build(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCHGEN_AGENT_MODEL", "gpt-5")
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 2
+    assert "Cannot start" in result.output and "BENCHGEN_AGENT_MODEL" in result.output

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from benchgen.agent.brains import BrainUnavailable, configured_brain
 from benchgen.cli import admin, chat, demo, evaluation
 from benchgen.cli.common import console, open_runtime, prepare
 
@@ -46,6 +47,11 @@ def serve(
     """Serve the API (docs at /api/docs) and GET /healthz."""
     with open_runtime() as runtime:
         prepare(runtime)  # migrate and seed once here, before several workers could race
+        try:
+            configured_brain(runtime.settings)  # each worker builds it again; fail before them
+        except BrainUnavailable as exc:
+            console.print(f"[red]Cannot start:[/] {exc}")
+            raise typer.Exit(2) from None
     console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
     uvicorn.run(
         "benchgen.app:create_app",

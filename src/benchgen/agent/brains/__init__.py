@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model
 
 from benchgen.core.config import Settings
-from benchgen.core.errors import invalid
+from benchgen.core.errors import BenchGenError, invalid
+
+
+class BrainUnavailable(RuntimeError):
+    """The configured brain cannot be built; the message names the setting to fix."""
 
 
 @dataclass(frozen=True)
@@ -43,3 +48,22 @@ def build_brain(settings: Settings) -> Brain:
         ["agent_model"],
         "must be offline, local:<gguf path or smollm2>, openai:<model> or anthropic:<model>",
     )
+
+
+def configured_brain(settings: Settings) -> Brain:
+    """`build_brain` for a server or command starting up, with a message fit to stop it.
+
+    Raises:
+        BrainUnavailable: the setting is wrong, or the brain's package or key is missing.
+    """
+    named = f"BENCHGEN_AGENT_MODEL={settings.agent_model!r}"
+    try:
+        return build_brain(settings)
+    except BenchGenError as exc:
+        raise BrainUnavailable(f"{named}: {exc.message}") from None
+    except UserError as exc:
+        # The provider's own refusal, e.g. no API key in BENCHGEN_AGENT_API_KEY or its variable.
+        raise BrainUnavailable(f"{named}: {exc}") from None
+    except ImportError as exc:
+        # An optional extra (e.g. benchgen[local]) the chosen brain needs is not installed.
+        raise BrainUnavailable(f"{named} needs a package that is not installed: {exc}") from None

@@ -20,7 +20,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from benchgen.evals.adapters import local_gguf
 
-MAX_TOKENS = 768
+MAX_TOKENS = 512
 MAX_STRING = 300
 
 
