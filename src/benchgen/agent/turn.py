@@ -25,6 +25,7 @@ from benchgen.agent.tools import TOOLS
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
+from benchgen.core.secrets import find_secrets
 from benchgen.services import access, chat, leaks, proposals, tokens
 from benchgen.services.chat import TurnOutcome, TurnView
 from benchgen.services.runtime import Runtime, transaction
@@ -75,9 +76,11 @@ def begin_turn(
         InvalidInput: the message is too long, or a choice names no option.
         PermissionDenied / Unauthenticated: the caller may not chat.
     """
-    # Screening commits on its own: a pasted token is revoked even if the turn is refused (A15).
-    with transaction(runtime, principal) as ctx:
-        screened = leaks.screen_text(ctx, message.text or "")
+    screened = leaks.Screened(message.text or "")
+    if find_secrets(screened.text):
+        # Its own transaction: a pasted token is revoked even if the turn is refused (A15).
+        with transaction(runtime, principal) as ctx:
+            screened = leaks.screen_text(ctx, screened.text)
     with transaction(runtime, principal) as ctx:
         action = message.action.model_dump() if message.action else None
         text = screened.text
