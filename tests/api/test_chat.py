@@ -196,3 +196,29 @@ def test_an_unusable_brain_setting_stops_the_app(runtime: Runtime, spec: str) ->
     wrong = runtime.settings.model_copy(update={"agent_model": spec})
     with pytest.raises(BrainUnavailable, match="BENCHGEN_AGENT_MODEL="):
         create_app(wrong, runtime)
+
+
+def test_done_when_create_approve_run_ask_and_read_results_over_http(
+    connect: Connect, runtime: Runtime, ana: dict[str, str]
+) -> None:
+    """The issue's finish line, with the default offline brain and the real job worker."""
+    from benchgen.agent.brains import build_brain
+    from benchgen.jobs.worker import Worker
+
+    client = connect(build_brain(runtime.settings))
+    conv = new_conversation(client, ana)
+    created = send(client, ana, conv, text='create a qa benchmark called "Sums"\nQ: 2+2?\nA: 4')
+    turn = created.json()
+    assert turn["status"] == "awaiting_approval" and 'Answer: "4"' in turn["reply"]
+    done = send(client, ana, conv, action=turn["buttons"][0]["action"]).json()
+    assert done["status"] == "completed" and "Created benchmark" in done["reply"]
+    asked = send(client, ana, conv, text="run Baseline: echo the prompt on Sums").json()
+    assert asked["proposal"]["kind"] == "start_run", asked["reply"]
+    started = send(client, ana, conv, action=asked["buttons"][0]["action"]).json()
+    assert "Started run run_" in started["reply"]
+    while Worker(runtime).run_once():
+        pass
+    status = send(client, ana, conv, text="is it done?").json()
+    assert status["status"] == "completed" and "completed" in status["reply"].lower()
+    results = send(client, ana, conv, text="show the results of my last run").json()
+    assert "2+2?" in results["reply"]
