@@ -595,3 +595,20 @@ def test_a_failing_brain_says_so_and_no_other_brain_answers(world: World, api: P
     turn = say(world.rt, api, new_conversation(world.rt, api), think_with(broken), "hi")
     assert turn.status == "failed" and "endpoint unreachable" in turn.reply
     assert "No other model" in turn.reply
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])  # SQLite's single write lock is the point
+def test_reading_tools_do_not_queue_behind_a_writer(world: World, ana: str, api: Principal) -> None:
+    from sqlalchemy import text
+
+    world.benchmark(ana)
+    started = begin_turn(world.rt, api, new_conversation(world.rt, api), MessageIn(text="x"))
+    writer = world.rt.database.session(write=True)
+    writer.execute(text("SELECT 1"))  # takes the write lock (BEGIN IMMEDIATE) and holds it
+    try:
+        with started.credential.context(write=False) as ctx:
+            assert len(benchmarks.list_benchmarks(ctx, mine_only=True)) == 1
+    finally:
+        writer.rollback()
+        writer.close()
+    complete_turn(started, Script(["ok"]).brain())

@@ -28,8 +28,9 @@ class TurnCredential:
     secret: str = field(repr=False)
 
     @contextmanager
-    def context(self) -> Iterator[Context]:
-        """One unit of work as the agent principal.
+    def context(self, write: bool = True) -> Iterator[Context]:
+        """One unit of work as the agent principal (`write=False` for reads: on SQLite it then
+        takes no write lock, so concurrent turns and requests do not queue behind it).
 
         The credential is authenticated afresh each time, so a revoked calling token, a disabled
         account or an expired credential stops the agent at its very next tool call (A4).
@@ -37,7 +38,7 @@ class TurnCredential:
         Raises:
             Unauthenticated: the credential, the token it came from or the account is dead.
         """
-        with transaction(self.runtime, HARNESS) as auth:
+        with transaction(self.runtime, HARNESS, write=write) as auth:
             principal = tokens.authenticate_turn_credential(auth, self.secret)
             yield Context(auth.session, principal, auth.settings, auth.clock)
 

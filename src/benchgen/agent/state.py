@@ -67,7 +67,7 @@ class TurnState:
         return self.capped
 
     def call(
-        self, tool: str, args: dict[str, Any], work: Callable[[Context], T]
+        self, tool: str, args: dict[str, Any], work: Callable[[Context], T], write: bool = True
     ) -> T | dict[str, Any]:
         """Run one service call as the agent and log it; a domain error becomes a result the
         brain can read, so a refusal is an answer, not a crash.
@@ -81,7 +81,7 @@ class TurnState:
         entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
         self.tool_calls.append(entry)
         try:
-            with self.credential.context() as ctx:
+            with self.credential.context(write) as ctx:
                 return work(ctx)
         except Unauthenticated:
             entry["ok"], entry["error"] = False, "unauthenticated"

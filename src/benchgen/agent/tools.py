@@ -62,7 +62,7 @@ def list_benchmarks(ctx: Deps, search: str = "", mine_only: bool = False) -> Any
         found = benchmarks.list_benchmarks(c, mine_only=mine_only, search=search, limit=50)
         return {"benchmarks": [_pick(plain(b), _BENCHMARK_FIELDS) for b in found]}
 
-    return ctx.deps.call("list_benchmarks", args, work)
+    return ctx.deps.call("list_benchmarks", args, work, write=False)
 
 
 def show_benchmark(ctx: Deps, benchmark_id: str, offset: int = 0, limit: int = 50) -> Any:
@@ -80,7 +80,7 @@ def show_benchmark(ctx: Deps, benchmark_id: str, offset: int = 0, limit: int = 5
         window = benchmarks.list_questions(c, benchmark_id)[max(offset, 0) :][: min(limit, 100)]
         return {"benchmark": plain(shown), "questions": plain(window)}
 
-    return ctx.deps.call("show_benchmark", args, work)
+    return ctx.deps.call("show_benchmark", args, work, write=False)
 
 
 def list_models(ctx: Deps) -> Any:
@@ -89,7 +89,7 @@ def list_models(ctx: Deps) -> Any:
     def work(c: Context) -> dict[str, Any]:
         return {"models": plain(models.list_models(c))}
 
-    return ctx.deps.call("list_models", {}, work)
+    return ctx.deps.call("list_models", {}, work, write=False)
 
 
 def list_runs(ctx: Deps, benchmark_id: str | None = None) -> Any:
@@ -103,7 +103,7 @@ def list_runs(ctx: Deps, benchmark_id: str | None = None) -> Any:
         found = runs.list_runs(c, benchmark_id=benchmark_id, limit=20)
         return {"runs": [_pick(plain(run), _RUN_FIELDS) for run in found]}
 
-    return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work)
+    return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work, write=False)
 
 
 def run_status(ctx: Deps, run_id: str | None = None) -> Any:
@@ -121,7 +121,7 @@ def run_status(ctx: Deps, run_id: str | None = None) -> Any:
             return {"run": _pick(plain(latest[0]), _RUN_FIELDS)}
         return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS)}
 
-    return ctx.deps.call("run_status", {"run_id": run_id}, work)
+    return ctx.deps.call("run_status", {"run_id": run_id}, work, write=False)
 
 
 def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any:
@@ -138,7 +138,7 @@ def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any
         page = results.list_results(c, run_id, limit=min(max(limit, 1), 100), offset=offset)
         return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS), "results": plain(page)}
 
-    return ctx.deps.call("run_results", args, work)
+    return ctx.deps.call("run_results", args, work, write=False)
 
 
 def propose_create_benchmark(

@@ -250,7 +250,10 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
     probe = Context(ctx.session, principal, ctx.settings, ctx.clock)
     if access.live_user(probe) is None:
         raise Unauthenticated("The account is disabled or the token it came from was revoked.")
-    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_GRANULARITY:
+    # A turn credential lives for one turn and nobody reads when it was last used: stamping it
+    # would turn each of the agent's reads into a write.
+    stale = row.last_used_at is None or now - row.last_used_at >= LAST_USED_GRANULARITY
+    if row.kind == PERSONAL and stale:
         row.last_used_at = now
     return principal
 
