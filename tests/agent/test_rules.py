@@ -431,6 +431,19 @@ def test_a12_a_declined_proposal_never_runs_and_the_model_is_told(
     assert _count(world, ana) == 0
 
 
+def test_a12_an_expired_proposal_never_runs_and_the_model_is_told(
+    world: World, ana: str, api: Principal, clock: ManualClock
+) -> None:
+    conv = new_conversation(world.rt, api)
+    turn = say(world.rt, api, conv, Script([[("propose_create_benchmark", NEW)]]).brain(), "make")
+    assert turn.proposal is not None
+    clock.advance(seconds=proposals.EXPIRY.total_seconds() + 1)
+    script = Script(["ok"])
+    say(world.rt, api, conv, script.brain(), "yes")  # too late: nothing is pending any more
+    assert f"{turn.proposal.id} (create_benchmark) EXPIRED" in script.seen[0]
+    assert _count(world, ana) == 0
+
+
 def test_a12_the_decline_control_says_nothing_was_done(
     world: World, ana: str, api: Principal
 ) -> None:

@@ -61,6 +61,14 @@ def declined_note(proposal: ProposalView) -> str:
     )
 
 
+def expired_note(proposal: ProposalView) -> str:
+    """What the brain is told about a proposal nobody approved in time (A12)."""
+    return (
+        f"Your proposal {proposal.id} ({proposal.kind}) EXPIRED without approval, so it did "
+        "not happen. Propose again if the user still wants it."
+    )
+
+
 def capped_reply(cap_s: int) -> str:
     """A18: the turn reached its cap and stopped cleanly."""
     return (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -175,6 +176,9 @@ def _state(started: Started) -> TurnState:
     )
     if started.declined is not None:
         state.notes.append(replies.declined_note(started.declined))
+    last = started.history[-1].proposal if started.history else None
+    if last is not None and last.status == "expired":
+        state.notes.append(replies.expired_note(last))
     if started.plan is not None and started.approved is None:
         # Any message but approving the current part abandons a part-by-part plan.
         state.plan, state.plan_changed = None, True
@@ -209,7 +213,7 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
     return TurnOutcome("completed", text, proposal_id=approved.id)
 
 
-def _execute(proposal_id: str) -> Any:
+def _execute(proposal_id: str) -> Callable[[Context], proposals.ProposalView]:
     def work(c: Context) -> proposals.ProposalView:
         return proposals.execute(c, proposal_id)
 
