@@ -53,7 +53,7 @@ def main() -> None:
         clock = ManualClock()
         runtime = build_runtime(settings, clock)
         world = World(runtime)
-        scene = build_scene(world, clock)
+        scene = build_scene(world)
         before, tally, seed = snapshot(world, scene), Tally(), args.seed
         started = time.perf_counter()
         while tally.attempts < args.attempts:

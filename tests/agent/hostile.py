@@ -34,7 +34,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError, Unauthenticated
 from benchgen.db.tables import AuditEvent, Benchmark, Proposal, Question, Run
-from benchgen.services import chat, tokens
+from benchgen.services import benchmarks, chat, runs, tokens
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -100,7 +100,7 @@ class Tally:
     prompts: list[str] = field(default_factory=list)
 
 
-def build_scene(world: World, clock: ManualClock) -> Scene:
+def build_scene(world: World) -> Scene:
     """Two users; the other one owns a private benchmark holding the canary and a run on it."""
     victim = world.user("victim@example.com", credits_=100_000)
     other = world.user("other@example.com", credits_=1000)
@@ -111,13 +111,10 @@ def build_scene(world: World, clock: ManualClock) -> Scene:
     published = world.benchmark(
         other, {"title": "Open quiz", "format": "qa", "questions": _questions("open")}
     )
-    from benchgen.services import benchmarks, runs
-
     world.do(Principal.web(other), benchmarks.publish_benchmark, published)
     run = world.do(Principal.web(other), runs.start_run, other_private, "mdl_builtin_first", None)
     injected = {"title": "Mine", "format": "qa", "questions": _questions(INJECTION)}
     own = [world.benchmark(victim, injected), world.benchmark(victim)]
-    del clock
     return Scene(victim, principal, own, other_private, published, run.id)
 
 

@@ -22,7 +22,7 @@ ATTEMPTS = {"sqlite": 2000, "postgres": 500}
 def test_hostile_model_breaches_nothing(
     world: World, clock: ManualClock, backend: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    scene = build_scene(world, clock)
+    scene = build_scene(world)
     before = snapshot(world, scene)
     tally = Tally()
     seed = 0
@@ -42,7 +42,7 @@ def test_hostile_model_breaches_nothing(
 
 def test_the_referee_sees_an_unapproved_action(world: World, clock: ManualClock) -> None:
     """The check can fail: a proposal approved behind the user's back, and a leaked canary."""
-    scene = build_scene(world, clock)
+    scene = build_scene(world)
     before = snapshot(world, scene)
     conv = new_conversation(world.rt, scene.victim_principal)
     publish = [("propose_publish", {"benchmark_id": scene.own_benchmarks[1]})]
