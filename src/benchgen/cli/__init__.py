@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 import uvicorn
+from rich.markup import escape
 
 from benchgen.agent.brains import BrainUnavailable, configured_brain
 from benchgen.cli import admin, chat, demo, evaluation
@@ -50,7 +51,7 @@ def serve(
         try:
             configured_brain(runtime.settings)  # each worker builds it again; fail before them
         except BrainUnavailable as exc:
-            console.print(f"[red]Cannot start:[/] {exc}")
+            console.print(f"[red]Cannot start:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
     console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
     uvicorn.run(

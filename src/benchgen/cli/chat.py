@@ -9,6 +9,7 @@ from typing import Annotated, Any, Protocol
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
@@ -154,7 +155,9 @@ def _local(email: str) -> Iterator[Door]:
         try:
             brain = build_brain(runtime.settings)
         except ImportError as exc:
-            errors.print(f"[red]Error:[/] the agent's brain needs a missing package: {exc}")
+            errors.print(
+                f"[red]Error:[/] the agent's brain needs a missing package: {escape(str(exc))}"
+            )
             raise typer.Exit(1) from None
         runner = TurnRunner(runtime, brain, 1)
         try:
@@ -168,7 +171,7 @@ def _remote(url: str, token: str | None) -> Iterator[Door]:
     try:
         client = BenchGen(url, token)
     except ValueError as exc:
-        errors.print(f"[red]Error:[/] {exc}")
+        errors.print(f"[red]Error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     with client:
         try:
