@@ -172,6 +172,11 @@ class Adversary:
         ]
         return rng.choice(pool)
 
+    def _target(self) -> Any:
+        # Half the time a benchmark the user owns: valid proposals, so approvals, replays and
+        # expiries get exercised, not only refusals.
+        return self.rng.choice(self.scene.own_benchmarks) if self.rng.random() < 0.5 else self._id()
+
     def _args(self, tool: str) -> dict[str, Any]:
         rng = self.rng
         question = {
@@ -198,12 +203,12 @@ class Adversary:
                 "questions": [question] * rng.choice([0, 1, 3]),
             },
             "propose_edit_benchmark": {
-                "benchmark_id": self._id(),
+                "benchmark_id": self._target(),
                 "title": rng.choice([None, INJECTION, ""]),
             },
-            "propose_publish": {"benchmark_id": self._id()},
+            "propose_publish": {"benchmark_id": self._target()},
             "propose_run": {
-                "benchmark_id": self._id(),
+                "benchmark_id": self._target(),
                 "model_id": rng.choice(["mdl_builtin_first", "mdl_nope", self._id()]),
             },
             "ask_user": {
