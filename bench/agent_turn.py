@@ -171,7 +171,7 @@ def success(runtime: Runtime, web: Principal, brain: Brain) -> tuple[int, float]
     return passed, (time.perf_counter() - started) / len(TASKS)
 
 
-def brains(settings: Settings, args: argparse.Namespace) -> list[str]:
+def brains(args: argparse.Namespace) -> list[str]:
     chosen = ["offline"]
     if smollm2_path() is not None:
         chosen.append("local:smollm2")
@@ -199,7 +199,7 @@ def main() -> None:
         rates = Table(title=f"Plain-English tasks ({len(TASKS)}) per brain")
         for column in ("brain", "passed", "s per task"):
             rates.add_column(column)
-        for spec in brains(runtime.settings, args):
+        for spec in brains(args):
             brain = build_brain(runtime.settings.model_copy(update={"agent_model": spec}))
             passed, seconds = success(runtime, web, brain)
             rates.add_row(spec, f"{passed}/{len(TASKS)}", f"{seconds:.2f}")

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from pydantic_ai.messages import TextPart, ToolCallPart
 
 from benchgen.agent.brains import Brain, build_brain
@@ -69,6 +70,10 @@ def test_build_brain_names_each_kind(world: World) -> None:
         update={"agent_model": "openai:qwen", "agent_base_url": "http://127.0.0.1:9/v1"}
     )
     assert build_brain(hosted).name == "openai:qwen"
+    claude = settings.model_copy(
+        update={"agent_model": "anthropic:claude-test", "agent_api_key": SecretStr("sk-test")}
+    )
+    assert build_brain(claude).name == "anthropic:claude-test"
     from benchgen.core.errors import InvalidInput
 
     with pytest.raises(InvalidInput):
@@ -87,3 +92,4 @@ def test_smollm2_really_runs_a_turn(world: World) -> None:
     assert turn.brain == "local:smollm2" and turn.finished_at is not None
     assert turn.tool_calls or turn.status == "failed" or turn.reply
     assert not turn.reply.lstrip().startswith("{")
+    assert "FatalModelError" not in turn.reply  # the model loaded and answered

@@ -506,6 +506,14 @@ def test_a14_replies_are_screened_before_they_are_stored(world: World, api: Prin
     assert key not in turn.reply and "[redacted" in turn.reply
 
 
+def test_a14_button_labels_are_screened_too(world: World, api: Principal) -> None:
+    key = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+    ask = [("ask_user", {"question": "Which?", "options": [f"use {key}", "other"]})]
+    turn = say(world.rt, api, new_conversation(world.rt, api), Script([ask]).brain(), "hi")
+    assert turn.status == "awaiting_choice"
+    assert key not in turn.buttons[0]["label"] and "[redacted" in turn.buttons[0]["label"]
+
+
 def test_a15_a_pasted_token_is_revoked_redacted_and_never_shown_to_the_model(
     world: World, ana: str, api: Principal
 ) -> None:

@@ -43,7 +43,7 @@ def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _proposing(monkeypatch: pytest.MonkeyPatch) -> Brain:
     """The local chat's brain: it proposes the Sums benchmark, then only talks."""
     brain = Script([[("propose_create_benchmark", SUMS)], "Anything else?"]).brain()
-    monkeypatch.setattr(chat_cli, "build_brain", lambda settings: brain)
+    monkeypatch.setattr(chat_cli, "configured_brain", lambda settings: brain)
     return brain
 
 

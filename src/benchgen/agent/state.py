@@ -12,7 +12,7 @@ from benchgen.agent.credential import TurnCredential
 from benchgen.core.clock import Clock
 from benchgen.core.context import Context
 from benchgen.core.errors import BenchGenError, Unauthenticated
-from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.core.secrets import redact_secrets
 from benchgen.services import proposals
 
 T = TypeVar("T")
@@ -89,7 +89,11 @@ class TurnState:
             raise TurnOver from None
         except BenchGenError as exc:
             entry["ok"], entry["error"] = False, exc.code
-            return {"error": {"code": exc.code, "message": safe_text(exc.message)}}
+            return {"error": {"code": exc.code, "message": redact_secrets(exc.message)}}
+
+    def log(self, tool: str, args: dict[str, Any]) -> None:
+        """Record a call that needed no service (it only shapes the turn's answer)."""
+        self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": True})
 
     def remember(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
         """Log a call the harness refused before any service was reached, and say why."""
@@ -101,11 +105,6 @@ _REFUSALS = {
     "waiting_for_user": "A proposal or question is already waiting for the user; this turn "
     "ends with it. Nothing else can be proposed until the user answers.",
 }
-
-
-def safe_text(text: str) -> str:
-    """`text` with every secret redacted: what tools return and what turns store."""
-    return redact_secrets(text, find_secrets(text))
 
 
 def plain(value: Any) -> Any:
@@ -121,11 +120,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, str):
-        return safe_text(value)
+        return redact_secrets(value)
     return value
 
 
 def _logged(args: dict[str, Any]) -> str:
     """Arguments as stored in the transcript: screened, and cut short when long."""
-    text = safe_text(json.dumps(args, ensure_ascii=False, default=str))
+    text = redact_secrets(json.dumps(args, ensure_ascii=False, default=str))
     return text if len(text) <= MAX_LOGGED_ARGS else text[:MAX_LOGGED_ARGS] + "…"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic_ai import RunContext, Tool
 
 from benchgen.agent import parts
-from benchgen.agent.state import TurnState, plain, safe_text
+from benchgen.agent.state import TurnState, plain
 from benchgen.core.context import Context
 from benchgen.services import benchmarks, models, proposals, results, runs
 from benchgen.services.specs import QuestionIn
@@ -227,9 +227,10 @@ def ask_user(ctx: Deps, question: str, options: list[str] | None = None) -> Any:
     args = {"question": question, "options": options or []}
     if state.waiting:
         return state.remember("ask_user", args, "waiting_for_user")
-    state.tool_calls.append({"tool": "ask_user", "args": safe_text(str(args))[:2000], "ok": True})
-    state.question = safe_text(question[:MAX_QUESTION_CHARS])
-    chosen = [safe_text(option[:MAX_OPTION_CHARS]) for option in (options or [])]
+    state.log("ask_user", args)
+    # The question becomes the reply and the options button labels: finish_turn screens both.
+    state.question = question[:MAX_QUESTION_CHARS]
+    chosen = [option[:MAX_OPTION_CHARS] for option in (options or [])]
     state.options = [option for option in chosen if option.strip()][:MAX_OPTIONS]
     answer: dict[str, Any] = {"asked": True, "note": "The user sees the question; turn ends."}
     if len(state.options) < len(options or []) or any(

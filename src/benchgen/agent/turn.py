@@ -21,7 +21,7 @@ from benchgen.agent.brains import Brain
 from benchgen.agent.credential import TurnCredential
 from benchgen.agent.instructions import instructions
 from benchgen.agent.messages import Approve, Choose, Decline, MessageIn
-from benchgen.agent.state import TurnOver, TurnState, safe_text
+from benchgen.agent.state import TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
@@ -89,22 +89,20 @@ def begin_turn(
             # The chosen label is what the user said this turn: stored, and read by the brain.
             text = _chosen(ctx, conversation_id, message.action)
         turn = chat.begin_turn(ctx, conversation_id, text, action)
-        started = _decide(ctx, runtime, turn, text, message)
-        started.notices = list(screened.notices)
         lifetime = timedelta(seconds=ctx.settings.agent_turn_cap_s) + EXPIRY_MARGIN
         secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
-        started.credential = TurnCredential(runtime, secret)
+        started = Started(runtime, turn, TurnCredential(runtime, secret), text)
+        started.notices = list(screened.notices)
+        _decide(ctx, started, message)
         started.plan = chat.get_plan(ctx, conversation_id)
         earlier = chat.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
         started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
     return started
 
 
-def _decide(
-    ctx: Context, runtime: Runtime, turn: TurnView, text: str, message: MessageIn
-) -> Started:
-    started = Started(runtime, turn, TurnCredential(runtime, ""), text)
-    conversation_id = turn.conversation_id
+def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
+    """Settle the pending proposal by the user's message: approve, decline, or leave none."""
+    conversation_id, text = started.turn.conversation_id, started.request
     pending = proposals.pending_for(ctx, conversation_id)
     action = message.action
     if isinstance(action, Approve):
@@ -114,16 +112,13 @@ def _decide(
     elif isinstance(action, Decline):
         started.declined = proposals.decide(ctx, conversation_id, action.proposal_id, None, False)
         started.by_control = True
-    else:
-        if not isinstance(action, Choose) and pending is not None and _is_assent(text):
-            started.approved = proposals.decide(
-                ctx, conversation_id, pending.id, pending.preview_hash, True
-            )
-            return started
-        if pending is not None:
-            # Anything but assent or the approve control declines what is pending (A8).
-            started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
-    return started
+    elif pending is not None and not isinstance(action, Choose) and _is_assent(text):
+        started.approved = proposals.decide(
+            ctx, conversation_id, pending.id, pending.preview_hash, True
+        )
+    elif pending is not None:
+        # Anything but assent or the approve control declines what is pending (A8).
+        started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
 
 
 def _is_assent(text: str) -> bool:
@@ -250,7 +245,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     except BenchGenError:
         raise
     except Exception as exc:  # the brain itself failed: say so, never switch brains (§2.8)
-        return TurnOutcome("failed", safe_text(replies.brain_failed(brain.name, exc)))
+        return TurnOutcome("failed", replies.brain_failed(brain.name, exc))
     if state.lost_access or state.capped:
         return _ended(state)
     if state.proposal is not None:
@@ -259,7 +254,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     if state.question is not None:
         buttons = replies.choice_buttons(started.turn.id, state.options)
         return TurnOutcome("awaiting_choice" if buttons else "completed", state.question, buttons)
-    return TurnOutcome("completed", safe_text(output) or "I have nothing to add.")
+    return TurnOutcome("completed", output or "I have nothing to add.")
 
 
 def _waiting(state: TurnState, proposal_id: str, reply: str) -> TurnOutcome:

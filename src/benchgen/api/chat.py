@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -11,7 +12,7 @@ from benchgen.agent.runner import TurnRunner
 from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_input
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
-from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut, TurnRecord
+from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut
 from benchgen.services import chat
 from benchgen.services.chat import ConversationView
 
@@ -45,15 +46,7 @@ def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None
 def get_conversation(ctx: ContextDep, conversation_id: str) -> Transcript:
     """The transcript: the conversation and every turn, oldest first."""
     conversation, turns = chat.get_conversation(ctx, conversation_id)
-    return Transcript(
-        id=conversation.id,
-        title=conversation.title,
-        created_at=conversation.created_at,
-        updated_at=conversation.updated_at,
-        busy=conversation.busy,
-        turn_count=conversation.turn_count,
-        turns=[TurnRecord.of(turn) for turn in turns],
-    )
+    return Transcript.model_validate({**asdict(conversation), "turns": turns})
 
 
 @router.post(
@@ -79,7 +72,7 @@ def send_message(
     # A plain `def`: the framework runs it on its thread pool, so the wait never blocks the
     # event loop. The turn opens its own transactions: the claim must commit before it thinks.
     turn = runner.send(principal, conversation_id, body, runtime.settings.agent_wait_s)
-    return TurnOut.of(turn)
+    return TurnOut.model_validate(turn)
 
 
 @router.get(
@@ -87,4 +80,4 @@ def send_message(
 )
 def get_turn(ctx: ContextDep, conversation_id: str, turn_id: str) -> TurnOut:
     """One turn: poll it while its status is `running`."""
-    return TurnOut.of(chat.get_turn(ctx, conversation_id, turn_id))
+    return TurnOut.model_validate(chat.get_turn(ctx, conversation_id, turn_id))

@@ -5,11 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from benchgen.services.benchmarks import BenchmarkView, ChangePreview
-from benchgen.services.chat import TurnView
-from benchgen.services.proposals import ProposalView
 
 Item = TypeVar("Item")
 
@@ -88,6 +86,10 @@ class ConversationIn(BaseModel):
     title: str = Field("", max_length=200)
 
 
+# Chat shapes are read straight from the services' views (dataclasses), field by field.
+_FromView = ConfigDict(from_attributes=True)
+
+
 class Button(BaseModel):
     """A control shown with a reply: post `action` back verbatim as `{"action": ...}`."""
 
@@ -99,6 +101,8 @@ class ProposalOut(BaseModel):
     """What the agent proposes to do, pending your approval: `preview` holds the action's
     fields and a plain-text rendering in `text`; approving sends `preview_hash` back."""
 
+    model_config = _FromView
+
     id: str
     kind: str
     preview: dict[str, Any]
@@ -106,25 +110,14 @@ class ProposalOut(BaseModel):
     expires_at: datetime
     status: str
 
-    @classmethod
-    def of(cls, proposal: ProposalView | None) -> ProposalOut | None:
-        """The API shape of a stored proposal."""
-        if proposal is None:
-            return None
-        return cls(
-            id=proposal.id,
-            kind=proposal.kind,
-            preview=proposal.preview,
-            preview_hash=proposal.preview_hash,
-            expires_at=proposal.expires_at,
-            status=proposal.status,
-        )
-
 
 class TurnOut(BaseModel):
     """One turn as the sender sees it; `running` turns are read again at their own URL."""
 
-    turn_id: str
+    model_config = _FromView
+
+    # The view calls it `id`; the API says `turn_id` (and reads its own output back).
+    turn_id: str = Field(validation_alias=AliasChoices("turn_id", "id"))
     conversation_id: str
     seq: int
     status: TurnStatus
@@ -132,11 +125,6 @@ class TurnOut(BaseModel):
     buttons: list[Button]
     proposal: ProposalOut | None
     notices: list[str]
-
-    @classmethod
-    def of(cls, turn: TurnView) -> TurnOut:
-        """The API shape of a stored turn."""
-        return cls(**_turn_fields(turn))
 
 
 class TurnRecord(TurnOut):
@@ -149,35 +137,11 @@ class TurnRecord(TurnOut):
     started_at: datetime
     finished_at: datetime | None
 
-    @classmethod
-    def of(cls, turn: TurnView) -> TurnRecord:
-        """The transcript shape of a stored turn."""
-        return cls(
-            **_turn_fields(turn),
-            user_text=turn.user_text,
-            action=turn.action,
-            tool_calls=turn.tool_calls,
-            brain=turn.brain,
-            started_at=turn.started_at,
-            finished_at=turn.finished_at,
-        )
-
-
-def _turn_fields(turn: TurnView) -> dict[str, Any]:
-    return {
-        "turn_id": turn.id,
-        "conversation_id": turn.conversation_id,
-        "seq": turn.seq,
-        "status": turn.status,
-        "reply": turn.reply,
-        "buttons": [Button(**button) for button in turn.buttons],
-        "proposal": ProposalOut.of(turn.proposal),
-        "notices": turn.notices,
-    }
-
 
 class Transcript(BaseModel):
     """A conversation and every turn, oldest first."""
+
+    model_config = _FromView
 
     id: str
     title: str

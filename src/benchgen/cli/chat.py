@@ -14,15 +14,15 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
-from benchgen.agent.brains import build_brain
+from benchgen.agent.brains import BrainUnavailable, configured_brain
 from benchgen.agent.messages import MessageIn
 from benchgen.agent.runner import TurnRunner
 from benchgen.api.schemas import TurnOut
-from benchgen.cli.common import as_operator, console, errors, open_runtime
+from benchgen.cli.common import cli_principal, console, errors, open_runtime
 from benchgen.client import BenchGen, ClientError
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
-from benchgen.services import accounts, chat
+from benchgen.services import chat
 from benchgen.services.runtime import Runtime, transaction
 
 HELP = (
@@ -78,18 +78,20 @@ class LocalDoor:
             if conversation_id is None:
                 return chat.create_conversation(ctx).id, None
             _, turns = chat.get_conversation(ctx, conversation_id)
-        return conversation_id, _shaped(TurnOut.of(turns[-1])) if turns else None
+        return conversation_id, _shaped(TurnOut.model_validate(turns[-1])) if turns else None
 
     def send(self, conversation_id: str, body: dict[str, Any]) -> Turn:
         message = MessageIn.model_validate(body)
         wait_s = self.runtime.settings.agent_wait_s
         return _shaped(
-            TurnOut.of(self.runner.send(self.principal, conversation_id, message, wait_s))
+            TurnOut.model_validate(
+                self.runner.send(self.principal, conversation_id, message, wait_s)
+            )
         )
 
     def turn(self, conversation_id: str, turn_id: str) -> Turn:
         with transaction(self.runtime, self.principal, write=False) as ctx:
-            return _shaped(TurnOut.of(chat.get_turn(ctx, conversation_id, turn_id)))
+            return _shaped(TurnOut.model_validate(chat.get_turn(ctx, conversation_id, turn_id)))
 
 
 class RemoteDoor:
@@ -150,18 +152,15 @@ def chat_command(
 @contextmanager
 def _local(email: str) -> Iterator[Door]:
     with open_runtime() as runtime:
-        with as_operator(runtime) as ctx:
-            user_id = accounts.get_user_by_email(ctx, email).id
+        principal = cli_principal(runtime, email)
         try:
-            brain = build_brain(runtime.settings)
-        except ImportError as exc:
-            errors.print(
-                f"[red]Error:[/] the agent's brain needs a missing package: {escape(str(exc))}"
-            )
+            brain = configured_brain(runtime.settings)
+        except BrainUnavailable as exc:
+            errors.print(f"[red]Error:[/] {escape(str(exc))}")
             raise typer.Exit(1) from None
         runner = TurnRunner(runtime, brain, 1)
         try:
-            yield LocalDoor(runtime, Principal.cli(user_id), runner)
+            yield LocalDoor(runtime, principal, runner)
         finally:
             runner.close()  # a turn left running is still recorded before the database closes
 

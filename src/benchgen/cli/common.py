@@ -51,10 +51,14 @@ def as_operator(runtime: Runtime) -> Iterator[Context]:
         yield ctx
 
 
+def cli_principal(runtime: Runtime, email: str) -> Principal:
+    """The principal of `--as EMAIL`: that user, audited as the `cli` door."""
+    with as_operator(runtime) as ctx:
+        return Principal.cli(accounts.get_user_by_email(ctx, email).id)
+
+
 @contextmanager
 def as_user(runtime: Runtime, email: str) -> Iterator[Context]:
     """A unit of work acting `--as` a user, audited as the `cli` door."""
-    with as_operator(runtime) as ctx:
-        user_id = accounts.get_user_by_email(ctx, email).id
-    with transaction(runtime, Principal.cli(user_id)) as ctx:
+    with transaction(runtime, cli_principal(runtime, email)) as ctx:
         yield ctx

@@ -12,7 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
-from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.core.secrets import redact_secrets
 from benchgen.core.storable import require_storable
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
@@ -98,7 +98,7 @@ def create_conversation(ctx: Context, title: str = "") -> ConversationView:
     row = Conversation(
         id=new_id("conv"),
         user_id=user_id,
-        title=redact_secrets(title, find_secrets(title)),
+        title=redact_secrets(title),
         created_at=now,
         updated_at=now,
     )
@@ -123,7 +123,14 @@ def list_conversations(ctx: Context, limit: int = 50, offset: int = 0) -> list[C
         .limit(limit)
         .offset(offset)
     )
-    return [_conversation_view(ctx, row) for row in ctx.session.scalars(query)]
+    rows = ctx.session.scalars(query).all()
+    counted = (
+        select(ChatTurn.conversation_id, func.count())
+        .where(ChatTurn.conversation_id.in_([row.id for row in rows]))
+        .group_by(ChatTurn.conversation_id)
+    )
+    counts: dict[str, int] = {key: int(n) for key, n in ctx.session.execute(counted)}
+    return [_conversation_view(ctx, row, counts.get(row.id, 0)) for row in rows]
 
 
 def get_conversation(ctx: Context, conversation_id: str) -> tuple[ConversationView, list[TurnView]]:
@@ -162,7 +169,10 @@ def recent_turns(ctx: Context, conversation_id: str, limit: int | None = 20) -> 
     query = select(ChatTurn).where(ChatTurn.conversation_id == row.id).order_by(ChatTurn.seq.desc())
     if limit is not None:
         query = query.limit(limit)
-    return [_turn_view(ctx, turn) for turn in reversed(ctx.session.scalars(query).all())]
+    turns = list(reversed(ctx.session.scalars(query).all()))
+    # One query for every proposal the turns show, not one per turn: this runs on every turn.
+    shown = proposals.views_of(ctx, [t.proposal_id for t in turns if t.proposal_id is not None])
+    return [_turn_view(ctx, turn, shown) for turn in turns]
 
 
 def get_plan(ctx: Context, conversation_id: str) -> dict[str, Any] | None:
@@ -250,7 +260,8 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     """Record how a turn ended and release its conversation.
 
     Runs as the harness's system principal, so a turn whose user lost access mid-turn is still
-    recorded and released. The reply and notices pass the secrets filter once more (A14).
+    recorded and released. The reply, button labels and notices pass the secrets filter
+    once more (A14).
 
     Raises:
         PermissionDenied: the principal lacks the `chat.record` grant.
@@ -265,11 +276,12 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
         raise NotFound("No such turn.", {"id": turn_id})
     now = ctx.now()
     turn.status = outcome.status
-    turn.reply = _redacted(outcome.reply)
-    turn.buttons = outcome.buttons
+    turn.reply = redact_secrets(outcome.reply)
+    # Labels may be the model's words (ask_user options): they pass the same filter.
+    turn.buttons = [{**b, "label": redact_secrets(b["label"])} for b in outcome.buttons]
     turn.proposal_id = outcome.proposal_id
     turn.tool_calls = outcome.tool_calls
-    turn.notices = [_redacted(notice) for notice in outcome.notices]
+    turn.notices = [redact_secrets(notice) for notice in outcome.notices]
     turn.brain = outcome.brain
     turn.finished_at = None if outcome.status == RUNNING else now
     values: dict[str, Any] = {"updated_at": now}
@@ -287,10 +299,6 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
         .execution_options(synchronize_session=False)
     )
     return _turn_view(ctx, turn)
-
-
-def _redacted(text: str) -> str:
-    return redact_secrets(text, find_secrets(text))
 
 
 def _require_person(ctx: Context) -> str:
@@ -314,14 +322,21 @@ def _owned(ctx: Context, conversation_id: str, user_id: str) -> Conversation:
     return row
 
 
-def _conversation_view(ctx: Context, row: Conversation) -> ConversationView:
-    count = ctx.session.scalar(select(func.count()).where(ChatTurn.conversation_id == row.id))
+def _conversation_view(
+    ctx: Context, row: Conversation, count: int | None = None
+) -> ConversationView:
+    if count is None:
+        count = ctx.session.scalar(select(func.count()).where(ChatTurn.conversation_id == row.id))
     busy = row.active_turn_id is not None
     return ConversationView(row.id, row.title, row.created_at, row.updated_at, busy, count or 0)
 
 
-def _turn_view(ctx: Context, turn: ChatTurn) -> TurnView:
-    proposal = proposals.view_of(ctx, turn.proposal_id) if turn.proposal_id is not None else None
+def _turn_view(
+    ctx: Context, turn: ChatTurn, shown: dict[str, proposals.ProposalView] | None = None
+) -> TurnView:
+    if shown is None and turn.proposal_id is not None:
+        shown = proposals.views_of(ctx, [turn.proposal_id])
+    proposal = (shown or {}).get(turn.proposal_id) if turn.proposal_id is not None else None
     return TurnView(
         id=turn.id,
         conversation_id=turn.conversation_id,

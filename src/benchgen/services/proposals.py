@@ -253,13 +253,18 @@ def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
     return _view(row, now) if row is not None else None
 
 
-def view_of(ctx: Context, proposal_id: str) -> ProposalView:
-    """A proposal's view, for a service that has already checked the caller owns its
+def views_of(ctx: Context, proposal_ids: list[str]) -> dict[str, ProposalView]:
+    """Proposals' views by id, for a service that has already checked the caller owns their
     conversation (the chat transcript); it checks nothing itself."""
-    row = ctx.session.get(Proposal, proposal_id, populate_existing=True)
-    if row is None:
-        raise NotFound("No such proposal.", {"id": proposal_id})
-    return _view(row, ctx.now())
+    if not proposal_ids:
+        return {}
+    now = ctx.now()
+    rows = ctx.session.scalars(
+        select(Proposal)
+        .where(Proposal.id.in_(proposal_ids))
+        .execution_options(populate_existing=True)
+    )
+    return {row.id: _view(row, now) for row in rows}
 
 
 def get_proposal(ctx: Context, proposal_id: str) -> ProposalView:
