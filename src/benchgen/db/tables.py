@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -371,7 +372,19 @@ class Proposal(Base):
     """An action the agent asked the user to approve, bound to the hash of its exact arguments."""
 
     __tablename__ = "proposals"
-    __table_args__ = (Index("ix_proposals_conversation", "user_id", "conversation_id", "status"),)
+    __table_args__ = (
+        Index("ix_proposals_conversation", "user_id", "conversation_id", "status"),
+        # At most one proposal open (drafted by a running turn, or shown and pending) per
+        # conversation: parallel proposes cannot leave two for an "ok" to approve.
+        Index(
+            "ux_proposals_one_open",
+            "user_id",
+            "conversation_id",
+            unique=True,
+            sqlite_where=text("status IN ('draft', 'pending')"),
+            postgresql_where=text("status IN ('draft', 'pending')"),
+        ),
+    )
     id: Mapped[str] = _id()
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id"))
     conversation_id: Mapped[str] = mapped_column(String(40))
