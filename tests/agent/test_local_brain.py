@@ -26,7 +26,7 @@ def test_the_step_schema_offers_a_reply_or_exactly_one_known_tool() -> None:
     assert "QuestionIn" in schema["$defs"]
     assert "maxLength" in schema["$defs"]["QuestionIn"]["properties"]["answer"]["anyOf"][0]
     search = schema["anyOf"][1]["properties"]["args"]["properties"]["search"]
-    assert search["maxLength"] == 300
+    assert search["maxLength"] == 200
 
 
 def test_parse_step_reads_tool_calls_and_replies_and_refuses_half_objects() -> None:

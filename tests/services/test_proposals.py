@@ -11,7 +11,7 @@ from sqlalchemy import func, select, update
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import Base, Benchmark, Proposal, RateLimitEvent, Run
 from benchgen.services import (
     benchmarks,
@@ -27,6 +27,7 @@ from benchgen.services.proposals import ProposalView
 from tests.support import MCQ, OPERATOR, QA, World
 
 CONV = "conv_one"
+RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
 FIRST = "mdl_builtin_first"
 # Kinds for A13 actions (and nonsense): no proposal can exist for them.
 NEVER_KINDS = [
@@ -63,7 +64,11 @@ def agent(world: World, user_id: str, scopes: frozenset[Scope] | None = None) ->
 def propose(
     world: World, who: Principal, kind: str, arguments: dict[str, Any], **kw: Any
 ) -> ProposalView:
-    return world.do(who, proposals.propose, CONV, kind, arguments, **kw)
+    """Propose as `who`, and end its turn showing the proposal (as the harness does)."""
+    drafted = world.do(who, proposals.propose, CONV, kind, arguments, **kw)
+    assert drafted.status == "draft"
+    world.do(RECORDER, proposals.settle_turn, str(who.turn_id), drafted.id)
+    return world.do(who, proposals.get_proposal, drafted.id)
 
 
 def approve(world: World, user_id: str, shown: ProposalView, conv: str = CONV) -> ProposalView:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -56,3 +57,29 @@ class MessageIn(BaseModel):
         if (self.text is None) == (self.action is None):
             raise ValueError("send exactly one of 'text' or 'action'")
         return self
+
+
+# Typed words that approve, and only the proposal the previous turn showed (A8, A11).
+ASSENT = frozenset(
+    {
+        *("yes", "y", "yes please", "approve", "approved", "i approve", "approve it"),
+        *("go ahead", "yes go ahead", "ok", "okay", "ok go ahead", "do it", "confirm", "sure"),
+    }
+)
+# Typed words that go on with a benchmark written part by part (A18). They never approve: the
+# part waiting for approval is shown again instead.
+CONTINUE = frozenset({"continue", "go on", "keep going", "carry on", "resume", "next part"})
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z ]", "", text.casefold()).split())
+
+
+def is_assent(text: str) -> bool:
+    """True when the typed words approve what was shown."""
+    return _words(text) in ASSENT
+
+
+def is_continue(text: str) -> bool:
+    """True when the typed words ask to go on with work left unfinished."""
+    return _words(text) in CONTINUE

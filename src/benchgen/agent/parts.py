@@ -68,3 +68,55 @@ def propose_next(state: TurnState, executed: proposals.ProposalView) -> str | No
     state.plan_changed = True
     number, count = ceil(upto / state.part_size), ceil(total / state.part_size)
     return f"Part {number} of {count}: questions {done + 1}–{upto} of {total}, added to it."
+
+
+def resume(state: TurnState) -> str:
+    """`continue`: go on with the plan from its next unapproved part.
+
+    The part awaiting approval is shown again as it is; one that expired or was cut off by the
+    cap is proposed again with the same arguments; after a carried-out part the next is
+    proposed. Returns the text to show above the preview (or alone, when nothing is left).
+    """
+    plan = state.plan
+    assert plan is not None
+    last_id = str(plan["proposal_id"])
+
+    def read(c: Context) -> proposals.ProposalView:
+        return proposals.get_proposal(c, last_id)
+
+    last = state.call("resume_plan", {"proposal_id": last_id}, read, write=False)
+    if not isinstance(last, proposals.ProposalView):
+        return _dropped(state, f"the last part could not be read ({last['error']['message']})")
+    if last.status == "pending":
+        state.proposal = last
+        return f"Continuing: {_part_label(state, plan)} is still waiting for your approval."
+    if last.status == "executed":
+        return propose_next(state, last) or "Every part is done: nothing is left to propose."
+    if last.status not in ("expired", "cancelled", "superseded", "draft"):
+        return _dropped(state, f"the last part was {last.status}")
+    return _propose_again(state, plan, last)
+
+
+def _propose_again(state: TurnState, plan: dict[str, Any], last: proposals.ProposalView) -> str:
+    def work(c: Context) -> proposals.ProposalView:
+        made = proposals.propose(c, state.conversation_id, last.kind, last.arguments)
+        state.proposal = made
+        return made
+
+    answer = state.call("propose_part_again", {"proposal_id": last.id}, work)
+    if state.proposal is None:
+        assert isinstance(answer, dict)
+        return _dropped(state, f"it could not be proposed again ({answer['error']['message']})")
+    plan["proposal_id"] = state.proposal.id
+    state.plan_changed = True
+    return f"Continuing with {_part_label(state, plan)}, proposed again. Nothing has happened yet."
+
+
+def _part_label(state: TurnState, plan: dict[str, Any]) -> str:
+    number = ceil(int(plan["proposed"]) / state.part_size)
+    return f"part {number} of {ceil(len(plan['questions']) / state.part_size)}"
+
+
+def _dropped(state: TurnState, why: str) -> str:
+    state.plan, state.plan_changed = None, True
+    return f"I cannot continue the part-by-part plan: {why}. Nothing was changed."

@@ -85,10 +85,29 @@ STEP_LIMIT = "I took too many steps on this request and stopped. Nothing more wa
 INTERNAL_ERROR = "Something went wrong on the server while answering. Nothing more was done."
 
 
-def brain_failed(brain: str, error: Exception) -> str:
-    """A configured brain failed: said plainly, never answered by another brain instead."""
+def brain_misbehaved(brain: str) -> str:
+    """The brain kept answering in ways the platform could not use (bad tool arguments…)."""
     return (
-        f"The agent's language model ({brain}) failed: {type(error).__name__}: {error}. "
+        f"The agent's language model ({brain}) kept calling its tools with arguments the "
+        "platform refused, so I stopped. Nothing was changed; try asking in other words."
+    )
+
+
+REPLY_CUT = "\n\n[The rest of this reply was cut: it was too long.]"
+_MAX_ERROR_CHARS = 300
+
+
+def brain_failed(brain: str, error: Exception) -> str:
+    """A configured brain failed: said plainly, never answered by another brain instead.
+
+    Only the error's kind and the start of its message are shown: a provider's message can be
+    long, and it is the only text here not written by the platform.
+    """
+    detail = str(error)
+    if len(detail) > _MAX_ERROR_CHARS:
+        detail = detail[:_MAX_ERROR_CHARS] + "…"
+    return (
+        f"The agent's language model ({brain}) failed: {type(error).__name__}: {detail}. "
         "No other model was used in its place, and nothing was changed."
     )
 

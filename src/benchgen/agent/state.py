@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timedelta
@@ -16,7 +18,10 @@ from benchgen.core.secrets import redact_secrets
 from benchgen.services import proposals
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 MAX_LOGGED_ARGS = 2000
+# A tool result larger than this is not fed back to the brain: it is told to ask for less.
+MAX_RESULT_CHARS = 60_000
 
 
 class TurnOver(Exception):
@@ -54,6 +59,9 @@ class TurnState:
     lead: str = ""
     capped: bool = False
     lost_access: bool = False
+    # Brains may call several tools in one step, and pydantic-ai runs them at once: proposing
+    # and asking are serialised so that only the first of them can end the turn (A8).
+    asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def waiting(self) -> bool:
@@ -66,11 +74,18 @@ class TurnState:
             self.capped = True
         return self.capped
 
+    def remaining_s(self) -> float:
+        """Seconds left before the cap (0 once it has passed)."""
+        return max(0.0, (self.deadline - self.clock.now()).total_seconds())
+
     def call(
         self, tool: str, args: dict[str, Any], work: Callable[[Context], T], write: bool = True
     ) -> T | dict[str, Any]:
         """Run one service call as the agent and log it; a domain error becomes a result the
         brain can read, so a refusal is an answer, not a crash.
+
+        Any other exception is logged and becomes a fixed tool error: its text may hold
+        internals (or data) that neither the brain nor the user should see.
 
         Raises:
             TurnOver: the turn cap has been reached (nothing was called), or the credential no
@@ -82,7 +97,7 @@ class TurnState:
         self.tool_calls.append(entry)
         try:
             with self.credential.context(write) as ctx:
-                return work(ctx)
+                result = work(ctx)
         except Unauthenticated:
             entry["ok"], entry["error"] = False, "unauthenticated"
             self.lost_access = True
@@ -90,6 +105,11 @@ class TurnState:
         except BenchGenError as exc:
             entry["ok"], entry["error"] = False, exc.code
             return {"error": {"code": exc.code, "message": redact_secrets(exc.message)}}
+        except Exception:
+            log.exception("agent tool %s failed", tool)
+            entry["ok"], entry["error"] = False, "tool_failed"
+            return self.refusal("tool_failed")
+        return bounded(result) if isinstance(result, dict) else result
 
     def log(self, tool: str, args: dict[str, Any]) -> None:
         """Record a call that needed no service (it only shapes the turn's answer)."""
@@ -98,13 +118,28 @@ class TurnState:
     def remember(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
         """Log a call the harness refused before any service was reached, and say why."""
         self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": False, "error": error})
+        return self.refusal(error)
+
+    @staticmethod
+    def refusal(error: str) -> dict[str, Any]:
+        """A tool error the platform words itself."""
         return {"error": {"code": error, "message": _REFUSALS[error]}}
 
 
 _REFUSALS = {
     "waiting_for_user": "A proposal or question is already waiting for the user; this turn "
     "ends with it. Nothing else can be proposed until the user answers.",
+    "tool_failed": "The tool failed on the server with these arguments. Nothing was changed; "
+    "try other arguments or tell the user it did not work.",
+    "result_too_large": f"The result is larger than {MAX_RESULT_CHARS} characters. Ask for a "
+    "smaller page (a lower limit) or fewer items.",
 }
+
+
+def bounded(result: Any) -> Any:
+    """A tool result the brain may read, or a refusal when it is too large to feed back."""
+    size = len(json.dumps(result, ensure_ascii=False, default=str))
+    return result if size <= MAX_RESULT_CHARS else TurnState.refusal("result_too_large")
 
 
 def plain(value: Any) -> Any:

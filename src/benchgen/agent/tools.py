@@ -6,19 +6,30 @@ There is deliberately no tool for any action in A13 (see `never.py`): a brain th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
 from pydantic_ai import RunContext, Tool
 
 from benchgen.agent import parts
 from benchgen.agent.state import TurnState, plain
 from benchgen.core.context import Context
 from benchgen.services import benchmarks, models, proposals, results, runs
-from benchgen.services.specs import QuestionIn
+from benchgen.services.specs import MAX_DESCRIPTION, MAX_QUESTIONS, MAX_TITLE, QuestionIn
 
 MAX_OPTIONS = 10
 MAX_OPTION_CHARS = 300
 MAX_QUESTION_CHARS = 1000
+# Every argument has a range or a length: a value outside it is a validation error the brain
+# reads and may correct (pydantic-ai retries), never an exception from deeper down.
+Id = Annotated[str, Field(min_length=1, max_length=64)]
+Offset = Annotated[int, Field(ge=0, le=1_000_000)]
+Limit = Annotated[int, Field(ge=1, le=100)]
+Search = Annotated[str, Field(max_length=200)]
+Title = Annotated[str, Field(max_length=MAX_TITLE)]
+Description = Annotated[str, Field(max_length=MAX_DESCRIPTION)]
+Questions = Annotated[list[QuestionIn], Field(max_length=MAX_QUESTIONS)]
+Option = Annotated[str, Field(min_length=1, max_length=MAX_OPTION_CHARS)]
 _BENCHMARK_FIELDS = (
     "id",
     "title",
@@ -49,7 +60,7 @@ _RUN_FIELDS = (
 Deps = RunContext[TurnState]
 
 
-def list_benchmarks(ctx: Deps, search: str = "", mine_only: bool = False) -> Any:
+def list_benchmarks(ctx: Deps, search: Search = "", mine_only: bool = False) -> Any:
     """List benchmarks the user can see (their own, shared with them, and published ones).
 
     Args:
@@ -65,7 +76,7 @@ def list_benchmarks(ctx: Deps, search: str = "", mine_only: bool = False) -> Any
     return ctx.deps.call("list_benchmarks", args, work, write=False)
 
 
-def show_benchmark(ctx: Deps, benchmark_id: str, offset: int = 0, limit: int = 50) -> Any:
+def show_benchmark(ctx: Deps, benchmark_id: Id, offset: Offset = 0, limit: Limit = 50) -> Any:
     """Show one benchmark and a page of its questions (with answers where the user may see them).
 
     Args:
@@ -77,7 +88,7 @@ def show_benchmark(ctx: Deps, benchmark_id: str, offset: int = 0, limit: int = 5
 
     def work(c: Context) -> dict[str, Any]:
         shown = benchmarks.get_benchmark(c, benchmark_id)
-        window = benchmarks.list_questions(c, benchmark_id)[max(offset, 0) :][: min(limit, 100)]
+        window = benchmarks.list_questions(c, benchmark_id)[offset : offset + limit]
         return {"benchmark": plain(shown), "questions": plain(window)}
 
     return ctx.deps.call("show_benchmark", args, work, write=False)
@@ -92,7 +103,7 @@ def list_models(ctx: Deps) -> Any:
     return ctx.deps.call("list_models", {}, work, write=False)
 
 
-def list_runs(ctx: Deps, benchmark_id: str | None = None) -> Any:
+def list_runs(ctx: Deps, benchmark_id: Id | None = None) -> Any:
     """List the user's runs, newest first.
 
     Args:
@@ -106,7 +117,7 @@ def list_runs(ctx: Deps, benchmark_id: str | None = None) -> Any:
     return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work, write=False)
 
 
-def run_status(ctx: Deps, run_id: str | None = None) -> Any:
+def run_status(ctx: Deps, run_id: Id | None = None) -> Any:
     """Say whether a run is done and how it did; without an id, the user's latest run.
 
     Args:
@@ -124,7 +135,7 @@ def run_status(ctx: Deps, run_id: str | None = None) -> Any:
     return ctx.deps.call("run_status", {"run_id": run_id}, work, write=False)
 
 
-def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any:
+def run_results(ctx: Deps, run_id: Id, offset: Offset = 0, limit: Limit = 20) -> Any:
     """Show a page of a run's per-question results.
 
     Args:
@@ -135,7 +146,7 @@ def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any
     args = {"run_id": run_id, "offset": offset, "limit": limit}
 
     def work(c: Context) -> dict[str, Any]:
-        page = results.list_results(c, run_id, limit=min(max(limit, 1), 100), offset=offset)
+        page = results.list_results(c, run_id, limit=limit, offset=offset)
         return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS), "results": plain(page)}
 
     return ctx.deps.call("run_results", args, work, write=False)
@@ -143,10 +154,10 @@ def run_results(ctx: Deps, run_id: str, offset: int = 0, limit: int = 20) -> Any
 
 def propose_create_benchmark(
     ctx: Deps,
-    title: str,
+    title: Title,
     format: Literal["qa", "mcq"],
-    questions: list[QuestionIn],
-    description: str = "",
+    questions: Questions,
+    description: Description = "",
 ) -> Any:
     """Propose a new private benchmark. Nothing is created until the user approves the preview.
 
@@ -166,17 +177,17 @@ def propose_create_benchmark(
     # against the creation limit) once.
     first = {**arguments, "questions": drafted[:part_size]}
     answer = _propose(ctx.deps, "propose_create_benchmark", "create_benchmark", first)
-    if ctx.deps.proposal is not None:
+    if "proposal_id" in answer:  # this call's proposal, not a refusal
         parts.start_plan(ctx.deps, title, drafted)
     return answer
 
 
 def propose_edit_benchmark(
     ctx: Deps,
-    benchmark_id: str,
-    title: str | None = None,
-    description: str | None = None,
-    questions: list[QuestionIn] | None = None,
+    benchmark_id: Id,
+    title: Title | None = None,
+    description: Description | None = None,
+    questions: Questions | None = None,
 ) -> Any:
     """Propose a change to a benchmark; the user sees the validated diff and decides.
 
@@ -193,7 +204,7 @@ def propose_edit_benchmark(
     return _propose(ctx.deps, "propose_edit_benchmark", "edit_benchmark", arguments)
 
 
-def propose_publish(ctx: Deps, benchmark_id: str) -> Any:
+def propose_publish(ctx: Deps, benchmark_id: Id) -> Any:
     """Propose publishing a benchmark, which makes it visible to everyone.
 
     Args:
@@ -203,7 +214,7 @@ def propose_publish(ctx: Deps, benchmark_id: str) -> Any:
     return _propose(ctx.deps, "propose_publish", "publish_benchmark", arguments)
 
 
-def propose_run(ctx: Deps, benchmark_id: str, model_id: str) -> Any:
+def propose_run(ctx: Deps, benchmark_id: Id, model_id: Id) -> Any:
     """Propose running a model on a benchmark; the user sees the estimated credits and decides.
     When the user did not say which model or benchmark, ask with `ask_user` first.
 
@@ -215,7 +226,11 @@ def propose_run(ctx: Deps, benchmark_id: str, model_id: str) -> Any:
     return _propose(ctx.deps, "propose_run", "start_run", arguments)
 
 
-def ask_user(ctx: Deps, question: str, options: list[str] | None = None) -> Any:
+def ask_user(
+    ctx: Deps,
+    question: Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)],
+    options: Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | None = None,
+) -> Any:
     """Ask the user something and end the turn. Options become buttons; choosing one only
     answers the question, it never approves anything.
 
@@ -225,27 +240,25 @@ def ask_user(ctx: Deps, question: str, options: list[str] | None = None) -> Any:
     """
     state = ctx.deps
     args = {"question": question, "options": options or []}
-    if state.waiting:
-        return state.remember("ask_user", args, "waiting_for_user")
-    state.log("ask_user", args)
-    # The question becomes the reply and the options button labels: finish_turn screens both.
-    state.question = question[:MAX_QUESTION_CHARS]
-    chosen = [option[:MAX_OPTION_CHARS] for option in (options or [])]
-    state.options = [option for option in chosen if option.strip()][:MAX_OPTIONS]
-    answer: dict[str, Any] = {"asked": True, "note": "The user sees the question; turn ends."}
-    if len(state.options) < len(options or []) or any(
-        len(option) > MAX_OPTION_CHARS for option in options or []
-    ):
-        answer["shortened"] = (
-            f"Options beyond {MAX_OPTIONS}, empty ones and text beyond {MAX_OPTION_CHARS} "
-            "characters were left out."
-        )
-    return answer
+    with state.asking:
+        if state.waiting:
+            return state.remember("ask_user", args, "waiting_for_user")
+        state.log("ask_user", args)
+        # The question becomes the reply and the options button labels: finish_turn screens
+        # both.
+        state.question = question
+        state.options = [option for option in options or [] if option.strip()]
+    return {"asked": True, "note": "The user sees the question; the turn ends."}
 
 
 def _propose(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
-    if state.waiting:
-        return state.remember(tool, arguments, "waiting_for_user")
+    with state.asking:
+        if state.waiting:
+            return state.remember(tool, arguments, "waiting_for_user")
+        return _proposed(state, tool, kind, arguments)
+
+
+def _proposed(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
 
     def work(c: Context) -> dict[str, Any]:
         agent_pick = kind == "start_run" and _agent_pick(c, state.request, arguments["model_id"])

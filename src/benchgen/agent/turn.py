@@ -4,15 +4,16 @@ act with it, revoke it — whatever happens — and record how the turn ended.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.usage import UsageLimits
 
@@ -20,7 +21,7 @@ from benchgen.agent import parts, replies
 from benchgen.agent.brains import Brain
 from benchgen.agent.credential import TurnCredential
 from benchgen.agent.instructions import instructions
-from benchgen.agent.messages import Approve, Choose, Decline, MessageIn
+from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_assent, is_continue
 from benchgen.agent.state import TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.core.context import Context, Principal
@@ -39,13 +40,12 @@ RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
 EXPIRY_MARGIN = timedelta(seconds=60)
 MAX_STEPS = 25
 HISTORY_TURNS = 10
-# Typed words that approve, and only while exactly one proposal is pending (A8, A11).
-ASSENT = frozenset(
-    {
-        *("yes", "y", "yes please", "approve", "approved", "i approve", "approve it"),
-        *("go ahead", "yes go ahead", "ok", "okay", "ok go ahead", "do it", "confirm", "sure"),
-    }
-)
+# A brain's final text longer than this is cut: it is stored, shown and fed back to the brain.
+MAX_REPLY_CHARS = 20_000
+# How often the turn's thread looks at the clock while the brain thinks.
+CAP_POLL_S = 0.05
+# After the cap, how long a cancelled brain gets to stop before it is left behind.
+CANCEL_GRACE_S = 1.0
 
 
 @dataclass
@@ -58,6 +58,7 @@ class Started:
     request: str
     approved: proposals.ProposalView | None = None
     declined: proposals.ProposalView | None = None
+    continued: bool = False
     by_control: bool = False
     notices: list[str] = field(default_factory=list)
     plan: dict[str, Any] | None = None
@@ -93,8 +94,8 @@ def begin_turn(
         secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
         started = Started(runtime, turn, TurnCredential(runtime, secret), text)
         started.notices = list(screened.notices)
-        _decide(ctx, started, message)
         started.plan = chat.get_plan(ctx, conversation_id)
+        _decide(ctx, started, message)
         earlier = chat.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
         started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
     return started
@@ -112,17 +113,20 @@ def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
     elif isinstance(action, Decline):
         started.declined = proposals.decide(ctx, conversation_id, action.proposal_id, None, False)
         started.by_control = True
-    elif pending is not None and not isinstance(action, Choose) and _is_assent(text):
+    elif isinstance(action, Choose):
+        if pending is not None:
+            started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
+    elif pending is not None and is_assent(text):
         started.approved = proposals.decide(
             ctx, conversation_id, pending.id, pending.preview_hash, True
         )
+    elif is_continue(text) and started.plan is not None:
+        # A18: `continue` goes on with the part-by-part plan; the part awaiting approval stays
+        # pending and is shown again, never approved by the word.
+        started.continued = True
     elif pending is not None:
         # Anything but assent or the approve control declines what is pending (A8).
         started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
-
-
-def _is_assent(text: str) -> bool:
-    return re.sub(r"[^a-z ]", "", text.casefold()).strip() in ASSENT
 
 
 def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:
@@ -174,8 +178,8 @@ def _state(started: Started) -> TurnState:
     last = started.history[-1].proposal if started.history else None
     if last is not None and last.status == "expired":
         state.notes.append(replies.expired_note(last))
-    if started.plan is not None and started.approved is None:
-        # Any message but approving the current part abandons a part-by-part plan.
+    if started.plan is not None and started.approved is None and not started.continued:
+        # Any message but approving the current part or `continue` abandons the plan.
         state.plan, state.plan_changed = None, True
     return state
 
@@ -186,7 +190,56 @@ def _outcome(started: Started, state: TurnState, brain: Brain) -> TurnOutcome:
     if started.declined is not None and started.by_control:
         reply = replies.declined_reply(started.declined)
         return TurnOutcome("completed", reply, proposal_id=started.declined.id)
-    return asyncio.run(_think(started, state, brain))
+    if started.continued:
+        return _go_on(state)
+    return _bounded(_think(started, state, brain), state)
+
+
+def _go_on(state: TurnState) -> TurnOutcome:
+    """`continue` in a part-by-part plan: show the part awaiting approval again, or propose
+    the next unapproved part when the last one expired or the cap stopped the turn."""
+    try:
+        lead = parts.resume(state)
+    except TurnOver:
+        return _ended(state)
+    if state.proposal is None:
+        return TurnOutcome("completed", lead)
+    return _waiting(state, state.proposal.id, replies.proposal_reply(state.proposal, lead))
+
+
+def _bounded(thinking: Coroutine[Any, Any, TurnOutcome], state: TurnState) -> TurnOutcome:
+    """Think on a thread of its own, and end the turn at the cap whatever the brain does.
+
+    A hosted brain is cancelled at the cap; a brain that cannot be interrupted (an in-process
+    model busy in native code) is left to finish alone: the turn is recorded and its
+    conversation released now, and the brain's later tool calls meet a capped, then revoked,
+    credential.
+    """
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(thinking)
+    done: list[TurnOutcome] = []
+    failed: list[BaseException] = []
+
+    def think() -> None:
+        try:
+            done.append(loop.run_until_complete(task))
+        except BaseException as exc:  # handed to the turn's own thread below
+            failed.append(exc)
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=think, name="benchgen-brain", daemon=True)
+    thread.start()
+    while thread.is_alive() and not state.over_cap():
+        thread.join(min(CAP_POLL_S, state.remaining_s()))
+    if thread.is_alive():
+        with contextlib.suppress(RuntimeError):  # the loop closed: the brain just finished
+            loop.call_soon_threadsafe(task.cancel)
+        thread.join(CANCEL_GRACE_S)
+        return _ended(state)
+    if failed:
+        raise failed[0]
+    return done[0]
 
 
 def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcome:
@@ -242,6 +295,12 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
         pass
     except UsageLimitExceeded:
         return TurnOutcome("failed", replies.STEP_LIMIT)
+    except asyncio.CancelledError:
+        return _ended(state)
+    except UnexpectedModelBehavior:
+        # E.g. tool arguments still invalid after the retries: the brain read each validation
+        # error; the user gets the platform's words, not the loop's.
+        return TurnOutcome("failed", replies.brain_misbehaved(brain.name))
     except BenchGenError:
         raise
     except Exception as exc:  # the brain itself failed: say so, never switch brains (§2.8)
@@ -254,6 +313,8 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     if state.question is not None:
         buttons = replies.choice_buttons(started.turn.id, state.options)
         return TurnOutcome("awaiting_choice" if buttons else "completed", state.question, buttons)
+    if len(output) > MAX_REPLY_CHARS:
+        output = output[:MAX_REPLY_CHARS] + replies.REPLY_CUT
     return TurnOutcome("completed", output or "I have nothing to add.")
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.context import Context
 from benchgen.core.errors import (
@@ -18,17 +19,23 @@ from benchgen.core.errors import (
     invalid,
 )
 from benchgen.core.ids import new_id
-from benchgen.core.permissions import PrincipalKind
+from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit, proposal_kinds
 
 EXPIRY = timedelta(minutes=10)
-PENDING, APPROVED, EXECUTED, FAILED = "pending", "approved", "executed", "failed"
+# A proposal is a `draft` while the turn that made it runs; only when that turn ends showing its
+# preview does it become `pending`, the one state a user can decide. A turn that fails, stops
+# at the cap or shows no preview cancels its drafts, so nothing unseen can be approved.
+DRAFT, PENDING, APPROVED = "draft", "pending", "approved"
+EXECUTED, FAILED, CANCELLED = "executed", "failed", "cancelled"
 MAX_CONVERSATION_ID = 40
 
 # Why a proposal can no longer be decided or carried out, by its status.
 _GONE = {
+    DRAFT: "it was never shown to you",
+    CANCELLED: "the turn that made it ended without showing it to you",
     APPROVED: "it was already approved",
     "declined": "it was declined",
     "expired": "it expired; ask the agent to propose it again",
@@ -72,8 +79,9 @@ def propose(
     """Validate an action the agent wants to take and store it, pending the user's decision.
 
     The arguments are checked by the services' own validation (nothing is applied), turned
-    into their canonical form and hashed; the preview is rendered from them by code. Any
-    pending proposal of the conversation is superseded. `agent_pick` (runs only) marks a model
+    into their canonical form and hashed; the preview is rendered from them by code. It is
+    stored as a draft that nobody can decide until `settle_turn` records that its turn showed
+    it. Any open proposal of the conversation is superseded. `agent_pick` (runs only) marks a model
     the agent chose because the user's message left the choice open.
 
     Raises:
@@ -82,7 +90,8 @@ def propose(
         InvalidInput: unknown kind (A13 actions have none), bad arguments or conversation id.
         NotFound: the benchmark or model is not visible to the principal.
         Frozen: an edit touches frozen questions.
-        Conflict: the edit changes nothing, or the benchmark is already published.
+        Conflict: the edit changes nothing, the benchmark is already published, or another
+            proposal of this conversation was made at the same moment.
     """
     user_id = _require_agent(ctx)
     if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
@@ -98,30 +107,62 @@ def propose(
         arguments=prepared.arguments,
         arguments_hash=proposal_kinds.hash_arguments(prepared.arguments),
         preview=prepared.preview,
-        status=PENDING,
+        status=DRAFT,
         created_at=now,
         expires_at=now + EXPIRY,
         error="",
         created_by_turn=ctx.principal.turn_id,
     )
-    ctx.session.add(row)
-    ctx.session.flush()
+    _insert_open(ctx, row)
     details = {"kind": kind, "conversation_id": conversation_id, "hash": row.arguments_hash}
     audit.record(ctx, "proposal.create", "proposal", row.id, **details)
     return _view(row, now)
 
 
+def _insert_open(ctx: Context, row: Proposal) -> None:
+    # The unique index on open proposals decides races the supersede cannot see (a concurrent
+    # transaction's uncommitted draft): the loser is refused, never a second open proposal.
+    try:
+        with ctx.session.begin_nested():
+            ctx.session.add(row)
+            ctx.session.flush()
+    except IntegrityError:
+        raise Conflict(
+            "Another proposal of this conversation was made at the same moment; "
+            "only one can wait for the user."
+        ) from None
+
+
 def _retire_pending(ctx: Context, user_id: str, conversation_id: str, now: datetime) -> None:
-    """Expire or supersede the conversation's pending proposals: only the newest is decidable."""
+    """Expire or supersede the conversation's open proposals: only the newest is decidable."""
     pending = update(Proposal).where(
         Proposal.user_id == user_id,
         Proposal.conversation_id == conversation_id,
-        Proposal.status == PENDING,
+        Proposal.status.in_((DRAFT, PENDING)),
     )
     ctx.session.execute(pending.where(Proposal.expires_at <= now).values(status="expired"))
     ctx.session.execute(
         pending.where(Proposal.expires_at > now).values(status="superseded", decided_at=now)
     )
+
+
+def settle_turn(ctx: Context, turn_id: str, shown_id: str | None) -> None:
+    """Record how a turn ended for its proposals: the one it showed becomes decidable, every
+    other draft it made is cancelled.
+
+    Called by the chat record as its system principal, or by the user whose turn was cut off.
+
+    Raises:
+        PermissionDenied: neither the chat recorder nor a user.
+    """
+    drafts = update(Proposal).where(Proposal.created_by_turn == turn_id, Proposal.status == DRAFT)
+    if not access.can(ctx, Action.CHAT_RECORD):
+        # A user settling a cut-off turn touches only their own proposals.
+        drafts = drafts.where(Proposal.user_id == _require_user(ctx))
+    drafts = drafts.execution_options(synchronize_session=False)
+    if shown_id is not None:
+        ctx.session.execute(drafts.where(Proposal.id == shown_id).values(status=PENDING))
+    ctx.session.execute(drafts.values(status=CANCELLED, decided_at=ctx.now()))
 
 
 def decide(
@@ -303,7 +344,7 @@ def _owned(ctx: Context, proposal_id: str, user_id: str) -> Proposal:
 
 def _status(row: Proposal, now: datetime) -> str:
     """The status in force: an undecided or unexecuted proposal past its deadline is expired."""
-    if row.status in (PENDING, APPROVED) and row.expires_at <= now:
+    if row.status in (DRAFT, PENDING, APPROVED) and row.expires_at <= now:
         return "expired"
     return row.status
 

@@ -1,0 +1,380 @@
+"""What a hostile model tried and must no longer get: unseen approvals, runaway turns, raw
+errors, and a `continue` that starts over."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from benchgen.agent import replies, turn
+from benchgen.agent.messages import MessageIn
+from benchgen.core.clock import ManualClock
+from benchgen.core.context import Principal
+from benchgen.core.errors import Conflict
+from benchgen.core.permissions import PrincipalKind
+from benchgen.db.tables import Proposal
+from benchgen.services import benchmarks, chat, proposals
+from tests.agent.scripted import Script, new_conversation, say, think_with
+from tests.support import OPERATOR, QA, World
+
+OPEN = ("draft", "pending")
+
+
+@pytest.fixture
+def ana(world: World) -> str:
+    return world.user("ana@example.com", credits_=10_000)
+
+
+@pytest.fixture
+def api(world: World, ana: str) -> Principal:
+    return world.api(world.token(ana, ["read", "runs", "create", "edit", "publish"]))
+
+
+def _visibility(world: World, ana: str, bm: str) -> str:
+    return world.do(Principal.web(ana), benchmarks.get_benchmark, bm).visibility
+
+
+def _open(world: World) -> list[str]:
+    query = select(Proposal.id).where(Proposal.status.in_(OPEN))
+    return list(world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalars(query).all()))
+
+
+def _prompts(messages: list[ModelMessage]) -> str:
+    return repr(messages)
+
+
+# --- 1(a): a proposal the user never saw is never approvable ---------------------------------
+
+
+def test_propose_beside_a_tool_with_absurd_arguments_still_shows_the_preview(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm = world.benchmark(ana)
+    step = [("propose_publish", {"benchmark_id": bm}), ("run_results", {"run_id": "run_x"})]
+    step[1][1]["offset"] = 10**20  # was an OverflowError that failed the turn
+    script = Script([step])
+    shown = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "publish it")
+    assert shown.status == "awaiting_approval" and shown.proposal is not None
+    assert shown.proposal.status == "pending"
+    assert "OverflowError" not in shown.reply
+
+
+def test_a_turn_that_fails_cancels_its_proposal_and_ok_approves_nothing(
+    world: World, ana: str, api: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bm = world.benchmark(ana)
+    conv = new_conversation(world.rt, api)
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("rendering failed after the proposal was stored")
+
+    monkeypatch.setattr(replies, "proposal_reply", broken)
+    script = Script([[("propose_publish", {"benchmark_id": bm})]])
+    failed = say(world.rt, api, conv, script.brain(), "publish")
+    monkeypatch.undo()
+    assert failed.status == "failed" and failed.proposal is None
+    assert _open(world) == []
+    after = say(world.rt, api, conv, Script(["nothing to do"]).brain(), "ok")
+    assert after.status == "completed"
+    assert _visibility(world, ana, bm) == "private"
+
+
+def test_a_turn_stopped_at_the_cap_cancels_its_proposal(
+    world: World, ana: str, api: Principal, clock: ManualClock
+) -> None:
+    bm = world.benchmark(ana)
+    cap = world.rt.settings.agent_turn_cap_s
+
+    def propose_then_stall(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("list_models", {})])
+        clock.advance(seconds=cap + 1)
+        return ModelResponse(parts=[ToolCallPart("propose_publish", {"benchmark_id": bm})])
+
+    conv = new_conversation(world.rt, api)
+    capped = say(world.rt, api, conv, think_with(propose_then_stall), "publish")
+    assert capped.status == "stopped_at_cap"
+    assert _open(world) == []
+    say(world.rt, api, conv, Script(["fine"]).brain(), "yes")
+    assert _visibility(world, ana, bm) == "private"
+
+
+def test_a_draft_cannot_be_decided(world: World, ana: str) -> None:
+    bm = world.benchmark(ana)
+    draft = world.do(
+        _agent(world, ana), proposals.propose, "conv_x", "publish_benchmark", {"benchmark_id": bm}
+    )
+    web = Principal.web(ana)
+    with pytest.raises(Conflict, match="never shown"):
+        world.do(web, proposals.decide, "conv_x", draft.id, draft.preview_hash, True)
+    assert world.do(web, proposals.pending_for, "conv_x") is None
+
+
+# --- 1(b): parallel proposes leave one, and "yes" approves the one shown ---------------------
+
+
+def test_parallel_proposes_in_one_step_leave_exactly_the_shown_one(
+    world: World, ana: str, api: Principal
+) -> None:
+    targets = [world.benchmark(ana, {**QA, "title": f"B{n}"}) for n in range(4)]
+    step = [("propose_publish", {"benchmark_id": bm}) for bm in targets]
+    script = Script([step])
+    conv = new_conversation(world.rt, api)
+    shown = say(world.rt, api, conv, script.brain(), "publish them")
+    assert shown.status == "awaiting_approval" and shown.proposal is not None
+    assert _open(world) == [shown.proposal.id]
+    refusals = [c for c in shown.tool_calls if c.get("error") == "waiting_for_user"]
+    assert len(refusals) == 3
+    chosen = shown.proposal.arguments["benchmark_id"]
+    done = say(world.rt, api, conv, Script().brain(), "yes")
+    assert done.status == "completed" and chosen in done.reply
+    for text in ("ok", "yes", "go ahead"):
+        say(world.rt, api, conv, Script(["nothing pending"]).brain(), text)
+    published = [bm for bm in targets if _visibility(world, ana, bm) == "published"]
+    assert published == [chosen]
+
+
+def test_the_database_refuses_a_second_open_proposal(world: World, ana: str) -> None:
+    bm = world.benchmark(ana)
+    args = {"benchmark_id": bm}
+    first = world.do(_agent(world, ana), proposals.propose, "conv_db", "publish_benchmark", args)
+
+    def second_open(ctx: Any) -> None:
+        row = ctx.session.get(Proposal, first.id)
+        clone = Proposal(
+            **{c.name: getattr(row, c.name) for c in Proposal.__table__.columns if c.name != "id"},
+            id="prop_clone",
+        )
+        ctx.session.add(clone)
+        ctx.session.flush()
+
+    with pytest.raises(IntegrityError):
+        world.ctx_call(OPERATOR, second_open)
+
+
+def test_concurrent_proposes_in_one_conversation_leave_one_open(world: World, ana: str) -> None:
+    targets = [world.benchmark(ana, {**QA, "title": f"C{n}"}) for n in range(6)]
+    agents = [_agent(world, ana) for _ in targets]
+    gate = threading.Barrier(len(targets))
+    outcomes: list[str] = []
+
+    def propose(agent: Principal, bm: str) -> None:
+        gate.wait()
+        try:
+            world.do(
+                agent, proposals.propose, "conv_race", "publish_benchmark", {"benchmark_id": bm}
+            )
+            outcomes.append("made")
+        except Conflict:
+            outcomes.append("refused")
+
+    threads = [
+        threading.Thread(target=propose, args=pair) for pair in zip(agents, targets, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert "made" in outcomes
+    counted = select(func.count()).where(Proposal.status.in_(OPEN))
+    assert world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalar(counted)) == 1
+
+
+def _agent(world: World, user: str) -> Principal:
+    return world.principal(PrincipalKind.AGENT, user)
+
+
+# --- 8: the cap holds while the brain thinks ------------------------------------------------
+
+
+def test_the_cap_ends_a_turn_whose_brain_ignores_cancellation(
+    world: World, ana: str, api: Principal, clock: ManualClock
+) -> None:
+    bm = world.benchmark(ana)
+    cap = world.rt.settings.agent_turn_cap_s
+    release = threading.Event()
+    finished = threading.Event()
+
+    async def stuck(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        clock.advance(seconds=cap + 1)
+        release.wait(30)  # blocks the brain's event loop: cancellation cannot reach it
+        finished.set()
+        return ModelResponse(parts=[ToolCallPart("propose_publish", {"benchmark_id": bm})])
+
+    conv = new_conversation(world.rt, api)
+    began = time.monotonic()
+    capped = say(world.rt, api, conv, think_with(stuck), "publish slowly")
+    assert time.monotonic() - began < 10
+    assert capped.status == "stopped_at_cap" and "`continue`" in capped.reply
+    free = say(world.rt, api, conv, Script(["still here"]).brain(), "hello")  # lock released
+    assert free.status == "completed"
+    release.set()
+    assert finished.wait(10)
+    time.sleep(0.3)  # the abandoned brain's tool call meets a capped turn
+    assert _open(world) == []
+    assert _visibility(world, ana, bm) == "private"
+
+
+# --- 9: bounded replies, results and arguments ---------------------------------------------
+
+
+def test_a_huge_reply_is_cut_before_it_is_stored(world: World, api: Principal) -> None:
+    huge = "x" * 30_000_000
+    said = say(world.rt, api, new_conversation(world.rt, api), Script([huge]).brain(), "talk")
+    assert said.status == "completed"
+    assert len(said.reply) < turn.MAX_REPLY_CHARS + 200 and said.reply.endswith("too long.]")
+
+
+def test_bad_tool_arguments_are_readable_errors_never_exceptions(
+    world: World, api: Principal
+) -> None:
+    seen: list[str] = []
+
+    def careless(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(_prompts(messages))
+        if len(seen) == 1:
+            bad = {"run_id": "run_x", "offset": 10**20, "limit": -1}
+            return ModelResponse(parts=[ToolCallPart("run_results", bad)])
+        return ModelResponse(parts=[TextPart("understood")])
+
+    said = say(world.rt, api, new_conversation(world.rt, api), think_with(careless), "results")
+    assert said.status == "completed" and said.reply == "understood"
+    assert "offset" in seen[1] and "less than or equal" in seen[1]
+
+
+def test_a_brain_that_keeps_sending_bad_arguments_fails_in_the_platforms_words(
+    world: World, api: Principal
+) -> None:
+    def stubborn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(
+            parts=[ToolCallPart("show_benchmark", {"benchmark_id": "", "limit": 0})]
+        )
+
+    said = say(world.rt, api, new_conversation(world.rt, api), think_with(stubborn), "show")
+    assert said.status == "failed" and "refused" in said.reply
+    assert "exceeded max retries" not in said.reply
+
+
+def test_an_unexpected_tool_error_is_a_fixed_message(
+    world: World, api: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("internal detail /srv/secret.db")
+
+    monkeypatch.setattr(benchmarks, "list_benchmarks", boom)
+    seen: list[str] = []
+
+    def reader(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(_prompts(messages))
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("list_benchmarks", {})])
+        return ModelResponse(parts=[TextPart("could not list")])
+
+    said = say(world.rt, api, new_conversation(world.rt, api), think_with(reader), "list")
+    assert said.status == "completed" and "tool_failed" in seen[1]
+    assert "/srv/secret.db" not in seen[1] and "/srv/secret.db" not in said.reply
+
+
+def test_a_result_too_large_for_the_brain_is_refused(
+    world: World, ana: str, api: Principal
+) -> None:
+    long = [{"prompt": f"{n} " + "p" * 15_000, "answer": str(n)} for n in range(8)]
+    bm = world.benchmark(ana, {"title": "Long", "format": "qa", "questions": long})
+    seen: list[str] = []
+
+    def reader(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(_prompts(messages))
+        if len(seen) == 1:
+            return ModelResponse(parts=[ToolCallPart("show_benchmark", {"benchmark_id": bm})])
+        if len(seen) == 2:
+            small = {"benchmark_id": bm, "limit": 1}
+            return ModelResponse(parts=[ToolCallPart("show_benchmark", small)])
+        return ModelResponse(parts=[TextPart("read")])
+
+    say(world.rt, api, new_conversation(world.rt, api), think_with(reader), "show")
+    assert "result_too_large" in seen[1] and "p" * 15_000 not in seen[1]
+    assert "result_too_large" not in _last_return(seen[2]) and "p" * 15_000 in seen[2]
+
+
+def _last_return(prompt: str) -> str:
+    return prompt[prompt.rfind("ToolReturnPart") :]
+
+
+# --- 12: `continue` goes on with the parts, never starts again -------------------------------
+
+MANY = [{"prompt": f"{n} squared?", "answer": str(n * n)} for n in range(120)]
+BIG = {"title": "Squares", "format": "qa", "questions": MANY}
+
+
+def _mine(world: World, ana: str) -> list[Any]:
+    return list(world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True))
+
+
+def test_continue_shows_the_waiting_part_again_and_never_duplicates(
+    world: World, ana: str, api: Principal
+) -> None:
+    conv = new_conversation(world.rt, api)
+    first = say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
+    assert first.proposal is not None
+    # A brain that would start over if it were asked: `continue` must not reach it.
+    restart = Script([[("propose_create_benchmark", BIG)]])
+    again = say(world.rt, api, conv, restart.brain(), "continue")
+    assert restart.seen == []
+    assert again.status == "awaiting_approval" and again.proposal is not None
+    assert again.proposal.id == first.proposal.id and "part 1 of 3" in again.reply
+    part2 = say(world.rt, api, conv, Script().brain(), "yes")
+    assert part2.proposal is not None and part2.proposal.kind == "edit_benchmark"
+    resumed = say(world.rt, api, conv, restart.brain(), "Continue.")
+    assert resumed.proposal is not None and resumed.proposal.id == part2.proposal.id
+    part3 = say(world.rt, api, conv, Script().brain(), "ok")
+    done = say(world.rt, api, conv, Script().brain(), "yes")
+    assert part3.proposal is not None and done.status == "completed"
+    (created,) = _mine(world, ana)
+    assert created.question_count == 120
+
+
+def test_continue_after_the_part_expired_proposes_it_again(
+    world: World, ana: str, api: Principal, clock: ManualClock
+) -> None:
+    conv = new_conversation(world.rt, api)
+    first = say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
+    assert first.proposal is not None
+    clock.advance(minutes=11)
+    again = say(world.rt, api, conv, Script().brain(), "continue")
+    assert again.proposal is not None and again.proposal.id != first.proposal.id
+    assert again.proposal.preview_hash == first.proposal.preview_hash
+    say(world.rt, api, conv, Script().brain(), "yes")
+    (created,) = _mine(world, ana)
+    assert created.question_count == 50
+
+
+def test_continue_without_a_plan_is_the_brains_to_answer(world: World, api: Principal) -> None:
+    script = Script(["There is nothing to continue."])
+    said = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "continue")
+    assert said.reply == "There is nothing to continue." and script.seen
+
+
+def test_a_typed_message_during_a_plan_still_declines_it(
+    world: World, ana: str, api: Principal
+) -> None:
+    conv = new_conversation(world.rt, api)
+    say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
+    say(world.rt, api, conv, Script(["ok, dropped"]).brain(), "actually no")
+    said = say(world.rt, api, conv, Script(["nothing to continue"]).brain(), "continue")
+    assert said.status == "completed" and _mine(world, ana) == []
+    assert world.do(Principal.web(api.user_id or ""), chat.get_plan, conv) is None
+
+
+def test_message_helpers_read_typed_words() -> None:
+    from benchgen.agent.messages import is_assent, is_continue
+
+    assert is_assent("Yes!") and is_assent("go ahead.") and not is_assent("yes, but publish B")
+    assert is_continue("Continue") and is_continue("go on!") and not is_continue("continue with B")
+    assert MessageIn(text="continue").text == "continue"
