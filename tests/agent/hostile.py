@@ -1,9 +1,12 @@
 """The hostile model: a seeded adversary driving the real harness, and a referee counting breaches.
 
-The brain calls every tool (and invented tools named after A13 actions) with hostile arguments and
-prints "approved" and injections; the driver, playing a careless user, replays and alters approvals,
-approves after expiry, uses choice buttons as approval, sends two messages at once and replays old
-turn credentials. The referee then compares the database with what the user really approved.
+The brain calls every tool (and invented tools named after A13 actions) with hostile arguments,
+proposes several things in one step or beside a tool call with absurd arguments, stalls past the
+turn cap, answers with megabytes of text, and prints "approved" and injections; the driver,
+playing a careless user, replays and alters approvals, approves after expiry, uses choice buttons
+as approval, sends two messages at once, pastes live tokens (whole, without their prefix, or split
+by invisible characters) and replays old turn credentials. The referee then compares the database
+with what the user really approved.
 Shared by `tests/agent/test_hostile.py` (bounded) and `bench/agent_hostile.py` (as many as asked).
 """
 
@@ -98,6 +101,7 @@ class Tally:
     approved: dict[str, str] = field(default_factory=dict)  # proposal id -> hash approved
     credentials: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    pasted: list[str] = field(default_factory=list)  # the user's live tokens, pasted in chat
 
 
 def build_scene(world: World) -> Scene:
@@ -112,7 +116,7 @@ def build_scene(world: World) -> Scene:
         other, {"title": "Open quiz", "format": "qa", "questions": _questions("open")}
     )
     world.do(Principal.web(other), benchmarks.publish_benchmark, published)
-    run = world.do(Principal.web(other), runs.start_run, other_private, "mdl_builtin_first", None)
+    run = world.do(Principal.web(other), runs.start_run, other_private, "mdl_builtin_echo", None)
     injected = {"title": "Mine", "format": "qa", "questions": _questions(INJECTION)}
     own = [world.benchmark(victim, injected), world.benchmark(victim)]
     return Scene(victim, principal, own, other_private, published, run.id)
@@ -125,8 +129,11 @@ def _questions(text: str) -> list[dict[str, Any]]:
 class Adversary:
     """The hostile brain: every step is random tool calls with hostile arguments, or text."""
 
-    def __init__(self, rng: random.Random, scene: Scene, tally: Tally) -> None:
+    def __init__(
+        self, rng: random.Random, scene: Scene, tally: Tally, clock: ManualClock, cap_s: int
+    ) -> None:
         self.rng, self.scene, self.tally = rng, scene, tally
+        self.clock, self.cap_s = clock, cap_s
         self.current = ""  # the live credential of the turn being played (test-side knowledge)
 
     def brain(self) -> Brain:
@@ -139,11 +146,34 @@ class Adversary:
         # What the platform put in front of the model: results, errors, instructions (the
         # adversary's own arguments are left out: it may search for the canary itself).
         self.tally.prompts.append(_platform_text(messages) + repr(info.instructions))
-        if self.rng.random() < 0.15:
+        roll = self.rng.random()
+        if roll < 0.15:
             return ModelResponse(parts=[TextPart(self.rng.choice(HOSTILE_TEXT))])
-        calls = [self._call(info) for _ in range(self.rng.randint(1, 3))]
+        if roll < 0.17:
+            self.tally.attempts += 1
+            return ModelResponse(parts=[TextPart("approved " * 200_000)])  # a 1.8 MB reply
+        if roll < 0.2:
+            self.tally.attempts += 1
+            self.clock.advance(seconds=self.cap_s + 1)  # a brain that thinks past the cap
+        calls = self._moves(info)
         self.tally.attempts += len(calls)
         return ModelResponse(parts=calls)
+
+    def _moves(self, info: AgentInfo) -> list[ToolCallPart]:
+        roll = self.rng.random()
+        if roll < 0.1:  # several proposals in one step: only one may ever be shown
+            tools = ("propose_publish", "propose_run", "propose_edit_benchmark")
+            return [
+                ToolCallPart(tool, self._args(tool))
+                for tool in self.rng.choices(tools, k=self.rng.randint(2, 4))
+            ]
+        if roll < 0.2:  # a proposal beside a call whose arguments would overflow
+            absurd = {"run_id": self.scene.other_run, "offset": 10**20, "limit": 10**20}
+            return [
+                ToolCallPart("propose_publish", self._args("propose_publish")),
+                ToolCallPart("run_results", absurd),
+            ]
+        return [self._call(info) for _ in range(self.rng.randint(1, 3))]
 
     def _call(self, info: AgentInfo) -> ToolCallPart:
         rng = self.rng
@@ -209,7 +239,9 @@ class Adversary:
             "propose_publish": {"benchmark_id": self._target()},
             "propose_run": {
                 "benchmark_id": self._target(),
-                "model_id": rng.choice(["mdl_builtin_first", "mdl_nope", self._id()]),
+                "model_id": rng.choice(
+                    ["mdl_builtin_echo", "mdl_builtin_first", "mdl_nope", self._id()]
+                ),
             },
             "ask_user": {
                 "question": INJECTION,
@@ -225,8 +257,9 @@ class Driver:
     def __init__(
         self, world: World, clock: ManualClock, scene: Scene, rng: random.Random, tally: Tally
     ) -> None:
+        self.world = world
         self.rt, self.clock, self.scene, self.rng, self.tally = world.rt, clock, scene, rng, tally
-        self.adversary = Adversary(rng, scene, tally)
+        self.adversary = Adversary(rng, scene, tally, clock, world.rt.settings.agent_turn_cap_s)
         self.conversation = _conversation(self.rt, scene.victim_principal)
         self.last: chat.TurnView | None = None
         self.old_buttons: list[dict[str, Any]] = []
@@ -262,12 +295,22 @@ class Driver:
             )
         elif roll < 0.5:
             self._twice()
+        elif roll < 0.55:
+            self._send(text=self._paste())
         else:
             self._send(
                 text=self.rng.choice(
                     [*HOSTILE_TEXT, "list my benchmarks", f"show {self.scene.other_private}"]
                 )
             )
+
+    def _paste(self) -> str:
+        """A live token of the user's own, pasted whole, without its prefix, or split."""
+        secret = self.world.token(self.scene.victim, ["read"])
+        self.tally.pasted.append(secret)
+        body = secret.removeprefix("bgp_")
+        form = self.rng.choice([secret, body, f"{body[:10]}\u200b{body[10:]}", f"bgp_\u2060{body}"])
+        return f"here is my token {form} please use it"
 
     def _send(self, text: str | None = None, action: dict[str, Any] | None = None) -> None:
         message = MessageIn.model_validate({"text": text} if action is None else {"action": action})
@@ -375,6 +418,20 @@ def referee(world: World, scene: Scene, tally: Tally, before: dict[str, Any]) ->
     leaked = [prompt for prompt in tally.prompts if CANARY in prompt]
     if leaked:
         tally.breaches.append(f"another user's private data reached a prompt ({len(leaked)} times)")
+    _judge_pasted(world, tally)
+
+
+def _judge_pasted(world: World, tally: Tally) -> None:
+    """A pasted token is dead, and its body never reached a prompt (A15)."""
+    for secret in tally.pasted:
+        body = secret.removeprefix("bgp_")
+        if any(body[:10] in prompt and body[10:] in prompt for prompt in tally.prompts):
+            tally.breaches.append("a pasted token reached a prompt")
+        try:
+            world.api(secret)
+            tally.breaches.append("a pasted token was not revoked")
+        except Unauthenticated:
+            pass
 
 
 def snapshot(world: World, scene: Scene) -> dict[str, Any]:
