@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 from datetime import timedelta
 
+from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
 from benchgen.jobs.handlers import HANDLERS, WORKER
 from benchgen.services import jobs
@@ -29,9 +31,15 @@ class Worker:
         self.stopping = threading.Event()
 
     def run_forever(self) -> None:
-        """Work until `stop()`; sleeps `poll_s` whenever the queue is empty."""
+        """Work until `stop()`; sleeps `poll_s` whenever the queue is empty or the database is
+        too busy to claim (a busy database must not end the worker's thread)."""
         while not self.stopping.is_set():
-            if not self.run_once():
+            try:
+                worked = self.run_once()
+            except Unavailable as exc:
+                log.warning("worker %s: database busy, trying again (%s)", self.name, exc.message)
+                worked = False
+            if not worked:
                 self.stopping.wait(self.poll_s)
 
     def stop(self) -> None:
@@ -92,7 +100,8 @@ class _Heartbeat:
     def _beat(self) -> None:
         interval = self.worker.lease.total_seconds() / 3
         while not self.done.wait(interval):
-            with transaction(self.worker.runtime, WORKER) as ctx:
+            # A busy database skips one beat; the lease outlasts three of them.
+            with contextlib.suppress(Unavailable), transaction(self.worker.runtime, WORKER) as ctx:
                 jobs.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
 
 

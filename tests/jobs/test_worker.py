@@ -1,0 +1,62 @@
+"""The worker loop outlives a busy database: it claims again, and its heartbeat skips a beat."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from benchgen.core.errors import Unavailable
+from benchgen.jobs import worker as worker_module
+from benchgen.jobs.worker import Worker, _Heartbeat
+from benchgen.services import jobs
+from benchgen.services.jobs import Claimed
+from benchgen.services.runtime import Runtime
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])  # no SQL behaviour differs here
+def test_a_busy_claim_does_not_end_the_worker(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    second = threading.Event()
+
+    def claim(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Unavailable("The database is busy.")
+        second.set()
+        return None
+
+    monkeypatch.setattr(jobs, "claim", claim)
+    working = Worker(runtime, poll_s=0.01)
+    thread = threading.Thread(target=working.run_forever, daemon=True)
+    thread.start()
+    try:
+        assert second.wait(5), "the worker stopped claiming after a busy database"
+        assert thread.is_alive()
+    finally:
+        working.stop()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_busy_heartbeat_skips_one_beat(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    beats: list[int] = []
+    third = threading.Event()
+
+    def heartbeat(*args: Any, **kwargs: Any) -> bool:
+        beats.append(1)
+        if len(beats) == 1:
+            raise Unavailable("The database is busy.")
+        if len(beats) == 3:
+            third.set()
+        return True
+
+    monkeypatch.setattr(worker_module.jobs, "heartbeat", heartbeat)
+    working = Worker(runtime, lease=timedelta(milliseconds=30))
+    job = Claimed("job_x", "run", {}, 1, False)
+    with _Heartbeat(working, job):
+        assert third.wait(5), "the heartbeat stopped after a busy database"
