@@ -11,6 +11,7 @@ from benchgen import __version__
 from benchgen.agent.brains import Brain, configured_brain
 from benchgen.agent.runner import TurnRunner
 from benchgen.api import account, benchmarks, chat, errors, models, runs
+from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
@@ -57,6 +58,12 @@ def create_app(
     app.state.runtime = active
     app.state.turn_runner = turns
     errors.install(app)
+    # Outside the routes and authentication: an oversized body is refused before it is parsed.
+    app.add_middleware(
+        BodyLimit,
+        default=active.settings.max_body_bytes,
+        by_path={benchmarks.IMPORT_PATH: active.settings.max_import_bytes},
+    )
     for module in (account, benchmarks, runs, models, chat):
         app.include_router(module.router)
 

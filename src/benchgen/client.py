@@ -14,7 +14,7 @@ Example:
             created = bg.create_benchmark(
                 "Capitals", "qa", [{"prompt": "Capital of France?", "answer": "Paris"}]
             )
-            run = bg.start_run(created["benchmark"]["id"], "mdl_builtin_first")
+            run = bg.start_run(created["benchmark"]["id"], "mdl_builtin_echo")
             done = bg.wait_for_run(run["id"])
             print(done["status"], done["summary"].get("accuracy"))
             for row in bg.results(done["id"]):
@@ -209,6 +209,7 @@ class Model(TypedDict):
     price_per_question: int
     price_per_1k_tokens: int
     status: str
+    formats: list[str]
 
 
 class Estimate(TypedDict):
@@ -804,13 +805,17 @@ class BenchGen:
 
     # ------------------------------------------------------------ models
 
-    def models(self) -> list[Model]:
+    def models(self, benchmark_id: str | None = None) -> list[Model]:
         """Models you may run: the platform's first, then your own.
 
+        Args:
+            benchmark_id: Only the models that can answer this benchmark's questions.
+
         Returns:
-            Every model with its prices and status.
+            Every model with its prices, status and the formats it answers.
         """
-        return cast(list[Model], list(self._pages("/models", {}, None)))
+        params = {"benchmark_id": benchmark_id} if benchmark_id else {}
+        return cast(list[Model], list(self._pages("/models", params, None)))
 
     def get_model(self, model_id: str) -> Model:
         """One model you may use.

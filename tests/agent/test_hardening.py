@@ -17,7 +17,7 @@ from benchgen.agent import replies, turn
 from benchgen.agent.messages import MessageIn
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
-from benchgen.core.errors import Conflict
+from benchgen.core.errors import Conflict, Unauthenticated
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import Proposal
 from benchgen.services import benchmarks, chat, proposals
@@ -378,3 +378,21 @@ def test_message_helpers_read_typed_words() -> None:
     assert is_assent("Yes!") and is_assent("go ahead.") and not is_assent("yes, but publish B")
     assert is_continue("Continue") and is_continue("go on!") and not is_continue("continue with B")
     assert MessageIn(text="continue").text == "continue"
+
+
+# --- 10: a live token in data a tool read is revoked, not only hidden -------------------------
+
+
+def test_a_token_in_tool_output_is_revoked_and_the_user_told(
+    world: World, ana: str, api: Principal
+) -> None:
+    leaked = world.token(ana, ["read"])
+    body = leaked.removeprefix("bgp_")
+    question = {"prompt": f"What is {body[:12]}\u200b{body[12:]}?", "answer": "a token"}
+    bm = world.benchmark(ana, {"title": "Leaky", "format": "qa", "questions": [question]})
+    script = Script([[("show_benchmark", {"benchmark_id": bm})], "read it"])
+    said = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "show Leaky")
+    assert body[12:] not in script.seen[1]
+    assert any(leaked[-4:] in notice for notice in said.notices)
+    with pytest.raises(Unauthenticated):
+        world.api(leaked)

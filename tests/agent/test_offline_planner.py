@@ -193,12 +193,13 @@ def test_run_with_model_open_offers_models(world: World, text: str) -> None:
     assert turn.status == "awaiting_choice", turn.reply
     assert turn.proposal is None
     assert f"Which model should I run on Capitals ({bm})?" == turn.reply
-    assert f"Run Baseline: always the first choice ({FIRST}) on Capitals ({bm})" in labels(turn)
+    assert f"Run Baseline: seeded random ({RANDOM}) on Capitals ({bm})" in labels(turn)
+    assert not any(FIRST in label for label in labels(turn))  # choices only; Capitals is qa
     assert all(b["action"]["type"] == "choose" for b in turn.buttons)
-    proposed = chat.click(turn, FIRST)
+    proposed = chat.click(turn, RANDOM)
     assert proposed.status == "awaiting_approval", proposed.reply
     assert proposed.proposal is not None
-    assert run_of(proposed) == (bm, FIRST)
+    assert run_of(proposed) == (bm, RANDOM)
 
 
 def test_run_with_ambiguous_model_offers_only_matches(world: World) -> None:
@@ -206,7 +207,8 @@ def test_run_with_ambiguous_model_offers_only_matches(world: World) -> None:
     chat.benchmark()
     turn = chat.say("run the baseline on Capitals")
     assert turn.status == "awaiting_choice", turn.reply
-    assert len(turn.buttons) == 3  # the three baselines, nothing else
+    # The baselines that answer qa, nothing else: "always the first choice" needs choices.
+    assert len(turn.buttons) == 2 and not any(FIRST in label for label in labels(turn))
 
 
 @pytest.mark.parametrize(
@@ -220,7 +222,7 @@ def test_run_with_benchmark_open_offers_benchmarks(world: World, text: str) -> N
     assert turn.status == "awaiting_choice", turn.reply
     assert "Which benchmark should I run Baseline: always the first choice" in turn.reply
     assert f"Run Baseline: always the first choice ({FIRST}) on Colours ({colours})" in labels(turn)
-    assert any(capitals in label for label in labels(turn))
+    assert not any(capitals in label for label in labels(turn))  # qa: it cannot answer it
     proposed = chat.click(turn, "Colours")
     assert proposed.proposal is not None
     assert run_of(proposed) == (colours, FIRST)
@@ -597,7 +599,7 @@ def _work_all(world: World) -> None:
         ("show the leaderboard", None),
         ("set up a benchmark that measures accuracy", None),
         ("make a private benchmark called Sums", None),
-        ("run first-choice on Capitals and tell me the score", "start_run"),
+        ("run random on Capitals and tell me the score", "start_run"),
         ('Create "Ops":\nQ: Should I delete the model?\nA: No', "create_benchmark"),
         ('Create "Ops":\nQ: Who can email participants?\nA: The owner', "create_benchmark"),
     ],

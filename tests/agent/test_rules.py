@@ -33,7 +33,7 @@ from benchgen.services import (
 from tests.agent.scripted import Script, new_conversation, say, think_with
 from tests.support import MCQ, OPERATOR, QA, World
 
-FIRST = "mdl_builtin_first"
+FIRST = "mdl_builtin_random"  # answers the default qa benchmark (first-choice cannot)
 # A13 actions whose object is not this benchmark or run (a model, a dataset, a training job).
 OWNER_ELSEWHERE = {Action.MODEL_DELETE, Action.DATASET_DELETE, Action.TRAINING_DELETE}
 QUESTIONS = [{"prompt": f"{n}+{n}?", "answer": str(2 * n)} for n in range(1, 4)]

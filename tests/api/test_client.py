@@ -10,11 +10,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 import httpx
 import pytest
 import uvicorn
+from sqlalchemy import event
 
 from benchgen.agent.brains import Brain
 from benchgen.app import create_app
@@ -185,7 +187,7 @@ def test_errors_are_typed(connect: Callable[[str], BenchGen], world: World) -> N
     priced = world.do(
         OPERATOR,
         models.create_platform_model,
-        {"name": "Priced", "kind": "builtin", "endpoint_model": "first-choice"}
+        {"name": "Priced", "kind": "builtin", "endpoint_model": "random"}
         | {"price_per_question": 5},
     )
     own = bg.create_benchmark("Capitals", "qa", CAPITALS)["benchmark"]
@@ -246,6 +248,40 @@ def test_chat_propose_approve_and_read_back(
     transcript = bg.get_conversation(conv)
     assert [t["user_text"] for t in transcript["turns"]] == ["make a sums benchmark", ""]
     assert transcript["turns"][1]["action"] == approve
+
+
+def test_a_new_conversation_is_there_for_the_next_request_even_when_its_commit_is_slow(
+    connect: Callable[[str], BenchGen], world: World, runtime: Runtime
+) -> None:
+    # The flaky 404 made certain: when the creation's commit lags behind its response, the next
+    # request (on PostgreSQL, which reads only committed rows) finds no conversation.
+    bg = connect(world.token(world.user("ana@example.com"), ALL_SCOPES))
+    with _slow_commit_after(runtime, "INSERT INTO conversations", seconds=0.5):
+        conv = bg.create_conversation("Sums")["id"]
+        turn = bg.send_message(conv, text="make a sums benchmark")
+    assert turn["status"] == "awaiting_approval"
+
+
+@contextmanager
+def _slow_commit_after(runtime: Runtime, statement: str, seconds: float) -> Iterator[None]:
+    """Delay the commit of every transaction that ran `statement` by `seconds`."""
+    engine = runtime.database.engine
+
+    def note(conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+        if sql.lstrip().lower().startswith(statement.lower()):
+            conn.info["slow_commit"] = True
+
+    def lag(conn: Any) -> None:
+        if conn.info.pop("slow_commit", False):
+            time.sleep(seconds)
+
+    event.listen(engine, "before_cursor_execute", note)
+    event.listen(engine, "commit", lag)
+    try:
+        yield
+    finally:
+        event.remove(engine, "commit", lag)
+        event.remove(engine, "before_cursor_execute", note)
 
 
 # ---------------------------------------------------------------- without a server

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import string
 
 import pytest
@@ -11,7 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchgen.core import ids
-from benchgen.core.secrets import PATTERNS, Finding, SecretKind, find_secrets, redact_secrets
+from benchgen.core.secrets import (
+    PATTERNS,
+    Finding,
+    SecretKind,
+    asks_for_secret,
+    find_secrets,
+    redact_secrets,
+    token_candidates,
+)
+from benchgen.core.text import strip_invisible
 
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 # Fake secrets are assembled from pieces, so that no scanner mistakes this file for a leak.
@@ -276,7 +286,7 @@ def test_any_token_in_any_text_is_found_and_redacted(token: str, before: str, af
 
 @given(
     benchgen_tokens(),
-    st.integers(3, 41),
+    st.integers(4, 41),
     st.one_of(st.sampled_from(BASE62 + "_-. "), st.characters()),
     st.text(),
     st.text(),
@@ -284,6 +294,8 @@ def test_any_token_in_any_text_is_found_and_redacted(token: str, before: str, af
 def test_one_changed_character_is_not_a_benchgen_token(
     token: str, position: int, replacement: str, before: str, after: str
 ) -> None:
+    # Body and checksum only: CRC32 catches every change of one character. (A changed prefix
+    # leaves a valid body, which is still a token: see the tests of prefix-less tokens.)
     if replacement == token[position]:
         return
     changed = token[:position] + replacement + token[position + 1 :]
@@ -340,3 +352,171 @@ def test_random_keys_between_words_are_found(
 def test_text_without_secrets_comes_back_unchanged(text: str) -> None:
     if not find_secrets(text):
         assert redact_secrets(text) == text
+
+
+# --- tokens without their prefix -----------------------------------------------------------
+
+BODY = BENCHGEN[4:]  # 32 characters and a valid checksum, prefix gone
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_a_token_without_its_prefix_is_found_by_its_checksum(context: str) -> None:
+    text = context.format(BODY)
+    (finding,) = find_secrets(text)
+    assert (finding.kind, finding.secret) == (SecretKind.BENCHGEN_TOKEN, BODY)
+    assert text[finding.start : finding.end] == BODY
+    assert redact_secrets(text) == context.format("[redacted: BenchGen token]")
+    # Stored hashes cover the whole token, so both prefixes are tried when revoking.
+    assert token_candidates(finding) == ("bgp_" + BODY, "bga_" + BODY)
+
+
+@pytest.mark.parametrize(
+    "mangled", ["BGP_" + BODY, "bgp-" + BODY, "bgq_" + BODY, "bgp" + BODY, "token=" + BODY]
+)
+def test_a_token_with_a_mangled_prefix_is_still_found(mangled: str) -> None:
+    found = [f for f in find_secrets(f"use {mangled} now") if f.kind is SecretKind.BENCHGEN_TOKEN]
+    assert [f.secret for f in found] == [BODY]
+    assert BODY[:12] not in redact_secrets(f"use {mangled} now")
+
+
+def test_a_whole_token_is_one_finding_not_two() -> None:
+    (finding,) = find_secrets(f"x {BENCHGEN} y")
+    assert finding.secret == BENCHGEN and token_candidates(finding) == (BENCHGEN,)
+    assert token_candidates(Finding(SecretKind.OPENAI_KEY, 0, 1, "k")) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        BODY[:-1] + ("M" if BODY[-1] != "M" else "N"),  # checksum off by one character
+        "x" + BODY,  # glued to a longer run: left alone (see the row's comment)
+        BODY + "x",
+        BODY[:-1],
+        "0123456789abcdef0123456789abcdef012345",  # 38 hex characters
+        "a" * 38,
+    ],
+)
+def test_a_38_character_word_without_a_valid_checksum_is_not_a_token(text: str) -> None:
+    assert find_secrets(f"id {text} here") == []
+
+
+def test_random_38_character_words_are_not_taken_for_tokens() -> None:
+    # The checksum makes a false positive a one-in-62^6 event: none in 20,000 random words.
+    rng = random.Random(20240601)
+    words = ["".join(rng.choices(BASE62, k=38)) for _ in range(20_000)]
+    assert find_secrets(" ".join(words)) == []
+
+
+@given(benchgen_tokens(), st.integers(0, 2), st.characters(), st.text(), st.text())
+def test_a_changed_prefix_leaves_a_token(
+    token: str, position: int, replacement: str, before: str, after: str
+) -> None:
+    changed = token[:position] + replacement + token[position + 1 :]
+    text = f"{before} {changed} {after}"
+    found = [f for f in find_secrets(text) if f.kind is SecretKind.BENCHGEN_TOKEN]
+    assert token[4:] in [f.secret[-38:] for f in found]
+    assert token[4:] not in redact_secrets(text)
+
+
+# --- invisible characters ------------------------------------------------------------------
+
+INVISIBLE = [
+    "\u200b",  # zero-width space
+    "\u200c",  # zero-width non-joiner
+    "\u200d",  # zero-width joiner
+    "\u2060",  # word joiner
+    "\u2062",  # invisible times
+    "\ufeff",  # byte order mark
+    "\u00ad",  # soft hyphen
+    "\u202e",  # right-to-left override
+    "\u2066",  # left-to-right isolate
+    "\u180e",  # Mongolian vowel separator
+    "\ufe0f",  # variation selector
+    "\U000e0041",  # tag letter A
+]
+
+
+@pytest.mark.parametrize("char", INVISIBLE, ids=lambda c: f"U+{ord(c):04X}")
+@pytest.mark.parametrize("secret", [BENCHGEN, BODY, SAMPLES[2][1]], ids=["token", "body", "key"])
+def test_a_secret_split_by_invisible_characters_is_found_and_redacted_whole(
+    char: str, secret: str
+) -> None:
+    split = secret[:9] + char + secret[9:20] + char * 2 + secret[20:]
+    text = f"👩\u200d💻 my key: {split} thanks\u200b!"
+    (finding,) = find_secrets(text)
+    assert finding.secret == secret  # as it works, ready to revoke
+    assert text[finding.start : finding.end] == split
+    # Only the secret goes: invisible characters elsewhere (the emoji's joiner) stay.
+    assert redact_secrets(text) == f"👩\u200d💻 my key: {finding.kind.placeholder} thanks\u200b!"
+
+
+@given(benchgen_tokens(), st.lists(st.sampled_from(INVISIBLE)), st.text(), st.text(), st.data())
+def test_invisible_characters_anywhere_in_a_token_hide_nothing(
+    token: str, chars: list[str], before: str, after: str, data: st.DataObject
+) -> None:
+    split = token
+    for char in chars:
+        at = data.draw(st.integers(1, len(split) - 1))
+        split = split[:at] + char + split[at:]
+    text = f"{before} {split} {after}"
+    found = [f for f in find_secrets(text) if f.kind is SecretKind.BENCHGEN_TOKEN]
+    assert token in [f.secret for f in found]
+    redacted, rest = strip_invisible(redact_secrets(text)), strip_invisible(f"{before} {after}")
+    for fragment in (token[4:], token[12:24]):
+        # No more of it than the surrounding text held by chance.
+        assert redacted.count(fragment) <= rest.count(fragment)
+
+
+# --- A14: replies that ask for a secret ----------------------------------------------------
+
+ASKS = [
+    "Please paste your API token here so I can continue.",
+    "Could you send me your password?",
+    "What is your BenchGen token?",
+    "what's your api key",
+    "To finish this, I need your API key.",
+    "Share your personal access token with me.",
+    "Enter your password:",
+    "Reply with your credentials and I'll log in for you.",
+    "Provide the token, and I'll publish the benchmark.",
+    "Kindly provide your OpenAI API key.",
+    "Don't worry, just paste your token below.",
+    "Give me your bgp_ token and I will run it.",
+    "Let me know your password.",
+    "Type your passphrase into the chat.",
+    "PASTE YOUR TOKEN HERE",
+    "Please paste your t\u200boken here.",  # hidden from a plain word filter
+    "Send me your API key, then we can go on.",
+]
+BENIGN = [
+    "I can't see your tokens; manage them at /settings/tokens",
+    "Never paste a token or password into this chat.",
+    "Don't share your password with anyone, including me.",
+    "You never need to send me your token: I already act with your permissions.",
+    "Give your token the read scope when you create it at /settings/tokens.",
+    "Include your token in the Authorization header: `Authorization: Bearer …`.",
+    "To run it from a script, put your token in the BENCHGEN_TOKEN environment variable.",
+    "Set max tokens to 256 for this model.",
+    "Enter the number of tokens the model may generate.",
+    "Provide the answer key as a letter for each question.",
+    "Send me the questions and I will draft the benchmark.",
+    "Type your question below.",
+    "Each question costs about 12 tokens.",
+    "Please share your feedback!",
+    "You pasted a BenchGen API token (ending …abcd). A token seen in a chat counts as leaked, "
+    "so it has been revoked and no longer works anywhere. Make a new one at /settings/tokens "
+    "and keep it out of chats.",
+    "Your token was revoked. Create a new one at /settings/tokens.",
+    "I created the benchmark “Passwords in history” with 10 questions.",
+    "What is your favourite capital?",
+]
+
+
+@pytest.mark.parametrize("reply", ASKS)
+def test_a_reply_that_asks_for_a_secret_is_recognised(reply: str) -> None:
+    assert asks_for_secret(reply)
+
+
+@pytest.mark.parametrize("reply", BENIGN)
+def test_advice_about_secrets_is_not_an_ask(reply: str) -> None:
+    assert not asks_for_secret(reply)

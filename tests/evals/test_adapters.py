@@ -26,6 +26,8 @@ pytestmark = pytest.mark.anyio
 KEY = "sk-live-abcdefghijklmnop0123"
 ITEM = Item(0, "Which colour?", ("red", "green", "blue"))
 PROMPT = "Which colour?\n\nA. red\nB. green\nC. blue\n\nEnd with ANSWER: X"
+# The stub listens on loopback, which the adapters refuse unless the operator opens it.
+LOCAL = frozenset({"127.0.0.1"})
 
 
 async def ask(spec: ModelSpec, item: Item = ITEM, prompt: str = PROMPT) -> Completion:
@@ -37,7 +39,7 @@ async def ask(spec: ModelSpec, item: Item = ITEM, prompt: str = PROMPT) -> Compl
 
 
 def openai(stub: StubOpenAI, **params: object) -> ModelSpec:
-    return ModelSpec("openai_compat", "stub-model", stub.base_url, KEY, dict(params))
+    return ModelSpec("openai_compat", "stub-model", stub.base_url, KEY, dict(params), LOCAL)
 
 
 async def test_openai_compat_sends_the_prompt_and_reads_text_and_usage() -> None:
@@ -94,7 +96,7 @@ async def test_openai_compat_timeouts_and_refused_connections_are_retryable() ->
             await ask(openai(stub, timeout_s=0.2))
         closed_port_url = stub.base_url
     with pytest.raises(RetryableError, match="connection failed"):
-        await ask(ModelSpec("openai_compat", "m", closed_port_url, KEY))
+        await ask(ModelSpec("openai_compat", "m", closed_port_url, KEY, host_allowlist=LOCAL))
 
 
 async def test_openai_compat_needs_a_base_url() -> None:
@@ -104,7 +106,7 @@ async def test_openai_compat_needs_a_base_url() -> None:
 
 async def test_anthropic_speaks_the_messages_api() -> None:
     with StubOpenAI() as stub:
-        spec = ModelSpec("anthropic", "claude-x", stub.base_url, KEY, {"max_tokens": 50})
+        spec = ModelSpec("anthropic", "claude-x", stub.base_url, KEY, {"max_tokens": 50}, LOCAL)
         completion = await ask(spec)
     assert completion.text.endswith(f"ANSWER: {stub_letter(PROMPT)}")
     assert completion.input_tokens == len(PROMPT.split()) and completion.output_tokens > 0
@@ -119,7 +121,7 @@ async def test_anthropic_maps_errors_and_redacts_the_key() -> None:
         StubOpenAI(fail=lambda n, prompt: overloaded) as stub,
         pytest.raises(RetryableError) as raised,
     ):
-        await ask(ModelSpec("anthropic", "claude-x", stub.base_url, KEY))
+        await ask(ModelSpec("anthropic", "claude-x", stub.base_url, KEY, host_allowlist=LOCAL))
     assert KEY not in str(raised.value) and "[redacted]" in str(raised.value)
     with pytest.raises(FatalModelError, match="API key"):
         build_adapter(ModelSpec("anthropic", "claude-x"))

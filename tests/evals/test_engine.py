@@ -38,7 +38,9 @@ def make_work(n: int) -> list[tuple[Item, str]]:
 
 
 def openai_spec(stub: StubOpenAI, **params: Any) -> ModelSpec:
-    return ModelSpec("openai_compat", "stub", stub.base_url, KEY, {"concurrency": 64, **params})
+    params = {"concurrency": 64, **params}
+    # The stub listens on loopback, which the adapters refuse unless the operator opens it.
+    return ModelSpec("openai_compat", "stub", stub.base_url, KEY, params, frozenset({"127.0.0.1"}))
 
 
 async def run_against(

@@ -12,12 +12,13 @@ import pytest
 from sqlalchemy import event, select
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import Unauthenticated
+from benchgen.core.errors import PermissionDenied, Unauthenticated
 from benchgen.core.ids import new_token
-from benchgen.core.permissions import PrincipalKind, Scope
-from benchgen.core.secrets import SecretKind
+from benchgen.core.permissions import Action, PrincipalKind, Scope
+from benchgen.core.secrets import SecretKind, asks_for_secret
 from benchgen.db.tables import AuditEvent
-from benchgen.services import leaks, tokens
+from benchgen.services import chat, leaks, tokens
+from benchgen.services.chat import TurnOutcome, TurnView
 from benchgen.services.leaks import Screened
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
@@ -233,3 +234,221 @@ def test_clean_text_comes_back_as_is_without_a_query(world: World, runtime: Runt
         screened = leaks.screen_text(ctx, text)
     assert screened == Screened(text)
     assert seen == []
+
+
+# --- tokens in disguise: without their prefix, split by invisible characters ---------------
+
+
+@pytest.mark.parametrize(
+    "disguise",
+    [
+        lambda s: s[4:],  # prefix left off
+        lambda s: "BGP-" + s[4:],  # prefix mangled
+        lambda s: s[:10] + "\u200b" + s[10:30] + "\u200d\u2060" + s[30:],  # zero-width split
+        lambda s: "\ufeff" + s[:4] + "\u00ad" + s[4:21] + "\u202e" + s[21:],  # BOM, soft hyphen
+        lambda s: s[4:20] + "\u200c" + s[20:],  # both at once
+    ],
+    ids=["no-prefix", "mangled-prefix", "zero-width", "format-chars", "no-prefix-split"],
+)
+def test_a_disguised_live_token_is_redacted_and_revoked(world: World, disguise: Any) -> None:
+    ana = world.user("ana@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "laptop", ["read"])
+    pasted = disguise(made.secret)
+
+    screened = screen(world, Principal.web(ana), f"my token is {pasted} ok?")
+
+    assert screened.kinds == (SecretKind.BENCHGEN_TOKEN,)
+    assert "[redacted: BenchGen token]" in screened.text and screened.text.endswith(" ok?")
+    assert made.secret[8:30] not in screened.text.replace("\u200b", "").replace("\u200d", "")
+    (notice,) = screened.notices
+    assert "revoked" in notice and "/settings/tokens" in notice
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(made.secret)
+    (leak,) = leak_events(world)
+    assert leak["object_id"] == made.token.id
+    assert_nowhere_in_audit(world, made.secret)
+
+
+def test_a_turn_credential_without_its_prefix_is_revoked_too(world: World) -> None:
+    # Both prefixes are tried for a bare body: this one lives under bga_.
+    ana = world.user("ana@example.com")
+    credential = world.do(
+        Principal.web(ana),
+        tokens.mint_turn_credential,
+        "turn_bare",
+        frozenset({Scope.READ}),
+        timedelta(minutes=5),
+    )
+    (notice,) = screen(world, Principal.web(ana), f"what is {credential[4:]}?").notices
+    assert "agent credential" in notice
+    with pytest.raises(Unauthenticated):
+        world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, credential))
+
+
+def test_a_bare_body_of_an_unknown_token_costs_two_lookups_and_revokes_nothing(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    unknown = new_token("bgp")[4:]
+    with transaction(runtime, Principal.web(ana)) as ctx, counting_statements(runtime) as seen:
+        screened = leaks.screen_text(ctx, f"try {unknown}")
+    assert screened == Screened("try [redacted: BenchGen token]", (SecretKind.BENCHGEN_TOKEN,))
+    assert len([sql for sql in seen if "api_tokens" in sql]) == 2
+    assert world.api(live).user_id == ana
+
+
+# --- screen_value: tool output -------------------------------------------------------------
+
+
+def test_screen_value_redacts_every_string_and_revokes_each_token_once(world: World) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    other = world.token(ana, ["read"])
+    value = {
+        "items": [
+            {"title": "Leaky", "description": f"ci uses {live}", "count": 3, "ok": True},
+            ("tuple", live[4:]),  # the same token again, without its prefix
+        ],
+        other: None,  # in a key
+        "n": 1.5,
+    }
+    agent = world.principal(PrincipalKind.AGENT, ana)
+
+    screened = world.do(agent, leaks.screen_value, value)
+
+    assert screened.value == {
+        "items": [
+            {
+                "title": "Leaky",
+                "description": "ci uses [redacted: BenchGen token]",
+                "count": 3,
+                "ok": True,
+            },
+            ("tuple", "[redacted: BenchGen token]"),
+        ],
+        "[redacted: BenchGen token]": None,
+        "n": 1.5,
+    }
+    assert screened.kinds == (SecretKind.BENCHGEN_TOKEN,)
+    assert len(screened.notices) == 2 and len(leak_events(world)) == 2
+    assert all("data the agent read" in notice for notice in screened.notices)
+    for secret in (live, other):
+        with pytest.raises(Unauthenticated, match="revoked"):
+            world.api(secret)
+
+
+def test_screen_value_of_clean_data_is_the_same_object_and_costs_no_query(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com")
+    value = {"items": [{"title": "Capitals", "id": "bm_" + "x" * 20}], "next": None}
+    with transaction(runtime, Principal.web(ana)) as ctx, counting_statements(runtime) as seen:
+        screened = leaks.screen_value(ctx, value)
+    assert screened.value is value and screened.kinds == () and screened.notices == ()
+    assert seen == []
+
+
+# --- the agent's side of a turn: finish_turn as the harness's recorder ---------------------
+
+# What the agent harness records turns with: a system principal that may only record.
+RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
+
+
+def open_turn(world: World, user: str) -> TurnView:
+    def start(ctx: Context) -> TurnView:
+        conversation = chat.create_conversation(ctx)
+        return chat.begin_turn(ctx, conversation.id, "hello", None)
+
+    return world.ctx_call(Principal.web(user), start)
+
+
+def finish(world: World, turn: TurnView, outcome: TurnOutcome) -> TurnView:
+    return world.do(RECORDER, chat.finish_turn, turn.id, outcome)
+
+
+def test_the_recorder_may_record_but_nothing_else(world: World) -> None:
+    ana = world.user("ana@example.com")
+    with pytest.raises(PermissionDenied):
+        world.do(RECORDER, tokens.list_tokens)
+    with pytest.raises(PermissionDenied):
+        world.do(RECORDER, chat.list_conversations)
+    assert finish(world, open_turn(world, ana), TurnOutcome("completed", "hi")).reply == "hi"
+
+
+def test_a_token_in_the_agents_reply_is_redacted_and_revoked(world: World) -> None:
+    ana = world.user("ana@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "ci", ["read"])
+    turn = open_turn(world, ana)
+
+    done = finish(world, turn, TurnOutcome("completed", f"Your token is {made.secret}."))
+
+    assert done.reply == "Your token is [redacted: BenchGen token]."
+    (notice,) = done.notices
+    assert "the agent's reply" in notice and "revoked" in notice and "/settings/tokens" in notice
+    assert made.secret not in notice and f"…{made.secret[-4:]}" in notice
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(made.secret)
+    (leak,) = leak_events(world)
+    # Audited under the door it came through, though that principal holds no token grant.
+    assert leak["door"] == "system:agent-harness" and leak["object_id"] == made.token.id
+    assert_nowhere_in_audit(world, made.secret)
+    stored = world.do(Principal.web(ana), chat.get_turn, turn.conversation_id, turn.id)
+    assert stored.reply == done.reply and stored.notices == done.notices
+
+
+def test_disguised_tokens_in_labels_and_notices_are_revoked_and_kept_notices_stay(
+    world: World,
+) -> None:
+    ana = world.user("ana@example.com")
+    in_label = world.token(ana, ["read"])
+    in_notice = world.token(ana, ["read"])
+    button = {"label": f"use {in_label[4:]}", "action": {"type": "choose", "option": 0}}
+    earlier = "You pasted a BenchGen API token (ending …abcd). It has been revoked."
+    split = in_notice[:20] + "\u200b" + in_notice[20:]
+    outcome = TurnOutcome(
+        "awaiting_choice", "Which one?", buttons=[button], notices=[earlier, f"saw {split}"]
+    )
+
+    done = finish(world, open_turn(world, ana), outcome)
+
+    assert done.buttons == [{**button, "label": "use [redacted: BenchGen token]"}]
+    assert done.notices[:2] == [earlier, "saw [redacted: BenchGen token]"]
+    assert len(done.notices) == 4 and all("revoked" in n for n in done.notices[2:])
+    for secret in (in_label, in_notice):
+        with pytest.raises(Unauthenticated, match="revoked"):
+            world.api(secret)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "To publish it I need your password. Please paste it here.",
+        "Please paste your API token here so I can continue.",
+        "Could you send me your BenchGen token?",
+        "What is your password?",
+    ],
+)
+def test_a_reply_asking_for_a_secret_is_replaced_by_the_fixed_notice(
+    world: World, reply: str
+) -> None:
+    ana = world.user("ana@example.com")
+    done = finish(world, open_turn(world, ana), TurnOutcome("completed", reply))
+    assert done.reply == world.ctx_call(OPERATOR, leaks.withheld_notice)
+    assert "/settings/tokens" in done.reply and "withheld" in done.reply
+    assert not asks_for_secret(done.reply)  # the notice itself is advice, not an ask
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I can't see your tokens; manage them at /settings/tokens",
+        "Never paste a token or password into this chat.",
+        "Done: “Capitals” now has 12 questions. Give your token the runs scope to start runs.",
+        "Set max tokens to 256 when you register the model.",
+    ],
+)
+def test_benign_replies_are_stored_unchanged(world: World, reply: str) -> None:
+    ana = world.user("ana@example.com")
+    done = finish(world, open_turn(world, ana), TurnOutcome("completed", reply))
+    assert done.reply == reply and done.notices == []

@@ -28,7 +28,7 @@ from benchgen.services import access, accounts, benchmarks, deployment, members,
 from tests.support import MCQ, OPERATOR, QA, World
 
 ALLOWED, DENIED, HIDDEN = "allowed", "denied", "hidden"
-BASELINE = "mdl_builtin_first"  # a free built-in model every database has
+BASELINE = "mdl_builtin_random"  # a free built-in model every database has, for any format
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ EXPECTED: dict[str, Row] = {
     "phases.manage": Row(None, _BM, _roles(_O)),
     "access.manage": Row(None, _BM, _roles(_O)),
     "judge.configure": Row(None, _BM, _roles(_O)),
+    # Hardening finding 3: only the owner, only in a session, sets outsiders' runs per day.
+    "run_quota.manage": Row(None, _BM, _roles(_O)),
     "participants.email": Row(None, _BM, _roles(_O)),
     "leaderboard.manage": Row(None, _RUN, _TEAM),
     "run.edit_score": Row(None, _RUN, _roles(_O)),
@@ -109,6 +111,7 @@ REFUSAL_PAGES: dict[str, str] = {
     "phases.manage": "/benchmarks/{id}/settings/phases",
     "access.manage": "/benchmarks/{id}/settings/access",
     "judge.configure": "/benchmarks/{id}/settings/judge",
+    "run_quota.manage": "/benchmarks/{id}/settings",
     "participants.email": "/benchmarks/{id}/participants/email",
     "tokens.manage": "/settings/tokens",
     "billing.manage": "/settings/billing",

@@ -488,7 +488,7 @@ def test_benchmark_changed_after_the_preview_refuses_publish(world: World, ana: 
 
 
 def test_deleted_target_refuses_the_run(world: World, ana: str) -> None:
-    bm = world.benchmark(ana, QA)
+    bm = world.benchmark(ana, MCQ)
     turn = agent(world, ana)
     proposal = _approved(world, ana, turn, "start_run", {"benchmark_id": bm, "model_id": FIRST})
     world.do(Principal.web(ana), benchmarks.delete_benchmark, bm)
@@ -499,7 +499,7 @@ def test_deleted_target_refuses_the_run(world: World, ana: str) -> None:
 
 def test_run_costing_more_than_shown_is_refused(world: World, ana: str) -> None:
     world.do(OPERATOR, credits.grant_credits, ana, 100)
-    priced = {"name": "Priced", "kind": "builtin", "endpoint_model": "first-choice"}
+    priced = {"name": "Priced", "kind": "builtin", "endpoint_model": "random"}
     model = world.do(OPERATOR, models.create_platform_model, {**priced, "price_per_question": 5})
     bm = world.benchmark(ana, QA)
     turn = agent(world, ana)

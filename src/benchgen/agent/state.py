@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from benchgen.agent.credential import TurnCredential
+from benchgen.agent.credential import HARNESS, TurnCredential
 from benchgen.core.clock import Clock
 from benchgen.core.context import Context
 from benchgen.core.errors import BenchGenError, Unauthenticated
-from benchgen.core.secrets import redact_secrets
-from benchgen.services import proposals
+from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.services import leaks, proposals
+from benchgen.services.runtime import transaction
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class TurnState:
         clock: the runtime's clock; `deadline` is when the turn cap is reached.
         part_size: benchmarks with more questions are proposed part by part.
         notes: facts the platform tells the brain (a proposal was declined…), never model text.
+        notices: what the user is told about this turn (a token found in data was revoked…).
     """
 
     credential: TurnCredential
@@ -50,6 +52,7 @@ class TurnState:
     deadline: datetime
     part_size: int
     notes: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
     proposal: proposals.ProposalView | None = None
     question: str | None = None
     options: list[str] = field(default_factory=list)
@@ -104,12 +107,23 @@ class TurnState:
             raise TurnOver from None
         except BenchGenError as exc:
             entry["ok"], entry["error"] = False, exc.code
-            return {"error": {"code": exc.code, "message": redact_secrets(exc.message)}}
+            return self._screened({"error": {"code": exc.code, "message": exc.message}})
         except Exception:
             log.exception("agent tool %s failed", tool)
             entry["ok"], entry["error"] = False, "tool_failed"
             return self.refusal("tool_failed")
-        return bounded(result) if isinstance(result, dict) else result
+        return bounded(self._screened(result)) if isinstance(result, dict) else result
+
+    def _screened(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The result with every secret redacted before a brain reads it; a live BenchGen token
+        in it (a benchmark's text, a run log, an error) is revoked at once (A15)."""
+        if not find_secrets(json.dumps(result, ensure_ascii=False, default=str)):
+            return result  # the common case: no write transaction for a read tool
+        # Its own unit of work: a read tool's session must not take a write lock.
+        with transaction(self.credential.runtime, HARNESS) as ctx:
+            screened = leaks.screen_value(ctx, result, leaks.Origin.TOOL_OUTPUT)
+        self.notices.extend(screened.notices)
+        return dict(screened.value)
 
     def log(self, tool: str, args: dict[str, Any]) -> None:
         """Record a call that needed no service (it only shapes the turn's answer)."""
@@ -143,7 +157,7 @@ def bounded(result: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """A service result as JSON-ready data with every string screened for secrets."""
+    """A service result as JSON-ready data (`TurnState.call` screens it for secrets)."""
     if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)
     if isinstance(value, dict):
@@ -154,8 +168,6 @@ def plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if isinstance(value, str):
-        return redact_secrets(value)
     return value
 
 

@@ -94,13 +94,18 @@ def show_benchmark(ctx: Deps, benchmark_id: Id, offset: Offset = 0, limit: Limit
     return ctx.deps.call("show_benchmark", args, work, write=False)
 
 
-def list_models(ctx: Deps) -> Any:
-    """List the models the user can run: the platform's catalogue and their own."""
+def list_models(ctx: Deps, benchmark_id: Id | None = None) -> Any:
+    """List the models the user can run: the platform's catalogue and their own.
+
+    Args:
+        benchmark_id: only the models that can answer this benchmark's questions (bm_…).
+    """
+    args = {"benchmark_id": benchmark_id} if benchmark_id else {}
 
     def work(c: Context) -> dict[str, Any]:
-        return {"models": plain(models.list_models(c))}
+        return {"models": plain(models.list_models(c, benchmark_id))}
 
-    return ctx.deps.call("list_models", {}, work, write=False)
+    return ctx.deps.call("list_models", args, work, write=False)
 
 
 def list_runs(ctx: Deps, benchmark_id: Id | None = None) -> Any:

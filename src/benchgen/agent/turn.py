@@ -152,7 +152,7 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
         outcome = TurnOutcome("failed", replies.INTERNAL_ERROR)
     finally:
         started.credential.revoke()
-    outcome.notices = [*started.notices, *outcome.notices]
+    outcome.notices = [*started.notices, *state.notices, *outcome.notices]
     outcome.tool_calls = state.tool_calls
     outcome.brain = brain.name
     if state.plan_changed:

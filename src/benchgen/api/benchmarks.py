@@ -27,6 +27,8 @@ _QUOTA_HEADERS = {
     )
 }
 CREATION = {201: {"headers": _QUOTA_HEADERS}, **responses(429)}
+# Imports carry whole files, so the body limit allows them more (BENCHGEN_MAX_IMPORT_BYTES).
+IMPORT_PATH = f"{router.prefix}/import"
 Limit = Annotated[int, Query(ge=1, le=200)]
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
 

@@ -60,11 +60,12 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
     if raw:
         try:
             body = json.loads(raw)
+            require_storable(body, ["body"])
         except ValueError:
             return  # not JSON: the framework refuses it with its own 422
-        try:
-            require_storable(body, ["body"])
         except RecursionError:
+            # Routes without a body field never had the framework parse it, so decoding can
+            # meet a deeply nested body here first.
             raise invalid(["body"], "nested too deeply") from None
 
 
@@ -83,4 +84,8 @@ def unit_of_work(
         yield ctx
 
 
-ContextDep = Annotated[Context, Depends(unit_of_work)]
+# scope="function" commits when the endpoint returns, before the response is sent. The default
+# ("request") commits after the client already holds the answer, so its next request could miss
+# what this one wrote (PostgreSQL reads only committed rows), and a failed commit would follow a
+# success the client had already been told about.
+ContextDep = Annotated[Context, Depends(unit_of_work, scope="function")]

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from benchgen.core.errors import BenchGenError, RateLimited
+from benchgen.core.errors import BenchGenError, RateLimited, Unavailable
 
 
 class ErrorBody(BaseModel):
@@ -34,14 +34,23 @@ _DESCRIPTIONS = {
     403: "The token lacks the scope this needs, or your role does not allow it",
     404: "No such object, or one you may not see",
     409: "The object's state does not allow this (frozen questions, already ended, …)",
+    413: "The request body is larger than this route accepts (`details.limit_bytes`)",
     422: "Invalid input: `details.errors` lists each problem with its place (`loc`)",
     429: "The creation limit is reached: `Retry-After` says when to try again",
+    503: "The database is busy and nothing was changed: retry after `Retry-After` seconds",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "required": True}},
     429: {
         "Retry-After": {
             "description": "Seconds until the creation will be allowed",
+            "schema": {"type": "integer", "minimum": 1},
+            "required": True,
+        }
+    },
+    503: {
+        "Retry-After": {
+            "description": "Seconds to wait before sending the same request again",
             "schema": {"type": "integer", "minimum": 1},
             "required": True,
         }
@@ -62,7 +71,7 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 # What any /api/v1 route may answer; routes add the statuses particular to them.
-COMMON = responses(401, 403, 404, 422)
+COMMON = responses(401, 403, 404, 413, 422, 503)
 
 
 def envelope(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
@@ -82,7 +91,16 @@ def install(app: FastAPI) -> None:
         if isinstance(exc, RateLimited):
             wait = (exc.retry_at - request.app.state.runtime.clock.now()).total_seconds()
             response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        if isinstance(exc, Unavailable):
+            response.headers["Retry-After"] = str(max(1, exc.retry_after))
         return response
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # Starlette's last resort answers plain text; this keeps the envelope. The exception's
+        # text stays in the server log (the framework re-raises it after this response), never
+        # in the body: it may name tables, paths or values of other users.
+        return envelope(500, "internal", "Something went wrong on the server; it was logged.")
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

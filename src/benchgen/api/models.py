@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
@@ -16,9 +16,14 @@ router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=COMMON)
 
 
 @router.get("", response_model=Page[ModelView], openapi_extra={"x-scope": "read"})
-def list_models(ctx: ContextDep) -> dict[str, Any]:
-    """Platform models for everyone, then yours."""
-    return {"items": models.list_models(ctx), "next_cursor": None}
+def list_models(
+    ctx: ContextDep,
+    benchmark_id: str | None = Query(
+        None, max_length=40, description="Only models that can answer this benchmark's questions."
+    ),
+) -> dict[str, Any]:
+    """Platform models for everyone, then yours (each with the formats it can answer)."""
+    return {"items": models.list_models(ctx, benchmark_id), "next_cursor": None}
 
 
 @router.get("/{model_id}", response_model=ModelView, openapi_extra={"x-scope": "read"})

@@ -1,4 +1,5 @@
-"""`benchgen admin …`: the operator's commands for accounts, credits, tokens and settings."""
+"""`benchgen admin …`: the operator's commands for accounts, credits, tokens, settings and
+benchmark run quotas (those act `--as` the benchmark's owner)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from benchgen.cli.common import as_operator, as_user, console, open_runtime
-from benchgen.services import accounts, credits, deployment, outbox, tokens
+from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime
+from benchgen.services import accounts, credits, deployment, outbox, ratelimits, tokens
 
 app = typer.Typer(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
@@ -105,6 +106,36 @@ def set_setting(
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         stored = deployment.set_setting(ctx, key, value)
     console.print(f"{key} = {stored}")
+
+
+@app.command("set-run-quota")
+def set_run_quota(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id (bm_…).")],
+    runs_per_day: Annotated[
+        str, typer.Argument(help="Runs per user per day for people outside the team, or 'default'.")
+    ],
+    as_email: As,
+) -> None:
+    """Change how many runs people outside a benchmark's team may make per day (owner only).
+
+    Every run's aggregate score tells its launcher a little about the answer key; this bounds
+    how fast an outsider can learn it. 'default' returns to BENCHGEN_STRANGER_RUNS_PER_DAY.
+    """
+    quota = _quota_argument(runs_per_day)
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        in_force = ratelimits.set_run_quota(ctx, benchmark, quota)
+    source = "the deployment's default" if quota is None else "set for this benchmark"
+    console.print(f"Runs by others on {benchmark}: {in_force} per user per day ({source}).")
+
+
+def _quota_argument(text: str) -> int | None:
+    if text.strip().lower() == "default":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        errors.print("Error: give a whole number of runs per day, or 'default'.")
+        raise typer.Exit(2) from None
 
 
 @app.command("outbox")

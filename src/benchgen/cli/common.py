@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from benchgen.core.config import Settings
+from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError
 from benchgen.services import accounts, models
@@ -25,7 +25,7 @@ OPERATOR = Principal.cli()
 def open_runtime() -> Iterator[Runtime]:
     """The configured runtime (database migrated); domain errors end the command cleanly."""
     try:
-        runtime = build_runtime(Settings())
+        runtime = build_runtime(load_settings())
     except BenchGenError as exc:
         errors.print(f"[red]Error:[/] {exc.message}")
         raise typer.Exit(1) from None

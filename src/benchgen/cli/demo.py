@@ -10,6 +10,7 @@ import typer
 
 from benchgen.cli.common import as_operator, as_user, console, open_runtime, prepare
 from benchgen.core.errors import NotFound
+from benchgen.core.permissions import Scope
 from benchgen.services import accounts, benchmarks, credits, tokens
 
 DEMO_EMAIL = "demo@example.com"
@@ -42,7 +43,8 @@ def seed_demo(
             for spec in _demo_specs():
                 if spec["title"] not in existing:
                     benchmarks.create_benchmark(ctx, spec)
-            secret = tokens.create_token(ctx, "demo", ["read", "runs", "create", "edit"], 30).secret
+            # Every scope a user may hold, so the demo token can try every door (publish too).
+            secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")
     console.print(f"Sign in as [bold]{DEMO_EMAIL}[/] with password [bold]{DEMO_PASSWORD}[/]")
     console.print("Demo API token (valid 30 days; shown once):")

@@ -88,16 +88,24 @@ def rescore(
 
 
 @models_app.command("list")
-def list_models(as_email: As) -> None:
-    """Platform models and your own, with prices."""
+def list_models(
+    as_email: As,
+    benchmark: Annotated[
+        str | None, typer.Option(help="Only the models that can answer this benchmark (bm_…).")
+    ] = None,
+) -> None:
+    """Platform models and your own, with prices; a model that answers only one format (a
+    baseline) says which."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
-        rows = models.list_models(ctx)
+        rows = models.list_models(ctx, benchmark_id=benchmark)
     table = Table("name", "kind", "credits", "status")
     table.add_column("id", no_wrap=True, min_width=24)
     for row in rows:
         mine = " (yours)" if row.owner == "you" else ""
+        # In the name, not a column of its own: another column squeezes names in 80 columns.
+        only = f" ({row.formats[0]} only)" if len(row.formats) == 1 else ""
         price = f"{row.price_per_question}/question + {row.price_per_1k_tokens}/1k tokens"
-        table.add_row(row.name + mine, row.kind, price, row.status, row.id)
+        table.add_row(row.name + mine + only, row.kind, price, row.status, row.id)
     console.print(table)
 
 

@@ -24,6 +24,12 @@ class Settings(BaseSettings):
         "", description="Comma-separated hosts that model endpoints may use despite being private."
     )
     worker_threads: int = Field(2, ge=0, description="Embedded job workers in `benchgen serve`.")
+    user_run_slots: int | None = Field(
+        None,
+        ge=1,
+        description="Jobs one user may have executing at once, across every worker process; "
+        "unset: half of worker_threads, at least 1.",
+    )
     run_concurrency: int = Field(16, ge=1, le=256)
     public_url: str | None = Field(None, description="Base URL used for absolute links.")
     smtp_url: str | None = Field(
@@ -52,6 +58,12 @@ class Settings(BaseSettings):
 
     create_limit_per_day: int = Field(10, ge=1)
     create_limit_per_minute: int = Field(3, ge=1)
+    stranger_runs_per_day: int = Field(
+        5,
+        ge=1,
+        description="Runs per user per rolling day on a benchmark outside the user's team "
+        "(owners may change it per benchmark).",
+    )
 
     token_default_days: int = Field(90, ge=1)
     token_max_days: int = Field(365, ge=1)
@@ -60,6 +72,13 @@ class Settings(BaseSettings):
     argon2_memory_kib: int = Field(65536, ge=64)
 
     sqlite_busy_timeout_ms: int = Field(30000, ge=0)
+
+    max_body_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Largest request body (413 above it)."
+    )
+    max_import_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, description="Largest request body of a benchmark import."
+    )
 
     def resolved_database_url(self) -> str:
         """The configured URL, or the SQLite file inside the data directory."""

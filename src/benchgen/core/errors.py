@@ -91,6 +91,18 @@ class InsufficientCredits(BenchGenError):
         )
 
 
+class Unavailable(BenchGenError):
+    """The database is busy (locked, out of connections, a serialisation conflict): nothing was
+    changed, and the same request may succeed after `retry_after` seconds."""
+
+    code = "unavailable"
+    http_status = 503
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message, {"retry_after": retry_after})
+        self.retry_after = retry_after
+
+
 def invalid(loc: list[str | int], message: str) -> InvalidInput:
     """One-problem InvalidInput whose message names the place."""
     where = ".".join(str(part) for part in loc)

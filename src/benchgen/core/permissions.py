@@ -91,6 +91,7 @@ class Action(StrEnum):
     PHASES_MANAGE = "phases.manage"
     ACCESS_MANAGE = "access.manage"
     JUDGE_CONFIGURE = "judge.configure"
+    RUN_QUOTA_MANAGE = "run_quota.manage"
     PARTICIPANTS_EMAIL = "participants.email"
     LEADERBOARD_MANAGE = "leaderboard.manage"
     RUN_EDIT_SCORE = "run.edit_score"
@@ -178,6 +179,11 @@ RULES: dict[Action, ActionRule] = {
     ),
     Action.PARTICIPANTS_EMAIL: _session(
         B, _OWNER, "/benchmarks/{id}/participants/email", "email participants"
+    ),
+    # Session-only like the judge: a token that leaked, or an agent talked round, must not be
+    # able to raise the quota that bounds how fast outsiders can probe the answer key.
+    Action.RUN_QUOTA_MANAGE: _session(
+        B, _OWNER, _SETTINGS, "change how many runs others may make per day"
     ),
     Action.LEADERBOARD_MANAGE: _session(
         RUN, _EDITORS, "/runs/{id}", "add or remove a run on a leaderboard"

@@ -1,4 +1,4 @@
-"""Well-known secrets in free text: a curated pattern table, detection, and labelled redaction."""
+"""Secrets in free text: a curated pattern table, labelled redaction, and requests for them."""
 
 # Why core and not evals/redact.py: the chat screen (services.leaks), the agent's check of its own
 # replies and the run-log redactor (evals.redact) all need this table, and core is the one layer
@@ -10,11 +10,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from benchgen.core.ids import CHECKSUM_LEN, TOKEN_BODY_LEN, TOKEN_PREFIXES, token_prefix
+from benchgen.core.text import INVISIBLE_RUN
 
 
 class SecretKind(StrEnum):
@@ -65,7 +67,13 @@ _LABELS = {
 
 @dataclass(frozen=True)
 class Finding:
-    """One detected secret: where it is in the text and what kind it is."""
+    """One detected secret: where it is in the text and what kind it is.
+
+    `start` and `end` index the text as given; `secret` is the secret as it works, without the
+    invisible characters that may have split it in the text (so `text[start:end]` can be longer).
+    A BenchGen token found without its prefix has only its 38 characters as `secret`:
+    `token_candidates` gives the whole tokens it may be.
+    """
 
     kind: SecretKind
     start: int
@@ -111,6 +119,12 @@ def _is_benchgen_token(candidate: str) -> bool:
     return token_prefix(candidate) is not None
 
 
+def _is_bare_benchgen_token(candidate: str) -> bool:
+    # The checksum covers the body only, so a body with a valid checksum is a token whatever
+    # prefix it lost. A random 38-character word passes with odds of one in 62^6 (about 5.7e10).
+    return token_prefix(f"{TOKEN_PREFIXES[0]}_{candidate}") is not None
+
+
 def _is_benchgen_lookalike(candidate: str) -> bool:
     # Right prefix, nearly the right length, but no valid token starts here: most likely a
     # mistyped or clipped token, which still gives most of the secret away. Where a valid token
@@ -152,6 +166,19 @@ PATTERNS: tuple[SecretPattern, ...] = (
         SecretKind.BENCHGEN_TOKEN,
         rf"(?=(?P<secret>{_TOKEN_PREFIX}[0-9A-Za-z]{{{_TOKEN_REST}}}))",
         _is_benchgen_token,
+    ),
+    # A token pasted without its prefix (or with a prefix that lost its underscore). Unlike the
+    # row above it must otherwise stand alone, as a longer run of letters and digits is left
+    # alone: scanning every 38-character window of long base-62 data would cost a checksum per
+    # character for no real gain. Right after a whole prefix the row above already has it.
+    _row(
+        SecretKind.BENCHGEN_TOKEN,
+        "(?:(?<![0-9A-Za-z])"
+        + "".join(f"|(?<={prefix})" for prefix in TOKEN_PREFIXES)
+        + ")"
+        + "".join(f"(?<!{prefix}_)" for prefix in TOKEN_PREFIXES)
+        + rf"(?P<secret>[0-9A-Za-z]{{{_TOKEN_REST}}})(?![0-9A-Za-z])",
+        _is_bare_benchgen_token,
     ),
     _row(
         SecretKind.BENCHGEN_LOOKALIKE,
@@ -201,19 +228,71 @@ PATTERNS: tuple[SecretPattern, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class _Visible:
+    """A text without its invisible characters, and the way back to positions in the original.
+
+    Kept runs: the run starting at visible index `starts[i]` starts at `origins[i]` in the text.
+    """
+
+    text: str
+    starts: list[int]
+    origins: list[int]
+
+    def original(self, index: int) -> int:
+        run = bisect_right(self.starts, index) - 1
+        return self.origins[run] + index - self.starts[run]
+
+
+def _visible(text: str) -> _Visible:
+    # Zero-width and other invisible characters are taken out before matching: otherwise a
+    # token split by a U+200B (pasted from a web page, or slipped in on purpose by a model told
+    # to leak it) would pass every row while still working once the reader deletes them.
+    if INVISIBLE_RUN.search(text) is None:
+        return _Visible(text, [0], [0])
+    parts, starts, origins = [], [], []
+    cursor = kept = 0
+    for run in [*INVISIBLE_RUN.finditer(text), None]:
+        stop = len(text) if run is None else run.start()
+        if stop > cursor:
+            starts.append(kept)
+            origins.append(cursor)
+            parts.append(text[cursor:stop])
+            kept += stop - cursor
+        cursor = len(text) if run is None else run.end()
+    return _Visible("".join(parts), starts or [0], origins or [0])
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every secret the table recognises in `text`, in order of position (longest first on ties).
 
+    Invisible characters (zero-width spaces, joiners, soft hyphens, bidi controls, …) are
+    ignored, so a secret split by them is still found, and its span covers them.
     Matches of different rows may overlap; `redact_secrets` covers the union of them all.
     """
+    visible = _visible(text)
     found = []
     for pattern in PATTERNS:
-        for match in pattern.regex.finditer(text):
-            span = match.span("secret") if "secret" in pattern.regex.groupindex else match.span()
-            secret = text[span[0] : span[1]]
+        for match in pattern.regex.finditer(visible.text):
+            start, end = (
+                match.span("secret") if "secret" in pattern.regex.groupindex else match.span()
+            )
+            secret = visible.text[start:end]
             if pattern.check(secret):
-                found.append(Finding(pattern.kind, span[0], span[1], secret))
+                first, last = visible.original(start), visible.original(end - 1) + 1
+                found.append(Finding(pattern.kind, first, last, secret))
     return sorted(found, key=_position)
+
+
+def token_candidates(finding: Finding) -> tuple[str, ...]:
+    """The whole BenchGen tokens a finding may be: none for other kinds, the token itself, or,
+    for a token found without its prefix, the body under each known prefix.
+    """
+    if finding.kind is not SecretKind.BENCHGEN_TOKEN:
+        return ()
+    if token_prefix(finding.secret) is not None:
+        return (finding.secret,)
+    return tuple(f"{prefix}_{finding.secret}" for prefix in TOKEN_PREFIXES)
 
 
 def _position(finding: Finding) -> tuple[int, int]:
@@ -238,3 +317,78 @@ def redact_secrets(text: str, findings: Sequence[Finding] | None = None) -> str:
         cursor = max(cursor, finding.end)
     parts.append(text[cursor:])
     return "".join(parts)
+
+
+# --- A14: a reply that asks for a secret ---------------------------------------------------
+#
+# The agent acts with the user's own permissions, so it never needs a token or a password, and
+# anything pasted is redacted before it is read anyway. A reply asking for one is therefore a
+# sign of a confused or injected model (a benchmark or tool result telling it to phish), and is
+# withheld. The patterns aim at requests ("paste your API token here", "send me your password",
+# "what is your token?", "I need your API key"), not at advice about secrets ("never share your
+# token", "put your token in BENCHGEN_TOKEN", "I can't see your tokens").
+
+_HANDOVER = (
+    r"(?:paste|send|share|give|provide|enter|type|tell|supply|submit|input|post|forward|dm|"
+    r"reveal|show|hand\s+over|reply\s+with|respond\s+with|read\s+out|let\s+(?:me|us)\s+"
+    r"(?:know|have|see))"
+)
+_DETERMINER = r"(?:your|the|a|an|that|this)"
+# Only words that describe a secret may stand between the determiner and the noun, so "the
+# number of tokens" or "your answer key" are never taken for one.
+_QUALIFIER = (
+    r"(?:(?:personal|benchgen|api|access|auth|authentication|bearer|login|account|admin|user|"
+    r"secret|private|current|existing|new|valid|own|full|openai|anthropic|github|aws|"
+    r"hugging\s*face|hf|cli|bgp_?|bga_?)[\s-]+){0,3}"
+)
+_NOUN = (
+    r"(?:tokens?|passwords?|passphrases?|pass\s*codes?|credentials?|secrets?|"
+    r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?)"
+)
+_SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
+# After the noun: the end of the request, or words that point the secret at the chat.
+_POINTED = (
+    r"\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
+    r"(?:chat|conversation|message|box|reply|field)|(?:to|with|for)\s+(?:me|us)|"
+    r"so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b))"
+)
+_ASKS = (
+    # "send me your token, …": asked of the reader, addressed to the agent.
+    re.compile(rf"\b{_HANDOVER}\s+(?:me|us)\s+(?:back\s+)?{_SECRET}"),
+    # "paste your API token here", "please provide the password."
+    re.compile(rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}"),
+    # "what is your password?", "what's your BenchGen token"
+    re.compile(rf"\bwhat(?:'s|\s+is|\s+are)\s+your\s+{_QUALIFIER}{_NOUN}\s*(?:$|[?.!,:;])"),
+    # "I need your API key", "we'll require your credentials"
+    re.compile(
+        rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
+        rf"{_QUALIFIER}{_NOUN}\b"
+    ),
+)
+# A request in the same clause after one of these is advice, not a request: "never paste your
+# token here", "you don't need to send me your password".
+_NEGATION = re.compile(
+    r"\b(?:don't|dont|do\s+not|never|not|no\s+need|needn't|shouldn't|should\s+not|mustn't|"
+    r"must\s+not|avoid|without|nor|won't|will\s+not|cannot|can't|nobody|no\s+one)\b"
+)
+_CLAUSE_END = re.compile(r"[.!?;:,\n\u2014\u2013]")
+
+
+def asks_for_secret(text: str) -> bool:
+    """True when `text` asks its reader for a token, key, password or other credential (A14).
+
+    Matching ignores case, curly apostrophes and invisible characters, so "paste your t\u200boken"
+    is caught. Advice about secrets ("never share your token", "put your token in
+    BENCHGEN_TOKEN", "manage your tokens at /settings/tokens") is not a request.
+    """
+    plain = INVISIBLE_RUN.sub("", text).replace("\u2019", "'").casefold()
+    for pattern in _ASKS:
+        for match in pattern.finditer(plain):
+            if not _negated(plain, match.start()):
+                return True
+    return False
+
+
+def _negated(text: str, start: int) -> bool:
+    clause = _CLAUSE_END.split(text[max(0, start - 200) : start])[-1]
+    return _NEGATION.search(clause) is not None

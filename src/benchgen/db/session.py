@@ -6,10 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import CursorResult, Engine, Update, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 _IMMEDIATE = "benchgen_immediate"
+# SQLite's primary result codes for "another connection holds the lock".
+_SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
+# PostgreSQL SQLSTATEs that say "try again later", not "this request is wrong": serialisation
+# failure, deadlock, lock not available, statement/lock timeout, too many connections, and a
+# server starting up or out of resources.
+_PG_BUSY_STATES = frozenset(
+    {"40001", "40P01", "55P03", "57014", "53000", "53300", "53400", "57P03"}
+)
 
 
 class Database:
@@ -82,3 +91,24 @@ def rows_changed(session: Session, statement: Update) -> int:
     result = session.execute(statement.execution_options(synchronize_session=False))
     assert isinstance(result, CursorResult)
     return result.rowcount
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether `error` means the database is overloaded or locked right now (the same work may
+    succeed later), as opposed to a fault in the request or the code."""
+    if isinstance(error, sa_exc.TimeoutError):
+        return True  # no pooled connection came free in time
+    if not isinstance(error, sa_exc.DBAPIError):
+        return False
+    cause = error.orig
+    sqlite_code = getattr(cause, "sqlite_errorcode", None)
+    if isinstance(sqlite_code, int):
+        # Extended codes carry the primary code in their low byte (SQLITE_BUSY_SNAPSHOT, …).
+        return sqlite_code & 0xFF in _SQLITE_BUSY_CODES
+    if getattr(cause, "sqlstate", None) in _PG_BUSY_STATES:
+        return True
+    # A raised sqlite3 error built without a code (or an older driver): its words.
+    text = str(cause).lower()
+    return isinstance(error, sa_exc.OperationalError) and (
+        "database is locked" in text or "database is busy" in text or "table is locked" in text
+    )

@@ -108,6 +108,8 @@ class Benchmark(Base):
     scoring: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_door: Mapped[str] = mapped_column(String(80))
     version: Mapped[int] = mapped_column(default=1)
+    # The owner's override of the deployment's runs per user per day for non-team users.
+    stranger_runs_per_day: Mapped[int | None]
     questions_frozen_at: Mapped[datetime | None]
     published_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
@@ -346,6 +348,8 @@ class Job(Base):
     __table_args__ = (Index("ix_jobs_claim", "status", "run_after"),)
     id: Mapped[str] = _id()
     kind: Mapped[str] = mapped_column(String(40))
+    # Whom the job works for: their running jobs share the per-user slots of the claim query.
+    user_id: Mapped[str | None] = _user_fk(nullable=True)
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[str] = mapped_column(String(16))  # queued | running | done | failed | cancelled
     attempts: Mapped[int] = mapped_column(default=0)

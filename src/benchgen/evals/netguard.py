@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from benchgen.evals.types import FatalModelError
@@ -16,8 +17,9 @@ def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
     """Refuse a URL whose host is not a public internet address, unless the operator allowed it.
 
     Every address the name resolves to is checked, since a client may connect to any of them.
-    This check does not pin the address: a name that re-resolves differently later (DNS
-    rebinding) is out of its reach, which is one reason adapters never follow redirects.
+    This check, at registration, cannot pin the address: a name may re-resolve differently
+    later (DNS rebinding). So the adapters check again, with `check_addresses`, the addresses
+    each connection actually goes to (adapters/egress.py), and never follow redirects.
 
     Args:
         url: the endpoint, e.g. "https://api.example.com/v1".
@@ -40,21 +42,54 @@ def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
         port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError as exc:
         raise FatalModelError("endpoint URL has an invalid port") from exc
-    allowed = frozenset(entry.strip().lower() for entry in allowlist)
-    if _is_allowed(host, port, allowed):
+    allowed = normalized(allowlist)
+    if is_allowed(host, port, allowed):
         return
-    for address in _resolve(host, port):
-        if _is_internal(address) and not _is_allowed(str(address), port, allowed):
+    check_addresses(host, port, _resolve(host, port), allowed)
+
+
+def normalized(allowlist: frozenset[str]) -> frozenset[str]:
+    """The allow-list as `is_allowed` and `check_addresses` compare it: trimmed, lower case."""
+    return frozenset(entry.strip().lower() for entry in allowlist)
+
+
+def is_allowed(host: str, port: int, allowed: frozenset[str]) -> bool:
+    """Whether a normalized allow-list opens `host` (a name or an address) on `port`."""
+    host = host.rstrip(".").lower()
+    bracketed = f"[{host}]" if ":" in host else host
+    return bool({host, bracketed, f"{bracketed}:{port}"} & allowed)
+
+
+def check_addresses(
+    host: str, port: int, addresses: Iterable[IPAddress], allowed: frozenset[str]
+) -> None:
+    """Refuse when any address `host` resolved to is internal and not itself allow-listed.
+
+    Args:
+        host: the name the addresses came from (named in the message).
+        port: the port to connect to; allow-list entries may name one.
+        addresses: every address the name resolved to.
+        allowed: a `normalized` allow-list.
+
+    Raises:
+        FatalModelError: an address is loopback, private, link-local, multicast, reserved,
+            unspecified or otherwise not globally routable, and the allow-list does not open it.
+    """
+    for address in addresses:
+        if _is_internal(address) and not is_allowed(str(address), port, allowed):
             raise FatalModelError(
                 f"endpoint host {host!r} resolves to {address}, a non-public address; "
                 "an operator can allow it with the endpoint allow-list"
             )
 
 
-def _is_allowed(host: str, port: int, allowed: frozenset[str]) -> bool:
-    host = host.lower()
-    bracketed = f"[{host}]" if ":" in host else host
-    return bool({host, bracketed, f"{bracketed}:{port}"} & allowed)
+def parse_address(text: str) -> IPAddress | None:
+    """The address written in `text` ("10.0.0.1", "fe80::1%eth0"), or None for a host name."""
+    try:
+        # An IPv6 scope ("%eth0") names an interface; the address alone decides its class.
+        return ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
 
 
 def _resolve(host: str, port: int) -> list[IPAddress]:
@@ -62,8 +97,9 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise FatalModelError(f"endpoint host {host!r} does not resolve") from exc
-    # IPv6 results may carry a scope ("fe80::1%eth0"); the address alone decides its class.
-    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+    # Only a Python built without IPv6 answers anything but addresses; nothing connects there.
+    addresses = (parse_address(str(info[4][0])) for info in infos)
+    return [address for address in addresses if address is not None]
 
 
 def _is_internal(address: IPAddress) -> bool:

@@ -34,6 +34,9 @@ class ModelSpec:
     base_url: str | None = None
     api_key: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # The operator's endpoint allow-list (netguard's entries): the adapters check each
+    # connection's address against it, since a name may resolve elsewhere after registration.
+    host_allowlist: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, Unauthenticated, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_line
 from benchgen.db.tables import User
 from benchgen.services import access, audit
 
@@ -63,14 +64,15 @@ def create_user(
 
     Raises:
         PermissionDenied: the principal may not create accounts.
-        InvalidInput: bad email, or a password shorter than 8 characters.
+        InvalidInput: bad email, a password shorter than 8 characters, or a display name with
+            control, bidirectional or invisible characters.
         Conflict: the email is taken.
     """
     access.require(ctx, Action.ADMIN_USERS)
     address = normalize_email(email)
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise invalid(["password"], f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
-    name = display_name.strip() or address.split("@")[0]
+    name = require_line(display_name, ["display_name"], required=False) or address.split("@")[0]
     if len(name) > 200:
         raise invalid(["display_name"], "must be at most 200 characters")
     if ctx.session.scalar(select(User.id).where(User.email == address)) is not None:

@@ -12,8 +12,8 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
-from benchgen.core.secrets import redact_secrets
 from benchgen.core.storable import require_storable
+from benchgen.core.text import require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
 from benchgen.services import access, leaks, proposals
@@ -87,18 +87,21 @@ def create_conversation(ctx: Context, title: str = "") -> ConversationView:
 
     Raises:
         PermissionDenied: the principal may not chat (no read scope, or an agent turn).
-        InvalidInput: the title is too long or holds characters no database can store.
+        InvalidInput: the title is too long, holds characters no database can store, or
+            control, bidirectional or invisible characters that could disguise it.
     """
     user_id = _require_person(ctx)
     title = title.strip()
     if len(title) > MAX_TITLE:
         raise invalid(["title"], f"must be at most {MAX_TITLE} characters")
     require_storable(title, ["title"])
+    title = require_line(title, ["title"], required=False)
     now = ctx.now()
     row = Conversation(
         id=new_id("conv"),
         user_id=user_id,
-        title=redact_secrets(title),
+        # A token in a title is as leaked as one in a message: revoked, not only hidden.
+        title=leaks.screen_text(ctx, title).text,
         created_at=now,
         updated_at=now,
     )
@@ -248,6 +251,7 @@ def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:
     if turn is not None and turn.status == RUNNING:
         turn.status, turn.finished_at = "failed", now
         turn.reply = "This turn was cut off: the server stopped while it ran. Nothing is pending."
+        proposals.settle_turn(ctx, turn.id, None)
     ctx.session.execute(
         update(Conversation)
         .where(Conversation.id == row.id, Conversation.active_turn_id == row.active_turn_id)
@@ -261,7 +265,8 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
 
     Runs as the harness's system principal, so a turn whose user lost access mid-turn is still
     recorded and released. The reply, button labels and notices pass the secrets filter
-    once more (A14).
+    once more: secrets redacted, live BenchGen tokens revoked (A15), and a reply asking for a
+    token or password withheld (A14).
 
     Raises:
         PermissionDenied: the principal lacks the `chat.record` grant.
@@ -276,14 +281,14 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
         raise NotFound("No such turn.", {"id": turn_id})
     now = ctx.now()
     turn.status = outcome.status
-    turn.reply = redact_secrets(outcome.reply)
-    # Labels may be the model's words (ask_user options): they pass the same filter.
-    turn.buttons = [{**b, "label": redact_secrets(b["label"])} for b in outcome.buttons]
+    turn.reply, turn.buttons, turn.notices = _screened(ctx, outcome)
     turn.proposal_id = outcome.proposal_id
     turn.tool_calls = outcome.tool_calls
-    turn.notices = [redact_secrets(notice) for notice in outcome.notices]
     turn.brain = outcome.brain
     turn.finished_at = None if outcome.status == RUNNING else now
+    if outcome.status != RUNNING:
+        shown = outcome.proposal_id if outcome.status == "awaiting_approval" else None
+        proposals.settle_turn(ctx, turn.id, shown)
     values: dict[str, Any] = {"updated_at": now}
     if outcome.status != RUNNING:
         values["active_turn_id"] = None
@@ -299,6 +304,24 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
         .execution_options(synchronize_session=False)
     )
     return _turn_view(ctx, turn)
+
+
+def _screened(ctx: Context, outcome: TurnOutcome) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The reply, button labels and notices as they may be stored and shown (A14, A15).
+
+    Secrets are redacted and live BenchGen tokens revoked wherever they appear, and a reply that
+    asks for a token or password is withheld. This runs as the harness's recorder, which holds
+    only `chat.record`: revoking a leaked token needs no grant (see `leaks.screen_text`).
+    """
+    reply = leaks.screen_reply(ctx, outcome.reply)
+    # Labels may be the model's words (ask_user options): they pass the same filter.
+    labels = leaks.screen_value(ctx, [b["label"] for b in outcome.buttons], leaks.Origin.REPLY)
+    notices = leaks.screen_value(ctx, list(outcome.notices), leaks.Origin.REPLY)
+    buttons = [
+        {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
+    ]
+    revoked = [*reply.notices, *labels.notices, *notices.notices]
+    return reply.text, buttons, [*notices.value, *revoked]
 
 
 def _require_person(ctx: Context) -> str:

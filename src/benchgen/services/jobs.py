@@ -1,22 +1,25 @@
-"""The job queue's rules: enqueue, claim with a lease, heartbeat, retry with backoff, give up.
+"""The job queue's rules: enqueue, claim fairly with a lease, heartbeat, retry, give up.
 
 The jobs table is the truth, so one machine needs no broker and a crashed worker's job is
-picked up again once its lease expires.
+picked up again once its lease expires. Claims serve users in turn and cap how many jobs one user
+has executing at once, counted in the table, so the cap holds across worker processes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.orm import aliased
 
+from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Job
-from benchgen.services import access
+from benchgen.services import access, accounts
 
 # Which grant a system principal needs to work on each kind of job.
 JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE}
@@ -35,12 +38,23 @@ class Claimed:
     exhausted: bool
 
 
-def enqueue(ctx: Context, kind: str, payload: dict[str, Any], max_attempts: int = 3) -> str:
-    """Queue a job in the caller's transaction (it exists only if the caller commits)."""
+def enqueue(
+    ctx: Context,
+    kind: str,
+    payload: dict[str, Any],
+    max_attempts: int = 3,
+    user_id: str | None = None,
+) -> str:
+    """Queue a job in the caller's transaction (it exists only if the caller commits).
+
+    `user_id` is whom the job works for (default: the acting user); their jobs share the
+    per-user slots.
+    """
     now = ctx.now()
     job = Job(
         id=new_id("job"),
         kind=kind,
+        user_id=user_id or ctx.principal.user_id,
         payload=payload,
         status="queued",
         attempts=0,
@@ -53,28 +67,39 @@ def enqueue(ctx: Context, kind: str, payload: dict[str, Any], max_attempts: int 
     return job.id
 
 
+def user_slots(settings: Settings) -> int:
+    """Jobs one user may have executing at once: BENCHGEN_USER_RUN_SLOTS, else half of this
+    deployment's worker threads (BENCHGEN_WORKER_THREADS), at least one."""
+    return settings.user_run_slots or max(1, settings.worker_threads // 2)
+
+
 def claim(ctx: Context, worker: str, lease: timedelta) -> Claimed | None:
-    """Take the oldest due job of a kind this principal is granted, or one whose lease expired.
+    """Take a due job of a kind this principal is granted (or one whose lease expired), serving
+    users in turn: the user with the fewest executing jobs first, then the oldest job; a user
+    who already holds `user_slots` executing jobs waits, so one user cannot starve the rest.
 
     PostgreSQL: `FOR UPDATE SKIP LOCKED`, so workers never wait on each other's rows. SQLite:
     the write transaction holds the database lock from its first statement.
     """
     kinds = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
-    now = ctx.now()
+    now, slots = ctx.now(), user_slots(ctx.settings)
     due = or_(
         and_(Job.status == "queued", Job.run_after <= now),
         and_(Job.status == "running", Job.lease_expires_at < now),
     )
+    busy = _executing_for_job_user(now)
     job = ctx.session.scalar(
         select(Job)
-        .where(Job.kind.in_(kinds), due)
-        .order_by(Job.run_after, Job.id)
+        .where(Job.kind.in_(kinds), due, or_(Job.user_id.is_(None), _exhausted(), busy < slots))
+        .order_by(busy, Job.run_after, Job.id)
         .limit(1)
         .with_for_update(skip_locked=True)
     )
     if job is None:
         return None
     exhausted = job.status == "running" and job.attempts >= job.max_attempts
+    if not exhausted and not _slot_still_free(ctx, job.user_id, slots, now):
+        return None
     job.status, job.lease_owner, job.updated_at = "running", worker, now
     job.lease_expires_at = now + lease
     if not exhausted:
@@ -118,6 +143,44 @@ def cancel_queued(ctx: Context, job_id: str) -> None:
     job = ctx.session.get(Job, job_id)
     if job is not None and job.status == "queued":
         job.status, job.updated_at = "cancelled", ctx.now()
+
+
+def _executing(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:
+    """Held by a live worker: an expired lease is a crashed worker's, free to be taken over."""
+    return and_(jobs.status == "running", jobs.lease_expires_at >= now)
+
+
+def _executing_for_job_user(now: datetime) -> Any:
+    """How many jobs the candidate job's user has executing (a correlated subquery)."""
+    other = aliased(Job)
+    return (
+        select(func.count())
+        .select_from(other)
+        .where(other.user_id == Job.user_id, _executing(now, other))
+        .correlate(Job)
+        .scalar_subquery()
+    )
+
+
+def _exhausted() -> ColumnElement[bool]:
+    """Out of attempts while nobody held it: claimed only to record the failure, never capped."""
+    return and_(Job.status == "running", Job.attempts >= Job.max_attempts)
+
+
+def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetime) -> bool:
+    """Count the user's executing jobs again under their row lock.
+
+    On PostgreSQL the claim query reads a snapshot: two workers can both see the user below the
+    cap while the other's claim is uncommitted, and SKIP LOCKED hands them different jobs. The
+    lock makes the second wait for the first to commit, and the recount then sees its claim.
+    """
+    if user_id is None:
+        return True
+    accounts.lock_user(ctx, user_id)
+    executing = ctx.session.scalar(
+        select(func.count()).select_from(Job).where(Job.user_id == user_id, _executing(now))
+    )
+    return int(executing or 0) < slots
 
 
 def _held(ctx: Context, job_id: str, worker: str) -> Job | None:

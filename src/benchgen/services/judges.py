@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, invalid
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_line
 from benchgen.db.tables import Judge
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.types import FatalModelError, ModelSpec
@@ -47,6 +48,7 @@ def set_judge(
         raise invalid(["kind"], f"choose one of {', '.join(JUDGE_KINDS)}")
     if not 1 <= len(endpoint_model.strip()) <= 500:
         raise invalid(["model"], "name the judge model (1 to 500 characters)")
+    endpoint_model = require_line(endpoint_model, ["model"])
     if base_url:
         try:
             check_endpoint(base_url, models.allowlist(ctx))
@@ -94,7 +96,9 @@ def judge_spec(ctx: Context, benchmark_id: str) -> ModelSpec | None:
         return None
     key = keyring.decrypt(ctx, judge.api_key_enc) if judge.api_key_enc else None
     base_url = judge.base_url or (models.ANTHROPIC_URL if judge.kind == "anthropic" else None)
-    return ModelSpec(judge.kind, judge.endpoint_model, base_url, key, {"max_tokens": 512})
+    params = {"max_tokens": 512}
+    allowlist = models.allowlist(ctx)  # checked again at each connection
+    return ModelSpec(judge.kind, judge.endpoint_model, base_url, key, params, allowlist)
 
 
 def _view(judge: Judge) -> JudgeView:

@@ -14,6 +14,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_text
 from benchgen.db.tables import LeaderboardEntry, Model, Phase, Run, User
 from benchgen.services import access, audit
 
@@ -153,6 +154,7 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
             raise invalid(["scores", column], "must be a number from 0 to 1")
     if not reason.strip():
         raise invalid(["reason"], "say why the score is corrected")
+    require_text(reason, ["reason"])
     run.score_edit = {
         "by": ctx.principal.user_id,
         "at": ctx.now().isoformat(),

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 from benchgen.core.context import Context
-from benchgen.core.secrets import Finding, SecretKind, find_secrets, redact_secrets
+from benchgen.core.secrets import (
+    Finding,
+    SecretKind,
+    asks_for_secret,
+    find_secrets,
+    redact_secrets,
+    token_candidates,
+)
 from benchgen.services import tokens
 
 TOKENS_PAGE = "/settings/tokens"
+
+
+class Origin(StrEnum):
+    """Where screened text came from: it decides how a revocation notice reads."""
+
+    MESSAGE = "message"  # what the user typed or pasted
+    REPLY = "reply"  # the agent's own words: its reply, button labels, notices
+    TOOL_OUTPUT = "tool_output"  # data a tool handed to the agent
+
+
+_SEEN_IN = {Origin.REPLY: "the agent's reply", Origin.TOOL_OUTPUT: "data the agent read"}
 
 
 @dataclass(frozen=True)
@@ -27,20 +47,41 @@ class Screened:
     notices: tuple[str, ...] = ()
 
 
-def screen_text(ctx: Context, text: str) -> Screened:
+@dataclass(frozen=True)
+class ScreenedValue:
+    """A JSON-like value after screening: every string in it (keys too) is redacted.
+
+    Attributes:
+        value: the value with the same shape, its strings redacted.
+        kinds: the kinds of secret found, each once, in order of first appearance.
+        notices: one message for the user per BenchGen token revoked by this screening.
+    """
+
+    value: Any
+    kinds: tuple[SecretKind, ...] = ()
+    notices: tuple[str, ...] = ()
+
+
+def screen_text(ctx: Context, text: str, origin: Origin = Origin.MESSAGE) -> Screened:
     """Redact every secret in `text` and revoke each live BenchGen token in it (rule A15).
 
     Call it on anything a user typed, and on any text about to be stored or shown. A token seen
     here counts as leaked whoever owns it: revoking it is audited (`token.revoke_leaked`, by id,
     never the secret). An unknown, already revoked or malformed token is redacted all the same,
     with no notice. Revoking the very token a turn started from also ends that turn's credential.
+    A token split by invisible characters, or pasted without its `bgp_`/`bga_` prefix, is found
+    and revoked too (see core.secrets).
 
-    No permission is checked, by design: redacting needs none, and whoever holds a secret may
-    kill it (revoking only ever takes power away).
+    No permission is checked, by design, so any principal may screen, including the agent
+    harness's recorder, which holds only `chat.record`: redacting needs none, and revoking a
+    leaked token is always safe. It can only take power away, it needs the secret itself (the
+    strongest proof there is that the secret is out), and it is audited with the door it came
+    through. A grant would add nothing but a way for screening to fail open.
 
     Args:
         ctx: the acting context; its session takes the revocations and their audit rows.
         text: the text to screen.
+        origin: where the text came from, which only changes the wording of notices.
 
     Returns:
         The redacted text, the kinds found and the notices for the user.
@@ -51,26 +92,100 @@ def screen_text(ctx: Context, text: str) -> Screened:
     findings = find_secrets(text)
     if not findings:
         return Screened(text)
-    kinds = tuple(dict.fromkeys(finding.kind for finding in findings))
-    return Screened(redact_secrets(text, findings), kinds, _revoke_tokens(ctx, findings))
+    redacted = redact_secrets(text, findings)
+    return Screened(redacted, _kinds(findings), _revoke_tokens(ctx, findings, origin))
 
 
-def _revoke_tokens(ctx: Context, findings: Sequence[Finding]) -> tuple[str, ...]:
+def screen_value(ctx: Context, value: Any, origin: Origin = Origin.TOOL_OUTPUT) -> ScreenedValue:
+    """`screen_text` for JSON-like data (dicts, lists, tuples, strings): redact every string in
+    it, keys included, and revoke each live BenchGen token found anywhere in it.
+
+    The agent harness calls this on every tool result before a brain reads it, so a token that
+    sits in a benchmark, a run log or an error message is revoked as soon as it surfaces. Other
+    values (numbers, None, booleans) come back as they are.
+
+    Args:
+        ctx: the acting context (any principal; see `screen_text` on why none needs a grant).
+        value: the data to screen.
+        origin: where the data came from (wording of notices only).
+
+    Returns:
+        The value with the same shape and every string redacted, the kinds found and notices.
+
+    Raises:
+        Nothing of the domain error hierarchy: screening never refuses a value.
+    """
+    findings: list[Finding] = []
+    cleaned = _redact_tree(value, findings)
+    if not findings:
+        return ScreenedValue(value)
+    return ScreenedValue(cleaned, _kinds(findings), _revoke_tokens(ctx, findings, origin))
+
+
+def screen_reply(ctx: Context, text: str) -> Screened:
+    """Screen the agent's reply before it is stored or shown (A14, A15).
+
+    Secrets are redacted and live tokens revoked as in `screen_text`; a reply that asks the user
+    for a token, key or password is replaced whole by `withheld_notice`, since the agent never
+    needs one and such a reply is a sign of an injected or confused model.
+
+    Raises:
+        Nothing of the domain error hierarchy: screening never refuses a reply.
+    """
+    screened = screen_text(ctx, text, Origin.REPLY)
+    if asks_for_secret(screened.text):
+        return Screened(withheld_notice(ctx), screened.kinds, screened.notices)
+    return screened
+
+
+def withheld_notice(ctx: Context) -> str:
+    """What stands in for a reply that asked for a secret (A14)."""
+    return (
+        "This reply was withheld because it asked for a token or password. BenchGen's agent "
+        "never needs one: it already acts with your permissions. Never paste a token or "
+        f"password into the chat; you manage your API tokens at {ctx.settings.link(TOKENS_PAGE)}."
+    )
+
+
+def _kinds(findings: Sequence[Finding]) -> tuple[SecretKind, ...]:
+    return tuple(dict.fromkeys(finding.kind for finding in findings))
+
+
+def _redact_tree(value: Any, findings: list[Finding]) -> Any:
+    if isinstance(value, str):
+        found = find_secrets(value)
+        findings.extend(found)
+        return redact_secrets(value, found) if found else value
+    if isinstance(value, dict):
+        return {
+            _redact_tree(key, findings): _redact_tree(item, findings) for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        items = [_redact_tree(item, findings) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _revoke_tokens(ctx: Context, findings: Sequence[Finding], origin: Origin) -> tuple[str, ...]:
     # Only checksum-valid tokens reach the lookup (the table verifies the checksum), and each
-    # distinct token costs one query however often it was pasted.
-    secrets = dict.fromkeys(f.secret for f in findings if f.kind is SecretKind.BENCHGEN_TOKEN)
+    # distinct token costs one query however often it was pasted (two for a token without its
+    # prefix: it is tried under each prefix, and at most one can match a stored hash).
+    secrets = dict.fromkeys(secret for f in findings for secret in token_candidates(f))
     notices = []
     for secret in secrets:
         revoked = tokens.revoke_leaked(ctx, secret)
         if revoked is not None:
-            notices.append(_notice(ctx, secret, revoked.last_four))
+            notices.append(_notice(ctx, secret, revoked.last_four, origin))
     return tuple(notices)
 
 
-def _notice(ctx: Context, secret: str, last_four: str) -> str:
+def _notice(ctx: Context, secret: str, last_four: str, origin: Origin) -> str:
     # Only the last four characters, which the tokens page shows anyway; never the token's name,
-    # since the pasted token may belong to someone else.
-    if secret.startswith("bga_"):
+    # since the token may belong to someone else.
+    agent = secret.startswith("bga_")
+    if origin is not Origin.MESSAGE:
+        return _seen_notice(ctx, _SEEN_IN[origin], last_four, agent)
+    if agent:
         return (
             f"You pasted a BenchGen agent credential (ending …{last_four}). It has been revoked. "
             "Agent credentials last one chat turn, so there is nothing to replace."
@@ -79,4 +194,18 @@ def _notice(ctx: Context, secret: str, last_four: str) -> str:
         f"You pasted a BenchGen API token (ending …{last_four}). A token seen in a chat counts "
         "as leaked, so it has been revoked and no longer works anywhere. Make a new one at "
         f"{ctx.settings.link(TOKENS_PAGE)} and keep it out of chats."
+    )
+
+
+def _seen_notice(ctx: Context, where: str, last_four: str, agent: bool) -> str:
+    if agent:
+        return (
+            f"A BenchGen agent credential (ending …{last_four}) appeared in {where}. It has been "
+            "hidden and revoked; agent credentials last one chat turn, so there is nothing to "
+            "replace."
+        )
+    return (
+        f"A BenchGen API token (ending …{last_four}) appeared in {where}. It has been hidden, "
+        "and since a token seen in a chat counts as leaked, revoked: it no longer works "
+        f"anywhere. If it was yours, make a new one at {ctx.settings.link(TOKENS_PAGE)}."
     )

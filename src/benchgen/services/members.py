@@ -11,6 +11,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
+from benchgen.core.text import require_line
 from benchgen.db.tables import Benchmark, Collaborator, Participant, User, WhitelistEntry
 from benchgen.services import access, accounts, audit
 
@@ -224,7 +225,9 @@ def _user_by_email(ctx: Context, email: str) -> User:
 
 
 def _whitelist_entry(raw: str, index: int) -> str:
-    text = raw.strip().lower()
+    # Emails are checked by email-validator, which refuses these characters too; a bare
+    # @domain entry is not, and an invisible or bidi character would make it read as another.
+    text = require_line(raw, ["entries", index]).lower()
     if text.startswith("@"):
         domain = text[1:]
         if not domain or "." not in domain or "@" in domain or " " in domain:

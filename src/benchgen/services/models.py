@@ -13,15 +13,19 @@ from benchgen.core.errors import NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Model
+from benchgen.evals.adapters import builtin
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.netguard import check_endpoint
+from benchgen.evals.scorers.registry import MCQ, QA
 from benchgen.evals.types import FatalModelError, ModelSpec
 from benchgen.services import access, audit, keyring
-from benchgen.services.specs import parse
+from benchgen.services.specs import Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, "local_gguf", "builtin")
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
+# What a model that reads the prompt can answer; a baseline answers only what its rule fits.
+READER_FORMATS = frozenset({QA, MCQ})
 
 
 class ModelIn(BaseModel):
@@ -30,10 +34,10 @@ class ModelIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    name: str = Field(min_length=1, max_length=200, examples=["My vLLM Qwen"])
+    name: Title = Field(min_length=1, max_length=200, examples=["My vLLM Qwen"])
     kind: Literal["openai_compat", "anthropic", "local_gguf", "builtin"] = "openai_compat"
-    endpoint_model: str = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
-    base_url: str | None = Field(None, max_length=2000, examples=["https://api.example.com/v1"])
+    endpoint_model: Line = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
+    base_url: Line | None = Field(None, max_length=2000, examples=["https://api.example.com/v1"])
     api_key: str | None = Field(None, max_length=2000)
     params: dict[str, Any] = Field(default_factory=dict)
     price_per_question: int = Field(0, ge=0, le=10**6)
@@ -45,7 +49,7 @@ class ModelChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    name: str | None = Field(None, min_length=1, max_length=200)
+    name: Title | None = Field(None, min_length=1, max_length=200)
     api_key: str | None = Field(None, max_length=2000)
     params: dict[str, Any] | None = None
 
@@ -64,15 +68,24 @@ class ModelView:
     price_per_question: int
     price_per_1k_tokens: int
     status: str
+    formats: list[str]  # the benchmark formats it can answer, sorted
 
 
-def list_models(ctx: Context) -> list[ModelView]:
+def list_models(ctx: Context, benchmark_id: str | None = None) -> list[ModelView]:
     """Platform models and the acting user's own, platform first.
+
+    Args:
+        ctx: The acting principal's unit of work.
+        benchmark_id: Only the models that can answer this benchmark's questions.
 
     Raises:
         PermissionDenied: the token lacks the read scope.
+        NotFound: `benchmark_id` names no benchmark the principal may see.
     """
     access.require(ctx, Action.MODEL_LIST)
+    fmt = None
+    if benchmark_id is not None:
+        fmt = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ).format
     rows = ctx.session.scalars(
         select(Model)
         .where(
@@ -81,7 +94,27 @@ def list_models(ctx: Context) -> list[ModelView]:
         )
         .order_by(Model.owner_id.is_not(None), Model.name, Model.id)
     )
-    return [view(row) for row in rows]
+    return [view(row) for row in rows if fmt is None or fmt in answerable_formats(row)]
+
+
+def answerable_formats(row: Model) -> frozenset[str]:
+    """The benchmark formats `row` can answer (none for a baseline the engine does not know)."""
+    if row.kind == "builtin":
+        return builtin.FORMATS.get(row.endpoint_model, frozenset())
+    return READER_FORMATS
+
+
+def require_answerable(model: Model, fmt: str) -> None:
+    """Refuse a run whose model cannot answer the benchmark's questions.
+
+    Raises:
+        InvalidInput: `model` cannot answer questions of format `fmt`.
+    """
+    formats = answerable_formats(model)
+    if fmt not in formats:
+        can = " or ".join(sorted(formats)) or "no"
+        message = f"{model.name!r} answers only {can} benchmarks; this benchmark is {fmt}"
+        raise invalid(["model_id"], message)
 
 
 def get_model(ctx: Context, model_id: str) -> ModelView:
@@ -181,7 +214,8 @@ def model_spec(ctx: Context, row: Model) -> ModelSpec:
     """How the engine calls `row`, with the key decrypted (never stored or logged again)."""
     key = keyring.decrypt(ctx, row.api_key_enc) if row.api_key_enc else None
     base_url = row.base_url or (ANTHROPIC_URL if row.kind == "anthropic" else None)
-    return ModelSpec(row.kind, row.endpoint_model, base_url, key, dict(row.params))
+    params = dict(row.params)
+    return ModelSpec(row.kind, row.endpoint_model, base_url, key, params, allowlist(ctx))
 
 
 def allowlist(ctx: Context) -> frozenset[str]:
@@ -254,6 +288,7 @@ def view(row: Model) -> ModelView:
         row.price_per_question,
         row.price_per_1k_tokens,
         row.status,
+        sorted(answerable_formats(row)),
     )
 
 

@@ -13,6 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_line, require_text
 from benchgen.db.tables import OutboxEmail
 from benchgen.services import access, audit, members
 
@@ -62,6 +63,7 @@ def preview_participant_email(
         raise invalid(["subject"], f"one line of 1 to {MAX_SUBJECT} characters")
     if not 1 <= len(body) <= MAX_BODY:
         raise invalid(["body"], f"must be 1 to {MAX_BODY} characters")
+    subject, body = require_line(subject, ["subject"]), require_text(body, ["body"])
     unknown = [status for status in statuses if status not in members.PARTICIPANT_STATUSES]
     if unknown or not statuses:
         raise invalid(["statuses"], f"choose from {', '.join(members.PARTICIPANT_STATUSES)}")

@@ -11,6 +11,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_line
 from benchgen.db.tables import Benchmark, Phase, PhaseTask, Task
 from benchgen.services import access, audit
 
@@ -63,12 +64,14 @@ def add_phase(
     Raises:
         NotFound: benchmark or a task not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        InvalidInput: empty name, or an end before the start.
+        InvalidInput: empty name (or one with control or invisible characters), or an end
+            before the start.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
+    label = require_line(label, ["name"])
     if starts_at and ends_at and ends_at <= starts_at:
         raise invalid(["ends_at"], "must be after starts_at")
     tasks = [_task(ctx, benchmark.id, task_id) for task_id in task_ids or []]
@@ -117,12 +120,13 @@ def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -
     Raises:
         NotFound: benchmark or a phase not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        InvalidInput: empty name or no phase.
+        InvalidInput: empty name (or one with control or invisible characters), or no phase.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
+    label = require_line(label, ["name"])
     if not phase_ids:
         raise invalid(["phase_ids"], "a task must be active in at least one phase")
     phases = [_phase(ctx, benchmark.id, phase_id) for phase_id in dict.fromkeys(phase_ids)]

@@ -18,8 +18,10 @@ from benchgen.db.tables import Question
 from benchgen.evals.types import Key
 from benchgen.services.specs import (
     MAX_ANSWER,
+    MAX_ANSWERS,
     MAX_CHOICE,
     MAX_CHOICES,
+    MAX_METADATA_BYTES,
     MAX_TAG,
     QuestionIn,
 )
@@ -96,6 +98,7 @@ def _validate_one(
     tags = tuple(dict.fromkeys(tag for tag in item.tags if tag))
     if any(len(tag) > MAX_TAG for tag in tags):
         errors.append({"loc": [*loc, "tags"], "msg": f"each tag at most {MAX_TAG} characters"})
+    _check_metadata(item, loc, errors)
     if fmt == "mcq":
         choices, answers = _check_mcq(item, loc, errors, warnings)
     else:
@@ -104,6 +107,19 @@ def _validate_one(
         return None
     metadata = json.dumps(item.metadata, sort_keys=True)
     return Canonical(item.prompt, answers, choices, tags, metadata)
+
+
+def _check_metadata(item: QuestionIn, loc: list[str | int], errors: list[dict[str, Any]]) -> None:
+    # Metadata is free-form and stored with every question: without a cap one question could
+    # carry the whole request body into every read of the benchmark.
+    size = len(json.dumps(item.metadata, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES:
+        errors.append(
+            {
+                "loc": [*loc, "metadata"],
+                "msg": f"at most {MAX_METADATA_BYTES} bytes as JSON ({size} given)",
+            }
+        )
 
 
 def _check_qa(
@@ -120,6 +136,8 @@ def _check_qa(
         errors.append({"loc": [*loc, "answer"], "msg": "give at least one accepted answer"})
     if any(len(answer) > MAX_ANSWER for answer in answers):
         errors.append({"loc": [*loc, "answer"], "msg": f"at most {MAX_ANSWER} characters each"})
+    if len(answers) > MAX_ANSWERS:
+        errors.append({"loc": [*loc, "answer"], "msg": f"at most {MAX_ANSWERS} accepted answers"})
     unique = tuple(dict.fromkeys(answers))
     if len(unique) < len(answers):
         warnings.append({"loc": [*loc, "answer"], "msg": "duplicate accepted answers were merged"})

@@ -14,7 +14,17 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
-from benchgen.services import access, audit, benchmarks, credits, jobs, models, run_log, scoring
+from benchgen.services import (
+    access,
+    audit,
+    benchmarks,
+    credits,
+    jobs,
+    models,
+    ratelimits,
+    run_log,
+    scoring,
+)
 from benchgen.services.specs import MAX_LIST, check_window
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
@@ -73,9 +83,11 @@ def estimate_run(ctx: Context, benchmark_id: str, model_id: str) -> Estimate:
 
     Raises:
         NotFound: benchmark or model not visible to the principal.
+        InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline).
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     model = models.usable_model(ctx, model_id)
+    models.require_answerable(model, benchmark.format)
     count, prompt_chars = _question_stats(ctx, benchmark.id)
     return _estimate(benchmark, model, count, prompt_chars)
 
@@ -100,6 +112,9 @@ def start_run(
         NotFound: benchmark, model or phase not visible to the principal.
         PermissionDenied: the principal may not run on it, or the AI judge is not open to them.
         Conflict: the model is unavailable, the phase is not open, or there are no questions.
+        InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline).
+        RateLimited: someone outside the benchmark's team used up its runs per day; `retry_at`
+            says when they may run again.
         InsufficientCredits: the balance cannot cover the estimate; nothing starts.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
@@ -108,6 +123,7 @@ def start_run(
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
     if benchmark.format not in benchmarks.FROZEN_FORMATS:
         raise Conflict("Runs on custom-format benchmarks are not available yet.")
+    models.require_answerable(model, benchmark.format)
     phase = _open_phase(ctx, benchmark, phase_id)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
@@ -121,11 +137,13 @@ def start_run(
         raise Conflict("This benchmark has no questions to run.", {"id": benchmark.id})
     estimate = _estimate(benchmark, model, count, prompt_chars)
     run_id = new_id("run")
+    # Aggregate scores leak the key bit by bit: outsiders get a few runs a day (docs/permissions).
+    ratelimits.consume_run(ctx, benchmark, run_id)
     reservation = credits.reserve_credits(ctx, estimate.credits, run_id)
     benchmarks.freeze_questions(ctx, benchmark.id)
     run = _new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
     run.reservation_id = reservation
-    run.job_id = jobs.enqueue(ctx, "run", {"run_id": run_id})
+    run.job_id = jobs.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
     run_log.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
     audit.record(ctx, "run.start", "run", run_id, benchmark_id=benchmark.id, model_id=model.id)
     return view(ctx, run)

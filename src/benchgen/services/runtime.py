@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 from benchgen.core.clock import Clock, SystemClock
 from benchgen.core.config import Settings
 from benchgen.core.context import Context, Principal
+from benchgen.core.errors import Unavailable
 from benchgen.db import migrate
-from benchgen.db.session import Database
+from benchgen.db.session import Database, is_busy
+
+# Seconds a client is asked to wait after the database was busy: locks and pool waits last
+# milliseconds to seconds, so a short pause is enough and a long one would only idle clients.
+BUSY_RETRY_AFTER_S = 1
 
 
 @dataclass
@@ -38,13 +43,23 @@ def transaction(runtime: Runtime, principal: Principal, write: bool = True) -> I
     """One unit of work: commits when the block ends normally, rolls back on any error.
 
     Edges own the transaction through this, so an invalid request changes nothing.
+
+    Raises:
+        Unavailable: the database was busy (locked, no free connection, a serialisation
+            conflict); the work was rolled back and may be retried as it is.
     """
     session = runtime.database.session(write=write)
     try:
         yield Context(session, principal, runtime.settings, runtime.clock)
         session.commit()
-    except BaseException:
+    except BaseException as exc:
         session.rollback()
+        if isinstance(exc, Exception) and is_busy(exc):
+            # Overload is an answer every edge can give (503, a retry hint), not a crash.
+            raise Unavailable(
+                "The database is busy; nothing was changed. Try again shortly.",
+                BUSY_RETRY_AFTER_S,
+            ) from exc
         raise
     finally:
         session.close()

@@ -2,24 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from benchgen.core.errors import InvalidInput, invalid
 from benchgen.core.storable import require_storable
+from benchgen.core.text import is_blank, line_problem, text_problem
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 20_000
 MAX_PROMPT = 20_000
 MAX_CHOICE = 2_000
 MAX_ANSWER = 2_000
+MAX_ANSWERS = 100  # accepted answers of one qa question
 MAX_CHOICES = 26
 MAX_QUESTIONS = 10_000
 MAX_TAGS = 20
 MAX_TAG = 50
+MAX_METADATA_BYTES = 16 * 1024  # of the metadata as compact JSON
 
 _Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+# Text hygiene for every shape below (core/text.py says why): each door validates through these
+# shapes, and pydantic names the field's place (["questions", 3, "prompt"]) in the error.
+def _line(value: str) -> str:
+    problem = line_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("text_hygiene", problem)
+    return value
+
+
+def _title(value: str) -> str:
+    if is_blank(_line(value)):
+        raise PydanticCustomError("text_hygiene", "must not be empty")
+    return value
+
+
+def _text(value: str) -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("text_hygiene", problem)
+    return value
+
+
+def _texts(value: str | list[str]) -> str | list[str]:
+    for item in [value] if isinstance(value, str) else value:
+        _text(item)
+    return value
+
+
+Line = Annotated[str, AfterValidator(_line)]  # one line: a name, a tag, a model id
+Title = Annotated[str, AfterValidator(_title)]  # one line with something visible in it
+Text = Annotated[str, AfterValidator(_text)]  # prose: tab and line breaks allowed, no bidi
 
 
 class QuestionIn(BaseModel):
@@ -28,10 +65,10 @@ class QuestionIn(BaseModel):
 
     model_config = _Strict
 
-    prompt: str = Field(max_length=MAX_PROMPT, examples=["What is the capital of Australia?"])
-    choices: list[str] | None = Field(None, examples=[["Sydney", "Canberra", "Melbourne"]])
-    answer: str | list[str] = Field(examples=["Canberra"])
-    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
+    prompt: Text = Field(max_length=MAX_PROMPT, examples=["What is the capital of Australia?"])
+    choices: list[Text] | None = Field(None, examples=[["Sydney", "Canberra", "Melbourne"]])
+    answer: Annotated[str | list[str], AfterValidator(_texts)] = Field(examples=["Canberra"])
+    tags: list[Line] = Field(default_factory=list, max_length=MAX_TAGS)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -40,9 +77,9 @@ class BenchmarkIn(BaseModel):
 
     model_config = _Strict
 
-    title: str = Field(max_length=MAX_TITLE, examples=["World capitals"])
+    title: Title = Field(max_length=MAX_TITLE, examples=["World capitals"])
     format: Literal["qa", "mcq"]
-    description: str = Field("", max_length=MAX_DESCRIPTION)
+    description: Text = Field("", max_length=MAX_DESCRIPTION)
     questions: list[QuestionIn] = Field(default_factory=list, max_length=MAX_QUESTIONS)
 
 
@@ -51,8 +88,8 @@ class BenchmarkChange(BaseModel):
 
     model_config = _Strict
 
-    title: str | None = Field(None, max_length=MAX_TITLE)
-    description: str | None = Field(None, max_length=MAX_DESCRIPTION)
+    title: Title | None = Field(None, max_length=MAX_TITLE)
+    description: Text | None = Field(None, max_length=MAX_DESCRIPTION)
     questions: list[QuestionIn] | None = Field(None, max_length=MAX_QUESTIONS)
 
 
@@ -80,9 +117,14 @@ def parse(shape: type[Shape], data: Shape | dict[str, Any]) -> Shape:
     """Validate raw input into `shape`, turning pydantic's errors into one InvalidInput.
 
     Raises:
-        InvalidInput: every problem, each with its place (`loc`) and message.
+        InvalidInput: every problem, each with its place (`loc`) and message; input nested
+            too deeply to inspect.
     """
-    require_storable(data.model_dump() if isinstance(data, BaseModel) else data, [])
+    try:
+        require_storable(data.model_dump() if isinstance(data, BaseModel) else data, [])
+    except RecursionError:
+        # Input nested deeper than Python's stack (a metadata value, say) is a bad request.
+        raise invalid([], "input nested too deeply") from None
     if isinstance(data, shape):
         return data
     try:

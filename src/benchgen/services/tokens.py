@@ -13,6 +13,7 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, Unauthenticated, invalid
 from benchgen.core.ids import new_id, new_token, token_prefix
 from benchgen.core.permissions import DELEGATED_KINDS, Action, PrincipalKind, Scope
+from benchgen.core.text import require_line
 from benchgen.db.tables import ApiToken
 from benchgen.services import access, audit
 
@@ -72,7 +73,8 @@ def create_token(
 
     Raises:
         PermissionDenied: the principal is a token or the agent.
-        InvalidInput: bad name, scopes or expiry.
+        InvalidInput: bad name (empty, too long, or with control or invisible characters),
+            scopes or expiry.
     """
     access.require(ctx, Action.TOKENS_MANAGE)
     user_id = ctx.principal.user_id
@@ -80,6 +82,7 @@ def create_token(
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
+    label = require_line(label, ["name"])
     granted = parse_scopes(scopes)
     days = ctx.settings.token_default_days if expires_days is None else expires_days
     if not 1 <= days <= ctx.settings.token_max_days:

@@ -97,7 +97,10 @@ def _model_line(model: dict[str, Any]) -> str:
     )
     price = "free" if not per_question and not per_tokens else _price(per_question, per_tokens)
     status = "" if model.get("status") in (None, "available") else f", {model['status']}"
-    return f"{model['name']} ({model['id']}): {model.get('kind', '?')}, {price}{status}"
+    formats = model.get("formats")
+    # Most models answer every format; name the limit only for those (baselines) that do not.
+    only = f", {' or '.join(formats)} only" if formats and len(formats) == 1 else ""
+    return f"{model['name']} ({model['id']}): {model.get('kind', '?')}, {price}{only}{status}"
 
 
 def _price(per_question: int, per_tokens: int) -> str:

@@ -222,21 +222,47 @@ def _pick(
 
 def _offer_run(ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]]) -> Step:
     if len(benchmarks) != 1:
-        pool = benchmarks or ask.result("list_benchmarks")["benchmarks"]
-        if not pool:
-            return "There is no benchmark to run on yet. " + render.benchmarks(
-                {"benchmarks": []}, True
-            )
-        model = f" {_named(models[0])}" if len(models) == 1 else ""
-        options = [f"Run{model} on {_titled(b)}" for b in pool[:MAX_OPTIONS]]
-        question = f"Which benchmark should I run{model or ' it'} on?"
-        return [("ask_user", {"question": question, "options": options})]
-    pool = models or ask.result("list_models")["models"]
-    if not pool:
+        return _offer_benchmarks_for(ask, models[0] if len(models) == 1 else None, benchmarks)
+    benchmark = benchmarks[0]
+    listed = ask.result("list_models")["models"]
+    if not listed:
         return "There are no models you can run yet."
-    options = [f"Run {_named(m)} on {_titled(benchmarks[0])}" for m in pool[:MAX_OPTIONS]]
-    question = f"Which model should I run on {_titled(benchmarks[0])}?"
+    # Only models that can answer its questions: a choice-only baseline is no use on qa.
+    pool = _answering(models, benchmark) or _answering(listed, benchmark)
+    if not pool:
+        return f"None of the models you can run answers {_titled(benchmark)}'s questions."
+    options = [f"Run {_named(m)} on {_titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
+    question = f"Which model should I run on {_titled(benchmark)}?"
     return [("ask_user", {"question": question, "options": options})]
+
+
+def _offer_benchmarks_for(
+    ask: Ask, model: dict[str, Any] | None, benchmarks: list[dict[str, Any]]
+) -> Step:
+    listed = ask.result("list_benchmarks")["benchmarks"]
+    if not listed:
+        return "There is no benchmark to run on yet. " + render.benchmarks({"benchmarks": []}, True)
+    pool = benchmarks or listed
+    if model is not None:
+        pool = [b for b in pool if _answers(model, b)] or [b for b in listed if _answers(model, b)]
+        if not pool:
+            formats = " or ".join(model.get("formats") or ["no"])
+            return f"{_named(model)} answers only {formats} benchmarks, and you can see none."
+    named = f" {_named(model)}" if model is not None else ""
+    options = [f"Run{named} on {_titled(b)}" for b in pool[:MAX_OPTIONS]]
+    question = f"Which benchmark should I run{named or ' it'} on?"
+    return [("ask_user", {"question": question, "options": options})]
+
+
+def _answering(models: list[dict[str, Any]], benchmark: dict[str, Any]) -> list[dict[str, Any]]:
+    return [model for model in models if _answers(model, benchmark)]
+
+
+def _answers(model: dict[str, Any], benchmark: dict[str, Any]) -> bool:
+    """Whether the catalogue says `model` can answer `benchmark`'s format; an id the user typed
+    that no list holds carries neither, and is left to the launch's own check."""
+    formats, fmt = model.get("formats"), benchmark.get("format")
+    return formats is None or fmt is None or fmt in formats
 
 
 def _named(model: dict[str, Any]) -> str:

@@ -21,7 +21,9 @@ ADAPTERS: dict[str, Callable[[ModelSpec], Adapter]] = {
 def build_adapter(spec: ModelSpec) -> Adapter:
     """Build the adapter for `spec.kind`.
 
-    The caller checks a user-supplied `base_url` with `netguard.check_endpoint` first.
+    The caller checks a user-supplied `base_url` with `netguard.check_endpoint` first, and
+    passes the same allow-list in `spec.host_allowlist`: the hosted-model adapters check every
+    connection's address again with it (DNS may answer differently by then).
 
     Raises:
         FatalModelError: an unknown kind, or the adapter refuses the spec (missing URL or key,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.evals.adapters.transport import DEFAULT_CONCURRENCY, HttpPool, token_count
+from benchgen.evals.adapters.transport import (
+    DEFAULT_CONCURRENCY,
+    MAX_REPLY_BYTES,
+    HttpPool,
+    token_count,
+)
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
@@ -16,7 +21,8 @@ class AnthropicAdapter:
     """Calls `{base_url}/messages` with one user message at temperature 0.
 
     `spec.base_url` defaults to "https://api.anthropic.com/v1". Params as for the
-    OpenAI-compatible adapter: `timeout_s`, `max_tokens`, `concurrency`.
+    OpenAI-compatible adapter: `timeout_s`, `max_tokens`, `concurrency`, `max_reply_bytes`;
+    connections are checked against `spec.host_allowlist` as there.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -31,6 +37,8 @@ class AnthropicAdapter:
             int(spec.params.get("concurrency", DEFAULT_CONCURRENCY)),
             headers,
             secrets=(spec.api_key,),
+            allowlist=spec.host_allowlist,
+            max_reply_bytes=int(spec.params.get("max_reply_bytes", MAX_REPLY_BYTES)),
         )
 
     async def complete(self, item: Item, prompt: str) -> Completion:

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 
 from benchgen.evals.prompts import LABELS
+from benchgen.evals.scorers.registry import MCQ, QA
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 _PUNCTUATION = ".,;:!?\"'()[]{}"
@@ -56,4 +57,11 @@ _BASELINES: dict[str, Callable[[Item, str, int], str]] = {
     "random": _random,
     "first-choice": _first_choice,
     "echo": _echo,
+}
+# The benchmark formats each baseline can answer: "always A" means nothing without choices, so
+# offering it for free-answer questions would only waste a run.
+FORMATS: dict[str, frozenset[str]] = {
+    "random": frozenset({QA, MCQ}),
+    "first-choice": frozenset({MCQ}),
+    "echo": frozenset({QA, MCQ}),
 }

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.evals.adapters.transport import DEFAULT_CONCURRENCY, HttpPool, token_count
+from benchgen.evals.adapters.transport import (
+    DEFAULT_CONCURRENCY,
+    MAX_REPLY_BYTES,
+    HttpPool,
+    token_count,
+)
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_MAX_TOKENS = 1024
@@ -13,8 +18,10 @@ DEFAULT_MAX_TOKENS = 1024
 class OpenAICompatAdapter:
     """Calls `{base_url}/chat/completions` with one user message and greedy decoding.
 
-    Params read from `spec.params`: `timeout_s` (60), `max_tokens` (1024) and `concurrency`
-    (64: the most connections; keep it at least the engine's concurrency).
+    Params read from `spec.params`: `timeout_s` (60), `max_tokens` (1024), `concurrency`
+    (64: the most connections; keep it at least the engine's concurrency) and
+    `max_reply_bytes` (4 MiB: a longer reply fails its question). Connections go only to
+    addresses that pass netguard's rules with `spec.host_allowlist`.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -29,6 +36,8 @@ class OpenAICompatAdapter:
             int(spec.params.get("concurrency", DEFAULT_CONCURRENCY)),
             headers,
             secrets=(spec.api_key,) if spec.api_key else (),
+            allowlist=spec.host_allowlist,
+            max_reply_bytes=int(spec.params.get("max_reply_bytes", MAX_REPLY_BYTES)),
         )
 
     async def complete(self, item: Item, prompt: str) -> Completion:

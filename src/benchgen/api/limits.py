@@ -1,0 +1,98 @@
+"""Request-body size limits, enforced as bytes arrive, before any parsing or authentication."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from benchgen.api.errors import envelope
+
+
+class BodyTooLarge(Exception):
+    """Raised into the app when the body being read passes the limit, so it stops reading."""
+
+
+class BodyLimit:
+    """Pure ASGI middleware: answers 413 (the error envelope) once a request body is larger than
+    its route allows, counting the bytes as they arrive.
+
+    A declared Content-Length over the limit is refused before the app runs; a chunked body
+    (no Content-Length) is cut off at the first chunk that passes the limit. A pure ASGI
+    middleware, not BaseHTTPMiddleware, so the body is never buffered here and streaming
+    responses pass through untouched.
+    """
+
+    def __init__(self, app: ASGIApp, default: int, by_path: Mapping[str, int]) -> None:
+        self.app = app
+        self.default = default
+        self.by_path = dict(by_path)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.by_path.get(scope["path"], self.default)
+        if _declared_length(scope) > limit:
+            # Refused before a byte of the body is read: the server closes the connection
+            # rather than draining what the client still wants to send.
+            await _refusal(limit)(scope, receive, send)
+            return
+        guard = _Guard(limit, receive, send)
+        try:
+            await self.app(scope, guard.receive, guard.send)
+        except Exception:
+            if not guard.exceeded:
+                raise
+            # The app failed because the body was cut off; the 413 below is the answer.
+        if guard.exceeded and not guard.started:
+            await _refusal(limit)(scope, receive, send)
+
+
+class _Guard:
+    """The receive and send one request sees: counts body bytes, holds back the app's own
+    answer (a parse error, typically) once the body was cut off."""
+
+    def __init__(self, limit: int, receive: Receive, send: Send) -> None:
+        self.limit = limit
+        self.received = 0
+        self.exceeded = False
+        self.started = False
+        self._receive = receive
+        self._send = send
+
+    async def receive(self) -> Message:
+        if self.exceeded:
+            raise BodyTooLarge
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:
+                self.exceeded = True
+                raise BodyTooLarge
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.exceeded and not self.started:
+            return  # whatever the app made of a truncated body, the answer is 413
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
+def _declared_length(scope: Scope) -> int:
+    """The Content-Length header's value; 0 when absent or unreadable (the server refuses a
+    malformed one, and the bytes are counted anyway)."""
+    value = Headers(scope=scope).get("content-length", "")
+    return int(value) if value.isascii() and value.isdigit() else 0
+
+
+def _refusal(limit: int) -> JSONResponse:
+    return envelope(
+        413,
+        "too_large",
+        f"The request body is larger than the {limit} bytes this route accepts.",
+        {"limit_bytes": limit},
+    )

@@ -1,0 +1,101 @@
+"""Text hygiene: the invisible and control characters that spoof names or hide text."""
+
+# Why this exists: a title such as "\u202e\u200bevil" renders as something other than what is
+# stored, so a benchmark, model or token can pass itself off as another; invisible characters
+# also hide text from people while language models and scanners still read it. Every door
+# reaches storage through the services, and the services route every free-text field through
+# the two checks here (`require_line` for names, `require_text` for prose), or through the
+# request shapes in services/specs.py, which call the same problem finders.
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from benchgen.core.errors import invalid
+
+Loc = list[str | int]
+
+# Unicode's Default_Ignorable_Code_Point set (what renderers draw as nothing), plus the other
+# invisible format characters (interlinear annotation, Egyptian hieroglyph controls). Together
+# they hold every format (Cf) character except the few that render as visible signs, such as
+# the Arabic number sign U+0600; tests/core/test_text.py checks that against unicodedata.
+INVISIBLE_CLASS = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+INVISIBLE_RUN = re.compile(f"[{INVISIBLE_CLASS}]+")
+
+# Bidirectional embeddings, overrides and isolates reorder what follows them on screen
+# ("Trojan Source"): refused in every stored text, prose included.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+# Controls other than tab and line breaks have no place in prose.
+_PROSE_CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+# A name is one line: no control character at all (tab and newline included), no line or
+# paragraph separator, and none of the invisible characters that make two names look alike.
+# The joiners U+200C and U+200D stay allowed: real scripts and emoji sequences need them.
+_LINE_FORBIDDEN = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\u200b\u2060\ufeff\u2028\u2029]")
+_TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}]")
+
+
+def describe(char: str) -> str:
+    """A character as people can look it up, e.g. "U+202E (RIGHT-TO-LEFT OVERRIDE)"."""
+    name = unicodedata.name(char, "")
+    if not name and unicodedata.category(char) == "Cc":
+        name = "a control character"
+    return f"U+{ord(char):04X} ({name})" if name else f"U+{ord(char):04X}"
+
+
+def line_problem(value: str) -> str | None:
+    """Why `value` cannot be a name or title (a single-line field), or None when it can."""
+    found = _LINE_FORBIDDEN.search(value)
+    return f"must not contain {describe(found.group())}" if found else None
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as prose (question, answer, description), or None."""
+    found = _TEXT_FORBIDDEN.search(value)
+    return f"must not contain {describe(found.group())}" if found else None
+
+
+def is_blank(value: str) -> bool:
+    """True when nothing of `value` would be seen: only whitespace and invisible characters."""
+    return not INVISIBLE_RUN.sub("", value).strip()
+
+
+def strip_invisible(value: str) -> str:
+    """`value` without any invisible character (for scanning, never for storing)."""
+    return INVISIBLE_RUN.sub("", value)
+
+
+def require_line(value: str, loc: Loc, *, required: bool = True) -> str:
+    """Check a single-line field (title, name) and return it without surrounding whitespace.
+
+    An optional field holding nothing visible comes back as "" rather than being stored as an
+    invisible name.
+
+    Raises:
+        InvalidInput: a forbidden character, or (when `required`) nothing visible, at `loc`.
+    """
+    value = value.strip()
+    problem = line_problem(value)
+    if problem is not None:
+        raise invalid(loc, problem)
+    if is_blank(value):
+        if required:
+            raise invalid(loc, "must not be empty")
+        return ""
+    return value
+
+
+def require_text(value: str, loc: Loc) -> str:
+    """Check a multi-line field (tab and line breaks allowed) and return it unchanged.
+
+    Raises:
+        InvalidInput: a control or bidirectional character, at `loc`.
+    """
+    problem = text_problem(value)
+    if problem is not None:
+        raise invalid(loc, problem)
+    return value

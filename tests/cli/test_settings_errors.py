@@ -1,0 +1,111 @@
+"""A wrong `BENCHGEN_*` setting stops every command with one line naming it, and exit status 2."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from benchgen.cli import app
+from benchgen.cli.configuration import describe
+from benchgen.core.config import Settings
+
+runner = CliRunner()
+AS = ("--as", "ana@example.com")
+# One invocation of every command that reads the settings, with its required arguments.
+INVOCATIONS = {
+    "demo": ["demo"],
+    "chat": ["chat", *AS, "-m", "hello"],
+    "run": ["run", "--benchmark", "bm_x", "--model", "mdl_x", *AS],
+    "rescore": ["rescore", "run_x", *AS],
+    "worker": ["worker"],
+    "serve": ["serve"],
+    "db upgrade": ["db", "upgrade"],
+    "admin create-user": ["admin", "create-user", "--email", "a@b.co", "--password", "x" * 12],
+    "admin grant-credits": ["admin", "grant-credits", "--email", "a@b.co", "5"],
+    "admin create-token": ["admin", "create-token", "--email", "a@b.co", "--scopes", "read"],
+    "admin list-tokens": ["admin", "list-tokens", "--email", "a@b.co"],
+    "admin revoke-token": ["admin", "revoke-token", "tok_x"],
+    "admin settings": ["admin", "settings"],
+    "admin set": ["admin", "set", "agent_allow_publish", "off"],
+    "admin set-run-quota": ["admin", "set-run-quota", "bm_x", "3", *AS],
+    "admin outbox": ["admin", "outbox"],
+    "models list": ["models", "list", *AS],
+    "leaderboard add": ["leaderboard", "add", "run_x", *AS],
+    "leaderboard remove": ["leaderboard", "remove", "run_x", *AS],
+    "judge set": ["judge", "set", "bm_x", *AS, "--model", "m"],
+}
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A private data dir: a command that wrongly went on would not touch a real database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(tmp_path / "data"))
+    yield
+
+
+def _leaf_commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[str]:
+    subcommands = getattr(command, "commands", None)
+    if subcommands is None:
+        yield " ".join(path)
+        return
+    for name, subcommand in subcommands.items():
+        yield from _leaf_commands(subcommand, (*path, name))
+
+
+def test_every_command_is_checked() -> None:
+    assert set(_leaf_commands(typer.main.get_command(app))) == set(INVOCATIONS)
+
+
+@pytest.mark.parametrize("name", sorted(INVOCATIONS))
+def test_a_wrong_setting_is_one_line_and_exit_status_2(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("BENCHGEN_AGENT_TURN_CAP_S", "2")
+    result = runner.invoke(app, INVOCATIONS[name])
+    assert result.exit_code == 2, result.output
+    assert result.output == "BENCHGEN_AGENT_TURN_CAP_S: must be at least 10 (got '2')\n"
+    assert not (tmp_path / "data").exists()  # stopped before opening anything
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        ("BENCHGEN_WORKER_THREADS", "many", "BENCHGEN_WORKER_THREADS: must be a whole number"),
+        ("BENCHGEN_AGENT_ALLOW_EDIT", "maybe", "BENCHGEN_AGENT_ALLOW_EDIT: must be true or false"),
+        ("BENCHGEN_RUN_CONCURRENCY", "999", "BENCHGEN_RUN_CONCURRENCY: must be at most 256"),
+    ],
+)
+def test_each_problem_names_its_variable_and_value(
+    variable: str, value: str, line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, value)
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 2
+    assert result.output == f"{line} (got '{value}')\n"
+
+
+def test_two_wrong_settings_are_two_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHGEN_AGENT_TURN_CAP_S", "2")
+    monkeypatch.setenv("BENCHGEN_TOKEN_MAX_DAYS", "0")
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 2
+    assert sorted(result.output.splitlines()) == [
+        "BENCHGEN_AGENT_TURN_CAP_S: must be at least 10 (got '2')",
+        "BENCHGEN_TOKEN_MAX_DAYS: must be at least 1 (got '0')",
+    ]
+
+
+def test_a_text_setting_is_named_but_its_value_never_echoed() -> None:
+    # A text setting may hold a credential; the line goes to terminals and logs.
+    with pytest.raises(ValidationError) as caught:
+        Settings.model_validate({"secret_key": ["sk-live-123"], "database_url": 5})
+    lines = describe(caught.value)
+    assert [line.split(":")[0] for line in lines] == [
+        "BENCHGEN_DATABASE_URL",
+        "BENCHGEN_SECRET_KEY",
+    ]
+    assert all("sk-live" not in line and "got" not in line for line in lines)

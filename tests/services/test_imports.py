@@ -1,0 +1,79 @@
+"""Import service: access is checked before the file is read, and every unreadable file is an
+InvalidInput naming its line (never a crash)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchgen.core.context import Principal
+from benchgen.core.errors import InvalidInput, PermissionDenied
+from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.services import imports
+from tests.support import World
+
+GOOD_LINE = '{"prompt": "2+2?", "answer": "4"}'
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def spec(content: str, content_format: str = "jsonl") -> dict[str, Any]:
+    return {"title": "File", "format": "qa", "content_format": content_format, "content": content}
+
+
+def refused_at(world: World, principal: Principal, data: dict[str, Any], line: int) -> str:
+    with pytest.raises(InvalidInput) as caught:
+        world.do(principal, imports.import_benchmark, data)
+    assert caught.value.errors[0]["loc"] == ["content", line]
+    assert caught.value.message.startswith(f"content line {line}: ")
+    return caught.value.errors[0]["msg"]
+
+
+@pytest.fixture
+def ana(world: World) -> Principal:
+    return Principal.web(world.user("ana@example.com"))
+
+
+def test_deeply_nested_json_is_refused_at_its_line(world: World, ana: Principal) -> None:
+    assert refused_at(world, ana, spec(f"{GOOD_LINE}\n{DEEP}\n"), 2) == "nested too deeply"
+    nested_field = '{"prompt": "p", "answer": "a", "metadata": ' + DEEP + "}"
+    assert refused_at(world, ana, spec(f"{GOOD_LINE}\n\n{nested_field}"), 3) == "nested too deeply"
+
+
+def test_a_csv_field_over_the_reader_limit_is_refused_at_its_line(
+    world: World, ana: Principal
+) -> None:
+    content = f"prompt,answer\nOne?,1\nTwo?,{'x' * 200_000}\n"
+    assert "field larger than field limit" in refused_at(world, ana, spec(content, "csv"), 3)
+
+
+def test_csv_lines_count_physical_lines_across_quoted_newlines(
+    world: World, ana: Principal
+) -> None:
+    # The first record spans lines 2-4, so the long field sits on line 5, record 3.
+    content = f'prompt,answer\n"One\nand\nmore?",1\nTwo?,{"x" * 200_000}\n'
+    refused_at(world, ana, spec(content, "csv"), 5)
+
+
+def test_a_line_separator_inside_a_json_string_is_not_a_line_break(
+    world: World, ana: Principal
+) -> None:
+    content = '{"prompt": "one\u2028two?", "answer": "x"}\n' + GOOD_LINE
+    created = world.do(ana, imports.import_benchmark, spec(content))
+    assert created.benchmark.question_count == 2
+
+
+def test_permission_is_checked_before_the_file_is_read(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bo = world.user("bo@example.com")
+    reader = world.principal(PrincipalKind.API, bo, frozenset({Scope.READ}))
+
+    def never(_: str) -> list[dict[str, Any]]:
+        raise AssertionError("the file was read before access was checked")
+
+    monkeypatch.setattr(imports, "_jsonl", never)
+    monkeypatch.setattr(imports, "_csv", never)
+    for data in (spec(DEEP), spec("prompt,answer\nOne?," + "x" * 200_000, "csv")):
+        with pytest.raises(PermissionDenied):
+            world.do(reader, imports.import_benchmark, data)
