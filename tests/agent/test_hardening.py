@@ -331,7 +331,7 @@ def test_continue_shows_the_waiting_part_again_and_never_duplicates(
     assert again.proposal.id == first.proposal.id and "part 1 of 3" in again.reply
     part2 = say(world.rt, api, conv, Script().brain(), "yes")
     assert part2.proposal is not None and part2.proposal.kind == "edit_benchmark"
-    resumed = say(world.rt, api, conv, restart.brain(), "Continue.")
+    resumed = say(world.rt, api, conv, restart.brain(), "Please continue.")
     assert resumed.proposal is not None and resumed.proposal.id == part2.proposal.id
     part3 = say(world.rt, api, conv, Script().brain(), "ok")
     done = say(world.rt, api, conv, Script().brain(), "yes")
@@ -377,6 +377,7 @@ def test_message_helpers_read_typed_words() -> None:
 
     assert is_assent("Yes!") and is_assent("go ahead.") and not is_assent("yes, but publish B")
     assert is_continue("Continue") and is_continue("go on!") and not is_continue("continue with B")
+    assert is_continue("please continue") and is_continue("OK, keep going, thanks")
     assert MessageIn(text="continue").text == "continue"
 
 

@@ -69,6 +69,8 @@ ASSENT = frozenset(
 # Typed words that go on with a benchmark written part by part (A18). They never approve: the
 # part waiting for approval is shown again instead.
 CONTINUE = frozenset({"continue", "go on", "keep going", "carry on", "resume", "next part"})
+# Courtesies around those words change nothing: "please continue" is `continue`.
+_POLITE = frozenset({"please", "pls", "ok", "okay", "now", "just", "so", "and", "then", "thanks"})
 
 
 def _words(text: str) -> str:
@@ -82,4 +84,9 @@ def is_assent(text: str) -> bool:
 
 def is_continue(text: str) -> bool:
     """True when the typed words ask to go on with work left unfinished."""
-    return _words(text) in CONTINUE
+    words = _words(text).split()
+    while words and words[0] in _POLITE:
+        words.pop(0)
+    while words and words[-1] in _POLITE:
+        words.pop()
+    return " ".join(words) in CONTINUE

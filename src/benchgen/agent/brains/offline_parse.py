@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchgen.agent.brains.offline_questions import Draft, read_draft
+from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
 
 _POLITE = re.compile(
@@ -20,7 +21,6 @@ _CANCEL = re.compile(r"^(?:cancel|stop|never\s?mind|forget it|no|nope|nothing)[.
 # The labels of the planner's own choice buttons, read before anything else (a title may hold
 # any word, "delete" included).
 _LABEL = re.compile(r"^(?P<verb>Run|Publish|Show)\s+(?P<rest>.*\((?:bm|mdl)_[A-Za-z0-9_]+\))$")
-_CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|resume|next part)[.!]*$", re.I)
 _DELETE = r"\b(?:delete|remove|erase|destroy|drop|trash|wipe|discard|get rid of|purge)\b"
 # Order matters: the more specific requests are tried first ("remove a phase" is not a delete).
 _NEVER: list[tuple[Action, re.Pattern[str]]] = [
@@ -192,7 +192,7 @@ def read_intent(text: str) -> Intent:
         return Intent("create", text, draft=draft)
     plain = _POLITE.sub("", " ".join(text.split())).strip()
     lowered = plain.casefold()
-    if _CONTINUE.match(lowered):
+    if is_continue(lowered):
         return Intent("continue", text)
     if _CANCEL.match(lowered):
         return Intent("cancel", text)
