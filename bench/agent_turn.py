@@ -40,8 +40,11 @@ from benchgen.agent.turn import begin_turn, complete_turn
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.evals.adapters.local_gguf import smollm2_path
-from benchgen.services import accounts, benchmarks, chat, credits, runs
-from benchgen.services.chat import TurnView
+from benchgen.services.accounts import credits, users
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations
+from benchgen.services.chat.conversations import TurnView
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -80,17 +83,17 @@ def fixture(folder: Path) -> tuple[Runtime, Principal]:
     settings = Settings(data_dir=folder, worker_threads=0, argon2_time_cost=1, argon2_memory_kib=64)
     runtime = build_runtime(settings)
     with transaction(runtime, OPERATOR) as ctx:
-        user = accounts.create_user(ctx, "bench@example.com", "password123")
+        user = users.create_user(ctx, "bench@example.com", "password123")
         credits.grant_credits(ctx, user.id, 10**9)
     web = Principal.web(user.id)
     with transaction(runtime, web) as ctx:
-        benchmarks.create_benchmark(ctx, CAPITALS)
+        lifecycle.create_benchmark(ctx, CAPITALS)
     return runtime, web
 
 
 def conversation(runtime: Runtime, principal: Principal) -> str:
     with transaction(runtime, principal) as ctx:
-        return chat.create_conversation(ctx).id
+        return conversations.create_conversation(ctx).id
 
 
 def one_turn(
@@ -161,8 +164,8 @@ TASKS: list[tuple[str, Check]] = [
 def success(runtime: Runtime, web: Principal, brain: Brain) -> tuple[int, float]:
     """Tasks passed and mean seconds per task for one brain."""
     with transaction(runtime, web) as ctx:
-        bm = benchmarks.list_benchmarks(ctx, mine_only=True, search="Capitals")[0].id
-        run = runs.start_run(ctx, bm, "mdl_builtin_first", None).id
+        bm = lifecycle.list_benchmarks(ctx, mine_only=True, search="Capitals")[0].id
+        run = launch.start_run(ctx, bm, "mdl_builtin_first", None).id
     facts = {"bm": bm, "run": run}
     passed, started = 0, time.perf_counter()
     for text, check in TASKS:

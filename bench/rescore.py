@@ -44,7 +44,8 @@ from benchgen.core.context import Principal
 from benchgen.db.tables import Benchmark, Phase, PhaseTask, Question, Run, RunResult, Task
 from benchgen.evals.scorers import registry
 from benchgen.evals.types import Answer, Key
-from benchgen.services import accounts, rescoring
+from benchgen.services.accounts import users
+from benchgen.services.runs import rescoring
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 CHUNK = 20_000  # rows per executemany: bounded memory while building a million rows
@@ -253,7 +254,7 @@ def build_fixture(data_dir: Path, fmt: str, size: int, changed: float) -> Fixtur
     )
     runtime = build_runtime(settings)
     with transaction(runtime, Principal.cli()) as ctx:
-        owner_id = accounts.create_user(ctx, "owner@example.com", "password123").id
+        owner_id = users.create_user(ctx, "owner@example.com", "password123").id
     with runtime.database.engine.begin() as conn:
         benchmark_id, phase_id = _insert_benchmark(conn, owner_id, fmt, size)
         run_id = _insert_run(conn, (owner_id, benchmark_id, phase_id), fmt, size, changed)

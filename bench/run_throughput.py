@@ -55,7 +55,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from benchgen.core.context import Principal
-    from benchgen.services.runs import RunView
+    from benchgen.services.runs.launch import RunView
     from benchgen.services.runtime import Runtime
 
 HERE = Path(__file__).resolve().parent
@@ -293,7 +293,9 @@ def _benchgen_setup(
     # Imported here, not at the top: the stub's process runs this file too and needs none of it.
     from benchgen.core.config import Settings
     from benchgen.core.context import Principal
-    from benchgen.services import accounts, benchmarks, credits, models
+    from benchgen.services import models
+    from benchgen.services.accounts import credits, users
+    from benchgen.services.benchmarks import lifecycle
     from benchgen.services.runtime import build_runtime, transaction
 
     settings = Settings(
@@ -307,11 +309,11 @@ def _benchgen_setup(
     runtime = build_runtime(settings)
     operator = Principal.cli()
     with transaction(runtime, operator) as ctx:
-        user_id = accounts.create_user(ctx, "bench@example.com", "password123").id
+        user_id = users.create_user(ctx, "bench@example.com", "password123").id
         credits.grant_credits(ctx, user_id, 10 * len(questions))
     spec = {"title": "Throughput", "format": "mcq", "questions": questions}
     with transaction(runtime, Principal.web(user_id)) as ctx:
-        benchmark_id = benchmarks.create_benchmark(ctx, spec).benchmark.id
+        benchmark_id = lifecycle.create_benchmark(ctx, spec).benchmark.id
     model = {
         "name": "Stub",
         "kind": "openai_compat",
@@ -329,13 +331,13 @@ def _benchgen_setup(
 def _poll_until_done(
     runtime: Runtime, user: Principal, run_id: str, started: float, timeout_s: float
 ) -> tuple[RunView, float | None]:
-    from benchgen.services import runs
+    from benchgen.services.runs import launch
     from benchgen.services.runtime import transaction
 
     first = None
     while time.perf_counter() - started < timeout_s:
         with transaction(runtime, user, write=False) as ctx:
-            view = runs.get_run(ctx, run_id)
+            view = launch.get_run(ctx, run_id)
         if first is None and view.done_count > 0:
             first = time.perf_counter() - started
         if view.status in ("completed", "failed", "cancelled"):
@@ -349,7 +351,7 @@ def run_benchgen(
 ) -> Sample:
     """Time one BenchGen run from `start_run` to `completed`."""
     from benchgen.jobs.worker import start_workers, stop_workers
-    from benchgen.services import runs
+    from benchgen.services.runs import launch
     from benchgen.services.runtime import transaction
 
     runtime, user, benchmark_id, model_id = _benchgen_setup(workdir, base_url, questions)
@@ -358,7 +360,7 @@ def run_benchgen(
         time.sleep(0.5)  # the worker looks at the queue once a second: arrive mid-interval
         started = time.perf_counter()
         with transaction(runtime, user) as ctx:
-            run_id = runs.start_run(ctx, benchmark_id, model_id).id
+            run_id = launch.start_run(ctx, benchmark_id, model_id).id
         view, first = _poll_until_done(runtime, user, run_id, started, timeout_s)
         wall = time.perf_counter() - started
     finally:

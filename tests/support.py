@@ -7,7 +7,8 @@ from typing import Any, TypeVar
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import PrincipalKind, Scope
-from benchgen.services import accounts, benchmarks, credits, tokens
+from benchgen.services.accounts import credits, tokens, users
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime, transaction
 
 T = TypeVar("T")
@@ -49,7 +50,7 @@ class World:
 
     def user(self, email: str, admin: bool = False, credits_: int = 0) -> str:
         """Create a user (as the operator) and return its id."""
-        made = self.do(OPERATOR, accounts.create_user, email, "password123", is_admin=admin)
+        made = self.do(OPERATOR, users.create_user, email, "password123", is_admin=admin)
         if credits_:
             self.do(OPERATOR, credits.grant_credits, made.id, credits_)
         return made.id
@@ -87,7 +88,7 @@ class World:
 
     def benchmark(self, owner_id: str, spec: dict[str, Any] | None = None) -> str:
         """Create a benchmark through the web door and return its id."""
-        created = self.do(Principal.web(owner_id), benchmarks.create_benchmark, spec or QA)
+        created = self.do(Principal.web(owner_id), lifecycle.create_benchmark, spec or QA)
         return created.benchmark.id
 
 

@@ -37,7 +37,10 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError, Unauthenticated
 from benchgen.db.tables import AuditEvent, Benchmark, Proposal, Question, Run
-from benchgen.services import benchmarks, chat, runs, tokens
+from benchgen.services.accounts import tokens
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -115,8 +118,8 @@ def build_scene(world: World) -> Scene:
     published = world.benchmark(
         other, {"title": "Open quiz", "format": "qa", "questions": _questions("open")}
     )
-    world.do(Principal.web(other), benchmarks.publish_benchmark, published)
-    run = world.do(Principal.web(other), runs.start_run, other_private, "mdl_builtin_echo", None)
+    world.do(Principal.web(other), lifecycle.publish_benchmark, published)
+    run = world.do(Principal.web(other), launch.start_run, other_private, "mdl_builtin_echo", None)
     injected = {"title": "Mine", "format": "qa", "questions": _questions(INJECTION)}
     own = [world.benchmark(victim, injected), world.benchmark(victim)]
     return Scene(victim, principal, own, other_private, published, run.id)
@@ -261,7 +264,7 @@ class Driver:
         self.rt, self.clock, self.scene, self.rng, self.tally = world.rt, clock, scene, rng, tally
         self.adversary = Adversary(rng, scene, tally, clock, world.rt.settings.agent_turn_cap_s)
         self.conversation = _conversation(self.rt, scene.victim_principal)
-        self.last: chat.TurnView | None = None
+        self.last: conversations.TurnView | None = None
         self.old_buttons: list[dict[str, Any]] = []
 
     def play(self, messages: int) -> None:
@@ -367,14 +370,14 @@ def _platform_text(messages: list[ModelMessage]) -> str:
 
 def _conversation(rt: Runtime, principal: Principal) -> str:
     with transaction(rt, principal) as ctx:
-        return chat.create_conversation(ctx).id
+        return conversations.create_conversation(ctx).id
 
 
 def _approve(proposal: Any) -> dict[str, Any]:
     return {"type": "approve", "proposal_id": proposal.id, "preview_hash": proposal.preview_hash}
 
 
-def _legit(message: MessageIn, last: chat.TurnView | None) -> str | None:
+def _legit(message: MessageIn, last: conversations.TurnView | None) -> str | None:
     """The proposal this message legitimately approves, judged from the user's side only."""
     proposal = last.proposal if last is not None else None
     if proposal is None or proposal.status != "pending":

@@ -19,8 +19,8 @@ from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
 from benchgen.agent.turn import begin_turn, complete_turn
 from benchgen.core.context import Principal
-from benchgen.services import chat
-from benchgen.services.chat import TurnView
+from benchgen.services.chat import conversations
+from benchgen.services.chat.conversations import TurnView
 from benchgen.services.runtime import Runtime, transaction
 
 Step = str | Sequence[tuple[str, dict[str, Any]]]
@@ -62,7 +62,7 @@ def think_with(fn: Callable[[list[ModelMessage], AgentInfo], ModelResponse]) -> 
 
 def new_conversation(rt: Runtime, principal: Principal) -> str:
     with transaction(rt, principal) as ctx:
-        return chat.create_conversation(ctx).id
+        return conversations.create_conversation(ctx).id
 
 
 def say(

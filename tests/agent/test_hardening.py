@@ -20,7 +20,8 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, Unauthenticated
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import Proposal
-from benchgen.services import benchmarks, chat, proposals
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations, proposals
 from tests.agent.scripted import Script, new_conversation, say, think_with
 from tests.support import OPERATOR, QA, World
 
@@ -38,7 +39,7 @@ def api(world: World, ana: str) -> Principal:
 
 
 def _visibility(world: World, ana: str, bm: str) -> str:
-    return world.do(Principal.web(ana), benchmarks.get_benchmark, bm).visibility
+    return world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility
 
 
 def _open(world: World) -> list[str]:
@@ -268,7 +269,7 @@ def test_an_unexpected_tool_error_is_a_fixed_message(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("internal detail /srv/secret.db")
 
-    monkeypatch.setattr(benchmarks, "list_benchmarks", boom)
+    monkeypatch.setattr(lifecycle, "list_benchmarks", boom)
     seen: list[str] = []
 
     def reader(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -314,7 +315,7 @@ BIG = {"title": "Squares", "format": "qa", "questions": MANY}
 
 
 def _mine(world: World, ana: str) -> list[Any]:
-    return list(world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True))
+    return list(world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True))
 
 
 def test_continue_shows_the_waiting_part_again_and_never_duplicates(
@@ -369,7 +370,7 @@ def test_a_typed_message_during_a_plan_still_declines_it(
     say(world.rt, api, conv, Script(["ok, dropped"]).brain(), "actually no")
     said = say(world.rt, api, conv, Script(["nothing to continue"]).brain(), "continue")
     assert said.status == "completed" and _mine(world, ana) == []
-    assert world.do(Principal.web(api.user_id or ""), chat.get_plan, conv) is None
+    assert world.do(Principal.web(api.user_id or ""), conversations.get_plan, conv) is None
 
 
 def test_message_helpers_read_typed_words() -> None:

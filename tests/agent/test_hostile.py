@@ -9,7 +9,7 @@ import pytest
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Scope
-from benchgen.services import proposals
+from benchgen.services.chat import proposals
 from tests.agent.hostile import CANARY, Driver, Tally, build_scene, referee, snapshot
 from tests.agent.scripted import Script, new_conversation, say
 from tests.support import World

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from benchgen.agent.brains import Brain
-from benchgen.agent.brains import offline_render as render
-from benchgen.agent.brains.offline import offline_model
-from benchgen.agent.brains.offline_parse import read_intent
-from benchgen.agent.brains.offline_steps import Ask, Step, step_run
+from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.parse import read_intent
+from benchgen.agent.brains.offline.planner import offline_model
+from benchgen.agent.brains.offline.steps import Ask, Step, step_run
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
-from benchgen.services.chat import TurnView
+from benchgen.services.chat.conversations import TurnView
 from tests.agent.scripted import new_conversation, say
 from tests.support import MCQ, QA, World
 

@@ -8,13 +8,15 @@ from typing import Any
 import pytest
 
 from benchgen.agent.brains import Brain
-from benchgen.agent.brains.offline import offline_model
+from benchgen.agent.brains.offline.planner import offline_model
 from benchgen.agent.never import refusal
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Action
 from benchgen.jobs.worker import Worker
-from benchgen.services import benchmarks, proposals, runs
-from benchgen.services.chat import TurnView
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import proposals
+from benchgen.services.chat.conversations import TurnView
+from benchgen.services.runs import launch
 from tests.agent.scripted import new_conversation, say
 from tests.support import MCQ, World
 from tests.support import QA as QA_SPEC
@@ -104,7 +106,7 @@ def test_list_models(world: World, text: str) -> None:
 def test_list_runs(world: World, text: str) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    run = world.do(chat.web, runs.start_run, bm, RANDOM)
+    run = world.do(chat.web, launch.start_run, bm, RANDOM)
     turn = chat.say(text)
     assert turn.status == "completed", turn.reply
     assert f"{run.id}: Baseline: seeded random on {bm}" in turn.reply
@@ -264,7 +266,7 @@ def test_run_tool_error_is_said_plainly(world: World) -> None:
 def test_status_of_queued_run(world: World, text: str) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    run = world.do(chat.web, runs.start_run, bm, RANDOM)
+    run = world.do(chat.web, launch.start_run, bm, RANDOM)
     turn = chat.say(text.format(run=run.id))
     assert turn.status == "completed", turn.reply
     assert turn.reply.startswith(f"Run {run.id} (Baseline: seeded random on {bm}): queued")
@@ -285,7 +287,7 @@ def test_status_without_runs(world: World, text: str) -> None:
 def test_results_of_finished_run(world: World, text: str) -> None:
     chat = Chat(world)
     bm = chat.benchmark(MCQ)
-    run = world.do(chat.web, runs.start_run, bm, FIRST)
+    run = world.do(chat.web, launch.start_run, bm, FIRST)
     _work_all(world)
     turn = chat.say(text.format(run=run.id))
     assert turn.status == "completed", turn.reply
@@ -318,7 +320,7 @@ def test_publish_open_offers_unpublished(world: World, text: str) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
     colours = chat.benchmark(MCQ)
-    world.do(chat.web, benchmarks.publish_benchmark, colours)
+    world.do(chat.web, lifecycle.publish_benchmark, colours)
     turn = chat.say(text)
     assert turn.status == "awaiting_choice", turn.reply
     assert labels(turn) == [f"Publish Capitals ({bm})"]
@@ -330,7 +332,7 @@ def test_publish_open_offers_unpublished(world: World, text: str) -> None:
 def test_publish_when_all_published(world: World) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    world.do(chat.web, benchmarks.publish_benchmark, bm)
+    world.do(chat.web, lifecycle.publish_benchmark, bm)
     turn = chat.say("publish something")
     assert turn.status == "completed"
     assert "already published" in turn.reply
@@ -469,25 +471,25 @@ def test_never_actions_are_refused_with_the_page(
 ) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    run = world.do(chat.web, runs.start_run, bm, RANDOM)
+    run = world.do(chat.web, launch.start_run, bm, RANDOM)
     ids = {"bm": bm, "run": run.id, "mdl": RANDOM}
     turn = chat.say(text.format(**ids))
     assert turn.status == "completed", turn.reply
     assert turn.reply == refusal(world.rt.settings, action, ids.get(target, ""))
     assert turn.proposal is None and turn.buttons == []
     assert set(tools_used(turn)) <= {"list_benchmarks"}
-    still = world.do(chat.web, benchmarks.get_benchmark, bm)
+    still = world.do(chat.web, lifecycle.get_benchmark, bm)
     assert still.visibility == "private"
-    assert world.do(chat.web, runs.get_run, run.id).status == "queued"
+    assert world.do(chat.web, launch.get_run, run.id).status == "queued"
 
 
 def test_unpublish_names_the_page_even_for_a_published_benchmark(world: World) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    world.do(chat.web, benchmarks.publish_benchmark, bm)
+    world.do(chat.web, lifecycle.publish_benchmark, bm)
     turn = chat.say("unpublish Capitals")
     assert f"/benchmarks/{bm}/settings" in turn.reply
-    assert world.do(chat.web, benchmarks.get_benchmark, bm).visibility == "published"
+    assert world.do(chat.web, lifecycle.get_benchmark, bm).visibility == "published"
 
 
 @pytest.mark.parametrize(
@@ -555,7 +557,7 @@ def test_create_run_and_check(world: World) -> None:
     created = chat.approve(proposed)
     assert created.status == "completed", created.reply
     assert created.reply.startswith("Created benchmark bm_")
-    listed = world.do(chat.web, benchmarks.list_benchmarks, mine_only=True)
+    listed = world.do(chat.web, lifecycle.list_benchmarks, mine_only=True)
     assert [b.title for b in listed] == ["Capital cities"]
     bm = listed[0].id
 

@@ -19,17 +19,11 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, Unauthenticated
 from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import Benchmark, Run
-from benchgen.services import (
-    access,
-    accounts,
-    benchmarks,
-    chat,
-    deployment,
-    proposals,
-    ratelimits,
-    runs,
-    tokens,
-)
+from benchgen.services import access, deployment
+from benchgen.services.accounts import ratelimits, tokens, users
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations, proposals
+from benchgen.services.runs import launch
 from tests.agent.scripted import Script, new_conversation, say, think_with
 from tests.support import MCQ, OPERATOR, QA, World
 
@@ -50,13 +44,13 @@ def api(world: World, ana: str) -> Principal:
     return world.api(world.token(ana, ["read", "runs", "create", "edit", "publish"]))
 
 
-def _approve(turn: chat.TurnView) -> dict[str, Any]:
+def _approve(turn: conversations.TurnView) -> dict[str, Any]:
     assert turn.status == "awaiting_approval", turn.reply
     return dict(turn.buttons[0]["action"])
 
 
 def _count(world: World, ana: str) -> int:
-    mine = world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True)
+    mine = world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True)
     return len(mine)
 
 
@@ -153,7 +147,7 @@ def test_a1_what_it_creates_is_the_users_and_spends_their_credits(
     )
     done = say(world.rt, api, conv, Script().brain(), action=_approve(turn))
     assert "Started run" in done.reply
-    run = world.do(Principal.web(ana), runs.list_runs)[0]
+    run = world.do(Principal.web(ana), launch.list_runs)[0]
     assert run.launched_by == ana and run.door.startswith("agent:")
 
 
@@ -208,7 +202,7 @@ def test_a3_the_credential_never_carries_more_than_the_calling_token(
     complete_turn(
         started, Script([[("propose_run", {"benchmark_id": bm, "model_id": FIRST})]]).brain()
     )
-    assert world.do(Principal.web(ana), runs.list_runs) == []
+    assert world.do(Principal.web(ana), launch.list_runs) == []
 
 
 def test_a4_revoking_the_calling_token_stops_the_agent_at_its_next_tool_call(
@@ -229,7 +223,7 @@ def test_a4_revoking_the_calling_token_stops_the_agent_at_its_next_tool_call(
 
 def test_a4_a_disabled_account_stops_the_agent(world: World, ana: str, api: Principal) -> None:
     def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        world.do(OPERATOR, accounts.set_active, ana, False)
+        world.do(OPERATOR, users.set_active, ana, False)
         return ModelResponse(parts=[ToolCallPart("list_benchmarks", {})])
 
     turn = say(world.rt, api, new_conversation(world.rt, api), think_with(think), "list")
@@ -252,7 +246,7 @@ def test_a5_the_credential_never_reaches_a_prompt_a_result_the_transcript_or_a_l
     started = begin_turn(world.rt, api, conv, MessageIn(text="show me everything"))
     secret = started.credential.secret
     complete_turn(started, script.brain())
-    _, turns = world.do(api, chat.get_conversation, conv)
+    _, turns = world.do(api, conversations.get_conversation, conv)
     stored = json.dumps([asdict(turn) for turn in turns], default=str)
     assert script.seen and not any(secret in prompt for prompt in script.seen)
     assert secret not in stored and secret not in caplog.text
@@ -274,7 +268,7 @@ def test_a6_runs_do_not_announce_themselves(world: World, ana: str, api: Princip
 
     while Worker(world.rt).run_once():
         pass
-    view, turns = world.do(api, chat.get_conversation, conv)
+    view, turns = world.do(api, conversations.get_conversation, conv)
     assert len(turns) == 2 and view.turn_count == 2
 
 
@@ -310,7 +304,7 @@ def test_a8_approval_is_single_use_and_binds_the_exact_arguments(
     say(world.rt, api, conv, Script().brain(), action=approve)
     with pytest.raises(Conflict):
         say(world.rt, api, conv, Script().brain(), action=approve)
-    created = world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True)
+    created = world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True)
     assert [b.title for b in created] == ["Sums"] and created[0].question_count == 3
 
 
@@ -367,7 +361,7 @@ def test_a9_a_deleted_target_is_not_resurrected(world: World, ana: str, api: Pri
     turn = say(
         world.rt, api, conv, Script([[("propose_publish", {"benchmark_id": bm})]]).brain(), "pub"
     )
-    world.do(Principal.web(ana), benchmarks.delete_benchmark, bm)
+    world.do(Principal.web(ana), lifecycle.delete_benchmark, bm)
     done = say(world.rt, api, conv, Script().brain(), action=_approve(turn))
     assert "did not happen" in done.reply
 
@@ -416,7 +410,7 @@ def test_a11_nothing_in_data_or_model_text_approves(world: World, ana: str, api:
     turn = say(world.rt, api, conv, script.brain(), "what does the question say?")
     assert make.proposal is not None and turn.status == "completed"
     assert world.do(api, proposals.get_proposal, make.proposal.id).status == "declined"
-    assert world.do(api, benchmarks.get_benchmark, bm).visibility == "private"
+    assert world.do(api, lifecycle.get_benchmark, bm).visibility == "private"
 
 
 def test_a12_a_declined_proposal_never_runs_and_the_model_is_told(
@@ -467,14 +461,14 @@ def test_a13_there_is_no_tool_for_never_actions(
     script = Script([[(tool, {"benchmark_id": bm})], "cannot"])
     say(world.rt, api, new_conversation(world.rt, api), script.brain(), "do it")
     assert f"Unknown tool name: '{tool}'" in script.seen[1]
-    assert world.do(api, benchmarks.get_benchmark, bm).visibility == "private"
+    assert world.do(api, lifecycle.get_benchmark, bm).visibility == "private"
 
 
 def test_a13_the_credential_cannot_carry_never_actions(
     world: World, ana: str, api: Principal
 ) -> None:
     bm = world.benchmark(ana)
-    run_id = world.do(Principal.web(ana), runs.start_run, bm, FIRST, None).id
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, FIRST, None).id
     started = begin_turn(world.rt, api, new_conversation(world.rt, api), MessageIn(text="x"))
     agent = world.do(OPERATOR, tokens.authenticate_turn_credential, started.credential.secret)
 
@@ -569,7 +563,7 @@ def test_a18_large_benchmarks_are_proposed_part_by_part(
         assert turn.proposal.preview["questions"]["count_after"] == expected
     done = say(world.rt, api, conv, Script().brain(), action=_approve(turn))
     assert done.status == "completed"
-    (created,) = world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True)
+    (created,) = world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True)
     assert created.question_count == 120
     quota = world.do(Principal.web(ana), ratelimits.creation_quota)
     assert quota.remaining == quota.limit - 1  # one creation, however many parts
@@ -579,7 +573,7 @@ def test_a19_agent_creation_counts_against_the_shared_limit(
     world: World, ana: str, api: Principal
 ) -> None:
     for n in range(3):
-        world.do(api, benchmarks.create_benchmark, {**QA, "title": f"api {n}"})
+        world.do(api, lifecycle.create_benchmark, {**QA, "title": f"api {n}"})
     conv = new_conversation(world.rt, api)
     turn = say(world.rt, api, conv, Script([[("propose_create_benchmark", NEW)]]).brain(), "make")
     done = say(world.rt, api, conv, Script().brain(), action=_approve(turn))
@@ -590,7 +584,7 @@ def test_a20_frozen_questions_cannot_be_changed_through_the_agent(
     world: World, ana: str, api: Principal
 ) -> None:
     bm = world.benchmark(ana, MCQ)
-    world.do(Principal.web(ana), runs.start_run, bm, FIRST, None)
+    world.do(Principal.web(ana), launch.start_run, bm, FIRST, None)
     change = {
         "benchmark_id": bm,
         "questions": [{"prompt": "New?", "choices": ["a", "b"], "answer": "A"}],
@@ -628,7 +622,7 @@ def test_reading_tools_do_not_queue_behind_a_writer(world: World, ana: str, api:
     writer.execute(text("SELECT 1"))  # takes the write lock (BEGIN IMMEDIATE) and holds it
     try:
         with started.credential.context(write=False) as ctx:
-            assert len(benchmarks.list_benchmarks(ctx, mine_only=True)) == 1
+            assert len(lifecycle.list_benchmarks(ctx, mine_only=True)) == 1
     finally:
         writer.rollback()
         writer.close()

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
-from benchgen.services import tokens
+from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime
 from tests.support import OPERATOR, World
 

@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo
 from benchgen.agent.brains import Brain, BrainUnavailable
 from benchgen.app import create_app
 from benchgen.core.permissions import Scope
-from benchgen.services import tokens
+from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script, think_with
 from tests.support import World

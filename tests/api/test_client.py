@@ -39,7 +39,8 @@ from benchgen.client import (
     as_input,
 )
 from benchgen.core.clock import ManualClock
-from benchgen.services import models, tokens
+from benchgen.services import models
+from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script
 from tests.support import MCQ, OPERATOR, QA, World

@@ -17,7 +17,8 @@ from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.core.permissions import Scope
 from benchgen.jobs.worker import Worker
-from benchgen.services import credits, models, tokens
+from benchgen.services import models
+from benchgen.services.accounts import credits, tokens
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import StubOpenAI
 from tests.support import MCQ, OPERATOR, QA, World

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from benchgen.app import create_app
-from benchgen.services import imports
+from benchgen.services.benchmarks import imports
 from benchgen.services.runtime import Runtime
 from tests.support import World
 

@@ -36,7 +36,10 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Scope
 from benchgen.db.tables import ApiToken
 from benchgen.jobs.worker import Worker
-from benchgen.services import chat, models, runs, tokens
+from benchgen.services import models
+from benchgen.services.accounts import tokens
+from benchgen.services.chat import conversations
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, OPERATOR, World
 
@@ -237,14 +240,14 @@ def seed(world: World, runtime: Runtime) -> Seed:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     benchmark = world.benchmark(ana, MCQ)
     web = Principal.web(ana)
-    done = world.do(web, runs.start_run, benchmark, FIRST)
+    done = world.do(web, launch.start_run, benchmark, FIRST)
     worker = Worker(runtime)
     while worker.run_once():
         pass
-    queued = world.do(web, runs.start_run, benchmark, FIRST)
+    queued = world.do(web, launch.start_run, benchmark, FIRST)
     spec = {"name": "Mine", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
     model = world.do(web, models.create_model, spec)
-    conversation = world.do(web, chat.create_conversation).id
+    conversation = world.do(web, conversations.create_conversation).id
     hello = MessageIn(text="hello")
     turn = complete_turn(begin_turn(runtime, web, conversation, hello), BRAIN)
     return Seed(ana, bob, benchmark, done.id, queued.id, model.id, conversation, turn.id)

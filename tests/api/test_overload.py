@@ -22,7 +22,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.config import Settings
 from benchgen.core.permissions import Scope
 from benchgen.db.session import Database
-from benchgen.services import benchmarks
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, QA, World
 
@@ -88,7 +88,7 @@ def test_a_busy_database_is_503_with_retry_after(
     def busy(*_: Any, **__: Any) -> Any:
         raise make()
 
-    monkeypatch.setattr(benchmarks, "list_benchmarks", busy)
+    monkeypatch.setattr(lifecycle, "list_benchmarks", busy)
     with TestClient(create_app(runtime.settings, runtime)) as client:
         response = client.get("/api/v1/benchmarks", headers={"Authorization": f"Bearer {secret}"})
     error = envelope_of(response, 503, "unavailable")
@@ -113,7 +113,7 @@ def test_unexpected_errors_are_a_500_envelope_without_their_text(
     def broken(*_: Any, **__: Any) -> Any:
         raise make()
 
-    monkeypatch.setattr(benchmarks, "list_benchmarks", broken)
+    monkeypatch.setattr(lifecycle, "list_benchmarks", broken)
     app = create_app(runtime.settings, runtime)
     # The framework re-raises after answering (so servers log it); the test reads the answer.
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -27,7 +27,8 @@ from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Scope
 from benchgen.jobs.worker import Worker
-from benchgen.services import models, runs
+from benchgen.services import models
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, World
 
@@ -48,11 +49,11 @@ def api_schema(runtime: Runtime, world: World) -> Any:
     secret = world.token(ana, sorted(scope.value for scope in Scope))
     benchmark = world.benchmark(ana, MCQ)
     web = Principal.web(ana)
-    run = world.do(web, runs.start_run, benchmark, FIRST).id
+    run = world.do(web, launch.start_run, benchmark, FIRST).id
     worker = Worker(runtime)
     while worker.run_once():
         pass
-    queued = world.do(web, runs.start_run, benchmark, FIRST).id
+    queued = world.do(web, launch.start_run, benchmark, FIRST).id
     spec = {"name": "Mine", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
     model = world.do(web, models.create_model, spec).id
     config = SchemathesisConfig.from_dict(

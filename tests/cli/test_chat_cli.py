@@ -16,7 +16,7 @@ from benchgen.cli import chat as chat_cli
 from benchgen.client import BenchGen
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
-from benchgen.services import benchmarks
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script
 from tests.support import World
@@ -48,7 +48,7 @@ def _proposing(monkeypatch: pytest.MonkeyPatch) -> Brain:
 
 
 def _titles(world: World, user_id: str) -> list[str]:
-    listed = world.do(Principal.web(user_id), benchmarks.list_benchmarks, True)
+    listed = world.do(Principal.web(user_id), lifecycle.list_benchmarks, True)
     return [benchmark.title for benchmark in listed]
 
 

@@ -9,7 +9,8 @@ from benchgen.cli import app
 from benchgen.core.config import Settings
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import token_prefix
-from benchgen.services import accounts, benchmarks
+from benchgen.services.accounts import users
+from benchgen.services.benchmarks import lifecycle
 from tests.support import MCQ, OPERATOR, World
 
 runner = CliRunner()
@@ -95,14 +96,14 @@ def test_demo_seeds_once_and_prints_a_working_token(world: World) -> None:
     secrets = [line for line in (first + second).splitlines() if line.startswith("bgp_")]
     assert len(secrets) == 2
     principal = world.api(secrets[1])
-    views = world.do(principal, benchmarks.list_benchmarks, True)
+    views = world.do(principal, lifecycle.list_benchmarks, True)
     assert sorted(view.format for view in views) == ["mcq", "qa"]
     assert all(view.question_count == 20 for view in views)
 
 
 def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> None:
     _ok("admin", "create-user", "--email", "ana@example.com", "--password", "longpassword")
-    user = world.do(OPERATOR, lambda ctx: accounts.get_user_by_email(ctx, "ana@example.com"))
+    user = world.do(OPERATOR, lambda ctx: users.get_user_by_email(ctx, "ana@example.com"))
     bm = world.benchmark(user.id, MCQ)
     listing = _ok("models", "list", "--as", "ana@example.com")
     assert "mdl_builtin_first" in listing and "Baseline" in listing

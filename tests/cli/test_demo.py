@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from benchgen.cli import app
 from benchgen.core.config import Settings
 from benchgen.core.permissions import ALL_SCOPES
-from benchgen.services import benchmarks
+from benchgen.services.benchmarks import lifecycle
 from tests.support import World
 
 runner = CliRunner()
@@ -30,6 +30,6 @@ def test_the_demo_token_holds_every_scope_and_can_publish(world: World) -> None:
     secret = next(line for line in result.output.splitlines() if line.startswith("bgp_"))
     principal = world.api(secret)
     assert principal.scopes == ALL_SCOPES
-    demo = world.do(principal, benchmarks.list_benchmarks, True)[0]
-    published = world.do(principal, benchmarks.publish_benchmark, demo.id)
+    demo = world.do(principal, lifecycle.list_benchmarks, True)[0]
+    published = world.do(principal, lifecycle.publish_benchmark, demo.id)
     assert published.visibility == "published"

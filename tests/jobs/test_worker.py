@@ -11,8 +11,8 @@ import pytest
 from benchgen.core.errors import Unavailable
 from benchgen.jobs import worker as worker_module
 from benchgen.jobs.worker import Worker, _Heartbeat
-from benchgen.services import jobs
-from benchgen.services.jobs import Claimed
+from benchgen.services import queue
+from benchgen.services.queue import Claimed
 from benchgen.services.runtime import Runtime
 
 
@@ -30,7 +30,7 @@ def test_a_busy_claim_does_not_end_the_worker(
         second.set()
         return None
 
-    monkeypatch.setattr(jobs, "claim", claim)
+    monkeypatch.setattr(queue, "claim", claim)
     working = Worker(runtime, poll_s=0.01)
     thread = threading.Thread(target=working.run_forever, daemon=True)
     thread.start()

@@ -16,7 +16,7 @@ from benchgen.core.errors import (
     Unauthenticated,
 )
 from benchgen.core.permissions import PrincipalKind
-from benchgen.services import accounts
+from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -31,15 +31,15 @@ def password_hash(world: World, email: str) -> str:
     return str(value)
 
 
-def sign_in(world: World, email: str, password: str) -> accounts.UserView:
-    return world.do(OPERATOR, accounts.authenticate, email, password)
+def sign_in(world: World, email: str, password: str) -> users.UserView:
+    return world.do(OPERATOR, users.authenticate, email, password)
 
 
 # --- create_user --------------------------------------------------------------------------
 
 
 def test_operator_creates_user(world: World) -> None:
-    made = world.do(OPERATOR, accounts.create_user, "Ana@Example.com", PASSWORD, "Ana")
+    made = world.do(OPERATOR, users.create_user, "Ana@Example.com", PASSWORD, "Ana")
     assert made.id.startswith("usr_")
     assert made.email == "ana@example.com"
     assert made.display_name == "Ana"
@@ -47,14 +47,14 @@ def test_operator_creates_user(world: World) -> None:
 
 
 def test_display_name_defaults_to_local_part(world: World) -> None:
-    made = world.do(OPERATOR, accounts.create_user, "ana.lopez@example.com", PASSWORD)
+    made = world.do(OPERATOR, users.create_user, "ana.lopez@example.com", PASSWORD)
     assert made.display_name == "ana.lopez"
 
 
 def test_admin_creates_admin(world: World) -> None:
     boss = world.user("boss@example.com", admin=True)
     made = world.do(
-        Principal.web(boss), accounts.create_user, "eve@example.com", PASSWORD, is_admin=True
+        Principal.web(boss), users.create_user, "eve@example.com", PASSWORD, is_admin=True
     )
     assert made.is_admin
 
@@ -63,7 +63,7 @@ def test_admin_creates_admin(world: World) -> None:
 def test_non_admin_cannot_create_users(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")
     with pytest.raises(PermissionDenied):
-        world.do(world.principal(kind, ana), accounts.create_user, "x@example.com", PASSWORD)
+        world.do(world.principal(kind, ana), users.create_user, "x@example.com", PASSWORD)
     with pytest.raises(Unauthenticated):
         sign_in(world, "x@example.com", PASSWORD)
 
@@ -72,7 +72,7 @@ def test_non_admin_cannot_create_users(world: World, kind: PrincipalKind) -> Non
 def test_admin_tokens_cannot_create_users(world: World, kind: PrincipalKind) -> None:
     boss = world.user("boss@example.com", admin=True)
     with pytest.raises(PermissionDenied):
-        world.do(world.principal(kind, boss), accounts.create_user, "x@example.com", PASSWORD)
+        world.do(world.principal(kind, boss), users.create_user, "x@example.com", PASSWORD)
 
 
 @pytest.mark.parametrize(
@@ -80,34 +80,34 @@ def test_admin_tokens_cannot_create_users(world: World, kind: PrincipalKind) -> 
 )
 def test_bad_email(world: World, email: str) -> None:
     with pytest.raises(InvalidInput) as err:
-        world.do(OPERATOR, accounts.create_user, email, PASSWORD)
+        world.do(OPERATOR, users.create_user, email, PASSWORD)
     assert err.value.errors[0]["loc"] == ["email"]
 
 
 @pytest.mark.parametrize("password", ["", "short", "1234567"])
 def test_short_password(world: World, password: str) -> None:
     with pytest.raises(InvalidInput) as err:
-        world.do(OPERATOR, accounts.create_user, "ana@example.com", password)
+        world.do(OPERATOR, users.create_user, "ana@example.com", password)
     assert err.value.errors[0]["loc"] == ["password"]
 
 
 def test_password_of_eight_is_enough(world: World) -> None:
-    world.do(OPERATOR, accounts.create_user, "ana@example.com", "12345678")
+    world.do(OPERATOR, users.create_user, "ana@example.com", "12345678")
     assert sign_in(world, "ana@example.com", "12345678").email == "ana@example.com"
 
 
 def test_too_long_password_or_name(world: World) -> None:
     with pytest.raises(InvalidInput):
-        world.do(OPERATOR, accounts.create_user, "ana@example.com", "x" * 1025)
+        world.do(OPERATOR, users.create_user, "ana@example.com", "x" * 1025)
     with pytest.raises(InvalidInput):
-        world.do(OPERATOR, accounts.create_user, "ana@example.com", PASSWORD, "n" * 201)
+        world.do(OPERATOR, users.create_user, "ana@example.com", PASSWORD, "n" * 201)
 
 
 @pytest.mark.parametrize("again", ["ana@example.com", "ANA@example.com", "  ana@Example.COM "])
 def test_duplicate_email_is_a_conflict(world: World, again: str) -> None:
-    world.do(OPERATOR, accounts.create_user, "ana@example.com", PASSWORD)
+    world.do(OPERATOR, users.create_user, "ana@example.com", PASSWORD)
     with pytest.raises(Conflict):
-        world.do(OPERATOR, accounts.create_user, again, "another-password")
+        world.do(OPERATOR, users.create_user, again, "another-password")
     assert sign_in(world, "ana@example.com", PASSWORD).email == "ana@example.com"
 
 
@@ -149,11 +149,11 @@ def test_authenticate_failures_share_one_message(world: World, email: str, passw
 
 def test_authenticate_disabled_account(world: World) -> None:
     ana = world.user("ana@example.com")
-    world.do(OPERATOR, accounts.set_active, ana, False)
+    world.do(OPERATOR, users.set_active, ana, False)
     with pytest.raises(Unauthenticated) as err:
         sign_in(world, "ana@example.com", PASSWORD)
     assert err.value.message == "Wrong email or password."
-    world.do(OPERATOR, accounts.set_active, ana, True)
+    world.do(OPERATOR, users.set_active, ana, True)
     assert sign_in(world, "ana@example.com", PASSWORD).id == ana
 
 
@@ -163,7 +163,7 @@ def test_password_is_rehashed_when_cost_changes(world: World, runtime: Runtime) 
     stronger = runtime.settings.model_copy(update={"argon2_time_cost": 2})
     with transaction(runtime, OPERATOR) as ctx:
         stronger_ctx = Context(ctx.session, OPERATOR, stronger, runtime.clock)
-        accounts.authenticate(stronger_ctx, "ana@example.com", PASSWORD)
+        users.authenticate(stronger_ctx, "ana@example.com", PASSWORD)
     after = password_hash(world, "ana@example.com")
     assert after != before
     assert after.startswith("$argon2") and "t=2" in after
@@ -178,35 +178,35 @@ def test_get_me(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")
     if kind is PrincipalKind.SYSTEM:
         with pytest.raises(Unauthenticated):
-            world.do(Principal.system("job", frozenset()), accounts.get_me)
+            world.do(Principal.system("job", frozenset()), users.get_me)
         return
-    me = world.do(world.principal(kind, ana), accounts.get_me)
+    me = world.do(world.principal(kind, ana), users.get_me)
     assert (me.id, me.email) == (ana, "ana@example.com")
     assert not hasattr(me, "password_hash")
 
 
 def test_get_me_as_operator_is_unauthenticated(world: World) -> None:
     with pytest.raises(Unauthenticated):
-        world.do(OPERATOR, accounts.get_me)
+        world.do(OPERATOR, users.get_me)
 
 
 @pytest.mark.parametrize("kind", [PrincipalKind.WEB, PrincipalKind.API, PrincipalKind.AGENT])
 def test_disabled_account_is_locked_out_everywhere(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")
     principal = world.principal(kind, ana)
-    disabled = world.do(OPERATOR, accounts.set_active, ana, False)
+    disabled = world.do(OPERATOR, users.set_active, ana, False)
     assert not disabled.is_active
     with pytest.raises(Unauthenticated):
-        world.do(principal, accounts.get_me)
-    enabled = world.do(OPERATOR, accounts.set_active, ana, True)
+        world.do(principal, users.get_me)
+    enabled = world.do(OPERATOR, users.set_active, ana, True)
     assert enabled.is_active
-    assert world.do(principal, accounts.get_me).id == ana
+    assert world.do(principal, users.get_me).id == ana
 
 
 def test_admin_may_set_active(world: World) -> None:
     boss = world.user("boss@example.com", admin=True)
     ana = world.user("ana@example.com")
-    assert not world.do(Principal.web(boss), accounts.set_active, ana, False).is_active
+    assert not world.do(Principal.web(boss), users.set_active, ana, False).is_active
 
 
 @pytest.mark.parametrize("kind", [PrincipalKind.WEB, PrincipalKind.API])
@@ -214,27 +214,27 @@ def test_non_admin_cannot_set_active(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")
     bob = world.user("bob@example.com")
     with pytest.raises(PermissionDenied):
-        world.do(world.principal(kind, ana), accounts.set_active, bob, False)
+        world.do(world.principal(kind, ana), users.set_active, bob, False)
     with pytest.raises(PermissionDenied):
-        world.do(world.principal(kind, ana), accounts.set_active, ana, False)
-    assert world.do(Principal.web(bob), accounts.get_me).is_active
+        world.do(world.principal(kind, ana), users.set_active, ana, False)
+    assert world.do(Principal.web(bob), users.get_me).is_active
 
 
 def test_set_active_unknown_user(world: World) -> None:
     with pytest.raises(NotFound):
-        world.do(OPERATOR, accounts.set_active, "usr_nobody", False)
+        world.do(OPERATOR, users.set_active, "usr_nobody", False)
 
 
 def test_get_user_by_email(world: World) -> None:
     ana = world.user("ana@example.com")
-    assert world.do(OPERATOR, accounts.get_user_by_email, "ANA@example.com").id == ana
+    assert world.do(OPERATOR, users.get_user_by_email, "ANA@example.com").id == ana
     with pytest.raises(NotFound):
-        world.do(OPERATOR, accounts.get_user_by_email, "nobody@example.com")
+        world.do(OPERATOR, users.get_user_by_email, "nobody@example.com")
     with pytest.raises(PermissionDenied):
-        world.do(Principal.web(ana), accounts.get_user_by_email, "ana@example.com")
+        world.do(Principal.web(ana), users.get_user_by_email, "ana@example.com")
 
 
 def test_views_never_carry_the_hash(world: World) -> None:
-    made: Any = world.do(OPERATOR, accounts.create_user, "ana@example.com", PASSWORD)
+    made: Any = world.do(OPERATOR, users.create_user, "ana@example.com", PASSWORD)
     assert "argon2" not in repr(made)
     assert PASSWORD not in repr(made)

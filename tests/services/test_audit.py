@@ -16,7 +16,8 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import AuditEvent
-from benchgen.services import audit, benchmarks, members, outbox, phases
+from benchgen.services import audit
+from benchgen.services.benchmarks import lifecycle, members, outbox, phases
 from tests.support import MCQ, QA, World
 
 OPERATOR = Principal.cli()
@@ -93,7 +94,7 @@ def test_benchmark_changes_are_audited_with_user_and_door(
     door = expected_door(who)
 
     clock.advance(minutes=1)
-    bm = world.do(who, benchmarks.create_benchmark, QA).benchmark.id
+    bm = world.do(who, lifecycle.create_benchmark, QA).benchmark.id
     assert bm.startswith("bm_")
     created = only(world, "benchmark.create")
     assert (created.user_id, created.door, created.object_type, created.object_id) == (
@@ -106,9 +107,9 @@ def test_benchmark_changes_are_audited_with_user_and_door(
     assert created.at == clock.now()
 
     clock.advance(minutes=1)
-    world.do(who, benchmarks.edit_benchmark, bm, {"title": "World capitals"})
+    world.do(who, lifecycle.edit_benchmark, bm, {"title": "World capitals"})
     clock.advance(minutes=1)
-    world.do(who, benchmarks.edit_benchmark, bm, {"questions": QA["questions"][:1]})
+    world.do(who, lifecycle.edit_benchmark, bm, {"questions": QA["questions"][:1]})
     edits = events(world, "benchmark.edit")
     assert [(e.user_id, e.door, e.object_id, e.details) for e in edits] == [
         (user, door, bm, {"fields": ["title"], "questions_changed": False, "version": 1}),
@@ -116,14 +117,14 @@ def test_benchmark_changes_are_audited_with_user_and_door(
     ]
 
     clock.advance(minutes=1)
-    world.do(who, benchmarks.publish_benchmark, bm)
-    world.do(who, benchmarks.publish_benchmark, bm)  # idempotent: no second row
+    world.do(who, lifecycle.publish_benchmark, bm)
+    world.do(who, lifecycle.publish_benchmark, bm)  # idempotent: no second row
     published = only(world, "benchmark.publish")
     assert (published.user_id, published.door, published.object_id) == (user, door, bm)
 
     clock.advance(minutes=1)
-    world.do(who, benchmarks.freeze_questions, bm)
-    world.do(who, benchmarks.freeze_questions, bm)  # already frozen: no second row
+    world.do(who, lifecycle.freeze_questions, bm)
+    world.do(who, lifecycle.freeze_questions, bm)  # already frozen: no second row
     frozen = only(world, "benchmark.freeze")
     assert (frozen.user_id, frozen.door, frozen.object_id, frozen.details) == (
         user,
@@ -149,12 +150,12 @@ def test_a_refused_or_invalid_change_records_nothing(world: World, kind: Princip
     who = world.principal(kind, user)
     before = events(world)
     with pytest.raises(InvalidInput):
-        world.do(who, benchmarks.create_benchmark, {**QA, "title": ""})
+        world.do(who, lifecycle.create_benchmark, {**QA, "title": ""})
     with pytest.raises(InvalidInput):
-        world.do(who, benchmarks.edit_benchmark, bm, {"questions": [{"prompt": "p", "answer": ""}]})
+        world.do(who, lifecycle.edit_benchmark, bm, {"questions": [{"prompt": "p", "answer": ""}]})
     if kind in (PrincipalKind.API, PrincipalKind.AGENT):
         with pytest.raises(PermissionDenied):
-            world.do(who, benchmarks.delete_benchmark, bm)
+            world.do(who, lifecycle.delete_benchmark, bm)
     assert events(world) == before
 
 
@@ -238,15 +239,15 @@ def test_owner_settings_changes_are_audited(
     )
 
     clock.advance(seconds=1)
-    world.do(who, benchmarks.publish_benchmark, bm)
+    world.do(who, lifecycle.publish_benchmark, bm)
     clock.advance(seconds=1)
-    world.do(who, benchmarks.unpublish_benchmark, bm)
-    world.do(who, benchmarks.unpublish_benchmark, bm)  # already private: no second row
+    world.do(who, lifecycle.unpublish_benchmark, bm)
+    world.do(who, lifecycle.unpublish_benchmark, bm)  # already private: no second row
     unpublished = only(world, "benchmark.unpublish")
     assert (unpublished.user_id, unpublished.door, unpublished.object_id) == (owner, door, bm)
 
     clock.advance(seconds=1)
-    world.do(who, benchmarks.delete_benchmark, bm)
+    world.do(who, lifecycle.delete_benchmark, bm)
     deleted = only(world, "benchmark.delete")
     assert (deleted.user_id, deleted.door, deleted.object_id) == (owner, door, bm)
 
@@ -295,7 +296,7 @@ def test_describe_actor_names_the_person_and_the_agent_acting_for_them(world: Wo
     ana = world.user("ana@example.com")
     readers = {kind: world.principal(kind, ana) for kind in DOORS}
     for kind, who in readers.items():
-        world.do(who, benchmarks.create_benchmark, {**QA, "title": f"By {kind.value}"})
+        world.do(who, lifecycle.create_benchmark, {**QA, "title": f"By {kind.value}"})
     rows = {e.details["title"]: e for e in events(world, "benchmark.create")}
     assert describe(world, rows["By web"].id) == "ana@example.com"
     assert describe(world, rows["By cli"].id) == "ana@example.com"
@@ -323,7 +324,7 @@ def test_list_events_is_for_admins_and_the_operator(world: World, clock: ManualC
     clock.advance(minutes=1)
     second = world.benchmark(ana, MCQ)
     clock.advance(minutes=1)
-    world.do(Principal.web(ana), benchmarks.publish_benchmark, first)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, first)
     for reader in (OPERATOR, Principal.web(admin)):
         listed = world.do(reader, audit.list_events, object_id=first)
         assert [(e.action, e.object_id) for e in listed] == [

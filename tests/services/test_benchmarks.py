@@ -23,7 +23,7 @@ from benchgen.db.tables import (
     RateLimitEvent,
     Task,
 )
-from benchgen.services import benchmarks, members, phases
+from benchgen.services.benchmarks import lifecycle, members, phases
 from tests.support import MCQ, QA, World
 
 OPERATOR = Principal.cli()
@@ -105,7 +105,7 @@ def web(owner: str) -> Principal:
 def test_create_qa_stores_questions_in_order_with_one_phase_and_task(
     world: World, owner: str, web: Principal, clock: ManualClock
 ) -> None:
-    created = world.do(web, benchmarks.create_benchmark, {**QA, "description": "Cities"})
+    created = world.do(web, lifecycle.create_benchmark, {**QA, "description": "Cities"})
     view = created.benchmark
     assert created.warnings == []
     assert view.id.startswith("bm_")
@@ -114,7 +114,7 @@ def test_create_qa_stores_questions_in_order_with_one_phase_and_task(
     assert (view.question_count, view.questions_frozen, view.created_door) == (2, False, "web")
     assert (view.roles, view.can_see_key, view.published_at) == (["owner"], True, None)
     assert utc(view.created_at) == clock.now()
-    assert world.do(web, benchmarks.list_questions, view.id) == [
+    assert world.do(web, lifecycle.list_questions, view.id) == [
         {"position": 0, **FRANCE},
         {"position": 1, **JAPAN},
     ]
@@ -128,9 +128,9 @@ def test_create_mcq_keeps_the_label_and_accepts_a_key_given_as_choice_text(
         choose("Green", "Blue", answer="Green", prompt="Colour of grass?"),
         choose("Yes", "No", answer=["B"], prompt="Is water dry?"),
     )
-    bm = world.do(web, benchmarks.create_benchmark, spec).benchmark
+    bm = world.do(web, lifecycle.create_benchmark, spec).benchmark
     assert bm.format == "mcq"
-    assert world.do(web, benchmarks.list_questions, bm.id) == [
+    assert world.do(web, lifecycle.list_questions, bm.id) == [
         {"position": 0, **SKY},
         {"position": 1, **GRASS},
         {
@@ -147,8 +147,8 @@ def test_create_keeps_tags_and_strips_whitespace(world: World, web: Principal) -
     spec = qa(
         {"prompt": "  Two plus two?  ", "answer": [" 4 ", "four"], "tags": ["math", "", "math"]}
     )
-    bm = world.do(web, benchmarks.create_benchmark, spec).benchmark
-    assert world.do(web, benchmarks.list_questions, bm.id) == [
+    bm = world.do(web, lifecycle.create_benchmark, spec).benchmark
+    assert world.do(web, lifecycle.list_questions, bm.id) == [
         {"position": 0, "prompt": "Two plus two?", "tags": ["math"], "answer": ["4", "four"]}
     ]
 
@@ -160,9 +160,9 @@ def test_create_accepts_every_limit_exactly(world: World, web: Principal) -> Non
         choose("x" * 2_000, "y", answer="A"),
         title="t" * 200,
     )
-    bm = world.do(web, benchmarks.create_benchmark, spec).benchmark
+    bm = world.do(web, lifecycle.create_benchmark, spec).benchmark
     assert (bm.title, bm.question_count) == ("t" * 200, 2)
-    listed = world.do(web, benchmarks.list_questions, bm.id)
+    listed = world.do(web, lifecycle.list_questions, bm.id)
     assert listed[0]["answer"] == "Z"
     assert listed[0]["choices"]["Z"] == "choice 25"
     assert listed[1]["choices"]["A"] == "x" * 2_000
@@ -170,7 +170,7 @@ def test_create_accepts_every_limit_exactly(world: World, web: Principal) -> Non
 
 def test_create_accepts_ten_thousand_questions(world: World, web: Principal) -> None:
     spec = qa(*(ask(prompt=f"Question {n}?") for n in range(10_000)))
-    bm = world.do(web, benchmarks.create_benchmark, spec).benchmark
+    bm = world.do(web, lifecycle.create_benchmark, spec).benchmark
     assert bm.question_count == 10_000
 
 
@@ -219,7 +219,7 @@ def test_create_refuses_invalid_input_with_its_place_and_writes_nothing(
 ) -> None:
     before = counts(world)
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.create_benchmark, spec)
+        world.do(web, lifecycle.create_benchmark, spec)
     assert [error["loc"] for error in err.value.errors] == [loc]
     assert err.value.details == {"errors": err.value.errors}
     assert err.value.message.startswith(".".join(str(part) for part in loc) + ": ")
@@ -235,7 +235,7 @@ def test_create_reports_every_problem_in_the_questions(world: World, web: Princi
     )
     before = counts(world)
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.create_benchmark, spec)
+        world.do(web, lifecycle.create_benchmark, spec)
     assert [error["loc"] for error in err.value.errors] == [
         ["questions", 0, "prompt"],
         ["questions", 2, "answer"],
@@ -251,7 +251,7 @@ def test_invalid_input_through_an_api_token_counts_nothing_against_the_limit(
     api = world.principal(PrincipalKind.API, owner)
     before = counts(world)
     with pytest.raises(InvalidInput):
-        world.do(api, benchmarks.create_benchmark, qa(ask(answer="")))
+        world.do(api, lifecycle.create_benchmark, qa(ask(answer="")))
     assert counts(world) == before
 
 
@@ -261,19 +261,19 @@ def test_duplicates_come_back_as_warnings_and_are_created(world: World, web: Pri
         ask(answer="Paris", prompt="capital   of FRANCE?"),
         ask(answer="Rome", prompt="Capital of Italy?"),
     )
-    created = world.do(web, benchmarks.create_benchmark, spec)
+    created = world.do(web, lifecycle.create_benchmark, spec)
     assert created.warnings == [
         {"loc": ["questions", 0, "answer"], "msg": "duplicate accepted answers were merged"},
         {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 0"},
     ]
     assert created.benchmark.question_count == 3
-    listed = world.do(web, benchmarks.list_questions, created.benchmark.id)
+    listed = world.do(web, lifecycle.list_questions, created.benchmark.id)
     assert [q["answer"] for q in listed] == [["Paris"], ["Paris"], ["Rome"]]
 
 
 def test_duplicate_choices_are_a_warning(world: World, web: Principal) -> None:
     created = world.do(
-        web, benchmarks.create_benchmark, mcq(choose("Blue", "blue ", "Red", answer="C"))
+        web, lifecycle.create_benchmark, mcq(choose("Blue", "blue ", "Red", answer="C"))
     )
     assert created.warnings == [
         {"loc": ["questions", 0, "choices"], "msg": "two choices read the same"}
@@ -321,27 +321,27 @@ def test_private_benchmark_is_seen_by_owner_collaborator_and_participant(
     }
     for user, (roles, key, listed) in expected.items():
         who = Principal.web(user)
-        view = world.do(who, benchmarks.get_benchmark, cast.bm)
+        view = world.do(who, lifecycle.get_benchmark, cast.bm)
         assert (view.id, view.roles, view.can_see_key) == (cast.bm, roles, key)
-        assert world.do(who, benchmarks.list_questions, cast.bm) == listed
+        assert world.do(who, lifecycle.list_questions, cast.bm) == listed
         assert len(world.do(who, phases.list_phases, cast.bm)) == 1
 
 
 def test_private_benchmark_is_not_found_for_anyone_else(world: World, cast: Cast) -> None:
     stranger = Principal.web(cast.stranger)
-    for call in (benchmarks.get_benchmark, benchmarks.list_questions, phases.list_phases):
+    for call in (lifecycle.get_benchmark, lifecycle.list_questions, phases.list_phases):
         with pytest.raises(NotFound):
             world.do(stranger, call, cast.bm)
     with pytest.raises(NotFound):
-        world.do(stranger, benchmarks.preview_benchmark_change, cast.bm, {"title": "x"})
+        world.do(stranger, lifecycle.preview_benchmark_change, cast.bm, {"title": "x"})
     with pytest.raises(NotFound):
-        world.do(Principal.web(cast.stranger), benchmarks.get_benchmark, "bm_doesnotexist")
+        world.do(Principal.web(cast.stranger), lifecycle.get_benchmark, "bm_doesnotexist")
 
 
 def test_published_benchmark_is_seen_by_everyone_but_keys_stay_with_editors(
     world: World, cast: Cast
 ) -> None:
-    world.do(Principal.web(cast.owner), benchmarks.publish_benchmark, cast.bm)
+    world.do(Principal.web(cast.owner), lifecycle.publish_benchmark, cast.bm)
     expected = {
         cast.owner: (["owner", "public"], True, KEYED_MCQ),
         cast.collaborator: (["collaborator", "public"], True, KEYED_MCQ),
@@ -350,18 +350,18 @@ def test_published_benchmark_is_seen_by_everyone_but_keys_stay_with_editors(
     }
     for user, (roles, key, listed) in expected.items():
         who = Principal.web(user)
-        view = world.do(who, benchmarks.get_benchmark, cast.bm)
+        view = world.do(who, lifecycle.get_benchmark, cast.bm)
         assert (view.visibility, view.roles, view.can_see_key) == ("published", roles, key)
-        assert world.do(who, benchmarks.list_questions, cast.bm) == listed
+        assert world.do(who, lifecycle.list_questions, cast.bm) == listed
 
 
 def test_a_key_blind_reader_cannot_preview_a_change(world: World, cast: Cast) -> None:
-    world.do(Principal.web(cast.owner), benchmarks.publish_benchmark, cast.bm)
+    world.do(Principal.web(cast.owner), lifecycle.publish_benchmark, cast.bm)
     for user in (cast.participant, cast.stranger):
         with pytest.raises(PermissionDenied):
             world.do(
                 Principal.web(user),
-                benchmarks.preview_benchmark_change,
+                lifecycle.preview_benchmark_change,
                 cast.bm,
                 {"questions": []},
             )
@@ -370,7 +370,7 @@ def test_a_key_blind_reader_cannot_preview_a_change(world: World, cast: Cast) ->
 def test_removed_collaborator_loses_sight_of_a_private_benchmark(world: World, cast: Cast) -> None:
     world.do(Principal.web(cast.owner), members.remove_collaborator, cast.bm, cast.collaborator)
     with pytest.raises(NotFound):
-        world.do(Principal.web(cast.collaborator), benchmarks.get_benchmark, cast.bm)
+        world.do(Principal.web(cast.collaborator), lifecycle.get_benchmark, cast.bm)
 
 
 # --- listing ----------------------------------------------------------------------------------
@@ -392,12 +392,12 @@ def test_list_benchmarks_mine_only_search_and_deleted(
     delta = make(other, "Delta private_stuff")
     shared = make(other, "Epsilon shared")
     gone = make(owner, "Zeta deleted")
-    world.do(them, benchmarks.publish_benchmark, gamma)
+    world.do(them, lifecycle.publish_benchmark, gamma)
     world.do(them, members.add_collaborator, shared, "ana@example.com")
-    world.do(web, benchmarks.delete_benchmark, gone)
+    world.do(web, lifecycle.delete_benchmark, gone)
 
     def ids(who: Principal, **kwargs: Any) -> list[str]:
-        return [view.id for view in world.do(who, benchmarks.list_benchmarks, **kwargs)]
+        return [view.id for view in world.do(who, lifecycle.list_benchmarks, **kwargs)]
 
     assert ids(web) == [shared, gamma, beta, alpha]
     assert ids(web, mine_only=True) == [shared, beta, alpha]
@@ -422,18 +422,18 @@ def test_list_benchmarks_refuses_a_bad_page(
     world: World, web: Principal, limit: int, offset: int, place: str
 ) -> None:
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.list_benchmarks, limit=limit, offset=offset)
+        world.do(web, lifecycle.list_benchmarks, limit=limit, offset=offset)
     assert [error["loc"] for error in err.value.errors] == [[place]]
 
 
 def test_list_shows_joined_benchmarks_but_not_after_removal(world: World, cast: Cast) -> None:
     part = Principal.web(cast.participant)
-    listed = [v.id for v in world.do(part, benchmarks.list_benchmarks, mine_only=True)]
+    listed = [v.id for v in world.do(part, lifecycle.list_benchmarks, mine_only=True)]
     assert listed == [cast.bm]
     owner = Principal.web(cast.owner)
     world.do(owner, members.set_participant_status, cast.bm, cast.participant, "removed")
-    assert world.do(part, benchmarks.list_benchmarks) == []
-    assert world.do(Principal.web(cast.stranger), benchmarks.list_benchmarks) == []
+    assert world.do(part, lifecycle.list_benchmarks) == []
+    assert world.do(Principal.web(cast.stranger), lifecycle.list_benchmarks) == []
 
 
 # --- previewing and applying changes -----------------------------------------------------------
@@ -448,7 +448,7 @@ def test_preview_returns_the_diff_and_applies_nothing(
     new.append({"prompt": "Capital of Peru?", "answer": "Lima", "tags": ["americas"]})
     before = counts(world)
     preview = world.do(
-        web, benchmarks.preview_benchmark_change, bm, {"title": "World capitals", "questions": new}
+        web, lifecycle.preview_benchmark_change, bm, {"title": "World capitals", "questions": new}
     )
     assert preview.benchmark_id == bm
     assert preview.metadata == {"title": {"before": "Capitals", "after": "World capitals"}}
@@ -475,9 +475,9 @@ def test_preview_returns_the_diff_and_applies_nothing(
     }
     assert (preview.version_before, preview.version_after, preview.warnings) == (1, 2, [])
     assert counts(world) == before
-    view = world.do(web, benchmarks.get_benchmark, bm)
+    view = world.do(web, lifecycle.get_benchmark, bm)
     assert (view.title, view.version, view.question_count) == ("Capitals", 1, 2)
-    assert world.do(web, benchmarks.list_questions, bm) == [
+    assert world.do(web, lifecycle.list_questions, bm) == [
         {"position": 0, **FRANCE},
         {"position": 1, **JAPAN},
     ]
@@ -488,7 +488,7 @@ def test_preview_reports_removals_at_their_old_positions(
 ) -> None:
     bm = world.benchmark(owner, MCQ)
     preview = world.do(
-        web, benchmarks.preview_benchmark_change, bm, {"questions": questions_of(MCQ)[1:]}
+        web, lifecycle.preview_benchmark_change, bm, {"questions": questions_of(MCQ)[1:]}
     )
     assert preview.metadata == {}
     assert preview.questions == {
@@ -506,7 +506,7 @@ def test_preview_of_metadata_only_keeps_the_version(
     bm = world.benchmark(owner, QA)
     preview = world.do(
         web,
-        benchmarks.preview_benchmark_change,
+        lifecycle.preview_benchmark_change,
         bm,
         {"description": "Cities of the world", "questions": questions_of(QA)},
     )
@@ -520,10 +520,10 @@ def test_preview_validates_like_edit(world: World, owner: str, web: Principal) -
     new = questions_of(MCQ)
     new[1]["answer"] = "C"
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.preview_benchmark_change, bm, {"questions": new})
+        world.do(web, lifecycle.preview_benchmark_change, bm, {"questions": new})
     assert [e["loc"] for e in err.value.errors] == [["questions", 1, "answer"]]
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.preview_benchmark_change, bm, {"format": "qa"})
+        world.do(web, lifecycle.preview_benchmark_change, bm, {"format": "qa"})
     assert [e["loc"] for e in err.value.errors] == [["format"]]
 
 
@@ -533,9 +533,9 @@ def test_edit_applies_the_previewed_change_and_bumps_the_version(
     bm = world.benchmark(owner, QA)
     new = [questions_of(QA)[1], {"prompt": "Capital of Peru?", "answer": "Lima"}]
     change = {"title": "World capitals", "questions": new}
-    preview = world.do(web, benchmarks.preview_benchmark_change, bm, change)
+    preview = world.do(web, lifecycle.preview_benchmark_change, bm, change)
     clock.advance(hours=1)
-    view, applied = world.do(web, benchmarks.edit_benchmark, bm, change)
+    view, applied = world.do(web, lifecycle.edit_benchmark, bm, change)
     assert applied == preview
     assert applied.questions == {
         "added": [
@@ -550,11 +550,11 @@ def test_edit_applies_the_previewed_change_and_bumps_the_version(
     }
     assert (view.title, view.version, view.question_count) == ("World capitals", 2, 2)
     assert utc(view.updated_at) == clock.now()
-    assert world.do(web, benchmarks.list_questions, bm) == [
+    assert world.do(web, lifecycle.list_questions, bm) == [
         {"position": 0, **JAPAN},
         {"position": 1, "prompt": "Capital of Peru?", "tags": [], "answer": ["Lima"]},
     ]
-    again = world.do(web, benchmarks.get_benchmark, bm)
+    again = world.do(web, lifecycle.get_benchmark, bm)
     assert (again.title, again.version) == ("World capitals", 2)
 
 
@@ -564,11 +564,11 @@ def test_every_question_change_bumps_the_version_once(
     bm = world.benchmark(owner, MCQ)
     new = questions_of(MCQ)
     new[0]["choices"] = ["Green", "Blue", "Red", "Violet"]
-    assert world.do(web, benchmarks.edit_benchmark, bm, {"questions": new})[0].version == 2
+    assert world.do(web, lifecycle.edit_benchmark, bm, {"questions": new})[0].version == 2
     new[0]["tags"] = ["nature"]
-    assert world.do(web, benchmarks.edit_benchmark, bm, {"questions": new})[0].version == 3
-    assert world.do(web, benchmarks.edit_benchmark, bm, {"questions": []})[0].version == 4
-    assert world.do(web, benchmarks.get_benchmark, bm).question_count == 0
+    assert world.do(web, lifecycle.edit_benchmark, bm, {"questions": new})[0].version == 3
+    assert world.do(web, lifecycle.edit_benchmark, bm, {"questions": []})[0].version == 4
+    assert world.do(web, lifecycle.get_benchmark, bm).question_count == 0
 
 
 def test_metadata_only_edit_keeps_the_version_and_the_questions(
@@ -576,7 +576,7 @@ def test_metadata_only_edit_keeps_the_version_and_the_questions(
 ) -> None:
     bm = world.benchmark(owner, MCQ)
     view, preview = world.do(
-        web, benchmarks.edit_benchmark, bm, {"title": "Hues", "description": "Easy ones"}
+        web, lifecycle.edit_benchmark, bm, {"title": "Hues", "description": "Easy ones"}
     )
     assert (view.title, view.description, view.version) == ("Hues", "Easy ones", 1)
     assert preview.questions is None
@@ -584,13 +584,13 @@ def test_metadata_only_edit_keeps_the_version_and_the_questions(
         "title": {"before": "Colours", "after": "Hues"},
         "description": {"before": "", "after": "Easy ones"},
     }
-    assert world.do(web, benchmarks.list_questions, bm) == KEYED_MCQ
+    assert world.do(web, lifecycle.list_questions, bm) == KEYED_MCQ
 
 
 def test_edit_returns_duplicate_warnings(world: World, owner: str, web: Principal) -> None:
     bm = world.benchmark(owner, QA)
     new = [*questions_of(QA), {"prompt": "capital of france?", "answer": "Paris"}]
-    view, preview = world.do(web, benchmarks.edit_benchmark, bm, {"questions": new})
+    view, preview = world.do(web, lifecycle.edit_benchmark, bm, {"questions": new})
     assert preview.warnings == [
         {"loc": ["questions", 2, "prompt"], "msg": "same prompt as question 0"}
     ]
@@ -615,10 +615,10 @@ def test_a_change_that_changes_nothing_is_a_conflict(
     bm = world.benchmark(owner, MCQ)
     before = counts(world)
     with pytest.raises(Conflict) as err:
-        world.do(web, benchmarks.edit_benchmark, bm, change)
+        world.do(web, lifecycle.edit_benchmark, bm, change)
     assert type(err.value) is Conflict
     assert counts(world) == before
-    assert world.do(web, benchmarks.get_benchmark, bm).version == 1
+    assert world.do(web, lifecycle.get_benchmark, bm).version == 1
 
 
 @pytest.mark.parametrize(
@@ -638,25 +638,25 @@ def test_an_invalid_edit_changes_nothing(
     bm = world.benchmark(owner, QA)
     before = counts(world)
     with pytest.raises(InvalidInput) as err:
-        world.do(web, benchmarks.edit_benchmark, bm, {"description": "new", **change})
+        world.do(web, lifecycle.edit_benchmark, bm, {"description": "new", **change})
     assert [e["loc"] for e in err.value.errors] == [loc]
     assert counts(world) == before
-    view = world.do(web, benchmarks.get_benchmark, bm)
+    view = world.do(web, lifecycle.get_benchmark, bm)
     assert (view.title, view.description, view.version) == ("Capitals", "", 1)
 
 
 def test_collaborator_may_edit_but_participant_may_not(world: World, cast: Cast) -> None:
     view, _ = world.do(
-        Principal.web(cast.collaborator), benchmarks.edit_benchmark, cast.bm, {"title": "Hues"}
+        Principal.web(cast.collaborator), lifecycle.edit_benchmark, cast.bm, {"title": "Hues"}
     )
     assert view.title == "Hues"
     with pytest.raises(PermissionDenied):
         world.do(
-            Principal.web(cast.participant), benchmarks.edit_benchmark, cast.bm, {"title": "No"}
+            Principal.web(cast.participant), lifecycle.edit_benchmark, cast.bm, {"title": "No"}
         )
     with pytest.raises(NotFound):
-        world.do(Principal.web(cast.stranger), benchmarks.edit_benchmark, cast.bm, {"title": "No"})
-    assert world.do(Principal.web(cast.owner), benchmarks.get_benchmark, cast.bm).title == "Hues"
+        world.do(Principal.web(cast.stranger), lifecycle.edit_benchmark, cast.bm, {"title": "No"})
+    assert world.do(Principal.web(cast.owner), lifecycle.get_benchmark, cast.bm).title == "Hues"
 
 
 # --- freezing ---------------------------------------------------------------------------------
@@ -687,21 +687,21 @@ def test_frozen_questions_refuse_every_change_through_preview_and_edit(
     world: World, owner: str, web: Principal, clock: ManualClock, spec: dict[str, Any]
 ) -> None:
     bm = world.benchmark(owner, spec)
-    assert world.do(web, benchmarks.freeze_questions, bm) is True
-    assert world.do(web, benchmarks.freeze_questions, bm) is False
-    assert world.do(web, benchmarks.get_benchmark, bm).questions_frozen is True
-    keyed = world.do(web, benchmarks.list_questions, bm)
+    assert world.do(web, lifecycle.freeze_questions, bm) is True
+    assert world.do(web, lifecycle.freeze_questions, bm) is False
+    assert world.do(web, lifecycle.get_benchmark, bm).questions_frozen is True
+    keyed = world.do(web, lifecycle.list_questions, bm)
     before = counts(world)
     for new in _question_changes(spec):
-        for call in (benchmarks.preview_benchmark_change, benchmarks.edit_benchmark):
+        for call in (lifecycle.preview_benchmark_change, lifecycle.edit_benchmark):
             with pytest.raises(Frozen) as err:
                 world.do(web, call, bm, {"title": "Renamed", "questions": new})
             assert err.value.code == "frozen"
             assert "frozen" in err.value.message
             assert err.value.details["id"] == bm
     assert counts(world) == before
-    assert world.do(web, benchmarks.list_questions, bm) == keyed
-    view = world.do(web, benchmarks.get_benchmark, bm)
+    assert world.do(web, lifecycle.list_questions, bm) == keyed
+    view = world.do(web, lifecycle.get_benchmark, bm)
     assert (view.title, view.version) == (spec["title"], 1)
 
 
@@ -710,17 +710,17 @@ def test_frozen_benchmark_metadata_stays_editable(
     world: World, owner: str, web: Principal, spec: dict[str, Any]
 ) -> None:
     bm = world.benchmark(owner, spec)
-    world.do(web, benchmarks.edit_benchmark, bm, {"questions": questions_of(spec)[:1]})
-    world.do(web, benchmarks.freeze_questions, bm)
+    world.do(web, lifecycle.edit_benchmark, bm, {"questions": questions_of(spec)[:1]})
+    world.do(web, lifecycle.freeze_questions, bm)
     view, preview = world.do(
-        web, benchmarks.edit_benchmark, bm, {"title": "Renamed", "description": "Now frozen"}
+        web, lifecycle.edit_benchmark, bm, {"title": "Renamed", "description": "Now frozen"}
     )
     assert (view.title, view.description, view.version) == ("Renamed", "Now frozen", 2)
     assert preview.questions is None
     # Sending the current list unchanged is not a question change.
     view, _ = world.do(
         web,
-        benchmarks.edit_benchmark,
+        lifecycle.edit_benchmark,
         bm,
         {"title": "Renamed again", "questions": questions_of(spec)[:1]},
     )
@@ -728,11 +728,11 @@ def test_frozen_benchmark_metadata_stays_editable(
 
 
 def test_anyone_who_may_run_freezes_it(world: World, cast: Cast) -> None:
-    assert world.do(Principal.web(cast.participant), benchmarks.freeze_questions, cast.bm)
+    assert world.do(Principal.web(cast.participant), lifecycle.freeze_questions, cast.bm)
     with pytest.raises(Frozen):
         world.do(
             Principal.web(cast.collaborator),
-            benchmarks.edit_benchmark,
+            lifecycle.edit_benchmark,
             cast.bm,
             {"questions": []},
         )
@@ -740,8 +740,8 @@ def test_anyone_who_may_run_freezes_it(world: World, cast: Cast) -> None:
 
 def test_a_stranger_cannot_freeze_a_private_benchmark(world: World, cast: Cast) -> None:
     with pytest.raises(NotFound):
-        world.do(Principal.web(cast.stranger), benchmarks.freeze_questions, cast.bm)
-    view = world.do(Principal.web(cast.owner), benchmarks.get_benchmark, cast.bm)
+        world.do(Principal.web(cast.stranger), lifecycle.freeze_questions, cast.bm)
+    view = world.do(Principal.web(cast.owner), lifecycle.get_benchmark, cast.bm)
     assert view.questions_frozen is False
 
 
@@ -752,9 +752,9 @@ def test_an_empty_benchmark_cannot_be_published(world: World, owner: str, web: P
     bm = world.benchmark(owner, qa(title="Empty"))
     before = counts(world)
     with pytest.raises(Conflict):
-        world.do(web, benchmarks.publish_benchmark, bm)
+        world.do(web, lifecycle.publish_benchmark, bm)
     assert counts(world) == before
-    assert world.do(web, benchmarks.get_benchmark, bm).visibility == "private"
+    assert world.do(web, lifecycle.get_benchmark, bm).visibility == "private"
 
 
 def test_publish_is_idempotent(
@@ -763,56 +763,56 @@ def test_publish_is_idempotent(
     bm = world.benchmark(owner, QA)
     published_at = clock.now() + timedelta(minutes=5)
     clock.advance(minutes=5)
-    view = world.do(web, benchmarks.publish_benchmark, bm)
+    view = world.do(web, lifecycle.publish_benchmark, bm)
     assert (view.visibility, utc(view.published_at)) == ("published", published_at)
     clock.advance(minutes=5)
     before = counts(world)
-    again = world.do(web, benchmarks.publish_benchmark, bm)
+    again = world.do(web, lifecycle.publish_benchmark, bm)
     assert (again.visibility, utc(again.published_at)) == ("published", published_at)
     assert counts(world) == before
 
 
 def test_collaborator_may_publish_but_not_unpublish(world: World, cast: Cast) -> None:
     collab = Principal.web(cast.collaborator)
-    assert world.do(collab, benchmarks.publish_benchmark, cast.bm).visibility == "published"
+    assert world.do(collab, lifecycle.publish_benchmark, cast.bm).visibility == "published"
     with pytest.raises(PermissionDenied):
-        world.do(collab, benchmarks.unpublish_benchmark, cast.bm)
+        world.do(collab, lifecycle.unpublish_benchmark, cast.bm)
     with pytest.raises(PermissionDenied):
-        world.do(collab, benchmarks.delete_benchmark, cast.bm)
+        world.do(collab, lifecycle.delete_benchmark, cast.bm)
 
 
 def test_unpublish_hides_it_again_and_is_idempotent(world: World, cast: Cast) -> None:
     owner = Principal.web(cast.owner)
-    world.do(owner, benchmarks.publish_benchmark, cast.bm)
-    assert world.do(Principal.web(cast.stranger), benchmarks.get_benchmark, cast.bm)
-    view = world.do(owner, benchmarks.unpublish_benchmark, cast.bm)
+    world.do(owner, lifecycle.publish_benchmark, cast.bm)
+    assert world.do(Principal.web(cast.stranger), lifecycle.get_benchmark, cast.bm)
+    view = world.do(owner, lifecycle.unpublish_benchmark, cast.bm)
     assert (view.visibility, view.published_at) == ("private", None)
     with pytest.raises(NotFound):
-        world.do(Principal.web(cast.stranger), benchmarks.get_benchmark, cast.bm)
+        world.do(Principal.web(cast.stranger), lifecycle.get_benchmark, cast.bm)
     before = counts(world)
-    assert world.do(owner, benchmarks.unpublish_benchmark, cast.bm).visibility == "private"
+    assert world.do(owner, lifecycle.unpublish_benchmark, cast.bm).visibility == "private"
     assert counts(world) == before
-    assert world.do(Principal.web(cast.participant), benchmarks.get_benchmark, cast.bm)
+    assert world.do(Principal.web(cast.participant), lifecycle.get_benchmark, cast.bm)
 
 
 def test_deleted_benchmark_is_not_found_for_everyone(world: World, cast: Cast) -> None:
     owner = Principal.web(cast.owner)
-    world.do(owner, benchmarks.publish_benchmark, cast.bm)
-    world.do(owner, benchmarks.delete_benchmark, cast.bm)
+    world.do(owner, lifecycle.publish_benchmark, cast.bm)
+    world.do(owner, lifecycle.delete_benchmark, cast.bm)
     users = (cast.owner, cast.collaborator, cast.participant, cast.stranger)
     for user in users:
         who = Principal.web(user)
-        for call in (benchmarks.get_benchmark, benchmarks.list_questions, phases.list_phases):
+        for call in (lifecycle.get_benchmark, lifecycle.list_questions, phases.list_phases):
             with pytest.raises(NotFound):
                 world.do(who, call, cast.bm)
-        assert world.do(who, benchmarks.list_benchmarks) == []
+        assert world.do(who, lifecycle.list_benchmarks) == []
     for call, args in [
-        (benchmarks.edit_benchmark, ({"title": "x"},)),
-        (benchmarks.preview_benchmark_change, ({"title": "x"},)),
-        (benchmarks.publish_benchmark, ()),
-        (benchmarks.unpublish_benchmark, ()),
-        (benchmarks.delete_benchmark, ()),
-        (benchmarks.freeze_questions, ()),
+        (lifecycle.edit_benchmark, ({"title": "x"},)),
+        (lifecycle.preview_benchmark_change, ({"title": "x"},)),
+        (lifecycle.publish_benchmark, ()),
+        (lifecycle.unpublish_benchmark, ()),
+        (lifecycle.delete_benchmark, ()),
+        (lifecycle.freeze_questions, ()),
     ]:
         with pytest.raises(NotFound):
             world.do(owner, call, cast.bm, *args)
@@ -944,7 +944,7 @@ def test_values_no_database_keeps_are_refused_at_every_door(
     with pytest.raises(InvalidInput) as err:
         world.do(
             Principal.web(owner),
-            benchmarks.create_benchmark,
+            lifecycle.create_benchmark,
             {"title": "t", "format": "qa", "questions": [question]},
         )
     assert err.value.errors[0]["loc"] == loc

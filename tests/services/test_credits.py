@@ -22,7 +22,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import CreditEntry
-from benchgen.services import credits
+from benchgen.services.accounts import credits
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 

@@ -16,8 +16,9 @@ from benchgen.core.context import Principal
 from benchgen.db.tables import Job, Run
 from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker
-from benchgen.services import jobs, runs
-from benchgen.services.jobs import Claimed
+from benchgen.services import queue
+from benchgen.services.queue import Claimed
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import MCQ, OPERATOR, World
 
@@ -30,14 +31,16 @@ def launch_runs(world: World, clock: ManualClock, user_id: str, count: int) -> l
     benchmark = world.benchmark(user_id, MCQ)
     launched = []
     for _ in range(count):
-        launched.append(world.do(Principal.web(user_id), runs.start_run, benchmark, FREE_MODEL).id)
+        launched.append(
+            world.do(Principal.web(user_id), launch.start_run, benchmark, FREE_MODEL).id
+        )
         clock.advance(seconds=1)
     return launched
 
 
 def claim(runtime: Runtime, worker: str, lease: timedelta = LEASE) -> Claimed | None:
     with transaction(runtime, WORKER) as ctx:
-        return jobs.claim(ctx, worker, lease)
+        return queue.claim(ctx, worker, lease)
 
 
 def claimed_run(job: Claimed | None) -> str | None:
@@ -63,11 +66,11 @@ def set_slots(runtime: Runtime, slots: int | None) -> None:
 
 
 def test_slots_default_to_half_the_worker_threads() -> None:
-    assert jobs.user_slots(Settings(worker_threads=0)) == 1
-    assert jobs.user_slots(Settings(worker_threads=2)) == 1
-    assert jobs.user_slots(Settings(worker_threads=5)) == 2
-    assert jobs.user_slots(Settings(worker_threads=8)) == 4
-    assert jobs.user_slots(Settings(worker_threads=8, user_run_slots=7)) == 7
+    assert queue.user_slots(Settings(worker_threads=0)) == 1
+    assert queue.user_slots(Settings(worker_threads=2)) == 1
+    assert queue.user_slots(Settings(worker_threads=5)) == 2
+    assert queue.user_slots(Settings(worker_threads=8)) == 4
+    assert queue.user_slots(Settings(worker_threads=8, user_run_slots=7)) == 7
 
 
 def test_jobs_know_whom_they_work_for(world: World, clock: ManualClock) -> None:
@@ -96,7 +99,7 @@ def test_another_users_run_starts_while_one_user_holds_the_cap(
 
     # Her slot frees when the slow run ends; then her next run is taken.
     with transaction(runtime, WORKER) as ctx:
-        jobs.finish(ctx, run_row(world, anas[0])[1], "slow-worker")
+        queue.finish(ctx, run_row(world, anas[0])[1], "slow-worker")
     assert claimed_run(claim(runtime, "w2")) == anas[1]
     assert claim(runtime, "w3") is None
 

@@ -10,7 +10,7 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import PrincipalKind, Scope
-from benchgen.services import imports
+from benchgen.services.benchmarks import imports
 from tests.support import World
 
 GOOD_LINE = '{"prompt": "2+2?", "answer": "4"}'

@@ -11,7 +11,9 @@ from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDen
 from benchgen.core.permissions import PrincipalKind
 from benchgen.evals.types import Answer
 from benchgen.jobs.worker import Worker
-from benchgen.services import benchmarks, judges, members, models, results, runs
+from benchgen.services import models
+from benchgen.services.benchmarks import judges, lifecycle, members
+from benchgen.services.runs import launch, results
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import MCQ, OPERATOR, World, stub_reply
@@ -64,10 +66,10 @@ def test_judge_scores_a_run_and_keeps_its_tokens_apart(
     bm = world.benchmark(ana, CAPITALS)
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, "sk-judge-key")
-    run_id = world.do(web, runs.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
     while Worker(runtime).run_once():
         pass
-    run = world.do(web, runs.get_run, run_id)
+    run = world.do(web, launch.get_run, run_id)
     assert run.status == "completed"
     rows = world.do(web, results.list_results, run_id)
     # Exact match would call "Roma" wrong; the judge accepts it and rejects "I don't know".
@@ -89,7 +91,7 @@ def test_unreadable_verdict_is_an_error_not_a_guess(
     stub.fail = lambda n, p: (
         stub_reply("no verdict here") if "VERDICT" in p else stub_reply("ANSWER: Rome")
     )
-    run_id = world.do(web, runs.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
     while Worker(runtime).run_once():
         pass
     [row] = world.do(web, results.list_results, run_id)
@@ -130,23 +132,23 @@ def test_others_use_the_judge_only_when_the_owner_allows(world: World, stub: Stu
     bm = world.benchmark(ana, CAPITALS)
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None)
-    world.do(web, benchmarks.publish_benchmark, bm)
+    world.do(web, lifecycle.publish_benchmark, bm)
     world.do(Principal.web(pia), members.join_benchmark, bm)
     model = _model(world, stub)
     with pytest.raises(PermissionDenied, match="not open"):
-        world.do(Principal.web(pia), runs.start_run, bm, model)
+        world.do(Principal.web(pia), launch.start_run, bm, model)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None, True)
-    assert world.do(Principal.web(pia), runs.start_run, bm, model).status == "queued"
+    assert world.do(Principal.web(pia), launch.start_run, bm, model).status == "queued"
 
 
 def test_logprob_scoring_needs_a_local_model(world: World) -> None:
-    from benchgen.services import scoring
+    from benchgen.services.benchmarks import scoring
 
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, MCQ)
     world.do(Principal.web(ana), scoring.set_scoring, bm, {"method": "choice_logprob"})
     with pytest.raises(Conflict, match="local GGUF"):
-        world.do(Principal.web(ana), runs.start_run, bm, "mdl_builtin_first")
+        world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_first")
 
 
 def test_answer_type_is_what_the_engine_hands_over() -> None:

@@ -17,9 +17,10 @@ from benchgen.core.ids import new_token
 from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.core.secrets import SecretKind, asks_for_secret
 from benchgen.db.tables import AuditEvent
-from benchgen.services import chat, leaks, tokens
-from benchgen.services.chat import TurnOutcome, TurnView
-from benchgen.services.leaks import Screened
+from benchgen.services.accounts import leaks, tokens
+from benchgen.services.accounts.leaks import Screened
+from benchgen.services.chat import conversations
+from benchgen.services.chat.conversations import TurnOutcome, TurnView
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -357,14 +358,14 @@ RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
 
 def open_turn(world: World, user: str) -> TurnView:
     def start(ctx: Context) -> TurnView:
-        conversation = chat.create_conversation(ctx)
-        return chat.begin_turn(ctx, conversation.id, "hello", None)
+        conversation = conversations.create_conversation(ctx)
+        return conversations.begin_turn(ctx, conversation.id, "hello", None)
 
     return world.ctx_call(Principal.web(user), start)
 
 
 def finish(world: World, turn: TurnView, outcome: TurnOutcome) -> TurnView:
-    return world.do(RECORDER, chat.finish_turn, turn.id, outcome)
+    return world.do(RECORDER, conversations.finish_turn, turn.id, outcome)
 
 
 def test_the_recorder_may_record_but_nothing_else(world: World) -> None:
@@ -372,7 +373,7 @@ def test_the_recorder_may_record_but_nothing_else(world: World) -> None:
     with pytest.raises(PermissionDenied):
         world.do(RECORDER, tokens.list_tokens)
     with pytest.raises(PermissionDenied):
-        world.do(RECORDER, chat.list_conversations)
+        world.do(RECORDER, conversations.list_conversations)
     assert finish(world, open_turn(world, ana), TurnOutcome("completed", "hi")).reply == "hi"
 
 
@@ -393,7 +394,7 @@ def test_a_token_in_the_agents_reply_is_redacted_and_revoked(world: World) -> No
     # Audited under the door it came through, though that principal holds no token grant.
     assert leak["door"] == "system:agent-harness" and leak["object_id"] == made.token.id
     assert_nowhere_in_audit(world, made.secret)
-    stored = world.do(Principal.web(ana), chat.get_turn, turn.conversation_id, turn.id)
+    stored = world.do(Principal.web(ana), conversations.get_turn, turn.conversation_id, turn.id)
     assert stored.reply == done.reply and stored.notices == done.notices
 
 

@@ -13,7 +13,7 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import AuditEvent, Collaborator, OutboxEmail, Participant, WhitelistEntry
-from benchgen.services import benchmarks, members, outbox
+from benchgen.services.benchmarks import lifecycle, members, outbox
 from tests.support import MCQ, World
 
 OPERATOR = Principal.cli()
@@ -83,7 +83,7 @@ def test_add_collaborator_by_email_gives_edit_rights(
     assert [(m.user_id, m.email, m.status) for m in listed] == [
         (site.bob, "bob@example.com", "active")
     ]
-    view, _ = site.as_user(site.bob, benchmarks.edit_benchmark, {"title": "Bob's now"})
+    view, _ = site.as_user(site.bob, lifecycle.edit_benchmark, {"title": "Bob's now"})
     assert (view.title, view.roles, view.can_see_key) == ("Bob's now", ["collaborator"], True)
 
 
@@ -107,7 +107,7 @@ def test_remove_collaborator_takes_the_rights_away(world: World, site: Site) -> 
     site.as_owner(members.remove_collaborator, site.bob)
     assert [m.user_id for m in site.as_owner(members.list_collaborators)] == [site.cat]
     with pytest.raises(NotFound):
-        site.as_user(site.bob, benchmarks.edit_benchmark, {"title": "x"})
+        site.as_user(site.bob, lifecycle.edit_benchmark, {"title": "x"})
     with pytest.raises(NotFound):
         site.as_owner(members.remove_collaborator, site.bob)
 
@@ -139,7 +139,7 @@ def test_whitelist_admits_exact_emails_and_domains(world: World, site: Site) -> 
     for user in (site.bob, site.cat, site.dan):
         joined = site.as_user(user, members.join_benchmark)
         assert (joined.user_id, joined.status) == (user, "active")
-        view = site.as_user(user, benchmarks.get_benchmark)
+        view = site.as_user(user, lifecycle.get_benchmark)
         assert (view.roles, view.can_see_key) == (["participant"], False)
     with pytest.raises(NotFound):
         site.as_user(site.eve, members.join_benchmark)
@@ -181,7 +181,7 @@ def test_removing_a_whitelist_entry_stops_new_joins_only(world: World, site: Sit
     assert site.as_owner(members.list_whitelist) == []
     with pytest.raises(NotFound):
         site.as_user(site.dan, members.join_benchmark)
-    assert site.as_user(site.cat, benchmarks.get_benchmark).roles == ["participant"]
+    assert site.as_user(site.cat, lifecycle.get_benchmark).roles == ["participant"]
     with pytest.raises(NotFound):
         site.as_owner(members.remove_whitelist_entry, "@partner.org")
 
@@ -198,21 +198,21 @@ def test_private_benchmark_refuses_non_whitelisted_joiners(world: World, site: S
 
 
 def test_published_benchmark_lets_anyone_join(world: World, site: Site) -> None:
-    site.as_owner(benchmarks.publish_benchmark)
+    site.as_owner(lifecycle.publish_benchmark)
     joined = site.as_user(site.eve, members.join_benchmark)
     assert (joined.user_id, joined.email, joined.status) == (
         site.eve,
         "eve@elsewhere.net",
         "active",
     )
-    assert site.as_user(site.eve, benchmarks.get_benchmark).roles == ["participant", "public"]
+    assert site.as_user(site.eve, lifecycle.get_benchmark).roles == ["participant", "public"]
 
 
 @pytest.mark.parametrize("published", [False, True], ids=["private", "published"])
 def test_joining_twice_is_a_conflict(world: World, site: Site, published: bool) -> None:
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
     if published:
-        site.as_owner(benchmarks.publish_benchmark)
+        site.as_owner(lifecycle.publish_benchmark)
     site.as_user(site.bob, members.join_benchmark)
     api = world.principal(PrincipalKind.API, site.bob)
     before = counts(world)
@@ -231,7 +231,7 @@ def test_joining_twice_is_a_conflict(world: World, site: Site, published: bool) 
 def test_a_removed_participant_cannot_rejoin(world: World, site: Site, published: bool) -> None:
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
     if published:
-        site.as_owner(benchmarks.publish_benchmark)
+        site.as_owner(lifecycle.publish_benchmark)
     site.as_user(site.bob, members.join_benchmark)
     site.as_owner(members.set_participant_status, site.bob, "removed")
     before = counts(world)
@@ -243,13 +243,13 @@ def test_a_removed_participant_cannot_rejoin(world: World, site: Site, published
     assert (member.user_id, member.status) == (site.bob, "removed")
     if not published:
         with pytest.raises(NotFound):
-            site.as_user(site.bob, benchmarks.get_benchmark)
+            site.as_user(site.bob, lifecycle.get_benchmark)
 
 
 def test_joining_a_deleted_benchmark_is_not_found(world: World, site: Site) -> None:
-    site.as_owner(benchmarks.publish_benchmark)
+    site.as_owner(lifecycle.publish_benchmark)
     site.as_user(site.bob, members.join_benchmark)
-    site.as_owner(benchmarks.delete_benchmark)
+    site.as_owner(lifecycle.delete_benchmark)
     for user in (site.bob, site.eve):
         with pytest.raises(NotFound):
             site.as_user(user, members.join_benchmark)
@@ -260,7 +260,7 @@ def test_the_owner_can_let_a_removed_participant_back(world: World, site: Site) 
     site.as_user(site.bob, members.join_benchmark)
     site.as_owner(members.set_participant_status, site.bob, "removed")
     site.as_owner(members.set_participant_status, site.bob, "active")
-    assert site.as_user(site.bob, benchmarks.get_benchmark).roles == ["participant"]
+    assert site.as_user(site.bob, lifecycle.get_benchmark).roles == ["participant"]
     with pytest.raises(InvalidInput) as err:
         site.as_owner(members.set_participant_status, site.bob, "banned")
     assert [e["loc"] for e in err.value.errors] == [["status"]]
@@ -269,7 +269,7 @@ def test_the_owner_can_let_a_removed_participant_back(world: World, site: Site) 
 
 
 def test_joining_is_done_in_the_web_app_only(world: World, site: Site) -> None:
-    site.as_owner(benchmarks.publish_benchmark)
+    site.as_owner(lifecycle.publish_benchmark)
     for kind in (PrincipalKind.API, PrincipalKind.AGENT):
         with pytest.raises(PermissionDenied):
             world.do(world.principal(kind, site.eve), members.join_benchmark, site.bm)

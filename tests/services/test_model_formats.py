@@ -11,7 +11,8 @@ from benchgen.core.errors import InvalidInput, NotFound
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import Run
 from benchgen.evals.adapters import builtin
-from benchgen.services import models, runs
+from benchgen.services import models
+from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
 
 FIRST, RANDOM, ECHO = "mdl_builtin_first", "mdl_builtin_random", "mdl_builtin_echo"
@@ -57,12 +58,12 @@ def test_a_choice_only_baseline_on_qa_is_refused_at_every_door(
     capitals = world.benchmark(ana, QA)
     who = world.principal(door, ana)
     with pytest.raises(InvalidInput) as refused:
-        world.do(who, runs.start_run, capitals, FIRST)
+        world.do(who, launch.start_run, capitals, FIRST)
     message = refused.value.message
     assert "always the first choice" in message and "mcq" in message and "qa" in message
     assert refused.value.details["errors"][0]["loc"] == ["model_id"]
     with pytest.raises(InvalidInput):
-        world.do(who, runs.estimate_run, capitals, FIRST)  # nothing to price for a doomed run
+        world.do(who, launch.estimate_run, capitals, FIRST)  # nothing to price for a doomed run
     ran = world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalar(select(func.count(Run.id))))
     assert ran == 0
 
@@ -70,4 +71,4 @@ def test_a_choice_only_baseline_on_qa_is_refused_at_every_door(
 def test_the_same_baseline_still_runs_on_mcq(world: World) -> None:
     ana = world.user("ana@example.com")
     colours = world.benchmark(ana, MCQ)
-    assert world.do(Principal.web(ana), runs.start_run, colours, FIRST).status == "queued"
+    assert world.do(Principal.web(ana), launch.start_run, colours, FIRST).status == "queued"

@@ -24,7 +24,10 @@ from benchgen.db.tables import (
     Run,
     Task,
 )
-from benchgen.services import access, accounts, benchmarks, deployment, members, runs, tokens
+from benchgen.services import access, deployment
+from benchgen.services.accounts import tokens, users
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
 
 ALLOWED, DENIED, HIDDEN = "allowed", "denied", "hidden"
@@ -226,11 +229,11 @@ def build_cast(world: World, tag: str, admin: bool) -> Cast:
     world.do(Principal.web(participant), members.join_benchmark, private)
     world.do(Principal.web(removed), members.join_benchmark, private)
     world.do(as_owner, members.set_participant_status, private, removed, "removed")
-    world.do(as_owner, benchmarks.publish_benchmark, published)
-    owner_run = world.do(as_owner, runs.start_run, private, BASELINE).id
+    world.do(as_owner, lifecycle.publish_benchmark, published)
+    owner_run = world.do(as_owner, launch.start_run, private, BASELINE).id
     own_runs = {
-        "participant": world.do(Principal.web(participant), runs.start_run, private, BASELINE).id,
-        "other_published": world.do(as_owner, runs.start_run, published, BASELINE).id,
+        "participant": world.do(Principal.web(participant), launch.start_run, private, BASELINE).id,
+        "other_published": world.do(as_owner, launch.start_run, published, BASELINE).id,
     }
     return Cast(
         admin,
@@ -365,7 +368,7 @@ def test_credential_without_the_scope_is_denied(world: World, action: Action) ->
     for kind in ("api", "agent"):  # the owner, all switches on: only the scope is missing
         assert expected_outcome(kind, action, _roles(_O), False, frozenset(), fewer) == DENIED
 
-    run_id = world.do(Principal.web(owner), runs.start_run, benchmark_id, BASELINE).id
+    run_id = world.do(Principal.web(owner), launch.start_run, benchmark_id, BASELINE).id
 
     def check(ctx: Context) -> str:
         on_object = row.target in (_BM, _RUN)
@@ -403,24 +406,24 @@ def test_read_only_token_cannot_create_and_nothing_is_written(world: World) -> N
     reader = world.api(world.token(owner, ["read"]))
     before = _row_counts(world)
     with pytest.raises(PermissionDenied) as refused:
-        world.do(reader, benchmarks.create_benchmark, QA)
+        world.do(reader, lifecycle.create_benchmark, QA)
     assert "create" in refused.value.message
     assert _row_counts(world) == before
-    assert world.do(reader, benchmarks.list_benchmarks) == []
+    assert world.do(reader, lifecycle.list_benchmarks) == []
 
 
 def test_agent_cannot_unpublish_even_for_the_owner(world: World) -> None:
     owner = world.user("ana@example.com")
     benchmark_id = world.benchmark(owner, QA)
-    world.do(Principal.web(owner), benchmarks.publish_benchmark, benchmark_id)
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark_id)
     agent = world.principal(PrincipalKind.AGENT, owner)
     with pytest.raises(PermissionDenied) as refused:
-        world.do(agent, benchmarks.unpublish_benchmark, benchmark_id)
+        world.do(agent, lifecycle.unpublish_benchmark, benchmark_id)
     assert refused.value.details["page"] == f"/benchmarks/{benchmark_id}/settings"
     assert refused.value.details["action"] == Action.BENCHMARK_UNPUBLISH.value
-    assert world.do(agent, benchmarks.get_benchmark, benchmark_id).visibility == "published"
+    assert world.do(agent, lifecycle.get_benchmark, benchmark_id).visibility == "published"
     # The same person in the web app may.
-    unpublished = world.do(Principal.web(owner), benchmarks.unpublish_benchmark, benchmark_id)
+    unpublished = world.do(Principal.web(owner), lifecycle.unpublish_benchmark, benchmark_id)
     assert unpublished.visibility == "private"
 
 
@@ -438,7 +441,7 @@ def _dead(world: World, principal: Principal, benchmark_id: str) -> Iterator[str
         yield "live_user still returns the user"
     checks: dict[str, Callable[[Context], object]] = {
         "require": lambda ctx: access.require(ctx, Action.BENCHMARK_LIST),
-        "get_benchmark": lambda ctx: benchmarks.get_benchmark(ctx, benchmark_id),
+        "get_benchmark": lambda ctx: lifecycle.get_benchmark(ctx, benchmark_id),
     }
     for name, call in checks.items():
         try:
@@ -455,7 +458,7 @@ def test_revoking_the_parent_token_kills_the_turn_at_once(world: World) -> None:
     owner = world.user("ana@example.com")
     benchmark_id = world.benchmark(owner, QA)
     parent, agent, secret = _turn(world, owner)
-    assert world.do(agent, benchmarks.get_benchmark, benchmark_id).id == benchmark_id
+    assert world.do(agent, lifecycle.get_benchmark, benchmark_id).id == benchmark_id
     world.do(Principal.web(owner), tokens.revoke_token, parent.token_id)
     # The agent keeps the principal it authenticated with at the start of the turn.
     assert list(_dead(world, agent, benchmark_id)) == []
@@ -469,8 +472,8 @@ def test_disabled_account_stops_its_tokens(world: World) -> None:
     secret = world.token(owner, sorted(ALL_SIX))
     api = world.api(secret)
     _, agent, _ = _turn(world, owner)
-    assert world.do(api, benchmarks.get_benchmark, benchmark_id).id == benchmark_id
-    world.do(OPERATOR, accounts.set_active, owner, False)
+    assert world.do(api, lifecycle.get_benchmark, benchmark_id).id == benchmark_id
+    world.do(OPERATOR, users.set_active, owner, False)
     for principal in (api, agent, Principal.web(owner)):
         assert list(_dead(world, principal, benchmark_id)) == [], principal.kind
     with pytest.raises(Unauthenticated):
@@ -482,7 +485,7 @@ def test_removing_a_collaborator_removes_edit_rights_at_once(world: World) -> No
     helper = world.user("bob@example.com")
     private = world.benchmark(owner, QA)
     published = world.benchmark(owner, MCQ)
-    world.do(Principal.web(owner), benchmarks.publish_benchmark, published)
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, published)
     for benchmark_id in (private, published):
         world.do(Principal.web(owner), members.add_collaborator, benchmark_id, "bob@example.com")
     # A turn that started while bob was a collaborator, and his web session.
@@ -490,16 +493,16 @@ def test_removing_a_collaborator_removes_edit_rights_at_once(world: World) -> No
     for principal in (agent, Principal.web(helper)):
         for benchmark_id in (private, published):
             change = {"title": f"Edited by {principal.kind}"}
-            world.do(principal, benchmarks.edit_benchmark, benchmark_id, change)
+            world.do(principal, lifecycle.edit_benchmark, benchmark_id, change)
     for benchmark_id in (private, published):
         world.do(Principal.web(owner), members.remove_collaborator, benchmark_id, helper)
     for principal in (agent, Principal.web(helper)):
         change = {"title": "Too late"}
         with pytest.raises(NotFound):  # private: bob may no longer know it exists
-            world.do(principal, benchmarks.edit_benchmark, private, change)
+            world.do(principal, lifecycle.edit_benchmark, private, change)
         with pytest.raises(PermissionDenied):  # published: bob still sees it, may not edit
-            world.do(principal, benchmarks.edit_benchmark, published, change)
-    title = world.do(Principal.web(owner), benchmarks.get_benchmark, private).title
+            world.do(principal, lifecycle.edit_benchmark, published, change)
+    title = world.do(Principal.web(owner), lifecycle.get_benchmark, private).title
     assert title == "Edited by web"
 
 
@@ -525,4 +528,4 @@ def test_agent_switches_from_settings_and_operator_overrides(world: World) -> No
     world.do(OPERATOR, deployment.set_setting, "agent_allow_publish", "false")
     assert not publish_allowed(True)
     with pytest.raises(PermissionDenied, match="switched off"):
-        world.do(agent, benchmarks.publish_benchmark, benchmark_id)
+        world.do(agent, lifecycle.publish_benchmark, benchmark_id)

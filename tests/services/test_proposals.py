@@ -13,17 +13,12 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import Base, Benchmark, Proposal, RateLimitEvent, Run
-from benchgen.services import (
-    benchmarks,
-    credits,
-    deployment,
-    models,
-    proposal_kinds,
-    proposals,
-    ratelimits,
-    runs,
-)
-from benchgen.services.proposals import ProposalView
+from benchgen.services import deployment, models
+from benchgen.services.accounts import credits, ratelimits
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import proposal_kinds, proposals
+from benchgen.services.chat.proposals import ProposalView
+from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
 
 CONV = "conv_one"
@@ -150,7 +145,7 @@ def test_edit_preview_shows_the_validated_diff(world: World, ana: str) -> None:
     assert 'Title: "Capitals" → "World capitals"' in text
     assert "Question 2 changes from:" in text and '"Capital of Peru?"' in text
     assert 'Answer: "Lima"' in text and "version 1 → 2" in text
-    assert world.do(Principal.web(ana), benchmarks.get_benchmark, bm).title == "Capitals"
+    assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).title == "Capitals"
 
 
 def test_edit_that_changes_nothing_is_refused(world: World, ana: str) -> None:
@@ -176,7 +171,7 @@ def test_publish_preview_names_the_benchmark_and_says_everyone(world: World, ana
 def test_run_preview_shows_benchmark_model_pick_and_credits(world: World, ana: str) -> None:
     bm = world.benchmark(ana, MCQ)
     turn = agent(world, ana)
-    estimate = world.do(turn, runs.estimate_run, bm, FIRST)
+    estimate = world.do(turn, launch.estimate_run, bm, FIRST)
     shown = propose(
         world, turn, "start_run", {"benchmark_id": bm, "model_id": FIRST}, agent_pick=True
     )
@@ -255,7 +250,7 @@ def test_approved_create_runs_exactly_the_stored_arguments(world: World, ana: st
     done = world.do(turn, proposals.execute, shown.id)
     assert done.status == "executed" and done.error == "" and done.error_code is None
     bm = done.result["benchmark_id"] if done.result else ""
-    view = world.do(Principal.web(ana), benchmarks.get_benchmark, bm)
+    view = world.do(Principal.web(ana), lifecycle.get_benchmark, bm)
     stored = shown.arguments
     assert (view.title, view.format, view.description) == (
         stored["title"],
@@ -263,7 +258,7 @@ def test_approved_create_runs_exactly_the_stored_arguments(world: World, ana: st
         stored["description"],
     )
     assert view.created_door == turn.door
-    listed = world.do(Principal.web(ana), benchmarks.list_questions, bm)
+    listed = world.do(Principal.web(ana), lifecycle.list_questions, bm)
     assert [(q["prompt"], q["answer"]) for q in listed] == [
         (q["prompt"], q["answer"]) for q in stored["questions"]
     ]
@@ -296,9 +291,9 @@ def test_approved_edit_publish_and_run_execute(world: World, ana: str) -> None:
     approve(world, ana, run)
     done = world.do(turn, proposals.execute, run.id)
     run_id = done.result["run_id"] if done.result else ""
-    view = world.do(Principal.web(ana), benchmarks.get_benchmark, bm)
+    view = world.do(Principal.web(ana), lifecycle.get_benchmark, bm)
     assert (view.description, view.question_count, view.visibility) == ("Easy ones", 1, "published")
-    started = world.do(Principal.web(ana), runs.get_run, run_id)
+    started = world.do(Principal.web(ana), launch.get_run, run_id)
     assert (started.model_id, started.door, started.status) == (FIRST, turn.door, "queued")
 
 
@@ -444,7 +439,7 @@ def test_switch_turned_off_after_approval_refuses_publish(world: World, ana: str
     assert (done.status, done.error_code) == ("failed", "permission_denied")
     assert "switched off" in done.error
     assert snapshot(world, UNTOUCHED) == before
-    assert world.do(Principal.web(ana), benchmarks.get_benchmark, bm).visibility == "private"
+    assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility == "private"
     with pytest.raises(Conflict, match="failed"):
         world.do(turn, proposals.execute, proposal)
 
@@ -454,12 +449,12 @@ def test_questions_frozen_after_approval_refuse_the_edit(world: World, ana: str)
     turn = agent(world, ana)
     change = {"questions": MCQ["questions"][:1]}
     proposal = _approved(world, ana, turn, "edit_benchmark", {"benchmark_id": bm, "change": change})
-    world.do(Principal.web(ana), runs.start_run, bm, FIRST)  # the first run freezes them
+    world.do(Principal.web(ana), launch.start_run, bm, FIRST)  # the first run freezes them
     before = snapshot(world, UNTOUCHED)
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "frozen")
     assert snapshot(world, UNTOUCHED) == before
-    assert world.do(Principal.web(ana), benchmarks.get_benchmark, bm).question_count == 2
+    assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).question_count == 2
 
 
 def test_rate_limit_reached_after_approval_refuses_the_creation(world: World, ana: str) -> None:
@@ -467,7 +462,7 @@ def test_rate_limit_reached_after_approval_refuses_the_creation(world: World, an
     proposal = _approved(world, ana, turn, "create_benchmark", QA)
     api = world.principal(PrincipalKind.API, ana)
     for _ in range(3):  # the API and the agent share one limit
-        world.do(api, benchmarks.create_benchmark, MCQ)
+        world.do(api, lifecycle.create_benchmark, MCQ)
     before = snapshot(world, UNTOUCHED)
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "rate_limited")
@@ -480,18 +475,18 @@ def test_benchmark_changed_after_the_preview_refuses_publish(world: World, ana: 
     bm = world.benchmark(ana, QA)
     turn = agent(world, ana)
     proposal = _approved(world, ana, turn, "publish_benchmark", {"benchmark_id": bm})
-    world.do(Principal.web(ana), benchmarks.edit_benchmark, bm, {"questions": QA["questions"][:1]})
+    world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, {"questions": QA["questions"][:1]})
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "conflict")
     assert "changed after the preview" in done.error
-    assert world.do(Principal.web(ana), benchmarks.get_benchmark, bm).visibility == "private"
+    assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility == "private"
 
 
 def test_deleted_target_refuses_the_run(world: World, ana: str) -> None:
     bm = world.benchmark(ana, MCQ)
     turn = agent(world, ana)
     proposal = _approved(world, ana, turn, "start_run", {"benchmark_id": bm, "model_id": FIRST})
-    world.do(Principal.web(ana), benchmarks.delete_benchmark, bm)
+    world.do(Principal.web(ana), lifecycle.delete_benchmark, bm)
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "not_found")
     assert count(world, Run) == 0
@@ -505,7 +500,7 @@ def test_run_costing_more_than_shown_is_refused(world: World, ana: str) -> None:
     turn = agent(world, ana)
     proposal = _approved(world, ana, turn, "start_run", {"benchmark_id": bm, "model_id": model.id})
     more = [*QA["questions"], {"prompt": "Capital of Peru?", "answer": "Lima"}]
-    world.do(Principal.web(ana), benchmarks.edit_benchmark, bm, {"questions": more})
+    world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, {"questions": more})
     before = snapshot(world, UNTOUCHED)
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "conflict")

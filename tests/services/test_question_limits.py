@@ -8,7 +8,7 @@ import pytest
 
 from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput
-from benchgen.services import benchmarks
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.specs import (
     MAX_ANSWER,
     MAX_ANSWERS,
@@ -67,7 +67,7 @@ def test_a_question_over_a_cap_is_refused_naming_the_field(
     world: World, ana: Principal, data: dict[str, Any], loc: list[str | int]
 ) -> None:
     with pytest.raises(InvalidInput) as caught:
-        world.do(ana, benchmarks.create_benchmark, data)
+        world.do(ana, lifecycle.create_benchmark, data)
     assert caught.value.errors[0]["loc"] == loc
     where = ".".join(str(part) for part in loc)
     assert caught.value.message.startswith(f"{where}: " if where else "input nested too deeply")
@@ -81,4 +81,4 @@ def test_questions_at_the_caps_are_accepted(world: World, ana: Principal) -> Non
         answer=["y" * MAX_ANSWER] + [f"a{i}" for i in range(MAX_ANSWERS - 1)],
         metadata={"note": note},
     )
-    assert world.do(ana, benchmarks.create_benchmark, spec).benchmark.question_count == 1
+    assert world.do(ana, lifecycle.create_benchmark, spec).benchmark.question_count == 1

@@ -14,12 +14,14 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied, RateLimited
 from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import Benchmark, RateLimitEvent
-from benchgen.services import benchmarks, deployment, ratelimits
+from benchgen.services import deployment
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import lifecycle
 from tests.support import OPERATOR, QA, World
 
 
 def create(world: World, principal: Principal) -> str:
-    return world.do(principal, benchmarks.create_benchmark, QA).benchmark.id
+    return world.do(principal, lifecycle.create_benchmark, QA).benchmark.id
 
 
 def count(world: World, table: Any) -> int:
@@ -160,10 +162,10 @@ def test_failed_creations_do_not_count(world: World, ana: str, api: Principal) -
     invalid = {"title": "Broken", "format": "essay", "questions": []}
     for _ in range(5):
         with pytest.raises(InvalidInput):
-            world.do(api, benchmarks.create_benchmark, invalid)
+            world.do(api, lifecycle.create_benchmark, invalid)
     bad_question = {"title": "Broken", "format": "mcq", "questions": [{"prompt": "?"}]}
     with pytest.raises(InvalidInput):
-        world.do(api, benchmarks.create_benchmark, bad_question)
+        world.do(api, lifecycle.create_benchmark, bad_question)
     # Nor do creations refused for a missing scope.
     reader = world.principal(PrincipalKind.API, ana, frozenset({Scope.READ}))
     with pytest.raises(PermissionDenied):
@@ -182,7 +184,7 @@ def test_rolled_back_creation_does_not_count(world: World, api: Principal) -> No
         pass
 
     def create_then_fail(ctx: Any) -> None:
-        benchmarks.create_benchmark(ctx, QA)
+        lifecycle.create_benchmark(ctx, QA)
         raise Boom
 
     for _ in range(4):

@@ -16,8 +16,10 @@ from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import AuditEvent
 from benchgen.evals.adapters import builtin
 from benchgen.jobs.worker import Worker
-from benchgen.services import audit, benchmarks, leaderboards, members, models, rescoring, runs
-from benchgen.services.leaderboards import rank_key
+from benchgen.services import audit, models
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runs import launch, leaderboards, rescoring
+from benchgen.services.runs.leaderboards import rank_key
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import OPERATOR, QA, World
@@ -66,7 +68,7 @@ def wordy_model(world: World, runtime: Runtime) -> Iterator[str]:
 
 
 def finished_run(world: World, runtime: Runtime, user: str, bm: str, model: str) -> str:
-    run_id = world.do(Principal.web(user), runs.start_run, bm, model).id
+    run_id = world.do(Principal.web(user), launch.start_run, bm, model).id
     while Worker(runtime).run_once():
         pass
     return run_id
@@ -79,7 +81,7 @@ def test_rescore_dry_run_then_apply_without_calling_a_model(
     bm = world.benchmark(ana, SPELLING)
     run_id = finished_run(world, runtime, ana, bm, wordy_model)
     web = Principal.web(ana)
-    before = world.do(web, runs.get_run, run_id).summary["accuracy"]
+    before = world.do(web, launch.get_run, run_id).summary["accuracy"]
     assert before == 0.0
     forbidden_adapter(monkeypatch)
     dry = world.do(web, rescoring.rescore_run, run_id, {"method": "f1"})
@@ -89,10 +91,10 @@ def test_rescore_dry_run_then_apply_without_calling_a_model(
         (0, "correct"),
         (1, "correct"),
     ]
-    assert world.do(web, runs.get_run, run_id).summary["accuracy"] == before, "dry run wrote"
+    assert world.do(web, launch.get_run, run_id).summary["accuracy"] == before, "dry run wrote"
     applied = world.do(web, rescoring.rescore_run, run_id, {"method": "f1"}, True)
     assert applied.applied and applied.after == dry.after
-    now = world.do(web, runs.get_run, run_id)
+    now = world.do(web, launch.get_run, run_id)
     assert now.summary["accuracy"] == dry.after["accuracy"] and now.scoring["method"] == "f1"
     again = world.do(web, rescoring.rescore_run, run_id)
     assert again.changed_count == 0, "applying stored exactly the new verdicts"
@@ -123,7 +125,7 @@ def test_the_forbidden_adapter_really_trips(
     import benchgen.jobs.handlers as handlers
 
     monkeypatch.setattr(handlers, "build_adapter", adapters.build_adapter)
-    run_id = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, ECHO).id
     assert Worker(runtime).run_once()
     assert "rescoring called a model adapter" in world.ctx_call(
         OPERATOR, lambda ctx: _job_error(ctx, run_id)
@@ -140,7 +142,7 @@ def _job_error(ctx, run_id: str) -> str:
 def test_rescore_rules(world: World, runtime: Runtime) -> None:
     ana, pia = world.user("ana@example.com"), world.user("pia@example.com")
     bm = world.benchmark(ana, SPELLING)
-    world.do(Principal.web(ana), benchmarks.publish_benchmark, bm)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
     world.do(Principal.web(pia), members.join_benchmark, bm)
     theirs = finished_run(world, runtime, pia, bm, ECHO)
     own = world.do(Principal.web(pia), rescoring.rescore_run, theirs)
@@ -151,7 +153,7 @@ def test_rescore_rules(world: World, runtime: Runtime) -> None:
         world.do(Principal.web(ana), rescoring.rescore_run, theirs, {"method": "choice"})
     with pytest.raises(Conflict, match="would call a model"):
         world.do(Principal.web(ana), rescoring.rescore_run, theirs, {"method": "judge"})
-    queued = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    queued = world.do(Principal.web(ana), launch.start_run, bm, ECHO).id
     with pytest.raises(Conflict, match="finished"):
         world.do(Principal.web(ana), rescoring.rescore_run, queued)
 
@@ -194,7 +196,7 @@ def test_leaderboard_ranking_and_management(world: World, runtime: Runtime, cloc
 def test_unfinished_runs_stay_off(world: World, runtime: Runtime) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, QA)
-    queued = world.do(Principal.web(ana), runs.start_run, bm, ECHO).id
+    queued = world.do(Principal.web(ana), launch.start_run, bm, ECHO).id
     with pytest.raises(Conflict, match="completed"):
         world.do(Principal.web(ana), leaderboards.add_to_leaderboard, queued)
 

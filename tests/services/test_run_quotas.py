@@ -20,7 +20,9 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied, RateLimited
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import AuditEvent, RateLimitEvent, Run
-from benchgen.services import benchmarks, members, ratelimits, runs
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, OPERATOR, World
 
@@ -44,13 +46,13 @@ def scene(world: World) -> Scene:
     collaborator = world.user("col@example.com")
     stranger = world.user("sam@example.com")
     benchmark = world.benchmark(owner, MCQ)
-    world.do(Principal.web(owner), benchmarks.publish_benchmark, benchmark)
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark)
     world.do(Principal.web(owner), members.add_collaborator, benchmark, "col@example.com")
     return Scene(owner, collaborator, stranger, benchmark)
 
 
-def launch(world: World, principal: Principal, benchmark: str) -> str:
-    return world.do(principal, runs.start_run, benchmark, FREE_MODEL).id
+def start(world: World, principal: Principal, benchmark: str) -> str:
+    return world.do(principal, launch.start_run, benchmark, FREE_MODEL).id
 
 
 def count(world: World, table: Any) -> int:
@@ -67,10 +69,10 @@ def test_sixth_run_in_a_day_is_refused_until_the_first_leaves_the_window(
     sam = Principal.web(scene.stranger)
     first = clock.now()
     for _ in range(DEFAULT):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
         clock.advance(hours=1)
     with pytest.raises(RateLimited) as refused:
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert refused.value.retry_at == first + timedelta(days=1)
     assert (refused.value.limit, refused.value.window) == (DEFAULT, "day")
     assert refused.value.details["retry_at"] == (first + timedelta(days=1)).isoformat()
@@ -81,12 +83,12 @@ def test_sixth_run_in_a_day_is_refused_until_the_first_leaves_the_window(
     # One moment before retry_at still refused; at retry_at the first run has left the window.
     clock.advance(hours=24 - DEFAULT, microseconds=-1)
     with pytest.raises(RateLimited):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     clock.advance(microseconds=1)
     assert clock.now() == first + timedelta(days=1)
-    launch(world, sam, scene.benchmark)
+    start(world, sam, scene.benchmark)
     with pytest.raises(RateLimited) as refused:
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert refused.value.retry_at == first + timedelta(days=1, hours=1)
     assert count(world, Run) == DEFAULT + 1
 
@@ -97,22 +99,22 @@ def test_every_door_counts_together_per_user_and_benchmark(world: World, scene: 
         world.principal(kind, sam) for kind in PrincipalKind if kind is not PrincipalKind.SYSTEM
     ]
     for index in range(DEFAULT):
-        launch(world, doors[index % len(doors)], scene.benchmark)
+        start(world, doors[index % len(doors)], scene.benchmark)
     for door in doors:
         with pytest.raises(RateLimited):
-            launch(world, door, scene.benchmark)
+            start(world, door, scene.benchmark)
     # Another published benchmark has its own quota, and another stranger their own.
     other = world.benchmark(scene.owner, MCQ)
-    world.do(Principal.web(scene.owner), benchmarks.publish_benchmark, other)
-    launch(world, Principal.web(sam), other)
-    launch(world, Principal.web(world.user("tim@example.com")), scene.benchmark)
+    world.do(Principal.web(scene.owner), lifecycle.publish_benchmark, other)
+    start(world, Principal.web(sam), other)
+    start(world, Principal.web(world.user("tim@example.com")), scene.benchmark)
 
 
 def test_owner_and_collaborators_are_not_limited(world: World, scene: Scene) -> None:
     for user in (scene.owner, scene.collaborator):
         for kind in (PrincipalKind.WEB, PrincipalKind.API, PrincipalKind.AGENT):
             for _ in range(3):
-                launch(world, world.principal(kind, user), scene.benchmark)
+                start(world, world.principal(kind, user), scene.benchmark)
     assert count(world, Run) == 18
     assert count(world, RateLimitEvent) == 0
     assert world.do(Principal.web(scene.owner), ratelimits.run_quota, scene.benchmark) is None
@@ -127,18 +129,18 @@ def test_participants_are_strangers_too(world: World, clock: ManualClock) -> Non
     world.do(Principal.web(pia), members.join_benchmark, private)
     first = clock.now()
     for _ in range(DEFAULT):
-        launch(world, Principal.web(pia), private)
+        start(world, Principal.web(pia), private)
     with pytest.raises(RateLimited) as refused:
-        launch(world, world.principal(PrincipalKind.API, pia), private)
+        start(world, world.principal(PrincipalKind.API, pia), private)
     assert refused.value.retry_at == first + timedelta(days=1)
 
 
 def test_quota_report_for_a_stranger(world: World, scene: Scene, clock: ManualClock) -> None:
     sam = Principal.web(scene.stranger)
     first = clock.now()
-    launch(world, sam, scene.benchmark)
+    start(world, sam, scene.benchmark)
     clock.advance(minutes=5)
-    launch(world, sam, scene.benchmark)
+    start(world, sam, scene.benchmark)
     report = world.do(sam, ratelimits.run_quota, scene.benchmark)
     assert report == ratelimits.Quota(DEFAULT, DEFAULT - 2, first + timedelta(days=1), "day")
 
@@ -149,25 +151,25 @@ def test_owner_override_and_deployment_default(
     owner, sam = Principal.web(scene.owner), Principal.web(scene.stranger)
     assert set_quota(world, owner, scene.benchmark, 2) == 2
     for _ in range(2):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     with pytest.raises(RateLimited) as refused:
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert refused.value.limit == 2
 
     assert set_quota(world, Principal.cli(scene.owner), scene.benchmark, 7) == 7
     for _ in range(5):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     with pytest.raises(RateLimited) as refused:
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert refused.value.limit == 7
 
     # Back to the deployment's default, which the operator's environment sets.
     runtime.settings = runtime.settings.model_copy(update={"stranger_runs_per_day": 9})
     assert set_quota(world, owner, scene.benchmark, None) == 9
     for _ in range(2):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     with pytest.raises(RateLimited) as refused:
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert refused.value.limit == 9
 
     def changes(ctx: Context) -> list[dict[str, Any]]:
@@ -204,7 +206,7 @@ def test_refused_and_rolled_back_launches_do_not_count(world: World, scene: Scen
         pass
 
     def launch_then_fail(ctx: Context) -> None:
-        runs.start_run(ctx, scene.benchmark, FREE_MODEL)
+        launch.start_run(ctx, scene.benchmark, FREE_MODEL)
         raise Boom
 
     for _ in range(DEFAULT + 1):
@@ -212,9 +214,9 @@ def test_refused_and_rolled_back_launches_do_not_count(world: World, scene: Scen
             world.ctx_call(sam, launch_then_fail)
     assert count(world, RateLimitEvent) == 0
     for _ in range(DEFAULT):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     with pytest.raises(RateLimited):
-        launch(world, sam, scene.benchmark)
+        start(world, sam, scene.benchmark)
     assert count(world, RateLimitEvent) == DEFAULT
 
 
@@ -230,7 +232,7 @@ def test_concurrent_launches_cannot_overshoot(
     def attempt() -> None:
         gate.wait()
         try:
-            result: Any = launch(world, sam, scene.benchmark)
+            result: Any = start(world, sam, scene.benchmark)
         except Exception as exc:
             result = exc
         with lock:
@@ -271,13 +273,13 @@ def test_cli_sets_the_quota_as_the_owner(world: World, scene: Scene, cli_env: No
     done = admin(scene.benchmark, "1", "--as", "ana@example.com")
     assert done.exit_code == 0, done.output
     assert "1 per user per day (set for this benchmark)" in done.output
-    launch(world, Principal.web(scene.stranger), scene.benchmark)
+    start(world, Principal.web(scene.stranger), scene.benchmark)
     with pytest.raises(RateLimited):
-        launch(world, Principal.web(scene.stranger), scene.benchmark)
+        start(world, Principal.web(scene.stranger), scene.benchmark)
 
     refused = admin(scene.benchmark, "50", "--as", "col@example.com")
     assert refused.exit_code == 1 and "Not allowed" in refused.output
     assert admin(scene.benchmark, "many", "--as", "ana@example.com").exit_code == 2
     reset = admin(scene.benchmark, "default", "--as", "ana@example.com")
     assert reset.exit_code == 0 and f"{DEFAULT} per user per day" in reset.output
-    launch(world, Principal.web(scene.stranger), scene.benchmark)
+    start(world, Principal.web(scene.stranger), scene.benchmark)

@@ -22,17 +22,10 @@ from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import CreditEntry, Job, Run, RunResult
 from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker
-from benchgen.services import (
-    benchmarks,
-    credits,
-    jobs,
-    members,
-    models,
-    results,
-    run_execution,
-    run_log,
-    runs,
-)
+from benchgen.services import models, queue
+from benchgen.services.accounts import credits
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runs import execution, launch, results, run_log
 from benchgen.services.runtime import Runtime, transaction
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
 from tests.support import MCQ, OPERATOR, World
@@ -91,12 +84,12 @@ def test_builtin_run_completes_scores_and_freezes(world: World, runtime: Runtime
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, MCQ)
     web = Principal.web(ana)
-    queued = world.do(web, runs.start_run, bm, FIRST)
+    queued = world.do(web, launch.start_run, bm, FIRST)
     assert queued.status == "queued" and queued.question_count == 2
     with pytest.raises(Frozen):
-        world.do(web, benchmarks.edit_benchmark, bm, {"questions": []})
+        world.do(web, lifecycle.edit_benchmark, bm, {"questions": []})
     work_all(runtime)
-    done = world.do(web, runs.get_run, queued.id)
+    done = world.do(web, launch.get_run, queued.id)
     assert done.status == "completed" and done.done_count == 2
     assert done.summary["accuracy"] == 0.5  # always "A": right on grass, wrong on the sky
     assert done.scores == {"accuracy": 0.5} and done.cost == 0
@@ -115,12 +108,12 @@ def test_priced_run_reserves_settles_and_balances(
     bm = world.benchmark(ana, BIG_MCQ)
     model = priced_model(world, stub, per_question=2, per_1k=1)
     web = Principal.web(ana)
-    estimate = world.do(web, runs.estimate_run, bm, model)
+    estimate = world.do(web, launch.estimate_run, bm, model)
     assert estimate.question_count == 12 and estimate.credits >= 24
-    run = world.do(web, runs.start_run, bm, model)
+    run = world.do(web, launch.start_run, bm, model)
     assert ledger_sum(world, ana) == 100 - estimate.credits
     work_all(open_loopback)
-    finished = world.do(web, runs.get_run, run.id)
+    finished = world.do(web, launch.get_run, run.id)
     assert finished.status == "completed" and finished.error_count == 0
     assert 24 <= finished.cost <= estimate.credits
     assert ledger_sum(world, ana) == 100 - finished.cost
@@ -144,7 +137,7 @@ def test_insufficient_credits_starts_nothing(
     bm = world.benchmark(ana, BIG_MCQ)
     model = priced_model(world, stub)
     with pytest.raises(InsufficientCredits) as refused:
-        world.do(Principal.web(ana), runs.start_run, bm, model)
+        world.do(Principal.web(ana), launch.start_run, bm, model)
     assert refused.value.details == {"needed": 24, "balance": 5}
     counts = world.ctx_call(
         OPERATOR,
@@ -155,7 +148,7 @@ def test_insufficient_credits_starts_nothing(
         ),
     )
     assert counts == (0, 0, 1)  # only the grant
-    view = world.do(Principal.web(ana), benchmarks.get_benchmark, bm)
+    view = world.do(Principal.web(ana), lifecycle.get_benchmark, bm)
     assert not view.questions_frozen
 
 
@@ -168,10 +161,10 @@ def test_model_errors_are_recorded_and_settled_not_refunded(
         ana = world.user("ana@example.com", credits_=100)
         bm = world.benchmark(ana, BIG_MCQ)
         model = priced_model(world, stub, per_question=2)
-        run = world.do(Principal.web(ana), runs.start_run, bm, model)
+        run = world.do(Principal.web(ana), launch.start_run, bm, model)
         open_loopback.settings = open_loopback.settings.model_copy(update={"run_concurrency": 4})
         work_all(open_loopback)
-    finished = world.do(Principal.web(ana), runs.get_run, run.id)
+    finished = world.do(Principal.web(ana), launch.get_run, run.id)
     assert finished.status == "completed" and finished.error_count == 1
     assert finished.cost == 22  # eleven answered questions at 2 credits
     assert ledger_sum(world, ana) == 78
@@ -187,21 +180,21 @@ def test_crashed_worker_is_resumed_without_asking_twice(
     ana = world.user("ana@example.com", credits_=100)
     bm = world.benchmark(ana, BIG_MCQ)
     model = priced_model(world, stub)
-    run = world.do(Principal.web(ana), runs.start_run, bm, model)
+    run = world.do(Principal.web(ana), launch.start_run, bm, model)
     # A worker claims the job, records a first batch of answers, then dies without a word.
     with transaction(open_loopback, WORKER) as ctx:
-        claimed = jobs.claim(ctx, "dead-worker", timedelta(seconds=60))
+        claimed = queue.claim(ctx, "dead-worker", timedelta(seconds=60))
     assert claimed is not None
     with transaction(open_loopback, WORKER) as ctx:
-        plan = run_execution.begin_run(ctx, run.id)
+        plan = execution.begin_run(ctx, run.id)
     assert plan is not None
     first = [_answer(item.index, prompt) for item, prompt in plan.work[:5]]
     with transaction(open_loopback, WORKER) as ctx:
-        run_execution.record_answers(ctx, plan, first)
+        execution.record_answers(ctx, plan, first)
     assert not Worker(open_loopback).run_once(), "the lease is still held"
     clock.advance(seconds=61)
     work_all(open_loopback)
-    finished = world.do(Principal.web(ana), runs.get_run, run.id)
+    finished = world.do(Principal.web(ana), launch.get_run, run.id)
     assert finished.status == "completed" and finished.done_count == 12
     positions = world.ctx_call(
         OPERATOR,
@@ -228,13 +221,13 @@ def test_run_given_up_after_crashes_fails_with_full_refund(
 ) -> None:
     ana = world.user("ana@example.com", credits_=100)
     bm = world.benchmark(ana, BIG_MCQ)
-    run = world.do(Principal.web(ana), runs.start_run, bm, priced_model(world, stub))
+    run = world.do(Principal.web(ana), launch.start_run, bm, priced_model(world, stub))
     for _ in range(3):  # every attempt's worker dies holding the lease
         with transaction(open_loopback, WORKER) as ctx:
-            assert jobs.claim(ctx, "doomed", timedelta(seconds=60)) is not None
+            assert queue.claim(ctx, "doomed", timedelta(seconds=60)) is not None
         clock.advance(seconds=61)
     assert Worker(open_loopback).run_once()
-    failed = world.do(Principal.web(ana), runs.get_run, run.id)
+    failed = world.do(Principal.web(ana), launch.get_run, run.id)
     assert failed.status == "failed" and failed.cost == 0 and "gave up" in failed.error
     assert ledger_sum(world, ana) == 100
     assert not Worker(open_loopback).run_once()
@@ -244,7 +237,7 @@ def test_handler_exception_retries_then_refunds(
     world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch, clock
 ) -> None:
     ana = world.user("ana@example.com")
-    run = world.do(Principal.web(ana), runs.start_run, world.benchmark(ana, MCQ), FIRST)
+    run = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST)
     import benchgen.jobs.handlers as handlers
 
     def explode(*_: object) -> None:
@@ -254,7 +247,7 @@ def test_handler_exception_retries_then_refunds(
     for _ in range(3):
         assert Worker(runtime).run_once()
         clock.advance(minutes=5)
-    failed = world.do(Principal.web(ana), runs.get_run, run.id)
+    failed = world.do(Principal.web(ana), launch.get_run, run.id)
     assert failed.status == "failed" and "disk on fire" in failed.error
 
 
@@ -265,21 +258,21 @@ def test_cancel_queued_refunds_and_running_stops(
     bm = world.benchmark(ana, BIG_MCQ)
     model = priced_model(world, stub)
     web = Principal.web(ana)
-    queued = world.do(web, runs.start_run, bm, model)
-    cancelled = world.do(web, runs.cancel_run, queued.id)
+    queued = world.do(web, launch.start_run, bm, model)
+    cancelled = world.do(web, launch.cancel_run, queued.id)
     assert cancelled.status == "cancelled" and ledger_sum(world, ana) == 100
     with pytest.raises(Conflict):
-        world.do(web, runs.cancel_run, queued.id)
+        world.do(web, launch.cancel_run, queued.id)
     assert not Worker(open_loopback).run_once(), "a cancelled job must not run"
-    running = world.do(web, runs.start_run, bm, model)
+    running = world.do(web, launch.start_run, bm, model)
     with transaction(open_loopback, WORKER) as ctx:
-        jobs.claim(ctx, "w", timedelta(seconds=60))
-        run_execution.begin_run(ctx, running.id)
-    assert world.do(web, runs.cancel_run, running.id).status == "running"
+        queue.claim(ctx, "w", timedelta(seconds=60))
+        execution.begin_run(ctx, running.id)
+    assert world.do(web, launch.cancel_run, running.id).status == "running"
     with transaction(open_loopback, WORKER) as ctx:
-        assert run_execution.is_cancel_requested(ctx, running.id)
-        run_execution.finish_run(ctx, running.id, cancelled=True)
-    stopped = world.do(web, runs.get_run, running.id)
+        assert execution.is_cancel_requested(ctx, running.id)
+        execution.finish_run(ctx, running.id, cancelled=True)
+    stopped = world.do(web, launch.get_run, running.id)
     assert stopped.status == "cancelled" and stopped.cost == 0
     assert ledger_sum(world, ana) == 100
 
@@ -287,11 +280,11 @@ def test_cancel_queued_refunds_and_running_stops(
 def test_who_sees_what(world: World, runtime: Runtime) -> None:
     ana, pia, sam = (world.user(f"{n}@example.com") for n in ("ana", "pia", "sam"))
     bm = world.benchmark(ana, MCQ)
-    world.do(Principal.web(ana), benchmarks.publish_benchmark, bm)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
     world.do(Principal.web(pia), members.join_benchmark, bm)
-    theirs = world.do(Principal.web(pia), runs.start_run, bm, FIRST)
+    theirs = world.do(Principal.web(pia), launch.start_run, bm, FIRST)
     work_all(runtime)
-    own_view = world.do(Principal.web(pia), runs.get_run, theirs.id)
+    own_view = world.do(Principal.web(pia), launch.get_run, theirs.id)
     assert not own_view.detail_visible and "accuracy" in own_view.summary
     assert "per_tag" not in own_view.summary
     rows = world.do(Principal.web(pia), results.list_results, theirs.id)
@@ -305,12 +298,12 @@ def test_who_sees_what(world: World, runtime: Runtime) -> None:
     assert media == "application/x-ndjson" and '"expected": "B"' in jsonl
     for outsider in (sam,):
         with pytest.raises(NotFound):
-            world.do(Principal.web(outsider), runs.get_run, theirs.id)
+            world.do(Principal.web(outsider), launch.get_run, theirs.id)
     with pytest.raises(InvalidInput):
         world.do(Principal.web(ana), results.export_results, theirs.id, "xml")
-    listed = world.do(Principal.web(ana), runs.list_runs)
+    listed = world.do(Principal.web(ana), launch.list_runs)
     assert [view.id for view in listed] == [theirs.id]
-    assert world.do(Principal.web(sam), runs.list_runs) == []
+    assert world.do(Principal.web(sam), launch.list_runs) == []
 
 
 def test_tokens_need_the_runs_scope_and_phase_dates_hold(world: World, clock) -> None:
@@ -318,14 +311,14 @@ def test_tokens_need_the_runs_scope_and_phase_dates_hold(world: World, clock) ->
     bm = world.benchmark(ana, MCQ)
     reader = world.principal(PrincipalKind.API, ana, frozenset({"read"}))  # type: ignore[arg-type]
     with pytest.raises(PermissionDenied):
-        world.do(reader, runs.start_run, bm, FIRST)
-    from benchgen.services import phases
+        world.do(reader, launch.start_run, bm, FIRST)
+    from benchgen.services.benchmarks import phases
 
     phase = world.do(Principal.web(ana), phases.list_phases, bm)[0]
     world.ctx_call(OPERATOR, lambda ctx: _set_phase_end(ctx, phase.id, clock.now()))
     clock.advance(seconds=1)
     with pytest.raises(Conflict, match="not open"):
-        world.do(Principal.web(ana), runs.start_run, bm, FIRST)
+        world.do(Principal.web(ana), launch.start_run, bm, FIRST)
 
 
 def _set_phase_end(ctx, phase_id, moment) -> None:

@@ -17,7 +17,7 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import Unavailable
 from benchgen.db.session import Database
 from benchgen.db.tables import User
-from benchgen.services import accounts
+from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -34,7 +34,7 @@ NOT_BUSY = [
 ]
 
 
-def users(runtime: Runtime) -> int:
+def user_count(runtime: Runtime) -> int:
     with transaction(runtime, OPERATOR, write=False) as ctx:
         return int(ctx.session.scalar(select(func.count()).select_from(User)) or 0)
 
@@ -45,13 +45,13 @@ def users(runtime: Runtime) -> int:
 def test_a_busy_database_becomes_unavailable_and_nothing_is_kept(
     runtime: Runtime, error: Exception
 ) -> None:
-    before = users(runtime)
+    before = user_count(runtime)
     with pytest.raises(Unavailable) as caught, transaction(runtime, OPERATOR) as ctx:
-        accounts.create_user(ctx, "ana@example.com", "password123")
+        users.create_user(ctx, "ana@example.com", "password123")
         raise error
     assert caught.value.retry_after == 1 and caught.value.__cause__ is error
     assert caught.value.http_status == 503
-    assert users(runtime) == before
+    assert user_count(runtime) == before
 
 
 @pytest.mark.parametrize("error", NOT_BUSY, ids=lambda e: type(e).__name__)

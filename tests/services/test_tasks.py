@@ -5,7 +5,7 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
-from benchgen.services import phases
+from benchgen.services.benchmarks import phases
 from tests.support import World
 
 

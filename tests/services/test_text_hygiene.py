@@ -11,21 +11,11 @@ import pytest
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import PrincipalKind
-from benchgen.services import (
-    accounts,
-    benchmarks,
-    chat,
-    imports,
-    judges,
-    leaderboards,
-    members,
-    models,
-    outbox,
-    phases,
-    proposal_kinds,
-    runs,
-    tokens,
-)
+from benchgen.services import models
+from benchgen.services.accounts import tokens, users
+from benchgen.services.benchmarks import imports, judges, lifecycle, members, outbox, phases
+from benchgen.services.chat import conversations, proposal_kinds
+from benchgen.services.runs import launch, leaderboards
 from tests.support import MCQ, OPERATOR, QA, World
 
 SPOOF = "\u202e\u200b"  # the right-to-left override and a zero-width space of the issue
@@ -50,9 +40,9 @@ def spec(**changes: Any) -> dict[str, Any]:
 def test_a_spoofing_title_is_refused_at_every_door(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")
     who = world.principal(kind, ana)
-    loc, msg = refused(lambda: world.do(who, benchmarks.create_benchmark, spec(title=SPOOF)))
+    loc, msg = refused(lambda: world.do(who, lifecycle.create_benchmark, spec(title=SPOOF)))
     assert loc == ["title"] and "U+202E" in msg
-    assert world.do(Principal.web(ana), benchmarks.list_benchmarks, mine_only=True) == []
+    assert world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True) == []
 
 
 @pytest.mark.parametrize(
@@ -75,14 +65,14 @@ def test_titles_refuse_controls_bidi_and_invisible_characters(
     world: World, title: str, needle: str
 ) -> None:
     web = Principal.web(world.user("ana@example.com"))
-    loc, msg = refused(lambda: world.do(web, benchmarks.create_benchmark, spec(title=title)))
+    loc, msg = refused(lambda: world.do(web, lifecycle.create_benchmark, spec(title=title)))
     assert loc == ["title"] and needle in msg
 
 
 def test_an_emoji_title_with_a_joiner_is_kept_exactly(world: World) -> None:
     web = Principal.web(world.user("ana@example.com"))
-    created = world.do(web, benchmarks.create_benchmark, spec(title=EMOJI))
-    assert world.do(web, benchmarks.get_benchmark, created.benchmark.id).title == EMOJI
+    created = world.do(web, lifecycle.create_benchmark, spec(title=EMOJI))
+    assert world.do(web, lifecycle.get_benchmark, created.benchmark.id).title == EMOJI
 
 
 @pytest.mark.parametrize(
@@ -102,7 +92,7 @@ def test_questions_and_answers_refuse_bidi_controls(
     world: World, question: dict[str, Any], loc: list[str | int]
 ) -> None:
     web = Principal.web(world.user("ana@example.com"))
-    got, _ = refused(lambda: world.do(web, benchmarks.create_benchmark, spec(questions=[question])))
+    got, _ = refused(lambda: world.do(web, lifecycle.create_benchmark, spec(questions=[question])))
     assert got == loc
 
 
@@ -110,7 +100,7 @@ def test_mcq_choices_refuse_bidi_controls(world: World) -> None:
     web = Principal.web(world.user("ana@example.com"))
     question = {"prompt": "Sky?", "choices": ["Blue", "Gr\u202eeen"], "answer": "A"}
     bad = {"title": "Colours", "format": "mcq", "questions": [question]}
-    loc, _ = refused(lambda: world.do(web, benchmarks.create_benchmark, bad))
+    loc, _ = refused(lambda: world.do(web, lifecycle.create_benchmark, bad))
     assert loc == ["questions", 0, "choices", 1]
 
 
@@ -119,14 +109,14 @@ def test_prose_keeps_tabs_newlines_and_joiners(world: World) -> None:
     description = "Capitals of Europe.\n\n\tPart one:\r\n- the usual ones 👩\u200d💻"
     question = {"prompt": "Name it:\n\tcapital of France?", "answer": "Paris"}
     created = world.do(
-        web, benchmarks.create_benchmark, spec(description=description, questions=[question])
+        web, lifecycle.create_benchmark, spec(description=description, questions=[question])
     )
-    view = world.do(web, benchmarks.get_benchmark, created.benchmark.id)
+    view = world.do(web, lifecycle.get_benchmark, created.benchmark.id)
     assert view.description == description
-    (stored,) = world.do(web, benchmarks.list_questions, created.benchmark.id)
+    (stored,) = world.do(web, lifecycle.list_questions, created.benchmark.id)
     assert stored["prompt"] == question["prompt"]
     loc, msg = refused(
-        lambda: world.do(web, benchmarks.create_benchmark, spec(description="Read \u202ethis"))
+        lambda: world.do(web, lifecycle.create_benchmark, spec(description="Read \u202ethis"))
     )
     assert loc == ["description"] and "U+202E" in msg
 
@@ -136,8 +126,8 @@ def test_edits_previews_imports_and_proposals_refuse_them_too(world: World) -> N
     web = Principal.web(ana)
     bm = world.benchmark(ana)
     for call in (
-        lambda: world.do(web, benchmarks.edit_benchmark, bm, {"title": SPOOF}),
-        lambda: world.do(web, benchmarks.preview_benchmark_change, bm, {"title": "a\u0085b"}),
+        lambda: world.do(web, lifecycle.edit_benchmark, bm, {"title": SPOOF}),
+        lambda: world.do(web, lifecycle.preview_benchmark_change, bm, {"title": "a\u0085b"}),
         lambda: world.do(web, imports.import_benchmark, {**_import(), "title": SPOOF}),
     ):
         assert refused(call)[0] == ["title"]
@@ -150,7 +140,7 @@ def test_edits_previews_imports_and_proposals_refuse_them_too(world: World) -> N
         return proposal_kinds.prepare(ctx, "create_benchmark", spec(title=SPOOF), False)
 
     assert refused(lambda: world.ctx_call(agent, propose))[0] == ["title"]
-    assert world.do(web, benchmarks.get_benchmark, bm).title == QA["title"]
+    assert world.do(web, lifecycle.get_benchmark, bm).title == QA["title"]
 
 
 def _import(line: str = '{"prompt": "2+2?", "answer": "4"}') -> dict[str, Any]:
@@ -173,9 +163,9 @@ def test_names_of_models_tokens_phases_and_conversations_refuse_them(world: Worl
         (web, tokens.create_token, ("\u2060\u200d", ["read"]), ["name"]),
         (web, phases.add_phase, (bm, "Final\u2067"), ["name"]),
         (web, phases.add_task, (bm, "Task\n2", []), ["name"]),
-        (web, chat.create_conversation, (SPOOF,), ["title"]),
+        (web, conversations.create_conversation, (SPOOF,), ["title"]),
         (web, members.add_whitelist_entries, (bm, ["@exa\u202emple.com"]), ["entries", 0]),
-        (OPERATOR, accounts.create_user, person, ["display_name"]),
+        (OPERATOR, users.create_user, person, ["display_name"]),
         (web, judges.set_judge, (bm, *judge), ["model"]),
         (web, outbox.preview_participant_email, (bm, "News\u202e", "Hello"), ["subject"]),
         (web, outbox.preview_participant_email, (bm, "News", "Hel\u202elo"), ["body"]),
@@ -190,14 +180,14 @@ def test_good_names_pass_and_an_invisible_conversation_title_is_stored_empty(wor
     bm = world.benchmark(ana)
     assert world.do(web, tokens.create_token, f" {EMOJI} ", ["read"]).token.name == EMOJI
     assert world.do(web, phases.add_phase, bm, EMOJI).name == EMOJI
-    assert world.do(web, chat.create_conversation, EMOJI).title == EMOJI
-    assert world.do(web, chat.create_conversation, "\u200d").title == ""
+    assert world.do(web, conversations.create_conversation, EMOJI).title == EMOJI
+    assert world.do(web, conversations.create_conversation, "\u200d").title == ""
 
 
 def test_a_score_correction_reason_refuses_bidi_controls(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
     web = Principal.web(ana)
-    run = world.do(web, runs.start_run, world.benchmark(ana, MCQ), FIRST).id
+    run = world.do(web, launch.start_run, world.benchmark(ana, MCQ), FIRST).id
     loc, _ = refused(
         lambda: world.do(web, leaderboards.edit_run_score, run, {"accuracy": 1}, "re\u202egrade")
     )

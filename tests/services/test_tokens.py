@@ -18,7 +18,7 @@ from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied, Unaut
 from benchgen.core.ids import new_token
 from benchgen.core.permissions import ALL_SCOPES, PrincipalKind, Scope
 from benchgen.db.tables import ApiToken
-from benchgen.services import accounts, tokens
+from benchgen.services.accounts import tokens, users
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -304,7 +304,7 @@ def test_expired_token(world: World, clock: ManualClock) -> None:
         world.api(secret)
     # A principal obtained before the expiry stops working at the next check too.
     with pytest.raises(Unauthenticated):
-        world.do(principal, accounts.get_me)
+        world.do(principal, users.get_me)
 
 
 def test_revoked_token(world: World) -> None:
@@ -315,16 +315,16 @@ def test_revoked_token(world: World) -> None:
     with pytest.raises(Unauthenticated, match="revoked"):
         world.api(made.secret)
     with pytest.raises(Unauthenticated):
-        world.do(principal, accounts.get_me)
+        world.do(principal, users.get_me)
 
 
 def test_disabled_account(world: World) -> None:
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read"])
-    world.do(OPERATOR, accounts.set_active, ana, False)
+    world.do(OPERATOR, users.set_active, ana, False)
     with pytest.raises(Unauthenticated, match="disabled"):
         world.api(secret)
-    world.do(OPERATOR, accounts.set_active, ana, True)
+    world.do(OPERATOR, users.set_active, ana, True)
     assert world.api(secret).user_id == ana
 
 
@@ -437,14 +437,14 @@ def test_turn_credential_is_tied_to_parent_token(world: World) -> None:
     assert row.parent_token_id == made.token.id
     assert row.kind == "agent"
     assert row.token_hash == hashlib.sha256(secret.encode()).hexdigest()
-    assert world.do(agent, accounts.get_me).id == ana
+    assert world.do(agent, users.get_me).id == ana
 
     world.do(Principal.web(ana), tokens.revoke_token, made.token.id)
     with pytest.raises(Unauthenticated):
         authenticate_turn(world, secret)
     # An agent principal already in use dies at its next call, mid-turn.
     with pytest.raises(Unauthenticated):
-        world.do(agent, accounts.get_me)
+        world.do(agent, users.get_me)
 
 
 def test_turn_credential_dies_with_expired_parent(world: World, clock: ManualClock) -> None:
@@ -475,7 +475,7 @@ def test_revoke_credential_ends_the_turn(world: World) -> None:
     with pytest.raises(Unauthenticated):
         authenticate_turn(world, secret)
     with pytest.raises(Unauthenticated):
-        world.do(agent, accounts.get_me)
+        world.do(agent, users.get_me)
 
 
 def test_mint_refused_for_disabled_account_or_dead_parent(world: World) -> None:
@@ -485,7 +485,7 @@ def test_mint_refused_for_disabled_account_or_dead_parent(world: World) -> None:
     world.do(Principal.web(ana), tokens.revoke_token, made.token.id)
     with pytest.raises(Unauthenticated):
         mint(world, parent, frozenset({Scope.READ}))
-    world.do(OPERATOR, accounts.set_active, ana, False)
+    world.do(OPERATOR, users.set_active, ana, False)
     with pytest.raises(Unauthenticated):
         mint(world, Principal.web(ana), frozenset({Scope.READ}))
     rows = world.ctx_call(OPERATOR, lambda ctx: list(ctx.session.scalars(select(ApiToken))))

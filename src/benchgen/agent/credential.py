@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from benchgen.core.context import Context, Principal
-from benchgen.services import tokens
+from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime, transaction
 
 # Authenticating and revoking only read and stamp token rows: a system principal with no grants

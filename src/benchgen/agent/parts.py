@@ -7,7 +7,7 @@ from typing import Any
 
 from benchgen.agent.state import TurnState
 from benchgen.core.context import Context
-from benchgen.services import proposals
+from benchgen.services.chat import proposals
 
 
 def first_part_lead(total: int, part_size: int) -> str:

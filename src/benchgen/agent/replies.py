@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.services.proposals import ProposalView
+from benchgen.services.chat.proposals import ProposalView
 
 _DONE = {
     "create_benchmark": "Created benchmark {benchmark_id}. It is private until you publish it.",

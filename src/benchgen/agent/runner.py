@@ -11,8 +11,8 @@ from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
 from benchgen.agent.turn import Started, begin_turn, complete_turn
 from benchgen.core.context import Principal
-from benchgen.services import chat
-from benchgen.services.chat import TurnView
+from benchgen.services.chat import conversations
+from benchgen.services.chat.conversations import TurnView
 from benchgen.services.runtime import Runtime, transaction
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class TurnRunner:
 
     def _stored(self, principal: Principal, turn: TurnView) -> TurnView:
         with transaction(self.runtime, principal, write=False) as ctx:
-            return chat.get_turn(ctx, turn.conversation_id, turn.id)
+            return conversations.get_turn(ctx, turn.conversation_id, turn.id)
 
     def close(self) -> None:
         """Take no more turns to the pool and wait for those running to be recorded."""

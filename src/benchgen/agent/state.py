@@ -15,7 +15,8 @@ from benchgen.core.clock import Clock
 from benchgen.core.context import Context
 from benchgen.core.errors import BenchGenError, Unauthenticated
 from benchgen.core.secrets import find_secrets, redact_secrets
-from benchgen.services import leaks, proposals
+from benchgen.services.accounts import leaks
+from benchgen.services.chat import proposals
 from benchgen.services.runtime import transaction
 
 T = TypeVar("T")

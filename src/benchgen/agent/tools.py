@@ -14,7 +14,10 @@ from pydantic_ai import RunContext, Tool
 from benchgen.agent import parts
 from benchgen.agent.state import TurnState, plain
 from benchgen.core.context import Context
-from benchgen.services import benchmarks, models, proposals, results, runs
+from benchgen.services import models
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import proposals
+from benchgen.services.runs import launch, results
 from benchgen.services.specs import MAX_DESCRIPTION, MAX_QUESTIONS, MAX_TITLE, QuestionIn
 
 MAX_OPTIONS = 10
@@ -70,7 +73,7 @@ def list_benchmarks(ctx: Deps, search: Search = "", mine_only: bool = False) -> 
     args = {"search": search, "mine_only": mine_only}
 
     def work(c: Context) -> dict[str, Any]:
-        found = benchmarks.list_benchmarks(c, mine_only=mine_only, search=search, limit=50)
+        found = lifecycle.list_benchmarks(c, mine_only=mine_only, search=search, limit=50)
         return {"benchmarks": [_pick(plain(b), _BENCHMARK_FIELDS) for b in found]}
 
     return ctx.deps.call("list_benchmarks", args, work, write=False)
@@ -87,8 +90,8 @@ def show_benchmark(ctx: Deps, benchmark_id: Id, offset: Offset = 0, limit: Limit
     args = {"benchmark_id": benchmark_id, "offset": offset, "limit": limit}
 
     def work(c: Context) -> dict[str, Any]:
-        shown = benchmarks.get_benchmark(c, benchmark_id)
-        window = benchmarks.list_questions(c, benchmark_id)[offset : offset + limit]
+        shown = lifecycle.get_benchmark(c, benchmark_id)
+        window = lifecycle.list_questions(c, benchmark_id)[offset : offset + limit]
         return {"benchmark": plain(shown), "questions": plain(window)}
 
     return ctx.deps.call("show_benchmark", args, work, write=False)
@@ -116,7 +119,7 @@ def list_runs(ctx: Deps, benchmark_id: Id | None = None) -> Any:
     """
 
     def work(c: Context) -> dict[str, Any]:
-        found = runs.list_runs(c, benchmark_id=benchmark_id, limit=20)
+        found = launch.list_runs(c, benchmark_id=benchmark_id, limit=20)
         return {"runs": [_pick(plain(run), _RUN_FIELDS) for run in found]}
 
     return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work, write=False)
@@ -131,11 +134,11 @@ def run_status(ctx: Deps, run_id: Id | None = None) -> Any:
 
     def work(c: Context) -> dict[str, Any]:
         if run_id is None:
-            latest = runs.list_runs(c, limit=1)
+            latest = launch.list_runs(c, limit=1)
             if not latest:
                 return {"run": None, "message": "The user has no runs yet."}
             return {"run": _pick(plain(latest[0]), _RUN_FIELDS)}
-        return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS)}
+        return {"run": _pick(plain(launch.get_run(c, run_id)), _RUN_FIELDS)}
 
     return ctx.deps.call("run_status", {"run_id": run_id}, work, write=False)
 
@@ -152,7 +155,7 @@ def run_results(ctx: Deps, run_id: Id, offset: Offset = 0, limit: Limit = 20) ->
 
     def work(c: Context) -> dict[str, Any]:
         page = results.list_results(c, run_id, limit=limit, offset=offset)
-        return {"run": _pick(plain(runs.get_run(c, run_id)), _RUN_FIELDS), "results": plain(page)}
+        return {"run": _pick(plain(launch.get_run(c, run_id)), _RUN_FIELDS), "results": plain(page)}
 
     return ctx.deps.call("run_results", args, work, write=False)
 

@@ -28,8 +28,10 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
 from benchgen.core.secrets import find_secrets
-from benchgen.services import access, chat, leaks, proposals, tokens
-from benchgen.services.chat import TurnOutcome, TurnView
+from benchgen.services import access
+from benchgen.services.accounts import leaks, tokens
+from benchgen.services.chat import conversations, proposals
+from benchgen.services.chat.conversations import TurnOutcome, TurnView
 from benchgen.services.runtime import Runtime, transaction
 
 log = logging.getLogger(__name__)
@@ -89,14 +91,14 @@ def begin_turn(
         if isinstance(message.action, Choose):
             # The chosen label is what the user said this turn: stored, and read by the brain.
             text = _chosen(ctx, conversation_id, message.action)
-        turn = chat.begin_turn(ctx, conversation_id, text, action)
+        turn = conversations.begin_turn(ctx, conversation_id, text, action)
         lifetime = timedelta(seconds=ctx.settings.agent_turn_cap_s) + EXPIRY_MARGIN
         secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
         started = Started(runtime, turn, TurnCredential(runtime, secret), text)
         started.notices = list(screened.notices)
-        started.plan = chat.get_plan(ctx, conversation_id)
+        started.plan = conversations.get_plan(ctx, conversation_id)
         _decide(ctx, started, message)
-        earlier = chat.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
+        earlier = conversations.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
         started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
     return started
 
@@ -131,8 +133,8 @@ def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
 
 def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:
     """The label of the chosen option, which must belong to the question asked last."""
-    latest = chat.recent_turns(ctx, conversation_id, limit=1)
-    asked = chat.get_turn(ctx, conversation_id, action.turn_id)
+    latest = conversations.recent_turns(ctx, conversation_id, limit=1)
+    asked = conversations.get_turn(ctx, conversation_id, action.turn_id)
     buttons = asked.buttons
     if not latest or latest[0].id != asked.id or asked.status != "awaiting_choice":
         raise Conflict("That choice answers an earlier question; choose from the latest one.")
@@ -158,7 +160,7 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
     if state.plan_changed:
         outcome.plan, outcome.plan_changed = state.plan, True
     with transaction(started.runtime, RECORDER) as ctx:
-        return chat.finish_turn(ctx, started.turn.id, outcome)
+        return conversations.finish_turn(ctx, started.turn.id, outcome)
 
 
 def _state(started: Started) -> TurnState:

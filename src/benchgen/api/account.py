@@ -10,8 +10,8 @@ from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.schemas import Me, Page
 from benchgen.core.errors import InvalidInput, invalid
-from benchgen.services import accounts, credits, tokens
-from benchgen.services.credits import LedgerLine
+from benchgen.services.accounts import credits, tokens, users
+from benchgen.services.accounts.credits import LedgerLine
 
 router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON)
 
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON)
 @router.get("/me", response_model=Me, openapi_extra={"x-scope": None})
 def get_me(ctx: ContextDep) -> Me:
     """The token's user, credit balance, scopes and expiry (any valid token)."""
-    user = accounts.get_me(ctx)
+    user = users.get_me(ctx)
     token = tokens.describe_current(ctx)
     return Me(
         id=user.id,

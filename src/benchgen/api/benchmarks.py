@@ -11,10 +11,12 @@ from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
 from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
 from benchgen.core.context import Context
-from benchgen.services import benchmarks, imports, leaderboards, ratelimits
-from benchgen.services.benchmarks import BenchmarkView, ChangePreview
-from benchgen.services.imports import ImportIn
-from benchgen.services.leaderboards import Leaderboard
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import imports, lifecycle
+from benchgen.services.benchmarks.imports import ImportIn
+from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
+from benchgen.services.runs import leaderboards
+from benchgen.services.runs.leaderboards import Leaderboard
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn
 
 router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
@@ -43,7 +45,7 @@ def list_benchmarks(
 ) -> dict[str, Any]:
     """Benchmarks you can see: yours, shared with you, and published ones (unless `mine`)."""
     return page(
-        lambda n, skip: benchmarks.list_benchmarks(ctx, mine, search, n, skip), cursor, limit
+        lambda n, skip: lifecycle.list_benchmarks(ctx, mine, search, n, skip), cursor, limit
     )
 
 
@@ -57,7 +59,7 @@ def list_benchmarks(
 def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> dict[str, Any]:
     """Create a qa or mcq benchmark with its questions (at most 10 a day and 3 a minute,
     together with the agent's). Duplicates come back as `warnings`."""
-    created = benchmarks.create_benchmark(ctx, body)
+    created = lifecycle.create_benchmark(ctx, body)
     _quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
 
@@ -87,7 +89,7 @@ def _quota_headers(ctx: Context, response: Response) -> None:
 @router.get("/{benchmark_id}", response_model=BenchmarkView, openapi_extra={"x-scope": "read"})
 def get_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
     """One benchmark; 404 when it does not exist or you may not see it."""
-    return benchmarks.get_benchmark(ctx, benchmark_id)
+    return lifecycle.get_benchmark(ctx, benchmark_id)
 
 
 @router.get(
@@ -100,7 +102,7 @@ def list_questions(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """The questions in order; `answer` only for the owner and collaborators."""
-    rows = benchmarks.list_questions(ctx, benchmark_id)
+    rows = lifecycle.list_questions(ctx, benchmark_id)
     return page(lambda n, skip: rows[skip : skip + n], cursor, limit)
 
 
@@ -120,7 +122,7 @@ def get_leaderboard(ctx: ContextDep, benchmark_id: str, phase_id: str | None = N
 )
 def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> dict[str, Any]:
     """Change title, description and/or the full question list (409 once questions froze)."""
-    view, change = benchmarks.edit_benchmark(ctx, benchmark_id, body)
+    view, change = lifecycle.edit_benchmark(ctx, benchmark_id, body)
     return {"benchmark": view, "change": change}
 
 
@@ -132,7 +134,7 @@ def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) ->
 )
 def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> ChangePreview:
     """What a change would do, validated against the benchmark now; applies nothing."""
-    return benchmarks.preview_benchmark_change(ctx, benchmark_id, body)
+    return lifecycle.preview_benchmark_change(ctx, benchmark_id, body)
 
 
 @router.post(
@@ -143,4 +145,4 @@ def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) ->
 )
 def publish_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
     """Make the benchmark visible to everyone (questions, never the answer key)."""
-    return benchmarks.publish_benchmark(ctx, benchmark_id)
+    return lifecycle.publish_benchmark(ctx, benchmark_id)

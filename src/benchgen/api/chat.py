@@ -13,8 +13,8 @@ from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_inpu
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
 from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut
-from benchgen.services import chat
-from benchgen.services.chat import ConversationView
+from benchgen.services.chat import conversations
+from benchgen.services.chat.conversations import ConversationView
 
 router = APIRouter(prefix="/api/v1/chat", tags=["chat"], responses=COMMON)
 READ = {"x-scope": "read"}
@@ -33,19 +33,19 @@ def get_runner(request: Request) -> TurnRunner:
 @router.post("/conversations", status_code=201, response_model=ConversationView, openapi_extra=READ)
 def create_conversation(ctx: ContextDep, body: ConversationIn | None = None) -> ConversationView:
     """Start an empty conversation with the agent (the title is optional)."""
-    return chat.create_conversation(ctx, body.title if body else "")
+    return conversations.create_conversation(ctx, body.title if body else "")
 
 
 @router.get("/conversations", response_model=Page[ConversationView], openapi_extra=READ)
 def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None) -> dict[str, Any]:
     """Your conversations, most recently active first."""
-    return page(lambda n, skip: chat.list_conversations(ctx, n, skip), cursor, limit)
+    return page(lambda n, skip: conversations.list_conversations(ctx, n, skip), cursor, limit)
 
 
 @router.get("/conversations/{conversation_id}", response_model=Transcript, openapi_extra=READ)
 def get_conversation(ctx: ContextDep, conversation_id: str) -> Transcript:
     """The transcript: the conversation and every turn, oldest first."""
-    conversation, turns = chat.get_conversation(ctx, conversation_id)
+    conversation, turns = conversations.get_conversation(ctx, conversation_id)
     return Transcript.model_validate({**asdict(conversation), "turns": turns})
 
 
@@ -80,4 +80,4 @@ def send_message(
 )
 def get_turn(ctx: ContextDep, conversation_id: str, turn_id: str) -> TurnOut:
     """One turn: poll it while its status is `running`."""
-    return TurnOut.model_validate(chat.get_turn(ctx, conversation_id, turn_id))
+    return TurnOut.model_validate(conversations.get_turn(ctx, conversation_id, turn_id))

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unauthenticated, invalid
 from benchgen.core.storable import require_storable
-from benchgen.services import tokens
+from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime, transaction
 
 # Authentication itself may only read tokens and stamp last-used: it acts as a system

@@ -10,9 +10,9 @@ from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
 from benchgen.api.schemas import LogLine, Page, StartRun
-from benchgen.services import rescoring, results, run_log, runs
-from benchgen.services.rescoring import Rescore
-from benchgen.services.runs import Estimate, RunView
+from benchgen.services.runs import launch, rescoring, results, run_log
+from benchgen.services.runs.launch import Estimate, RunView
+from benchgen.services.runs.rescoring import Rescore
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=COMMON)
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
@@ -27,13 +27,13 @@ def list_runs(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Runs you launched, and every run on benchmarks you own or collaborate on."""
-    return page(lambda n, skip: runs.list_runs(ctx, benchmark_id, n, skip), cursor, limit)
+    return page(lambda n, skip: launch.list_runs(ctx, benchmark_id, n, skip), cursor, limit)
 
 
 @router.get("/estimate", response_model=Estimate, openapi_extra={"x-scope": "read"})
 def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
     """The most a run would cost, in credits (reserved when it starts)."""
-    return runs.estimate_run(ctx, benchmark_id, model_id)
+    return launch.estimate_run(ctx, benchmark_id, model_id)
 
 
 @router.post(
@@ -46,13 +46,13 @@ def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
 def start_run(ctx: ContextDep, body: StartRun) -> RunView:
     """Queue a run: reserves the estimate (402 if the balance cannot cover it) and freezes the
     benchmark's questions."""
-    return runs.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id)
+    return launch.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id)
 
 
 @router.get("/{run_id}", response_model=RunView, openapi_extra={"x-scope": "read"})
 def get_run(ctx: ContextDep, run_id: str) -> RunView:
     """Status, progress, cost and aggregate scores."""
-    return runs.get_run(ctx, run_id)
+    return launch.get_run(ctx, run_id)
 
 
 @router.get(
@@ -102,7 +102,7 @@ def export_results(
 )
 def cancel_run(ctx: ContextDep, run_id: str) -> RunView:
     """Cancel a queued run (refunded) or stop a running one (settles what it used)."""
-    return runs.cancel_run(ctx, run_id)
+    return launch.cancel_run(ctx, run_id)
 
 
 @router.post(

@@ -7,7 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from benchgen.services.benchmarks import BenchmarkView, ChangePreview
+from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
 
 Item = TypeVar("Item")
 

@@ -9,7 +9,9 @@ import typer
 from rich.table import Table
 
 from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime
-from benchgen.services import accounts, credits, deployment, outbox, ratelimits, tokens
+from benchgen.services import deployment
+from benchgen.services.accounts import credits, ratelimits, tokens, users
+from benchgen.services.benchmarks import outbox
 
 app = typer.Typer(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
@@ -26,7 +28,7 @@ def create_user(
 ) -> None:
     """Create an account, optionally an admin, optionally with credits."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
-        user = accounts.create_user(ctx, email, password, name, is_admin=admin)
+        user = users.create_user(ctx, email, password, name, is_admin=admin)
         if initial:
             credits.grant_credits(ctx, user.id, initial, "initial credits")
     console.print(f"Created {user.email} ({user.id}){' as admin' if admin else ''}.")
@@ -40,7 +42,7 @@ def grant_credits(
 ) -> None:
     """Add credits to an account; prints the new balance."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
-        user = accounts.get_user_by_email(ctx, email)
+        user = users.get_user_by_email(ctx, email)
         balance = credits.grant_credits(ctx, user.id, amount, note)
     console.print(f"{user.email} now has {balance} credits.")
 

@@ -22,7 +22,7 @@ from benchgen.cli.common import cli_principal, console, errors, open_runtime
 from benchgen.client import BenchGen, ClientError
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
-from benchgen.services import chat
+from benchgen.services.chat import conversations
 from benchgen.services.runtime import Runtime, transaction
 
 HELP = (
@@ -76,8 +76,8 @@ class LocalDoor:
     def open(self, conversation_id: str | None) -> tuple[str, Turn | None]:
         with transaction(self.runtime, self.principal) as ctx:
             if conversation_id is None:
-                return chat.create_conversation(ctx).id, None
-            _, turns = chat.get_conversation(ctx, conversation_id)
+                return conversations.create_conversation(ctx).id, None
+            _, turns = conversations.get_conversation(ctx, conversation_id)
         return conversation_id, _shaped(TurnOut.model_validate(turns[-1])) if turns else None
 
     def send(self, conversation_id: str, body: dict[str, Any]) -> Turn:
@@ -91,7 +91,9 @@ class LocalDoor:
 
     def turn(self, conversation_id: str, turn_id: str) -> Turn:
         with transaction(self.runtime, self.principal, write=False) as ctx:
-            return _shaped(TurnOut.model_validate(chat.get_turn(ctx, conversation_id, turn_id)))
+            return _shaped(
+                TurnOut.model_validate(conversations.get_turn(ctx, conversation_id, turn_id))
+            )
 
 
 class RemoteDoor:

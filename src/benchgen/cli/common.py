@@ -12,7 +12,8 @@ from rich.console import Console
 from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError
-from benchgen.services import accounts, models
+from benchgen.services import models
+from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 console = Console(soft_wrap=True)
@@ -54,7 +55,7 @@ def as_operator(runtime: Runtime) -> Iterator[Context]:
 def cli_principal(runtime: Runtime, email: str) -> Principal:
     """The principal of `--as EMAIL`: that user, audited as the `cli` door."""
     with as_operator(runtime) as ctx:
-        return Principal.cli(accounts.get_user_by_email(ctx, email).id)
+        return Principal.cli(users.get_user_by_email(ctx, email).id)
 
 
 @contextmanager

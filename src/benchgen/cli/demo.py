@@ -11,7 +11,8 @@ import typer
 from benchgen.cli.common import as_operator, as_user, console, open_runtime, prepare
 from benchgen.core.errors import NotFound
 from benchgen.core.permissions import Scope
-from benchgen.services import accounts, benchmarks, credits, tokens
+from benchgen.services.accounts import credits, tokens, users
+from benchgen.services.benchmarks import lifecycle
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "benchgen-demo"  # noqa: S105 - a documented demo login, not a secret
@@ -34,15 +35,15 @@ def seed_demo(
         prepare(runtime)
         with as_operator(runtime) as ctx:
             try:
-                accounts.get_user_by_email(ctx, DEMO_EMAIL)
+                users.get_user_by_email(ctx, DEMO_EMAIL)
             except NotFound:
-                user = accounts.create_user(ctx, DEMO_EMAIL, DEMO_PASSWORD, "Demo user")
+                user = users.create_user(ctx, DEMO_EMAIL, DEMO_PASSWORD, "Demo user")
                 credits.grant_credits(ctx, user.id, DEMO_CREDITS, "demo credits")
         with as_user(runtime, DEMO_EMAIL) as ctx:
-            existing = {bm.title for bm in benchmarks.list_benchmarks(ctx, mine_only=True)}
+            existing = {bm.title for bm in lifecycle.list_benchmarks(ctx, mine_only=True)}
             for spec in _demo_specs():
                 if spec["title"] not in existing:
-                    benchmarks.create_benchmark(ctx, spec)
+                    lifecycle.create_benchmark(ctx, spec)
             # Every scope a user may hold, so the demo token can try every door (publish too).
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")

@@ -13,7 +13,9 @@ from rich.table import Table
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.jobs.worker import start_workers, stop_workers
-from benchgen.services import judges, leaderboards, models, rescoring, runs
+from benchgen.services import models
+from benchgen.services.benchmarks import judges
+from benchgen.services.runs import launch, leaderboards, rescoring
 from benchgen.services.runtime import Runtime
 
 models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
@@ -31,7 +33,7 @@ def run(
     """Launch a run (credits are reserved up front) and follow it with a progress bar."""
     with open_runtime() as runtime:
         with as_user(runtime, as_email) as ctx:
-            started = runs.start_run(ctx, benchmark, model)
+            started = launch.start_run(ctx, benchmark, model)
         console.print(f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits.")
         if wait:
             _follow(runtime, as_email, started.id, started.question_count)
@@ -50,9 +52,9 @@ def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
             task = progress.add_task("Processing", total=total)
             while True:
                 with as_user(runtime, email) as ctx:
-                    current = runs.get_run(ctx, run_id)
+                    current = launch.get_run(ctx, run_id)
                 progress.update(task, completed=current.done_count)
-                if current.status not in runs.ACTIVE:
+                if current.status not in launch.ACTIVE:
                     break
                 time.sleep(0.25)
     finally:

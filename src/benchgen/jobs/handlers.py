@@ -12,9 +12,9 @@ from benchgen.core.permissions import Action
 from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
-from benchgen.services import run_execution
-from benchgen.services.jobs import Claimed
-from benchgen.services.run_execution import JudgingPlan, RunPlan
+from benchgen.services.queue import Claimed
+from benchgen.services.runs import execution
+from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
 
 WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE}))
@@ -33,25 +33,25 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
     """Run the questions still to do, writing answers in batches, then close the run."""
     run_id = str(job.payload["run_id"])
     with transaction(runtime, WORKER) as ctx:
-        plan = run_execution.begin_run(ctx, run_id)
+        plan = execution.begin_run(ctx, run_id)
     if plan is None:
         return
     cancelled = _cancel_probe(runtime, run_id)
     report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
     if not report.cancelled:
         with transaction(runtime, WORKER) as ctx:
-            judging = run_execution.plan_judging(ctx, run_id)
+            judging = execution.plan_judging(ctx, run_id)
         if judging is not None:
             record = _judgement_recorder(runtime, judging)
             report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
     with transaction(runtime, WORKER) as ctx:
-        run_execution.finish_run(ctx, run_id, report.cancelled)
+        execution.finish_run(ctx, run_id, report.cancelled)
 
 
 def _recorder(runtime: Runtime, plan: RunPlan) -> Callable[[list[Answer]], None]:
     def record(answers: list[Answer]) -> None:
         with transaction(runtime, WORKER) as ctx:
-            run_execution.record_answers(ctx, plan, answers)
+            execution.record_answers(ctx, plan, answers)
 
     return record
 
@@ -59,7 +59,7 @@ def _recorder(runtime: Runtime, plan: RunPlan) -> Callable[[list[Answer]], None]
 def _judgement_recorder(runtime: Runtime, plan: JudgingPlan) -> Callable[[list[Answer]], None]:
     def record(replies: list[Answer]) -> None:
         with transaction(runtime, WORKER) as ctx:
-            run_execution.record_judgements(ctx, plan, replies)
+            execution.record_judgements(ctx, plan, replies)
 
     return record
 
@@ -97,7 +97,7 @@ def _cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
         if not state["cancelled"] and now - state["checked"] >= CANCEL_CHECK_S:
             state["checked"] = now
             with transaction(runtime, WORKER, write=False) as ctx:
-                state["cancelled"] = run_execution.is_cancel_requested(ctx, run_id)
+                state["cancelled"] = execution.is_cancel_requested(ctx, run_id)
         return bool(state["cancelled"])
 
     return cancelled
@@ -106,7 +106,7 @@ def _cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
 def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
     """The run failed through the platform: record it and refund."""
     with transaction(runtime, WORKER) as ctx:
-        run_execution.abandon_run(ctx, str(job.payload["run_id"]), error)
+        execution.abandon_run(ctx, str(job.payload["run_id"]), error)
 
 
 HANDLERS: dict[str, Handler] = {"run": Handler(execute_run, abandon_run)}

@@ -12,8 +12,8 @@ from datetime import timedelta
 from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
 from benchgen.jobs.handlers import HANDLERS, WORKER
-from benchgen.services import jobs
-from benchgen.services.jobs import Claimed
+from benchgen.services import queue
+from benchgen.services.queue import Claimed
 from benchgen.services.runtime import Runtime, transaction
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class Worker:
     def run_once(self) -> bool:
         """Claim and handle at most one job; False when none was due."""
         with transaction(self.runtime, WORKER) as ctx:
-            job = jobs.claim(ctx, self.name, self.lease)
+            job = queue.claim(ctx, self.name, self.lease)
         if job is None:
             return False
         handler = HANDLERS[job.kind]
@@ -69,7 +69,7 @@ class Worker:
 
     def _after_failure(self, job: Claimed, error: str) -> None:
         with transaction(self.runtime, WORKER) as ctx:
-            again = jobs.retry_later(ctx, job.id, self.name, error)
+            again = queue.retry_later(ctx, job.id, self.name, error)
         if not again:
             self._give_up(job, error)
 
@@ -79,7 +79,7 @@ class Worker:
 
     def _finish(self, job: Claimed, status: str, error: str = "") -> None:
         with transaction(self.runtime, WORKER) as ctx:
-            jobs.finish(ctx, job.id, self.name, status, error)
+            queue.finish(ctx, job.id, self.name, status, error)
 
 
 class _Heartbeat:
@@ -102,7 +102,7 @@ class _Heartbeat:
         while not self.done.wait(interval):
             # A busy database skips one beat; the lease outlasts three of them.
             with contextlib.suppress(Unavailable), transaction(self.worker.runtime, WORKER) as ctx:
-                jobs.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
+                queue.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
 
 
 def start_workers(runtime: Runtime, count: int) -> list[tuple[Worker, threading.Thread]]:

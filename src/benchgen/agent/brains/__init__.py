@@ -33,7 +33,7 @@ def build_brain(settings: Settings) -> Brain:
     spec = settings.agent_model.strip()
     kind, _, name = spec.partition(":")
     if spec == "offline":
-        from benchgen.agent.brains.offline import offline_model
+        from benchgen.agent.brains.offline.planner import offline_model
 
         return Brain("offline", offline_model(settings))
     if kind == "local" and name:

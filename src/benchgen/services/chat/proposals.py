@@ -22,7 +22,8 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
-from benchgen.services import access, audit, proposal_kinds
+from benchgen.services import access, audit
+from benchgen.services.chat import proposal_kinds
 
 EXPIRY = timedelta(minutes=10)
 # A proposal is a `draft` while the turn that made it runs; only when that turn ends showing its

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchgen.services.benchmarks import ChangePreview
+from benchgen.services.benchmarks.lifecycle import ChangePreview
 
 
 def quote(text: str) -> str:

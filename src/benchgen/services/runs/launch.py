@@ -14,17 +14,10 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
-from benchgen.services import (
-    access,
-    audit,
-    benchmarks,
-    credits,
-    jobs,
-    models,
-    ratelimits,
-    run_log,
-    scoring,
-)
+from benchgen.services import access, audit, models, queue
+from benchgen.services.accounts import credits, ratelimits
+from benchgen.services.benchmarks import lifecycle, scoring
+from benchgen.services.runs import run_log
 from benchgen.services.specs import MAX_LIST, check_window
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
@@ -121,7 +114,7 @@ def start_run(
     model = models.usable_model(ctx, model_id)
     if model.status != "available":
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
-    if benchmark.format not in benchmarks.FROZEN_FORMATS:
+    if benchmark.format not in lifecycle.FROZEN_FORMATS:
         raise Conflict("Runs on custom-format benchmarks are not available yet.")
     models.require_answerable(model, benchmark.format)
     phase = _open_phase(ctx, benchmark, phase_id)
@@ -140,10 +133,10 @@ def start_run(
     # Aggregate scores leak the key bit by bit: outsiders get a few runs a day (docs/permissions).
     ratelimits.consume_run(ctx, benchmark, run_id)
     reservation = credits.reserve_credits(ctx, estimate.credits, run_id)
-    benchmarks.freeze_questions(ctx, benchmark.id)
+    lifecycle.freeze_questions(ctx, benchmark.id)
     run = _new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
     run.reservation_id = reservation
-    run.job_id = jobs.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
+    run.job_id = queue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
     run_log.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
     audit.record(ctx, "run.start", "run", run_id, benchmark_id=benchmark.id, model_id=model.id)
     return view(ctx, run)
@@ -268,7 +261,7 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
         raise Conflict(f"The run has already ended ({run.status}).", {"id": run.id})
     if run.status == "queued":
         if run.job_id:
-            jobs.cancel_queued(ctx, run.job_id)
+            queue.cancel_queued(ctx, run.job_id)
         if run.reservation_id:
             credits.refund_credits(ctx, run.reservation_id, "cancelled before it started")
         run.status, run.cost, run.finished_at = "cancelled", 0, ctx.now()

@@ -19,7 +19,8 @@ from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Job
-from benchgen.services import access, accounts
+from benchgen.services import access
+from benchgen.services.accounts import users
 
 # Which grant a system principal needs to work on each kind of job.
 JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE}
@@ -176,7 +177,7 @@ def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetim
     """
     if user_id is None:
         return True
-    accounts.lock_user(ctx, user_id)
+    users.lock_user(ctx, user_id)
     executing = ctx.session.scalar(
         select(func.count()).select_from(Job).where(Job.user_id == user_id, _executing(now))
     )

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import Action
-from benchgen.services import access, benchmarks
-from benchgen.services.benchmarks import Created
+from benchgen.services import access
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks.lifecycle import Created
 from benchgen.services.specs import MAX_DESCRIPTION, MAX_TITLE, Text, Title, parse
 
 MAX_CONTENT = 50_000_000
@@ -43,14 +44,14 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
         PermissionDenied: the principal may not create benchmarks (checked before the file is
             read at all).
         InvalidInput: a line that cannot be read (its line number in `loc`), or bad questions.
-        RateLimited: as for `benchmarks.create_benchmark`.
+        RateLimited: as for `lifecycle.create_benchmark`.
     """
     # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(ImportIn, data)
     reader = _jsonl if spec.content_format == "jsonl" else _csv
     questions = reader(spec.content)
-    return benchmarks.create_benchmark(
+    return lifecycle.create_benchmark(
         ctx,
         {
             "title": spec.title,

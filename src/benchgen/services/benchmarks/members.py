@@ -13,7 +13,8 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
 from benchgen.core.text import require_line
 from benchgen.db.tables import Benchmark, Collaborator, Participant, User, WhitelistEntry
-from benchgen.services import access, accounts, audit
+from benchgen.services import access, audit
+from benchgen.services.accounts import users
 
 PARTICIPANT_STATUSES = ("active", "removed")
 
@@ -217,7 +218,7 @@ def participants_with(ctx: Context, benchmark_id: str, statuses: tuple[str, ...]
 
 
 def _user_by_email(ctx: Context, email: str) -> User:
-    address = accounts.normalize_email(email)
+    address = users.normalize_email(email)
     user = ctx.session.scalar(select(User).where(User.email == address, User.is_active.is_(True)))
     if user is None:
         raise NotFound(f"No active account with email {address}.", {"email": address})
@@ -234,6 +235,6 @@ def _whitelist_entry(raw: str, index: int) -> str:
             raise invalid(["entries", index], f"{raw!r} is not a valid @domain entry")
         return text
     try:
-        return accounts.normalize_email(text)
+        return users.normalize_email(text)
     except Exception:
         raise invalid(["entries", index], f"{raw!r} is neither an email nor an @domain") from None

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchgen.agent.brains import offline_render as render
-from benchgen.agent.brains.offline_parse import Intent, find, find_id, mentioned
+from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned
 from benchgen.agent.never import refusal
 from benchgen.core.config import Settings
 from benchgen.core.permissions import Action

@@ -16,7 +16,8 @@ from benchgen.core.errors import Conflict, InsufficientCredits, NotFound, invali
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import CreditEntry
-from benchgen.services import access, accounts, audit
+from benchgen.services import access, audit
+from benchgen.services.accounts import users
 from benchgen.services.specs import MAX_LIST, check_window
 
 MAX_AMOUNT = 10**12
@@ -85,7 +86,7 @@ def grant_credits(ctx: Context, user_id: str, amount: int, note: str = "") -> in
     """
     access.require(ctx, Action.ADMIN_CREDITS)
     _check_amount(amount)
-    accounts.lock_user(ctx, user_id)
+    users.lock_user(ctx, user_id)
     _append(ctx, user_id, "grant", amount, note=note)
     audit.record(ctx, "credits.grant", "user", user_id, amount=amount)
     return balance_of(ctx, user_id)
@@ -104,7 +105,7 @@ def reserve_credits(ctx: Context, amount: int, reference: str) -> str:
     if amount < 0 or amount > MAX_AMOUNT:
         raise invalid(["amount"], "must be between 0 and 10^12")
     user_id = _acting_user_id(ctx)
-    accounts.lock_user(ctx, user_id)
+    users.lock_user(ctx, user_id)
     available = balance_of(ctx, user_id)
     if amount > available:
         raise InsufficientCredits(amount, available)
@@ -142,7 +143,7 @@ def _open_reservation(ctx: Context, reservation_id: str) -> CreditEntry:
     reservation = ctx.session.get(CreditEntry, reservation_id)
     if reservation is None or reservation.kind != "reserve":
         raise NotFound("No such credit reservation.", {"id": reservation_id})
-    accounts.lock_user(ctx, reservation.user_id)
+    users.lock_user(ctx, reservation.user_id)
     closed = ctx.session.scalar(
         select(CreditEntry.id).where(CreditEntry.reservation_id == reservation_id)
     )

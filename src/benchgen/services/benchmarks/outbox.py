@@ -15,7 +15,8 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
 from benchgen.db.tables import OutboxEmail
-from benchgen.services import access, audit, members
+from benchgen.services import access, audit
+from benchgen.services.benchmarks import members
 
 MAX_SUBJECT = 300
 MAX_BODY = 50_000

@@ -15,8 +15,10 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Question
-from benchgen.services import access, benchmarks, questions, runs
-from benchgen.services import proposal_previews as previews
+from benchgen.services import access
+from benchgen.services.benchmarks import lifecycle, questions
+from benchgen.services.chat import previews
+from benchgen.services.runs import launch
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
@@ -127,7 +129,7 @@ def _prepare_edit(ctx: Context, arguments: dict[str, Any]) -> Prepared:
         checked = questions.validate_questions(row.format, spec.change.questions)
         change["questions"] = _question_args(checked.questions)
     # The diff is computed from the canonical change itself, so it shows what will be applied.
-    diff = benchmarks.preview_benchmark_change(ctx, row.id, change)
+    diff = lifecycle.preview_benchmark_change(ctx, row.id, change)
     if not diff.metadata and diff.questions is None:
         raise Conflict("The change changes nothing, so there is nothing to approve.")
     preview = {
@@ -163,7 +165,7 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
 def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
     spec = parse(RunArgs, arguments)
     row = access.require_benchmark(ctx, spec.benchmark_id, Action.RUN_LAUNCH)
-    estimate = runs.estimate_run(ctx, row.id, spec.model_id)
+    estimate = launch.estimate_run(ctx, row.id, spec.model_id)
     preview: dict[str, Any] = {
         "benchmark_id": row.id,
         "benchmark_title": row.title,
@@ -209,32 +211,32 @@ def perform(ctx: Context, kind: str, arguments: dict[str, Any]) -> dict[str, Any
 
 
 def _perform_create(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    created = benchmarks.create_benchmark(ctx, arguments)
+    created = lifecycle.create_benchmark(ctx, arguments)
     return {"benchmark_id": created.benchmark.id, "warnings": created.warnings}
 
 
 def _perform_edit(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     _require_version(ctx, arguments, Action.BENCHMARK_EDIT)
-    edited, _ = benchmarks.edit_benchmark(ctx, arguments["benchmark_id"], arguments["change"])
+    edited, _ = lifecycle.edit_benchmark(ctx, arguments["benchmark_id"], arguments["change"])
     return {"benchmark_id": edited.id, "version": edited.version}
 
 
 def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     _require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
-    published = benchmarks.publish_benchmark(ctx, arguments["benchmark_id"])
+    published = lifecycle.publish_benchmark(ctx, arguments["benchmark_id"])
     return {"benchmark_id": published.id, "visibility": published.visibility}
 
 
 def _perform_run(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
-    estimate = runs.estimate_run(ctx, benchmark_id, model_id)
+    estimate = launch.estimate_run(ctx, benchmark_id, model_id)
     if estimate.credits > arguments["max_credits"]:
         raise Conflict(
             f"The run would now cost up to {estimate.credits} credits, more than the "
             f"{arguments['max_credits']} shown when it was approved; nothing started.",
             {"estimate": estimate.credits, "approved": arguments["max_credits"]},
         )
-    run = runs.start_run(ctx, benchmark_id, model_id, arguments["phase_id"])
+    run = launch.start_run(ctx, benchmark_id, model_id, arguments["phase_id"])
     return {"run_id": run.id, "estimated_cost": run.estimated_cost}
 
 

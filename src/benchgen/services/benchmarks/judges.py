@@ -11,7 +11,8 @@ from benchgen.core.text import require_line
 from benchgen.db.tables import Judge
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.types import FatalModelError, ModelSpec
-from benchgen.services import access, audit, keyring, models, scoring
+from benchgen.services import access, audit, keyring, models
+from benchgen.services.benchmarks import scoring
 
 JUDGE_KINDS = ("openai_compat", "anthropic")
 

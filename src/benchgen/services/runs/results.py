@@ -15,7 +15,8 @@ from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Run, RunResult
-from benchgen.services import access, questions
+from benchgen.services import access
+from benchgen.services.benchmarks import questions
 from benchgen.services.specs import MAX_RESULTS, check_window
 
 PUBLIC_FIELDS = (

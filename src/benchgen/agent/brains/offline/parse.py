@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchgen.agent.brains.offline_questions import Draft, read_draft
+from benchgen.agent.brains.offline.questions import Draft, read_draft
 from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
 

@@ -16,7 +16,7 @@ from benchgen.core.secrets import (
     redact_secrets,
     token_candidates,
 )
-from benchgen.services import tokens
+from benchgen.services.accounts import tokens
 
 TOKENS_PAGE = "/settings/tokens"
 

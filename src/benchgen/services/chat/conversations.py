@@ -16,7 +16,9 @@ from benchgen.core.storable import require_storable
 from benchgen.core.text import require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
-from benchgen.services import access, leaks, proposals
+from benchgen.services import access
+from benchgen.services.accounts import leaks
+from benchgen.services.chat import proposals
 from benchgen.services.specs import check_window
 
 MAX_TITLE = 200

@@ -14,7 +14,9 @@ from benchgen.core.errors import Conflict, Frozen, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Collaborator, Participant, Question
-from benchgen.services import access, audit, phases, questions, ratelimits
+from benchgen.services import access, audit
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import phases, questions
 from benchgen.services.specs import MAX_LIST, BenchmarkChange, BenchmarkIn, check_window, parse
 
 FROZEN_FORMATS = frozenset({"qa", "mcq"})

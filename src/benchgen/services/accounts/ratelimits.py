@@ -16,7 +16,8 @@ from benchgen.core.errors import RateLimited, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import DELEGATED_KINDS, Action, Role
 from benchgen.db.tables import Benchmark, RateLimitEvent, User
-from benchgen.services import access, accounts, audit, overrides
+from benchgen.services import access, audit, overrides
+from benchgen.services.accounts import users
 
 CREATE_KEY = "benchmark.create"
 WINDOWS = (("minute", timedelta(minutes=1)), ("day", timedelta(days=1)))
@@ -52,7 +53,7 @@ def consume_creation(ctx: Context, reference: str) -> None:
         return
     user_id = ctx.principal.user_id
     assert user_id is not None  # delegated principals always act for a user
-    accounts.lock_user(ctx, user_id)
+    users.lock_user(ctx, user_id)
     now = ctx.now()
     full = [
         (times[len(times) - limit] + span, window, limit)
@@ -117,7 +118,7 @@ def consume_run(ctx: Context, benchmark: Benchmark, reference: str) -> None:
     user_id = ctx.principal.user_id
     assert user_id is not None  # only a user is ever allowed to launch a run
     key = RUN_KEY.format(benchmark_id=benchmark.id)
-    accounts.lock_user(ctx, user_id)
+    users.lock_user(ctx, user_id)
     times = _times(ctx, user_id, key, ctx.now() - DAY)
     if len(times) >= limit:
         retry_at = times[len(times) - limit] + DAY

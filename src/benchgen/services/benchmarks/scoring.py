@@ -10,7 +10,8 @@ from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark
 from benchgen.evals.scorers import registry
 from benchgen.evals.types import Key
-from benchgen.services import access, audit, questions
+from benchgen.services import access, audit
+from benchgen.services.benchmarks import questions
 
 
 def settings_for(benchmark: Benchmark) -> dict[str, Any]:

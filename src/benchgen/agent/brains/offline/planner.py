@@ -18,10 +18,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchgen.agent.brains import offline_render as render
-from benchgen.agent.brains.offline_parse import Intent, read_intent
-from benchgen.agent.brains.offline_questions import read_title
-from benchgen.agent.brains.offline_steps import STEPS, Ask, Step
+from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.parse import Intent, read_intent
+from benchgen.agent.brains.offline.questions import read_title
+from benchgen.agent.brains.offline.steps import STEPS, Ask, Step
 from benchgen.core.config import Settings
 
 MAX_TITLE = 200

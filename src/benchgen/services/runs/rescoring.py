@@ -18,8 +18,10 @@ from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.evals import aggregate
 from benchgen.evals.scorers import registry
 from benchgen.evals.types import Answer, Key, Scored
-from benchgen.services import access, audit, questions, run_execution, scoring
-from benchgen.services.run_execution import LOGPROB
+from benchgen.services import access, audit
+from benchgen.services.benchmarks import questions, scoring
+from benchgen.services.runs import execution
+from benchgen.services.runs.execution import LOGPROB
 
 # A diff of a million answers helps nobody and costs memory: show the first ones and the count.
 MAX_CHANGES_SHOWN = 1000
@@ -152,7 +154,7 @@ def _apply(
     verdicts: dict[int, Scored],
     summary: dict[str, Any],
 ) -> None:
-    run_execution.update_verdicts(ctx, run.id, verdicts)
+    execution.update_verdicts(ctx, run.id, verdicts)
     run.scoring = settings
-    run_execution.set_summary(run, summary)
+    execution.set_summary(run, summary)
     audit.record(ctx, "run.rescore", "run", run.id, scoring=settings, changed=len(verdicts))

@@ -19,7 +19,10 @@ from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.scorers.judge import judge_prompt, read_verdict
 from benchgen.evals.scorers.verdict import errored, no_answer
 from benchgen.evals.types import Answer, Item, Key, ModelSpec, Outcome, Scored
-from benchgen.services import access, credits, judges, models, questions, run_log, scoring
+from benchgen.services import access, models
+from benchgen.services.accounts import credits
+from benchgen.services.benchmarks import judges, questions, scoring
+from benchgen.services.runs import run_log
 
 TERMINAL = ("completed", "failed", "cancelled")
 PENDING = "pending"  # stored answer awaiting the AI judge

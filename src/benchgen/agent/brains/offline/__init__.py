@@ -1,0 +1,1 @@
+"""The offline planner: plain-English requests read into steps, with no language model."""

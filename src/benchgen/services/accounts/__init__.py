@@ -1,0 +1,1 @@
+"""Accounts: users, API tokens and turn credentials, credits, rate limits, leaked secrets."""

@@ -1,0 +1,1 @@
+"""Benchmarks: their lifecycle, questions, phases, members, imports, outbox, judges, scoring."""

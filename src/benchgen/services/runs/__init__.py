@@ -1,0 +1,1 @@
+"""Runs: launching, executing, the live log, results, rescoring and leaderboards."""
