@@ -60,8 +60,12 @@ class World:
         return self.do(Principal.web(user_id), tokens.create_token, "test", scopes, days).secret
 
     def api(self, secret: str) -> Principal:
-        """The principal an API request with `secret` would get."""
-        return self.do(OPERATOR, lambda ctx: tokens.authenticate_token(ctx, secret))
+        """The principal an API request with `secret` would get (its use recorded as the API
+        records it)."""
+        principal = self.do(OPERATOR, lambda ctx: tokens.authenticate_token(ctx, secret))
+        if self.do(OPERATOR, tokens.use_is_due, principal):
+            self.do(OPERATOR, tokens.record_use, principal)
+        return principal
 
     def principal(
         self, kind: PrincipalKind, user_id: str, scopes: frozenset[Scope] | None = None

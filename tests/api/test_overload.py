@@ -20,8 +20,10 @@ from sqlalchemy.engine import make_url
 from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.core.config import Settings
+from benchgen.core.context import Principal
 from benchgen.core.permissions import Scope
 from benchgen.db.session import Database
+from benchgen.services.accounts import tokens
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, QA, World
@@ -202,3 +204,31 @@ def _all_at_once(requests: list[Callable[[], Response]]) -> list[Response]:
     for thread in threads:
         thread.join(timeout=120)
     return responses
+
+
+def test_reads_never_wait_for_the_write_lock_and_revocation_is_immediate(
+    impatient: Runtime, clock: ManualClock
+) -> None:
+    world = World(impatient)
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ALL_SCOPES)
+    auth = {"Authorization": f"Bearer {secret}"}
+    path = make_url(impatient.settings.resolved_database_url()).database
+    assert path
+    with TestClient(create_app(impatient.settings, impatient)) as client:
+        assert client.get("/api/v1/benchmarks", headers=auth).status_code == 200  # stamps use
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # a writer holds the lock for longer than we wait
+        try:
+            for _ in range(3):  # within the minute: authentication only reads
+                assert client.get("/api/v1/benchmarks", headers=auth).status_code == 200
+            clock.advance(minutes=1)  # the stamp is due: that one small write must wait
+            envelope_of(client.get("/api/v1/benchmarks", headers=auth), 503, "unavailable")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        web = Principal.web(ana)
+        [token] = world.do(web, tokens.list_tokens)
+        world.do(web, tokens.revoke_token, token.id)
+        refused = client.get("/api/v1/benchmarks", headers=auth)
+        assert refused.status_code == 401

@@ -34,11 +34,21 @@ def get_principal(
     runtime: RuntimeDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """The principal behind the request's bearer token (personal `bgp_` tokens only)."""
+    """The principal behind the request's bearer token (personal `bgp_` tokens only).
+
+    Authentication only reads, so on SQLite a GET never waits for the write lock; the token's
+    last-used time is refreshed in a write of its own at most once a minute. Nothing is cached:
+    a revoked token or a disabled account is refused on the very next request.
+    """
     if credentials is None:
         raise Unauthenticated("Send a personal API token as 'Authorization: Bearer bgp_…'.")
-    with transaction(runtime, _AUTHENTICATOR) as ctx:
-        return tokens.authenticate_token(ctx, credentials.credentials)
+    with transaction(runtime, _AUTHENTICATOR, write=False) as ctx:
+        principal = tokens.authenticate_token(ctx, credentials.credentials)
+        due = tokens.use_is_due(ctx, principal)
+    if due:
+        with transaction(runtime, _AUTHENTICATOR) as ctx:
+            tokens.record_use(ctx, principal)
+    return principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

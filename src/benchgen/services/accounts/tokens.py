@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, Unauthenticated, invalid
@@ -253,12 +253,42 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
     probe = Context(ctx.session, principal, ctx.settings, ctx.clock)
     if access.live_user(probe) is None:
         raise Unauthenticated("The account is disabled or the token it came from was revoked.")
-    # A turn credential lives for one turn and nobody reads when it was last used: stamping it
-    # would turn each of the agent's reads into a write.
-    stale = row.last_used_at is None or now - row.last_used_at >= LAST_USED_GRANULARITY
-    if row.kind == PERSONAL and stale:
-        row.last_used_at = now
     return principal
+
+
+def use_is_due(ctx: Context, principal: Principal) -> bool:
+    """Whether the token behind `principal` should have its last-used time refreshed now.
+
+    Asked in the same unit of work that authenticated it, so the row is already loaded: no
+    query. A turn credential lives for one turn and nobody reads when it was last used: it is
+    never due (stamping would turn each of the agent's reads into a write).
+    """
+    row = ctx.session.get(ApiToken, principal.token_id) if principal.token_id else None
+    if row is None or row.kind != PERSONAL:
+        return False
+    return row.last_used_at is None or ctx.now() - row.last_used_at >= LAST_USED_GRANULARITY
+
+
+def record_use(ctx: Context, principal: Principal) -> None:
+    """Refresh the token's last-used time, at most once a minute however many requests race.
+
+    Its own small write, after authentication read the token without taking a write lock.
+    """
+    if principal.token_id is None:
+        return
+    now = ctx.now()
+    ctx.session.execute(
+        update(ApiToken)
+        .where(
+            ApiToken.id == principal.token_id,
+            ApiToken.kind == PERSONAL,
+            or_(
+                ApiToken.last_used_at.is_(None),
+                ApiToken.last_used_at <= now - LAST_USED_GRANULARITY,
+            ),
+        )
+        .values(last_used_at=now)
+    )
 
 
 def _view(row: ApiToken) -> TokenView:
