@@ -1,0 +1,27 @@
+"""`BenchGen`: the one client class, assembled from the calls of each resource area."""
+
+from __future__ import annotations
+
+from benchgen.client.account import AccountCalls
+from benchgen.client.benchmarks import BenchmarkCalls
+from benchgen.client.chat import ChatCalls
+from benchgen.client.models import ModelCalls
+from benchgen.client.runs import RunCalls
+
+
+class BenchGen(AccountCalls, BenchmarkCalls, ModelCalls, RunCalls, ChatCalls):
+    """A synchronous client for one BenchGen server and one personal API token.
+
+    Use it as a context manager (or call `close()`) to release its connections. Every method
+    raises a `ClientError` subclass when the request fails.
+
+    Args:
+        base_url: The server's address, e.g. `http://127.0.0.1:8000` (a trailing `/api/v1` is
+            accepted too).
+        token: A personal API token (`bgp_…`); when None, the `BENCHGEN_TOKEN` variable.
+        timeout: Seconds to wait for each response.
+        transport: An httpx transport to use instead of the network (tests, proxies).
+
+    Raises:
+        ValueError: No token was given and `BENCHGEN_TOKEN` is empty.
+    """

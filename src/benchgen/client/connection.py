@@ -1,0 +1,140 @@
+"""The connection every `BenchGen` call goes through: the token, paging and error mapping."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+
+from benchgen import __version__
+from benchgen.client.errors import ClientError, Unreachable, error_from_response
+from benchgen.client.shapes import QuotaStatus
+
+API_PREFIX = "/api/v1"
+# Page sizes below each route's maximum: the server fetches one row more than asked to learn
+# whether another page follows, and some services refuse that extra row at the maximum.
+PAGE = 100
+
+
+class Connection:
+    """One server, one token and an httpx connection pool; the calls build on it.
+
+    Args:
+        base_url: The server's address, e.g. `http://127.0.0.1:8000` (a trailing `/api/v1` is
+            accepted too).
+        token: A personal API token (`bgp_…`); when None, the `BENCHGEN_TOKEN` variable.
+        timeout: Seconds to wait for each response.
+        transport: An httpx transport to use instead of the network (tests, proxies).
+
+    Raises:
+        ValueError: No token was given and `BENCHGEN_TOKEN` is empty.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 30,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        secret = token or os.environ.get("BENCHGEN_TOKEN", "")
+        if not secret:
+            raise ValueError("Give a personal API token (bgp_…) or set BENCHGEN_TOKEN.")
+        root = base_url.rstrip("/")
+        root = root.removesuffix(API_PREFIX)
+        self.base_url = root
+        self._timeout = timeout
+        self.quota: QuotaStatus | None = None
+        """Creation quota reported by the last successful create or import, if any."""
+        self._http = httpx.Client(
+            base_url=root + API_PREFIX,
+            headers={
+                "Authorization": f"Bearer {secret}",
+                "User-Agent": f"benchgen-client/{__version__}",
+                "Accept": "application/json",
+            },
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        timeout: float | None = None,
+    ) -> httpx.Response:
+        # Passed only when set: httpx reads an explicit `timeout=None` as "wait for ever".
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        try:
+            response = self._http.request(method, path, params=params, json=json, **extra)
+        except httpx.TransportError as exc:
+            raise Unreachable(0, "unreachable", f"{type(exc).__name__}: {exc}") from exc
+        if response.is_error:
+            raise error_from_response(response)
+        return response
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        body = self._send(method, path, params, json, timeout).json()
+        if not isinstance(body, dict):
+            raise ClientError(200, "bad_response", "expected a JSON object")
+        return body
+
+    def _pages(
+        self, path: str, params: Mapping[str, Any], limit: int | None
+    ) -> Iterator[dict[str, Any]]:
+        query = dict(params)
+        if limit is not None:
+            query["limit"] = limit
+        while True:
+            page = self._json("GET", path, params=query)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+            query["cursor"] = cursor
+
+    def _note_quota(self, response: httpx.Response) -> None:
+        headers = response.headers
+        try:
+            self.quota = QuotaStatus(
+                int(headers["X-RateLimit-Limit"]),
+                int(headers["X-RateLimit-Remaining"]),
+                datetime.fromtimestamp(int(headers["X-RateLimit-Reset"]), UTC),
+            )
+        except (KeyError, ValueError):
+            self.quota = None
+
+
+def segment(identifier: str) -> str:
+    """An id made safe to put in a URL path (ids never contain these, but input may)."""
+    return quote(identifier, safe="")

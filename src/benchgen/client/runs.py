@@ -1,0 +1,188 @@
+"""Calls on runs: estimate, start, follow, read results and logs, export, cancel, rescore."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, cast
+
+from benchgen.client.connection import PAGE, Connection, segment
+from benchgen.client.errors import RunTimeout
+from benchgen.client.shapes import Estimate, LogLine, Rescore, Run
+
+FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+"""Statuses a run never leaves; `wait_for_run` returns when it reaches one."""
+
+# Below the results route's maximum of 1,000, for the same reason as PAGE.
+_RESULTS_PAGE = 500
+# The log pages by line id, not by cursor, and its lines are short.
+_LOG_PAGE = 5000
+
+
+class RunCalls(Connection):
+    """Runs of a model on a benchmark, from estimate to results."""
+
+    def estimate(self, benchmark_id: str, model_id: str) -> Estimate:
+        """The most a run would cost, in credits.
+
+        Args:
+            benchmark_id: The benchmark's id.
+            model_id: The model's id.
+
+        Returns:
+            The estimate and how it was computed.
+        """
+        params = {"benchmark_id": benchmark_id, "model_id": model_id}
+        return cast(Estimate, self._json("GET", "/runs/estimate", params=params))
+
+    def start_run(self, benchmark_id: str, model_id: str, phase_id: str | None = None) -> Run:
+        """Queue a run; reserves the estimate and freezes the benchmark's questions.
+
+        Args:
+            benchmark_id: The benchmark's id.
+            model_id: The model's id, e.g. the baseline `mdl_builtin_first`.
+            phase_id: The phase (the first one when None).
+
+        Returns:
+            The queued run.
+
+        Raises:
+            InsufficientCredits: The balance cannot cover the estimate.
+        """
+        body: dict[str, Any] = {"benchmark_id": benchmark_id, "model_id": model_id}
+        if phase_id is not None:
+            body["phase_id"] = phase_id
+        return cast(Run, self._json("POST", "/runs", json=body))
+
+    def list_runs(self, benchmark_id: str | None = None) -> list[Run]:
+        """Runs you launched and runs on benchmarks you own or collaborate on (every page).
+
+        Args:
+            benchmark_id: Only runs on this benchmark.
+
+        Returns:
+            The runs, newest first.
+        """
+        params = {"benchmark_id": benchmark_id} if benchmark_id else {}
+        return cast(list[Run], list(self._pages("/runs", params, PAGE)))
+
+    def run(self, run_id: str) -> Run:
+        """One run's status, progress, cost and aggregate scores.
+
+        Args:
+            run_id: Its id (`run_…`).
+
+        Returns:
+            The run.
+        """
+        return cast(Run, self._json("GET", f"/runs/{segment(run_id)}"))
+
+    def wait_for_run(
+        self,
+        run_id: str,
+        timeout_s: float = 600,
+        poll_s: float = 1.0,
+        on_progress: Callable[[Run], None] | None = None,
+    ) -> Run:
+        """Poll a run until it is completed, failed or cancelled.
+
+        Args:
+            run_id: The run's id.
+            timeout_s: Give up after this many seconds.
+            poll_s: Seconds between polls.
+            on_progress: Called with the run after every poll (e.g. to print `done_count`).
+
+        Returns:
+            The run in its final status.
+
+        Raises:
+            RunTimeout: It was still going after `timeout_s` (the run itself goes on).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            current = self.run(run_id)
+            if on_progress is not None:
+                on_progress(current)
+            if current["status"] in FINAL_STATUSES:
+                return current
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RunTimeout(current, timeout_s)
+            time.sleep(min(poll_s, left))
+
+    def results(self, run_id: str) -> list[dict[str, Any]]:
+        """Every per-question result of a run, in question order.
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            Rows with `position`, `prompt`, `raw`, `error`, tokens and latency; the benchmark's
+            team also gets `expected`, `extracted`, `outcome`, `correct` and `score`.
+        """
+        return list(self._pages(f"/runs/{segment(run_id)}/results", {}, _RESULTS_PAGE))
+
+    def log(self, run_id: str, after: int = 0) -> list[LogLine]:
+        """A run's log lines after the line id `after` (every page).
+
+        Args:
+            run_id: The run's id.
+            after: The last line id already seen (0: from the start).
+
+        Returns:
+            The lines, oldest first; pass the last one's `id` next time to follow a live run.
+        """
+        lines: list[LogLine] = []
+        path = f"/runs/{segment(run_id)}/log"
+        while True:
+            page = self._json("GET", path, params={"after": after, "limit": _LOG_PAGE})
+            lines.extend(cast(list[LogLine], page["items"]))
+            if not page.get("next_cursor") or not page["items"]:
+                return lines
+            after = int(page["next_cursor"])
+
+    def export(self, run_id: str, format: Literal["jsonl", "csv"] = "jsonl") -> str:
+        """A run's predictions and per-question breakdown as the text of a file.
+
+        Args:
+            run_id: The run's id.
+            format: `jsonl` or `csv`.
+
+        Returns:
+            The file's text, e.g. to write with `Path("run.csv").write_text(...)`.
+        """
+        path = f"/runs/{segment(run_id)}/export"
+        return self._send("GET", path, params={"format": format}).text
+
+    def cancel(self, run_id: str) -> Run:
+        """Cancel a queued run (refunded) or stop a running one (settles what it used).
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            The run after the request.
+
+        Raises:
+            Conflict: The run has already ended.
+        """
+        return cast(Run, self._json("POST", f"/runs/{segment(run_id)}/cancel"))
+
+    def rescore(
+        self, run_id: str, scoring: Mapping[str, Any] | None = None, apply: bool = False
+    ) -> Rescore:
+        """Re-apply scoring to a finished run's saved answers; calls no model.
+
+        Args:
+            run_id: The run's id.
+            scoring: Other settings, e.g. `{"method": "f1", "options": {"threshold": 0.5}}`
+                (owner and collaborators only); None rescoring with the run's own.
+            apply: Store the new scores; False is a dry run.
+
+        Returns:
+            Aggregates before and after, and which answers change.
+        """
+        body = {"scoring": dict(scoring)} if scoring is not None else None
+        params = {"apply": "true" if apply else "false"}
+        path = f"/runs/{segment(run_id)}/rescore"
+        return cast(Rescore, self._json("POST", path, params=params, json=body))

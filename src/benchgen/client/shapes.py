@@ -1,0 +1,272 @@
+"""Response shapes: `TypedDict` mirrors of the server's OpenAPI schemas (tests/client pins them)."""
+
+# No `from __future__ import annotations` here: on Python 3.11 a TypedDict with string
+# annotations counts `NotRequired` keys as required at runtime (`__required_keys__`), and the
+# test that checks these shapes against the OpenAPI document reads exactly that.
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, NotRequired, TypedDict
+
+Format = Literal["qa", "mcq"]
+TurnStatus = Literal[
+    "completed", "awaiting_approval", "awaiting_choice", "stopped_at_cap", "running", "failed"
+]
+
+
+class Me(TypedDict):
+    """The token's user, credit balance, scopes and expiry."""
+
+    id: str
+    email: str
+    display_name: str
+    credits: int
+    scopes: list[str]
+    token_id: str | None
+    token_expires_at: str | None
+
+
+class LedgerLine(TypedDict):
+    """One line of the credit ledger (grant, reservation, settlement, refund)."""
+
+    id: str
+    kind: str
+    amount: int
+    reference: str
+    note: str
+    door: str
+    created_at: str
+
+
+class Benchmark(TypedDict):
+    """A benchmark as the token's user may see it."""
+
+    id: str
+    title: str
+    description: str
+    format: str
+    visibility: str
+    owner_id: str
+    version: int
+    question_count: int
+    questions_frozen: bool
+    created_door: str
+    created_at: str
+    updated_at: str
+    published_at: str | None
+    roles: list[str]
+    can_see_key: bool
+
+
+class Question(TypedDict):
+    """A stored question; `answer` is None unless you own or collaborate on the benchmark."""
+
+    position: int
+    prompt: str
+    # The server sends these every time, but its OpenAPI document marks them optional (they
+    # have defaults there); the shape follows the document it is checked against.
+    choices: NotRequired[dict[str, str] | None]
+    answer: NotRequired[str | list[str] | None]
+    tags: NotRequired[list[str]]
+
+
+class CreatedBenchmark(TypedDict):
+    """A new benchmark and the warnings found on the way (duplicates are not errors)."""
+
+    benchmark: Benchmark
+    warnings: list[dict[str, Any]]
+
+
+class ChangePreview(TypedDict):
+    """What a change does (or would do): metadata diffs, question diffs, versions, warnings."""
+
+    benchmark_id: str
+    metadata: dict[str, dict[str, str]]
+    questions: dict[str, Any] | None
+    version_before: int
+    version_after: int
+    warnings: list[dict[str, Any]]
+
+
+class EditedBenchmark(TypedDict):
+    """The changed benchmark and what the change did."""
+
+    benchmark: Benchmark
+    change: ChangePreview
+
+
+class LeaderboardRow(TypedDict):
+    """One ranked entry of a leaderboard."""
+
+    rank: int
+    run_id: str
+    model_name: str
+    submitted_by: str
+    scores: dict[str, Any]
+    score_edited: bool
+    finished_at: str | None
+
+
+class Leaderboard(TypedDict):
+    """A phase's leaderboard: its columns (primary first) and ranked rows."""
+
+    benchmark_id: str
+    phase_id: str
+    columns: list[str]
+    rows: list[LeaderboardRow]
+
+
+class Model(TypedDict):
+    """A model you may run: a platform model or one of your own (never its key)."""
+
+    id: str
+    name: str
+    kind: str
+    endpoint_model: str
+    base_url: str | None
+    owner: Literal["platform", "you"]
+    has_api_key: bool
+    price_per_question: int
+    price_per_1k_tokens: int
+    status: str
+    formats: list[str]
+
+
+class Estimate(TypedDict):
+    """The most a run would cost, in credits (reserved when it starts)."""
+
+    benchmark_id: str
+    model_id: str
+    model_name: str
+    question_count: int
+    credits: int
+    basis: str
+
+
+class Run(TypedDict):
+    """A run: status, progress, cost and aggregate scores (`summary["accuracy"]`, …)."""
+
+    id: str
+    benchmark_id: str
+    phase_id: str
+    model_id: str
+    model_name: str
+    status: str
+    benchmark_version: int
+    scoring: dict[str, Any]
+    question_count: int
+    done_count: int
+    error_count: int
+    estimated_cost: int
+    cost: int | None
+    judge_input_tokens: int
+    judge_output_tokens: int
+    input_tokens: int
+    output_tokens: int
+    summary: dict[str, Any]
+    scores: dict[str, Any]
+    score_edited: bool
+    launched_by: str
+    door: str
+    error: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    detail_visible: bool
+
+
+class LogLine(TypedDict):
+    """One line of a run's log; pass the last `id` as `after` to follow a live run."""
+
+    id: int
+    at: str
+    line: str
+
+
+class Rescore(TypedDict):
+    """What rescoring did (`applied`) or would do; `changes` only for the benchmark's team."""
+
+    run_id: str
+    applied: bool
+    scoring: dict[str, Any]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    changed_count: int
+    changes: list[dict[str, Any]]
+
+
+class Conversation(TypedDict):
+    """A conversation with the agent, kept on the server."""
+
+    id: str
+    title: str
+    created_at: str
+    updated_at: str
+    busy: bool
+    turn_count: int
+
+
+class Button(TypedDict):
+    """A control shown with a reply: send `action` back verbatim with `send_message`."""
+
+    label: str
+    action: dict[str, Any]
+
+
+class Proposal(TypedDict):
+    """What the agent proposes, pending approval; `preview["text"]` is its plain rendering."""
+
+    id: str
+    kind: str
+    preview: dict[str, Any]
+    preview_hash: str
+    expires_at: str
+    status: str
+
+
+class Turn(TypedDict):
+    """One chat turn: `status` is `completed`, `awaiting_approval`, `awaiting_choice`,
+    `stopped_at_cap`, `running` or `failed`."""
+
+    turn_id: str
+    conversation_id: str
+    seq: int
+    status: TurnStatus
+    reply: str
+    buttons: list[Button]
+    proposal: Proposal | None
+    notices: list[str]
+
+
+class TurnRecord(Turn):
+    """A turn in a transcript: also what was sent, the agent's tool calls, and when."""
+
+    user_text: str
+    action: dict[str, Any] | None
+    tool_calls: list[dict[str, Any]]
+    brain: str
+    started_at: str
+    finished_at: str | None
+
+
+class Transcript(Conversation):
+    """A conversation and every turn, oldest first."""
+
+    turns: list[TurnRecord]
+
+
+@dataclass(frozen=True)
+class QuotaStatus:
+    """The creation quota the server reported with the last benchmark creation or import.
+
+    It comes from response headers, not a body, so it is a dataclass and not a mirrored shape.
+
+    Attributes:
+        limit: Creations allowed in the tighter rolling window.
+        remaining: Creations left in that window.
+        reset_at: When the window has room again (UTC).
+    """
+
+    limit: int
+    remaining: int
+    reset_at: datetime

@@ -1,0 +1,82 @@
+"""413 and 503 answers become `TooLarge` and `Unavailable`, with the limit and the wait."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from benchgen.client import BenchGen, ClientError, ServerError, TooLarge, Unavailable
+
+
+def _canned(handler: Callable[[httpx.Request], httpx.Response]) -> BenchGen:
+    return BenchGen("http://bench.test", "bgp_x", transport=httpx.MockTransport(handler))
+
+
+def _error(
+    status: int, code: str, headers: dict[str, str] | None = None, **details: Any
+) -> httpx.Response:
+    body = {"error": {"code": code, "message": f"{code}!", "details": details}}
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def _raised(response: httpx.Response) -> ClientError:
+    with _canned(lambda _: response) as bg, pytest.raises(ClientError) as caught:
+        bg.create_benchmark("t", "qa", [{"prompt": "p", "answer": "a"}])
+    return caught.value
+
+
+def test_too_large_carries_the_limit() -> None:
+    # What the server's body limit answers (benchgen.api.limits).
+    caught = _raised(_error(413, "too_large", limit_bytes=2_097_152))
+    assert type(caught) is TooLarge
+    assert (caught.status, caught.code, caught.limit_bytes) == (413, "too_large", 2_097_152)
+
+
+def test_too_large_from_a_proxy_is_known_by_its_status() -> None:
+    caught = _raised(httpx.Response(413, text="<html>Request Entity Too Large</html>"))
+    assert type(caught) is TooLarge and caught.limit_bytes is None
+    assert caught.code == "http_error" and "Too Large" in caught.message
+
+
+def test_unavailable_waits_as_the_header_says() -> None:
+    busy = _error(503, "unavailable", headers={"Retry-After": "3"}, retry_after=1)
+    caught = _raised(busy)
+    assert type(caught) is Unavailable and caught.retry_after == 3  # the header wins
+    assert isinstance(caught, ServerError)  # code catching ServerError still catches it
+    assert caught.details == {"retry_after": 1}
+
+
+def test_unavailable_falls_back_to_the_envelope_without_the_header() -> None:
+    caught = _raised(_error(503, "unavailable", retry_after=2))
+    assert type(caught) is Unavailable and caught.retry_after == 2
+
+
+def test_unavailable_reads_an_http_date() -> None:
+    later = datetime.now(UTC) + timedelta(seconds=120)
+    caught = _raised(
+        _error(503, "unavailable", headers={"Retry-After": format_datetime(later, usegmt=True)})
+    )
+    assert isinstance(caught, Unavailable) and caught.retry_after is not None
+    assert 110 <= caught.retry_after <= 120
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        pytest.param(httpx.Response(503, text="Service Unavailable"), id="proxy"),
+        pytest.param(_error(503, "unavailable", retry_after="soon"), id="unreadable"),
+    ],
+)
+def test_unavailable_without_a_wait(response: httpx.Response) -> None:
+    caught = _raised(response)
+    assert type(caught) is Unavailable and caught.retry_after is None
+
+
+def test_other_server_failures_stay_server_errors() -> None:
+    for response in (_error(500, "internal"), httpx.Response(502, text="Bad gateway")):
+        assert type(_raised(response)) is ServerError
