@@ -7,6 +7,7 @@ denies first; nothing later in the chain can turn a denial into an allowance.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -49,10 +50,15 @@ class Decision:
 
 
 def explain(
-    ctx: Context, action: Action, benchmark: Benchmark | None = None, run: Run | None = None
+    ctx: Context,
+    action: Action,
+    benchmark: Benchmark | None = None,
+    run: Run | None = None,
+    roles: frozenset[Role] | None = None,
 ) -> Decision:
     """Decide whether the context's principal may do `action` (on `benchmark`, or on `run` and
-    its benchmark, where the action applies to one)."""
+    its benchmark, where the action applies to one). `roles` are the user's roles on the
+    benchmark when a list already looked them up for a page (`roles_on_many`)."""
     rule = rule_for(action)
     principal = ctx.principal
     if principal.kind is PrincipalKind.SYSTEM:
@@ -66,7 +72,7 @@ def explain(
     user = live_user(ctx)
     if user is None:
         return Decision(False, "the account is disabled or the credential is no longer valid")
-    roles = _object_roles(ctx, action, user, benchmark, run)
+    roles = _object_roles(ctx, action, user, benchmark, run, roles)
     if rule.target in (Target.BENCHMARK, Target.RUN) and not roles:
         return Decision(False, f"no such {rule.target.value}", hidden=True)
     page = page_for(action, run.id if run else benchmark.id if benchmark else "")
@@ -106,7 +112,12 @@ def _delegation_denial(ctx: Context, action: Action) -> str | None:
 
 
 def _object_roles(
-    ctx: Context, action: Action, user: User, benchmark: Benchmark | None, run: Run | None
+    ctx: Context,
+    action: Action,
+    user: User,
+    benchmark: Benchmark | None,
+    run: Run | None,
+    known: frozenset[Role] | None,
 ) -> frozenset[Role]:
     """The user's roles on the action's object; for runs, only roles that may see the run."""
     target = rule_for(action).target
@@ -114,7 +125,7 @@ def _object_roles(
         return frozenset()
     if benchmark is None or (target is Target.RUN and run is None):
         raise ValueError(f"{action} needs a {target.value}")
-    roles = roles_on(ctx, user, benchmark)
+    roles = roles_on(ctx, user, benchmark) if known is None else known
     if target is Target.BENCHMARK:
         return roles
     assert run is not None
@@ -126,10 +137,14 @@ def _object_roles(
 
 
 def can(
-    ctx: Context, action: Action, benchmark: Benchmark | None = None, run: Run | None = None
+    ctx: Context,
+    action: Action,
+    benchmark: Benchmark | None = None,
+    run: Run | None = None,
+    roles: frozenset[Role] | None = None,
 ) -> bool:
     """True when `explain` allows it."""
-    return explain(ctx, action, benchmark, run).allowed
+    return explain(ctx, action, benchmark, run, roles).allowed
 
 
 def require(
@@ -183,15 +198,69 @@ def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:
     """Every role `user` holds on `benchmark` now; empty when the benchmark is deleted or unseen."""
     if benchmark.deleted_at is not None:
         return frozenset()
+    member = ctx.session.get(Participant, (benchmark.id, user.id))
+    return _roles(
+        user,
+        benchmark,
+        collaborator=ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None,
+        membership=member.status if member is not None else None,
+        listed=member is None and is_whitelisted(ctx, benchmark.id, user.email),
+    )
+
+
+def roles_on_many(
+    ctx: Context, user: User, benchmarks: Sequence[Benchmark]
+) -> dict[str, frozenset[Role]]:
+    """`roles_on` for a page of benchmarks, in three queries whatever the page's size."""
+    ids = [benchmark.id for benchmark in benchmarks]
+    collaborating = set(
+        ctx.session.scalars(
+            select(Collaborator.benchmark_id).where(
+                Collaborator.user_id == user.id, Collaborator.benchmark_id.in_(ids)
+            )
+        )
+    )
+    memberships: dict[str, str] = {
+        row.benchmark_id: row.status
+        for row in ctx.session.execute(
+            select(Participant.benchmark_id, Participant.status).where(
+                Participant.user_id == user.id, Participant.benchmark_id.in_(ids)
+            )
+        )
+    }
+    listed = set(
+        ctx.session.scalars(
+            select(WhitelistEntry.benchmark_id).where(
+                WhitelistEntry.benchmark_id.in_(ids), WhitelistEntry.entry.in_(_entries(user.email))
+            )
+        )
+    )
+    return {
+        b.id: _roles(
+            user,
+            b,
+            collaborator=b.id in collaborating,
+            membership=memberships.get(b.id),
+            listed=b.id not in memberships and b.id in listed,
+        )
+        for b in benchmarks
+    }
+
+
+def _roles(
+    user: User, benchmark: Benchmark, *, collaborator: bool, membership: str | None, listed: bool
+) -> frozenset[Role]:
+    """The roles these facts give `user` on `benchmark` (one rule for single and batch)."""
+    if benchmark.deleted_at is not None:
+        return frozenset()
     roles: set[Role] = set()
     if benchmark.owner_id == user.id:
         roles.add(Role.OWNER)
-    if ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None:
+    if collaborator:
         roles.add(Role.COLLABORATOR)
-    member = ctx.session.get(Participant, (benchmark.id, user.id))
-    if member is not None and member.status == "active":
+    if membership == "active":
         roles.add(Role.PARTICIPANT)
-    elif member is None and is_whitelisted(ctx, benchmark.id, user.email):
+    elif membership is None and listed:
         roles.add(Role.INVITEE)
     if benchmark.visibility == "published":
         roles.add(Role.PUBLIC)
@@ -200,14 +269,18 @@ def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:
 
 def is_whitelisted(ctx: Context, benchmark_id: str, email: str) -> bool:
     """True when an exact-email or `@domain` whitelist entry admits `email`."""
-    domain = "@" + email.rsplit("@", 1)[-1]
     found = ctx.session.scalar(
         select(WhitelistEntry.id).where(
-            WhitelistEntry.benchmark_id == benchmark_id,
-            WhitelistEntry.entry.in_([email.lower(), domain.lower()]),
+            WhitelistEntry.benchmark_id == benchmark_id, WhitelistEntry.entry.in_(_entries(email))
         )
     )
     return found is not None
+
+
+def _entries(email: str) -> list[str]:
+    """The whitelist entries that admit `email`: itself and its `@domain`."""
+    domain = "@" + email.rsplit("@", 1)[-1]
+    return [email.lower(), domain.lower()]
 
 
 def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchmark:

@@ -146,7 +146,20 @@ def list_benchmarks(
     if search.strip():
         query = query.where(Benchmark.title.ilike(f"%{_escape_like(search.strip())}%", escape="\\"))
     query = query.order_by(Benchmark.created_at.desc(), Benchmark.id).limit(limit).offset(offset)
-    return [_view(ctx, row) for row in ctx.session.scalars(query)]
+    return _views(ctx, list(ctx.session.scalars(query)))
+
+
+def _views(ctx: Context, rows: list[Benchmark]) -> list[BenchmarkView]:
+    """Views of a page of benchmarks the caller may see, in a fixed number of queries."""
+    user = access.live_user(ctx)
+    roles = access.roles_on_many(ctx, user, rows) if user else {}
+    counted = (
+        select(Question.benchmark_id, func.count())
+        .where(Question.benchmark_id.in_([row.id for row in rows]))
+        .group_by(Question.benchmark_id)
+    )
+    counts = {key: int(n) for key, n in ctx.session.execute(counted)}
+    return [_view(ctx, row, roles.get(row.id, frozenset()), counts.get(row.id, 0)) for row in rows]
 
 
 def list_questions(ctx: Context, benchmark_id: str) -> list[dict[str, Any]]:
@@ -330,9 +343,12 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _view(ctx: Context, row: Benchmark) -> BenchmarkView:
+def _view(
+    ctx: Context, row: Benchmark, roles: frozenset[Role] | None = None, count: int | None = None
+) -> BenchmarkView:
     user = access.live_user(ctx)
-    roles = access.roles_on(ctx, user, row) if user else frozenset[Role]()
+    if roles is None:
+        roles = access.roles_on(ctx, user, row) if user else frozenset[Role]()
     return BenchmarkView(
         id=row.id,
         title=row.title,
@@ -341,12 +357,12 @@ def _view(ctx: Context, row: Benchmark) -> BenchmarkView:
         visibility=row.visibility,
         owner_id=row.owner_id,
         version=row.version,
-        question_count=_question_count(ctx, row.id),
+        question_count=_question_count(ctx, row.id) if count is None else count,
         questions_frozen=is_frozen(row),
         created_door=row.created_door,
         created_at=row.created_at,
         updated_at=row.updated_at,
         published_at=row.published_at,
         roles=sorted(roles),
-        can_see_key=access.can(ctx, Action.BENCHMARK_READ_KEY, row) if user else False,
+        can_see_key=access.can(ctx, Action.BENCHMARK_READ_KEY, row, roles=roles) if user else False,
     )

@@ -12,7 +12,7 @@ from sqlalchemy import exists, func, or_, select
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
-from benchgen.core.permissions import Action
+from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
 from benchgen.services import access, audit, models, queue
 from benchgen.services.accounts import credits, ratelimits
@@ -244,7 +244,23 @@ def list_runs(
     if benchmark_id:
         query = query.where(Run.benchmark_id == benchmark_id)
     query = query.order_by(Run.created_at.desc(), Run.id).limit(limit).offset(offset)
-    return [view(ctx, run) for run in ctx.session.scalars(query)]
+    return _views(ctx, list(ctx.session.scalars(query)))
+
+
+def _views(ctx: Context, rows: list[Run]) -> list[RunView]:
+    """Views of a page of runs in a fixed number of queries: their models and benchmarks are
+    loaded together, and the caller's roles on those benchmarks looked up in one batch."""
+    model_ids, benchmark_ids = {r.model_id for r in rows}, {r.benchmark_id for r in rows}
+    models_ = ctx.session.scalars(select(Model).where(Model.id.in_(model_ids)))
+    by_model = {model.id: model for model in models_}
+    benchmarks = list(ctx.session.scalars(select(Benchmark).where(Benchmark.id.in_(benchmark_ids))))
+    user = access.live_user(ctx)
+    roles = access.roles_on_many(ctx, user, benchmarks) if user else {}
+    by_benchmark = {benchmark.id: benchmark for benchmark in benchmarks}
+    return [
+        view(ctx, run, by_model.get(run.model_id), by_benchmark.get(run.benchmark_id), roles)
+        for run in rows
+    ]
 
 
 def cancel_run(ctx: Context, run_id: str) -> RunView:
@@ -273,11 +289,21 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
     return view(ctx, run)
 
 
-def view(ctx: Context, run: Run) -> RunView:
-    """The public shape of a run for the acting principal."""
-    model = ctx.session.get(Model, run.model_id)
-    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
-    detail = bool(benchmark) and access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
+def view(
+    ctx: Context,
+    run: Run,
+    model: Model | None = None,
+    benchmark: Benchmark | None = None,
+    roles: dict[str, frozenset[Role]] | None = None,
+) -> RunView:
+    """The public shape of a run for the acting principal (a list passes what it loaded for
+    the whole page: the run's model and benchmark, and the caller's roles by benchmark)."""
+    model = model or ctx.session.get(Model, run.model_id)
+    benchmark = benchmark or ctx.session.get(Benchmark, run.benchmark_id)
+    known = roles.get(run.benchmark_id) if roles is not None else None
+    detail = bool(benchmark) and access.can(
+        ctx, Action.RUN_READ_DETAIL, benchmark, run, roles=known
+    )
     return RunView(
         id=run.id,
         benchmark_id=run.benchmark_id,

@@ -1,0 +1,82 @@
+"""List pages cost a fixed number of queries, whatever their size (no query per row)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from benchgen.core.context import Principal
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runs import launch
+from benchgen.services.runtime import Runtime
+from tests.support import MCQ, World
+
+FREE = "mdl_builtin_random"
+
+
+@pytest.fixture
+def backend() -> str:
+    return "sqlite"  # counts statements; the same queries run on PostgreSQL
+
+
+@contextmanager
+def counted(runtime: Runtime) -> Iterator[list[str]]:
+    statements: list[str] = []
+    engine = runtime.database.engine
+
+    def note(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+
+
+def queries(world: World, who: Principal, call: Callable[..., Any], **kwargs: Any) -> int:
+    with counted(world.rt) as statements:
+        found = world.do(who, call, **kwargs)
+    assert found, "the page must not be empty"
+    return len(statements)
+
+
+def test_benchmark_and_run_lists_cost_the_same_for_1_and_50_rows(world: World) -> None:
+    ana = world.user("ana@example.com", credits_=100_000)
+    bob = world.user("bob@example.com")
+    web = Principal.web(ana)
+    made = [world.benchmark(ana, {**MCQ, "title": f"B{n}"}) for n in range(50)]
+    for bm in made[:10]:  # mixed roles across the page: some shared, some published
+        world.do(web, members.add_collaborator, bm, "bob@example.com")
+        world.do(web, lifecycle.publish_benchmark, bm)
+    for bm in made:
+        world.do(web, launch.start_run, bm, FREE, None)
+    for who in (web, Principal.web(bob)):
+        one = queries(world, who, lifecycle.list_benchmarks, limit=1)
+        fifty = queries(world, who, lifecycle.list_benchmarks, limit=50)
+        assert one == fifty, (one, fifty)
+    one = queries(world, web, launch.list_runs, limit=1)
+    fifty = queries(world, web, launch.list_runs, limit=50)
+    assert one == fifty, (one, fifty)
+
+
+def test_a_batched_page_shows_the_same_as_one_by_one(world: World) -> None:
+    ana = world.user("ana@example.com", credits_=10_000)
+    bob = world.user("bob@example.com")
+    web = Principal.web(ana)
+    mine = world.benchmark(ana, MCQ)
+    shared = world.benchmark(ana, {**MCQ, "title": "Shared"})
+    world.do(web, members.add_collaborator, shared, "bob@example.com")
+    world.do(web, lifecycle.publish_benchmark, mine)
+    world.do(web, launch.start_run, shared, FREE, None)
+    for who in (web, Principal.web(bob)):
+        page = world.do(who, lifecycle.list_benchmarks)
+        singly = [world.do(who, lifecycle.get_benchmark, view.id) for view in page]
+        assert page == singly
+    runs_page = world.do(Principal.web(bob), launch.list_runs)
+    assert runs_page
+    assert runs_page == [world.do(Principal.web(bob), launch.get_run, r.id) for r in runs_page]
