@@ -55,7 +55,7 @@ def test_a_busy_heartbeat_skips_one_beat(runtime: Runtime, monkeypatch: pytest.M
             third.set()
         return True
 
-    monkeypatch.setattr(worker_module.jobs, "heartbeat", heartbeat)
+    monkeypatch.setattr(worker_module.queue, "heartbeat", heartbeat)
     working = Worker(runtime, lease=timedelta(milliseconds=30))
     job = Claimed("job_x", "run", {}, 1, False)
     with _Heartbeat(working, job):
