@@ -243,7 +243,7 @@ def test_handler_exception_retries_then_refunds(
     def explode(*_: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(handlers.run_execution, "begin_run", explode)
+    monkeypatch.setattr(handlers.execution, "begin_run", explode)
     for _ in range(3):
         assert Worker(runtime).run_once()
         clock.advance(minutes=5)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, exists, false, or_, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
@@ -126,7 +126,8 @@ def _object_roles(
     if benchmark is None or (target is Target.RUN and run is None):
         raise ValueError(f"{action} needs a {target.value}")
     roles = roles_on(ctx, user, benchmark) if known is None else known
-    if target is Target.BENCHMARK:
+    if target is Target.BENCHMARK or benchmark.deleted_at is not None:
+        # A deleted benchmark takes its runs with it, for their launchers too (as in lists).
         return roles
     assert run is not None
     if run.launched_by == user.id:
@@ -265,6 +266,53 @@ def _roles(
     if benchmark.visibility == "published":
         roles.add(Role.PUBLIC)
     return frozenset(roles)
+
+
+def visible_benchmarks(
+    ctx: Context, action: Action = Action.BENCHMARK_READ, public: bool = True
+) -> ColumnElement[bool]:
+    """The SQL twin of `roles_on`: benchmarks on which the acting user holds a role `action`
+    accepts (leave out published strangers' ones with `public=False`).
+
+    Built from the same rule table as the per-object decision, so a list shows exactly what
+    `require_benchmark` would let the user open (a property test holds them together).
+    """
+    user = live_user(ctx)
+    if user is None:
+        return false()
+    by_role = {
+        Role.OWNER: Benchmark.owner_id == user.id,
+        Role.COLLABORATOR: exists().where(
+            Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user.id
+        ),
+        Role.PARTICIPANT: exists().where(
+            Participant.benchmark_id == Benchmark.id,
+            Participant.user_id == user.id,
+            Participant.status == "active",
+        ),
+        Role.INVITEE: and_(
+            ~exists().where(
+                Participant.benchmark_id == Benchmark.id, Participant.user_id == user.id
+            ),
+            exists().where(
+                WhitelistEntry.benchmark_id == Benchmark.id,
+                WhitelistEntry.entry.in_(_entries(user.email)),
+            ),
+        ),
+        Role.PUBLIC: Benchmark.visibility == "published",
+    }
+    accepted = rule_for(action).roles - ({Role.LAUNCHER} | (set() if public else {Role.PUBLIC}))
+    return and_(Benchmark.deleted_at.is_(None), or_(false(), *(by_role[r] for r in accepted)))
+
+
+def visible_runs(ctx: Context) -> ColumnElement[bool]:
+    """The SQL twin of a run's decision (for a query joined with the run's benchmark): runs
+    the user launched, and every run on a benchmark they own or collaborate on."""
+    user = live_user(ctx)
+    if user is None:
+        return false()
+    team = visible_benchmarks(ctx, Action.RUN_READ, public=False)
+    return and_(Benchmark.deleted_at.is_(None), or_(Run.launched_by == user.id, team))
 
 
 def is_whitelisted(ctx: Context, benchmark_id: str, email: str) -> bool:

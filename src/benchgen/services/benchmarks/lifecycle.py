@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select
+from sqlalchemy import func, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, Frozen, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
-from benchgen.db.tables import Benchmark, Collaborator, Participant, Question
+from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import phases, questions
@@ -131,18 +131,8 @@ def list_benchmarks(
     """
     access.require(ctx, Action.BENCHMARK_LIST)
     check_window(limit, offset, MAX_LIST)
-    user_id = ctx.principal.user_id
-    shared = or_(
-        Benchmark.owner_id == user_id,
-        exists().where(Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user_id),
-        exists().where(
-            Participant.benchmark_id == Benchmark.id,
-            Participant.user_id == user_id,
-            Participant.status == "active",
-        ),
-    )
-    visible = shared if mine_only else or_(shared, Benchmark.visibility == "published")
-    query = select(Benchmark).where(Benchmark.deleted_at.is_(None), visible)
+    visible = access.visible_benchmarks(ctx, public=not mine_only)
+    query = select(Benchmark).where(visible)
     if search.strip():
         query = query.where(Benchmark.title.ilike(f"%{_escape_like(search.strip())}%", escape="\\"))
     query = query.order_by(Benchmark.created_at.desc(), Benchmark.id).limit(limit).offset(offset)

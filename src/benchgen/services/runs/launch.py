@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select
+from sqlalchemy import func, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
-from benchgen.db.tables import Benchmark, Collaborator, Judge, Model, Phase, Question, Run
+from benchgen.db.tables import Benchmark, Judge, Model, Phase, Question, Run
 from benchgen.services import access, audit, models, queue
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle, scoring
@@ -231,15 +231,10 @@ def list_runs(
     """
     access.require(ctx, Action.BENCHMARK_LIST)
     check_window(limit, offset, MAX_LIST)
-    user_id = ctx.principal.user_id
-    team = or_(
-        Benchmark.owner_id == user_id,
-        exists().where(Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user_id),
-    )
     query = (
         select(Run)
         .join(Benchmark, Benchmark.id == Run.benchmark_id)
-        .where(Benchmark.deleted_at.is_(None), or_(Run.launched_by == user_id, team))
+        .where(access.visible_runs(ctx))
     )
     if benchmark_id:
         query = query.where(Run.benchmark_id == benchmark_id)
