@@ -88,12 +88,8 @@ class InsufficientCredits(ClientError):
         return value if isinstance(value, int) else None
 
 
-class RateLimited(ClientError):
-    """429: a rolling-window limit is reached.
-
-    Attributes:
-        retry_after: Seconds to wait before trying again (from `Retry-After`), if sent.
-    """
+class _SaysWhen(ClientError):
+    """An error that may say how long to wait before trying again."""
 
     def __init__(
         self,
@@ -107,11 +103,19 @@ class RateLimited(ClientError):
         self.retry_after = retry_after
 
 
+class RateLimited(_SaysWhen):
+    """429: a rolling-window limit is reached.
+
+    Attributes:
+        retry_after: Seconds to wait before trying again (from `Retry-After`), if sent.
+    """
+
+
 class ServerError(ClientError):
     """5xx: the server failed; retrying later may help."""
 
 
-class Unavailable(ServerError):
+class Unavailable(_SaysWhen, ServerError):
     """503 `unavailable`: the server was too busy and changed nothing; send it again later.
 
     A `ServerError`, so code that already catches those keeps working.
@@ -120,17 +124,6 @@ class Unavailable(ServerError):
         retry_after: Seconds to wait before sending the same request again (from
             `Retry-After`, else `details.retry_after`), if the server said.
     """
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        details: Mapping[str, Any] | None = None,
-        retry_after: int | None = None,
-    ) -> None:
-        super().__init__(status, code, message, details)
-        self.retry_after = retry_after
 
 
 class Unreachable(ClientError):
