@@ -174,7 +174,7 @@ def _unrequire(schema: str, field: str) -> Callable[[dict[str, Any]], None]:
 
 
 def _more_statuses(schemas: dict[str, Any]) -> None:
-    schemas["TurnOut"]["properties"]["status"]["enum"].append("paused")
+    schemas["TurnStatus"]["enum"].append("paused")
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -283,6 +283,8 @@ def _matches(annotation: Any, schema: Mapping[str, Any], schemas: Mapping[str, A
         )
     if len(members) > 1:
         return False
+    if "$ref" in schema and "enum" in schemas.get(_ref_name(schema), {}):
+        return _matches(annotation, schemas[_ref_name(schema)], schemas)  # a named enum
     if "$ref" in schema:
         return is_typeddict(annotation) and MIRRORS.get(annotation) == _ref_name(schema)
     if "enum" in schema or origin is Literal:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
 
 Item = TypeVar("Item")
@@ -72,10 +73,6 @@ class LogLine(BaseModel):
 
 
 # ---------------------------------------------------------------- chat
-
-TurnStatus = Literal[
-    "completed", "awaiting_approval", "awaiting_choice", "stopped_at_cap", "running", "failed"
-]
 
 
 class ConversationIn(BaseModel):

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services import models
 from benchgen.services.benchmarks import judges
@@ -54,7 +55,7 @@ def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
                 with as_user(runtime, email) as ctx:
                     current = launch.get_run(ctx, run_id)
                 progress.update(task, completed=current.done_count)
-                if current.status not in launch.ACTIVE:
+                if current.status not in RUN_ACTIVE:
                     break
                 time.sleep(0.25)
     finally:

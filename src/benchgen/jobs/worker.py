@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
+from benchgen.core.statuses import JobStatus
 from benchgen.jobs.handlers import HANDLERS, WORKER
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
@@ -64,7 +65,7 @@ class Worker:
             log.warning("job %s attempt %s failed: %s", job.id, job.attempt, type(exc).__name__)
             self._after_failure(job, f"{type(exc).__name__}: {exc}")
             return True
-        self._finish(job, "done")
+        self._finish(job, JobStatus.DONE)
         return True
 
     def _after_failure(self, job: Claimed, error: str) -> None:
@@ -75,9 +76,9 @@ class Worker:
 
     def _give_up(self, job: Claimed, error: str) -> None:
         HANDLERS[job.kind].give_up(self.runtime, job, error)
-        self._finish(job, "failed", error)
+        self._finish(job, JobStatus.FAILED, error)
 
-    def _finish(self, job: Claimed, status: str, error: str = "") -> None:
+    def _finish(self, job: Claimed, status: JobStatus, error: str = "") -> None:
         with transaction(self.runtime, WORKER) as ctx:
             queue.finish(ctx, job.id, self.name, status, error)
 

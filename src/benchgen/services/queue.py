@@ -18,6 +18,7 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import JobStatus
 from benchgen.db.tables import Job
 from benchgen.services import access
 from benchgen.services.accounts import users
@@ -57,7 +58,7 @@ def enqueue(
         kind=kind,
         user_id=user_id or ctx.principal.user_id,
         payload=payload,
-        status="queued",
+        status=JobStatus.QUEUED,
         attempts=0,
         max_attempts=max_attempts,
         run_after=now,
@@ -85,8 +86,8 @@ def claim(ctx: Context, worker: str, lease: timedelta) -> Claimed | None:
     kinds = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
     now, slots = ctx.now(), user_slots(ctx.settings)
     due = or_(
-        and_(Job.status == "queued", Job.run_after <= now),
-        and_(Job.status == "running", Job.lease_expires_at < now),
+        and_(Job.status == JobStatus.QUEUED, Job.run_after <= now),
+        and_(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now),
     )
     busy = _executing_for_job_user(now)
     job = ctx.session.scalar(
@@ -98,10 +99,10 @@ def claim(ctx: Context, worker: str, lease: timedelta) -> Claimed | None:
     )
     if job is None:
         return None
-    exhausted = job.status == "running" and job.attempts >= job.max_attempts
+    exhausted = job.status == JobStatus.RUNNING and job.attempts >= job.max_attempts
     if not exhausted and not _slot_still_free(ctx, job.user_id, slots, now):
         return None
-    job.status, job.lease_owner, job.updated_at = "running", worker, now
+    job.status, job.lease_owner, job.updated_at = JobStatus.RUNNING, worker, now
     job.lease_expires_at = now + lease
     if not exhausted:
         job.attempts += 1
@@ -117,7 +118,9 @@ def heartbeat(ctx: Context, job_id: str, worker: str, lease: timedelta) -> bool:
     return True
 
 
-def finish(ctx: Context, job_id: str, worker: str, status: str = "done", error: str = "") -> None:
+def finish(
+    ctx: Context, job_id: str, worker: str, status: JobStatus = JobStatus.DONE, error: str = ""
+) -> None:
     """Mark a held job done, failed or cancelled (a lost lease makes this a no-op)."""
     job = _held(ctx, job_id, worker)
     if job is None:
@@ -133,7 +136,7 @@ def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
     if job is None or job.attempts >= job.max_attempts:
         return False
     delay = timedelta(seconds=BACKOFF_BASE_S * 2 ** (job.attempts - 1))
-    job.status, job.error, job.run_after = "queued", error[:2000], ctx.now() + delay
+    job.status, job.error, job.run_after = JobStatus.QUEUED, error[:2000], ctx.now() + delay
     job.lease_owner = job.lease_expires_at = None
     job.updated_at = ctx.now()
     return True
@@ -142,13 +145,13 @@ def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
 def cancel_queued(ctx: Context, job_id: str) -> None:
     """Cancel a job that has not started (the service that owns the job checked permission)."""
     job = ctx.session.get(Job, job_id)
-    if job is not None and job.status == "queued":
-        job.status, job.updated_at = "cancelled", ctx.now()
+    if job is not None and job.status == JobStatus.QUEUED:
+        job.status, job.updated_at = JobStatus.CANCELLED, ctx.now()
 
 
 def _executing(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:
     """Held by a live worker: an expired lease is a crashed worker's, free to be taken over."""
-    return and_(jobs.status == "running", jobs.lease_expires_at >= now)
+    return and_(jobs.status == JobStatus.RUNNING, jobs.lease_expires_at >= now)
 
 
 def _executing_for_job_user(now: datetime) -> Any:
@@ -165,7 +168,7 @@ def _executing_for_job_user(now: datetime) -> Any:
 
 def _exhausted() -> ColumnElement[bool]:
     """Out of attempts while nobody held it: claimed only to record the failure, never capped."""
-    return and_(Job.status == "running", Job.attempts >= Job.max_attempts)
+    return and_(Job.status == JobStatus.RUNNING, Job.attempts >= Job.max_attempts)
 
 
 def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetime) -> bool:
@@ -190,4 +193,4 @@ def _held(ctx: Context, job_id: str, worker: str) -> Job | None:
     if job is None:
         return None
     access.require(ctx, JOB_ACTIONS[job.kind])
-    return job if job.status == "running" and job.lease_owner == worker else None
+    return job if job.status == JobStatus.RUNNING and job.lease_owner == worker else None

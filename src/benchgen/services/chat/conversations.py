@@ -12,6 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
+from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable
 from benchgen.core.text import require_line
 from benchgen.db.session import rows_changed
@@ -23,15 +24,6 @@ from benchgen.services.specs import check_window
 
 MAX_TITLE = 200
 MAX_MESSAGE = 100_000
-RUNNING = "running"
-STATUSES = (
-    "completed",
-    "awaiting_approval",
-    "awaiting_choice",
-    "stopped_at_cap",
-    RUNNING,
-    "failed",
-)
 # A turn still marked running this long after its cap belongs to a process that died: the
 # conversation is released rather than locked for ever.
 STALE_MARGIN = timedelta(minutes=2)
@@ -230,7 +222,7 @@ def begin_turn(
         seq=int(seq or 0) + 1,
         user_text=leaks.screen_text(ctx, text).text,
         action=action,
-        status=RUNNING,
+        status=TurnStatus.RUNNING,
         reply="",
         buttons=[],
         tool_calls=[],
@@ -250,8 +242,8 @@ def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:
     limit = timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN
     if turn is not None and turn.started_at + limit > now:
         return
-    if turn is not None and turn.status == RUNNING:
-        turn.status, turn.finished_at = "failed", now
+    if turn is not None and turn.status == TurnStatus.RUNNING:
+        turn.status, turn.finished_at = TurnStatus.FAILED, now
         turn.reply = "This turn was cut off: the server stopped while it ran. Nothing is pending."
         proposals.settle_turn(ctx, turn.id, None)
     ctx.session.execute(
@@ -276,8 +268,8 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
         InvalidInput: an unknown status.
     """
     access.require(ctx, Action.CHAT_RECORD)
-    if outcome.status not in STATUSES:
-        raise invalid(["status"], f"must be one of {', '.join(STATUSES)}")
+    if outcome.status not in set(TurnStatus):
+        raise invalid(["status"], f"must be one of {', '.join(TurnStatus)}")
     turn = ctx.session.get(ChatTurn, turn_id)
     if turn is None:
         raise NotFound("No such turn.", {"id": turn_id})
@@ -287,12 +279,12 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     turn.proposal_id = outcome.proposal_id
     turn.tool_calls = outcome.tool_calls
     turn.brain = outcome.brain
-    turn.finished_at = None if outcome.status == RUNNING else now
-    if outcome.status != RUNNING:
-        shown = outcome.proposal_id if outcome.status == "awaiting_approval" else None
+    turn.finished_at = None if outcome.status == TurnStatus.RUNNING else now
+    if outcome.status != TurnStatus.RUNNING:
+        shown = outcome.proposal_id if outcome.status == TurnStatus.AWAITING_APPROVAL else None
         proposals.settle_turn(ctx, turn.id, shown)
     values: dict[str, Any] = {"updated_at": now}
-    if outcome.status != RUNNING:
+    if outcome.status != TurnStatus.RUNNING:
         values["active_turn_id"] = None
     if outcome.plan_changed:
         values["plan"] = outcome.plan

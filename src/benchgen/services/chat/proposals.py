@@ -20,6 +20,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
+from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit
@@ -29,20 +30,18 @@ EXPIRY = timedelta(minutes=10)
 # A proposal is a `draft` while the turn that made it runs; only when that turn ends showing its
 # preview does it become `pending`, the one state a user can decide. A turn that fails, stops
 # at the cap or shows no preview cancels its drafts, so nothing unseen can be approved.
-DRAFT, PENDING, APPROVED = "draft", "pending", "approved"
-EXECUTED, FAILED, CANCELLED = "executed", "failed", "cancelled"
 MAX_CONVERSATION_ID = 40
 
 # Why a proposal can no longer be decided or carried out, by its status.
-_GONE = {
-    DRAFT: "it was never shown to you",
-    CANCELLED: "the turn that made it ended without showing it to you",
-    APPROVED: "it was already approved",
-    "declined": "it was declined",
-    "expired": "it expired; ask the agent to propose it again",
-    "superseded": "a newer proposal in this conversation replaced it",
-    EXECUTED: "it was already carried out",
-    FAILED: "it was already tried, and it failed",
+_GONE: dict[str, str] = {
+    ProposalStatus.DRAFT: "it was never shown to you",
+    ProposalStatus.CANCELLED: "the turn that made it ended without showing it to you",
+    ProposalStatus.APPROVED: "it was already approved",
+    ProposalStatus.DECLINED: "it was declined",
+    ProposalStatus.EXPIRED: "it expired; ask the agent to propose it again",
+    ProposalStatus.SUPERSEDED: "a newer proposal in this conversation replaced it",
+    ProposalStatus.EXECUTED: "it was already carried out",
+    ProposalStatus.FAILED: "it was already tried, and it failed",
 }
 
 
@@ -108,7 +107,7 @@ def propose(
         arguments=prepared.arguments,
         arguments_hash=proposal_kinds.hash_arguments(prepared.arguments),
         preview=prepared.preview,
-        status=DRAFT,
+        status=ProposalStatus.DRAFT,
         created_at=now,
         expires_at=now + EXPIRY,
         error="",
@@ -139,11 +138,15 @@ def _retire_pending(ctx: Context, user_id: str, conversation_id: str, now: datet
     pending = update(Proposal).where(
         Proposal.user_id == user_id,
         Proposal.conversation_id == conversation_id,
-        Proposal.status.in_((DRAFT, PENDING)),
+        Proposal.status.in_((ProposalStatus.DRAFT, ProposalStatus.PENDING)),
     )
-    ctx.session.execute(pending.where(Proposal.expires_at <= now).values(status="expired"))
     ctx.session.execute(
-        pending.where(Proposal.expires_at > now).values(status="superseded", decided_at=now)
+        pending.where(Proposal.expires_at <= now).values(status=ProposalStatus.EXPIRED)
+    )
+    ctx.session.execute(
+        pending.where(Proposal.expires_at > now).values(
+            status=ProposalStatus.SUPERSEDED, decided_at=now
+        )
     )
 
 
@@ -156,14 +159,18 @@ def settle_turn(ctx: Context, turn_id: str, shown_id: str | None) -> None:
     Raises:
         PermissionDenied: neither the chat recorder nor a user.
     """
-    drafts = update(Proposal).where(Proposal.created_by_turn == turn_id, Proposal.status == DRAFT)
+    drafts = update(Proposal).where(
+        Proposal.created_by_turn == turn_id, Proposal.status == ProposalStatus.DRAFT
+    )
     if not access.can(ctx, Action.CHAT_RECORD):
         # A user settling a cut-off turn touches only their own proposals.
         drafts = drafts.where(Proposal.user_id == _require_user(ctx))
     drafts = drafts.execution_options(synchronize_session=False)
     if shown_id is not None:
-        ctx.session.execute(drafts.where(Proposal.id == shown_id).values(status=PENDING))
-    ctx.session.execute(drafts.values(status=CANCELLED, decided_at=ctx.now()))
+        ctx.session.execute(
+            drafts.where(Proposal.id == shown_id).values(status=ProposalStatus.PENDING)
+        )
+    ctx.session.execute(drafts.values(status=ProposalStatus.CANCELLED, decided_at=ctx.now()))
 
 
 def decide(
@@ -189,12 +196,12 @@ def decide(
     if approve and not preview_hash:
         raise invalid(["preview_hash"], "approving needs the preview hash shown with the proposal")
     now = ctx.now()
-    status = APPROVED if approve else "declined"
+    status = ProposalStatus.APPROVED if approve else ProposalStatus.DECLINED
     statement = update(Proposal).where(
         Proposal.id == proposal_id,
         Proposal.conversation_id == conversation_id,
         Proposal.user_id == user_id,
-        Proposal.status == PENDING,
+        Proposal.status == ProposalStatus.PENDING,
         Proposal.expires_at > now,
     )
     if approve:
@@ -219,7 +226,7 @@ def _why_not(
     if row is None or row.user_id != user_id or row.conversation_id != conversation_id:
         return "there is no such proposal in this conversation"
     status = _status(row, now)
-    if status == PENDING:
+    if status == ProposalStatus.PENDING:
         return "the preview hash does not match the proposal that was shown"
     return _GONE[status]
 
@@ -245,11 +252,11 @@ def execute(ctx: Context, proposal_id: str) -> ProposalView:
     claim = update(Proposal).where(
         Proposal.id == row.id,
         Proposal.user_id == user_id,
-        Proposal.status == APPROVED,
+        Proposal.status == ProposalStatus.APPROVED,
         Proposal.expires_at > now,
     )
     # The conditional update is the claim: of two concurrent executions only one matches.
-    if rows_changed(ctx.session, claim.values(status=EXECUTED)) != 1:
+    if rows_changed(ctx.session, claim.values(status=ProposalStatus.EXECUTED)) != 1:
         ctx.session.refresh(row)  # a concurrent execution may have committed since the load
         reason = _GONE.get(_status(row, now), "it was never approved")
         raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
@@ -267,10 +274,10 @@ def _carry_out(ctx: Context, row: Proposal) -> None:
         with ctx.session.begin_nested():
             result = proposal_kinds.perform(ctx, row.kind, row.arguments)
     except BenchGenError as exc:
-        row.status, row.error = FAILED, exc.message
+        row.status, row.error = ProposalStatus.FAILED, exc.message
         row.result = {"code": exc.code, "details": exc.details}
         return
-    row.status, row.result = EXECUTED, result
+    row.status, row.result = ProposalStatus.EXECUTED, result
 
 
 def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
@@ -286,7 +293,7 @@ def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
         .where(
             Proposal.user_id == user_id,
             Proposal.conversation_id == conversation_id,
-            Proposal.status == PENDING,
+            Proposal.status == ProposalStatus.PENDING,
             Proposal.expires_at > now,
         )
         .order_by(Proposal.created_at.desc(), Proposal.id)
@@ -345,8 +352,11 @@ def _owned(ctx: Context, proposal_id: str, user_id: str) -> Proposal:
 
 def _status(row: Proposal, now: datetime) -> str:
     """The status in force: an undecided or unexecuted proposal past its deadline is expired."""
-    if row.status in (DRAFT, PENDING, APPROVED) and row.expires_at <= now:
-        return "expired"
+    if (
+        row.status in (ProposalStatus.DRAFT, ProposalStatus.PENDING, ProposalStatus.APPROVED)
+        and row.expires_at <= now
+    ):
+        return ProposalStatus.EXPIRED
     return row.status
 
 
@@ -364,5 +374,7 @@ def _view(row: Proposal, now: datetime) -> ProposalView:
         decided_at=row.decided_at,
         result=row.result,
         error=row.error,
-        error_code=str(row.result["code"]) if row.status == FAILED and row.result else None,
+        error_code=str(row.result["code"])
+        if row.status == ProposalStatus.FAILED and row.result
+        else None,
     )

@@ -11,6 +11,7 @@ from sqlalchemy import Table, bindparam, insert, select, update
 
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import RUN_FINAL, RunStatus
 from benchgen.db.tables import Model, Run, RunResult
 from benchgen.evals import aggregate
 from benchgen.evals.prompts import letter_only_prompt, render_prompt
@@ -24,7 +25,6 @@ from benchgen.services.accounts import credits
 from benchgen.services.benchmarks import judges, questions, scoring
 from benchgen.services.runs import run_log
 
-TERMINAL = ("completed", "failed", "cancelled")
 PENDING = "pending"  # stored answer awaiting the AI judge
 LOGPROB = "choice_logprob"  # scores the letter's log-probability: a letter-only prompt
 
@@ -47,10 +47,10 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
     resumes instead of starting over). None when there is nothing to do."""
     access.require(ctx, Action.RUN_EXECUTE)
     run = ctx.session.get(Run, run_id)
-    if run is None or run.status in TERMINAL:
+    if run is None or run.status in RUN_FINAL:
         return None
     if run.cancel_requested:
-        _close(ctx, run, "cancelled")
+        _close(ctx, run, RunStatus.CANCELLED)
         return None
     model = ctx.session.get(Model, run.model_id)
     assert model is not None  # runs keep their model row (models are only soft-deleted)
@@ -64,8 +64,8 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
         if position not in done:
             item = Item(position, question.prompt, question.choices)
             work.append((item, render(item)))
-    if run.status == "queued":
-        run.status, run.started_at = "running", ctx.now()
+    if run.status == RunStatus.QUEUED:
+        run.status, run.started_at = RunStatus.RUNNING, ctx.now()
         run_log.append(ctx, run.id, f"Started: {len(stored)} questions")
     else:
         run_log.append(ctx, run.id, f"Resumed: {len(work)} questions left")
@@ -222,10 +222,10 @@ def finish_run(ctx: Context, run_id: str, cancelled: bool) -> None:
     """Compute aggregates and leaderboard scores, settle the real cost, close the run."""
     access.require(ctx, Action.RUN_EXECUTE)
     run = ctx.session.get(Run, run_id)
-    if run is None or run.status in TERMINAL:
+    if run is None or run.status in RUN_FINAL:
         return
     summarise(ctx, run)
-    _close(ctx, run, "cancelled" if cancelled else "completed")
+    _close(ctx, run, RunStatus.CANCELLED if cancelled else RunStatus.COMPLETED)
 
 
 def summarise(ctx: Context, run: Run) -> None:
@@ -258,13 +258,13 @@ def abandon_run(ctx: Context, run_id: str, error: str) -> None:
     """The platform failed the run (crash, attempts exhausted): fail it and refund in full."""
     access.require(ctx, Action.RUN_EXECUTE)
     run = ctx.session.get(Run, run_id)
-    if run is None or run.status in TERMINAL:
+    if run is None or run.status in RUN_FINAL:
         return
     run.error = error[:2000]
     if run.reservation_id:
         credits.refund_credits(ctx, run.reservation_id, "failed through the platform's fault")
         run.reservation_id = None
-    run.status, run.cost, run.finished_at = "failed", 0, ctx.now()
+    run.status, run.cost, run.finished_at = RunStatus.FAILED, 0, ctx.now()
     run_log.append(ctx, run.id, f"Failed: {error[:300]} — credits refunded")
 
 

@@ -13,6 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
+from benchgen.core.statuses import RUN_ACTIVE, RunStatus
 from benchgen.db.tables import Benchmark, Judge, Model, Phase, Question, Run
 from benchgen.services import access, audit, models, queue
 from benchgen.services.accounts import credits, ratelimits
@@ -23,7 +24,6 @@ from benchgen.services.specs import MAX_LIST, check_window
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
 EXPECTED_OUTPUT_TOKENS = 512
 CHARS_PER_TOKEN = 4
-ACTIVE = ("queued", "running")
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _new_run(
         model_id=model.id,
         launched_by=user_id,
         door=ctx.principal.door,
-        status="queued",
+        status=RunStatus.QUEUED,
         benchmark_version=benchmark.version,
         scoring=settings,
         question_count=count,
@@ -268,14 +268,14 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
         Conflict: the run has already ended.
     """
     run = access.require_run(ctx, run_id, Action.RUN_CANCEL)
-    if run.status not in ACTIVE:
+    if run.status not in RUN_ACTIVE:
         raise Conflict(f"The run has already ended ({run.status}).", {"id": run.id})
-    if run.status == "queued":
+    if run.status == RunStatus.QUEUED:
         if run.job_id:
             queue.cancel_queued(ctx, run.job_id)
         if run.reservation_id:
             credits.refund_credits(ctx, run.reservation_id, "cancelled before it started")
-        run.status, run.cost, run.finished_at = "cancelled", 0, ctx.now()
+        run.status, run.cost, run.finished_at = RunStatus.CANCELLED, 0, ctx.now()
         run_log.append(ctx, run.id, "Cancelled before it started; credits refunded")
     else:
         run.cancel_requested = True

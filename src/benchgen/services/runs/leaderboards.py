@@ -14,6 +14,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
 from benchgen.db.tables import LeaderboardEntry, Model, Phase, Run, User
 from benchgen.services import access, audit
@@ -52,7 +53,7 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
         Conflict: the run has not completed, has no score, or is already on it.
     """
     run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
-    if run.status != "completed" or run.scores.get(COLUMNS[0]) is None:
+    if run.status != RunStatus.COMPLETED or run.scores.get(COLUMNS[0]) is None:
         raise Conflict("Only completed, scored runs can be on a leaderboard.", {"id": run.id})
     if ctx.session.scalar(select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)):
         raise Conflict("The run is already on the leaderboard.", {"id": run.id})

@@ -14,6 +14,7 @@ from sqlalchemy import null, select
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import RunStatus
 from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.evals import aggregate
 from benchgen.evals.scorers import registry
@@ -59,7 +60,7 @@ def rescore_run(
     if settings is not None:
         access.require(ctx, Action.RUN_RESCORE_SETTINGS, benchmark, run)
     chosen = scoring.validated(benchmark.format, settings) if settings else dict(run.scoring)
-    if run.status not in ("completed", "cancelled"):
+    if run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise Conflict(f"Only finished runs can be rescored; this one is {run.status}.")
     if chosen.get("method") == "judge":
         raise Conflict("Rescoring with the AI judge would call a model; rescoring never does.")
