@@ -12,6 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import ModelStatus
 from benchgen.db.tables import Model
 from benchgen.evals.adapters import builtin
 from benchgen.evals.adapters.local_gguf import smollm2_path
@@ -238,7 +239,7 @@ def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> 
         params=_checked_params(spec.params),
         price_per_question=spec.price_per_question if priced else 0,
         price_per_1k_tokens=spec.price_per_1k_tokens if priced else 0,
-        status="available",
+        status=ModelStatus.AVAILABLE,
         created_at=now,
         updated_at=now,
     )

@@ -13,7 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
-from benchgen.core.statuses import RUN_ACTIVE, RunStatus
+from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
 from benchgen.db.tables import Benchmark, Judge, Model, Phase, Question, Run
 from benchgen.services import access, audit, models, queue
 from benchgen.services.accounts import credits, ratelimits
@@ -112,7 +112,7 @@ def start_run(
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
     model = models.usable_model(ctx, model_id)
-    if model.status != "available":
+    if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
     if benchmark.format not in lifecycle.FROZEN_FORMATS:
         raise Conflict("Runs on custom-format benchmarks are not available yet.")
