@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import select
@@ -13,8 +14,55 @@ from benchgen.db.tables import AuditEvent, User
 from benchgen.services import access
 
 
+class AuditAction(StrEnum):
+    """Every kind of change the audit log records: `area.verb`, one name per kind."""
+
+    BENCHMARK_CREATE = "benchmark.create"
+    BENCHMARK_DELETE = "benchmark.delete"
+    BENCHMARK_EDIT = "benchmark.edit"
+    BENCHMARK_FREEZE = "benchmark.freeze"
+    BENCHMARK_PUBLISH = "benchmark.publish"
+    BENCHMARK_RUN_QUOTA = "benchmark.run_quota"
+    BENCHMARK_SCORING = "benchmark.scoring"
+    BENCHMARK_UNPUBLISH = "benchmark.unpublish"
+    COLLABORATOR_ADD = "collaborator.add"
+    COLLABORATOR_REMOVE = "collaborator.remove"
+    CREDITS_GRANT = "credits.grant"
+    DEPLOYMENT_SET = "deployment.set"
+    JUDGE_SET = "judge.set"
+    LEADERBOARD_ADD = "leaderboard.add"
+    LEADERBOARD_REMOVE = "leaderboard.remove"
+    MODEL_CREATE = "model.create"
+    MODEL_CREATE_PLATFORM = "model.create_platform"
+    MODEL_DELETE = "model.delete"
+    MODEL_UPDATE = "model.update"
+    PARTICIPANT_JOIN = "participant.join"
+    PARTICIPANT_STATUS = "participant.status"
+    PARTICIPANTS_EMAIL = "participants.email"
+    PHASE_ADD = "phase.add"
+    PHASE_REMOVE = "phase.remove"
+    PROPOSAL_APPROVE = "proposal.approve"
+    PROPOSAL_CREATE = "proposal.create"
+    PROPOSAL_DECLINE = "proposal.decline"
+    PROPOSAL_EXECUTE = "proposal.execute"
+    RUN_CANCEL = "run.cancel"
+    RUN_EDIT_SCORE = "run.edit_score"
+    RUN_RESCORE = "run.rescore"
+    RUN_START = "run.start"
+    TASK_ADD = "task.add"
+    TASK_REMOVE = "task.remove"
+    TOKEN_CREATE = "token.create"  # noqa: S105 - an action name, not a secret
+    TOKEN_REVOKE = "token.revoke"  # noqa: S105 - an action name, not a secret
+    TOKEN_REVOKE_LEAKED = "token.revoke_leaked"  # noqa: S105 - an action name, not a secret
+    USER_ACTIVATE = "user.activate"
+    USER_CREATE = "user.create"
+    USER_DISABLE = "user.disable"
+    WHITELIST_ADD = "whitelist.add"
+    WHITELIST_REMOVE = "whitelist.remove"
+
+
 def record(
-    ctx: Context, action: str, object_type: str, object_id: str, **details: Any
+    ctx: Context, action: AuditAction, object_type: str, object_id: str, **details: Any
 ) -> AuditEvent:
     """Append one audit row in the caller's transaction (so it commits or rolls back with it)."""
     event = AuditEvent(

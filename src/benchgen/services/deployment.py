@@ -44,7 +44,7 @@ def set_setting(ctx: Context, key: str, raw: str) -> Any:
         row = DeploymentSetting(key=key, value=value, updated_at=ctx.now(), updated_by="")
         ctx.session.add(row)
     row.value, row.updated_at, row.updated_by = value, ctx.now(), ctx.principal.door
-    audit.record(ctx, "deployment.set", "setting", key, value=value)
+    audit.record(ctx, audit.AuditAction.DEPLOYMENT_SET, "setting", key, value=value)
     return value
 
 

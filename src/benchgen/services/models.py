@@ -154,7 +154,9 @@ def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
     if spec.kind not in USER_KINDS:
         raise invalid(["kind"], f"users may register {' or '.join(USER_KINDS)} models")
     row = _insert(ctx, spec, owner_id=ctx.principal.user_id, priced=False)
-    audit.record(ctx, "model.create", "model", row.id, kind=row.kind, base_url=row.base_url)
+    audit.record(
+        ctx, audit.AuditAction.MODEL_CREATE, "model", row.id, kind=row.kind, base_url=row.base_url
+    )
     return view(row)
 
 
@@ -167,7 +169,7 @@ def create_platform_model(ctx: Context, data: ModelIn | dict[str, Any]) -> Model
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
     row = _insert(ctx, parse(ModelIn, data), owner_id=None, priced=True)
-    audit.record(ctx, "model.create_platform", "model", row.id, kind=row.kind)
+    audit.record(ctx, audit.AuditAction.MODEL_CREATE_PLATFORM, "model", row.id, kind=row.kind)
     return view(row)
 
 
@@ -192,7 +194,7 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
         row.params = _checked_params(change.params)
     row.updated_at = ctx.now()
     fields = sorted(name for name, value in change.model_dump().items() if value is not None)
-    audit.record(ctx, "model.update", "model", row.id, fields=fields)
+    audit.record(ctx, audit.AuditAction.MODEL_UPDATE, "model", row.id, fields=fields)
     return view(row)
 
 
@@ -208,7 +210,7 @@ def delete_model(ctx: Context, model_id: str) -> None:
     if row.owner_id is None:
         raise NotFound("No such model among yours.", {"id": model_id})
     row.deleted_at = row.updated_at = ctx.now()
-    audit.record(ctx, "model.delete", "model", row.id)
+    audit.record(ctx, audit.AuditAction.MODEL_DELETE, "model", row.id)
 
 
 def model_spec(ctx: Context, row: Model) -> ModelSpec:
@@ -314,5 +316,5 @@ def register_local_models(ctx: Context) -> ModelView | None:
         return view(existing)
     spec = ModelIn(name="SmolLM2-135M-Instruct (local)", kind="local_gguf", endpoint_model=SMOLLM2)
     row = _insert(ctx, spec, owner_id=None, priced=True)
-    audit.record(ctx, "model.create_platform", "model", row.id, kind=row.kind)
+    audit.record(ctx, audit.AuditAction.MODEL_CREATE_PLATFORM, "model", row.id, kind=row.kind)
     return view(row)

@@ -88,7 +88,7 @@ def grant_credits(ctx: Context, user_id: str, amount: int, note: str = "") -> in
     _check_amount(amount)
     users.lock_user(ctx, user_id)
     _append(ctx, user_id, "grant", amount, note=note)
-    audit.record(ctx, "credits.grant", "user", user_id, amount=amount)
+    audit.record(ctx, audit.AuditAction.CREDITS_GRANT, "user", user_id, amount=amount)
     return balance_of(ctx, user_id)
 
 

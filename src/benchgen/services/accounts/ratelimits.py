@@ -184,7 +184,12 @@ def set_run_quota(ctx: Context, benchmark_id: str, runs_per_day: int | None) -> 
     before = benchmark.stranger_runs_per_day
     benchmark.stranger_runs_per_day, benchmark.updated_at = runs_per_day, ctx.now()
     audit.record(
-        ctx, "benchmark.run_quota", "benchmark", benchmark.id, before=before, after=runs_per_day
+        ctx,
+        audit.AuditAction.BENCHMARK_RUN_QUOTA,
+        "benchmark",
+        benchmark.id,
+        before=before,
+        after=runs_per_day,
     )
     return _stranger_quota(ctx, benchmark)
 

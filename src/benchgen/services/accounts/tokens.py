@@ -89,7 +89,9 @@ def create_token(
         raise invalid(["expires_days"], f"must be between 1 and {ctx.settings.token_max_days}")
     secret = new_token("bgp")
     row = _store(ctx, user_id, PERSONAL, label, secret, granted, ctx.now() + timedelta(days=days))
-    audit.record(ctx, "token.create", "token", row.id, name=label, scopes=sorted(granted))
+    audit.record(
+        ctx, audit.AuditAction.TOKEN_CREATE, "token", row.id, name=label, scopes=sorted(granted)
+    )
     return NewToken(secret, _view(row))
 
 
@@ -175,7 +177,7 @@ def revoke_token(ctx: Context, token_id: str) -> TokenView:
         raise NotFound("No such token.", {"id": token_id})
     if row.revoked_at is None:
         row.revoked_at = ctx.now()
-        audit.record(ctx, "token.revoke", "token", row.id)
+        audit.record(ctx, audit.AuditAction.TOKEN_REVOKE, "token", row.id)
     return _view(row)
 
 
@@ -206,7 +208,7 @@ def revoke_leaked(ctx: Context, secret: str) -> TokenView | None:
     if row is None or row.revoked_at is not None:
         return None
     row.revoked_at = ctx.now()
-    audit.record(ctx, "token.revoke_leaked", "token", row.id)
+    audit.record(ctx, audit.AuditAction.TOKEN_REVOKE_LEAKED, "token", row.id)
     return _view(row)
 
 

@@ -88,7 +88,9 @@ def create_user(
     )
     ctx.session.add(user)
     ctx.session.flush()
-    audit.record(ctx, "user.create", "user", user.id, email=address, is_admin=is_admin)
+    audit.record(
+        ctx, audit.AuditAction.USER_CREATE, "user", user.id, email=address, is_admin=is_admin
+    )
     return view(user)
 
 
@@ -153,7 +155,12 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     if user is None:
         raise NotFound("No such account.", {"id": user_id})
     user.is_active = active
-    audit.record(ctx, "user.activate" if active else "user.disable", "user", user.id)
+    audit.record(
+        ctx,
+        audit.AuditAction.USER_ACTIVATE if active else audit.AuditAction.USER_DISABLE,
+        "user",
+        user.id,
+    )
     return view(user)
 
 

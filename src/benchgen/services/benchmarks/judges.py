@@ -67,7 +67,7 @@ def set_judge(
     benchmark.scoring, benchmark.updated_at = settings, ctx.now()
     audit.record(
         ctx,
-        "judge.set",
+        audit.AuditAction.JUDGE_SET,
         "benchmark",
         benchmark.id,
         kind=kind,

@@ -99,7 +99,7 @@ def create_benchmark(ctx: Context, data: BenchmarkIn | dict[str, Any]) -> Create
     phases.create_default_phase(ctx, row)
     audit.record(
         ctx,
-        "benchmark.create",
+        audit.AuditAction.BENCHMARK_CREATE,
         "benchmark",
         benchmark_id,
         title=spec.title,
@@ -209,7 +209,7 @@ def edit_benchmark(
     row.updated_at = ctx.now()
     audit.record(
         ctx,
-        "benchmark.edit",
+        audit.AuditAction.BENCHMARK_EDIT,
         "benchmark",
         row.id,
         fields=sorted(preview.metadata),
@@ -264,7 +264,7 @@ def publish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
     if row.format in FROZEN_FORMATS and _question_count(ctx, row.id) == 0:
         raise Conflict("A benchmark with no questions cannot be published.", {"id": row.id})
     row.visibility, row.published_at, row.updated_at = "published", ctx.now(), ctx.now()
-    audit.record(ctx, "benchmark.publish", "benchmark", row.id)
+    audit.record(ctx, audit.AuditAction.BENCHMARK_PUBLISH, "benchmark", row.id)
     return _view(ctx, row)
 
 
@@ -278,7 +278,7 @@ def unpublish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_UNPUBLISH)
     if row.visibility != "private":
         row.visibility, row.published_at, row.updated_at = "private", None, ctx.now()
-        audit.record(ctx, "benchmark.unpublish", "benchmark", row.id)
+        audit.record(ctx, audit.AuditAction.BENCHMARK_UNPUBLISH, "benchmark", row.id)
     return _view(ctx, row)
 
 
@@ -291,7 +291,7 @@ def delete_benchmark(ctx: Context, benchmark_id: str) -> None:
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_DELETE)
     row.deleted_at = row.updated_at = ctx.now()
-    audit.record(ctx, "benchmark.delete", "benchmark", row.id)
+    audit.record(ctx, audit.AuditAction.BENCHMARK_DELETE, "benchmark", row.id)
 
 
 def freeze_questions(ctx: Context, benchmark_id: str) -> bool:
@@ -308,7 +308,7 @@ def freeze_questions(ctx: Context, benchmark_id: str) -> bool:
     if row.format not in FROZEN_FORMATS or row.questions_frozen_at is not None:
         return False
     row.questions_frozen_at = ctx.now()
-    audit.record(ctx, "benchmark.freeze", "benchmark", row.id, version=row.version)
+    audit.record(ctx, audit.AuditAction.BENCHMARK_FREEZE, "benchmark", row.id, version=row.version)
     return True
 
 

@@ -46,7 +46,9 @@ def add_collaborator(ctx: Context, benchmark_id: str, email: str) -> Member:
         raise Conflict(f"{user.email} is already a collaborator.")
     row = Collaborator(benchmark_id=benchmark.id, user_id=user.id, added_at=ctx.now())
     ctx.session.add(row)
-    audit.record(ctx, "collaborator.add", "benchmark", benchmark.id, user_id=user.id)
+    audit.record(
+        ctx, audit.AuditAction.COLLABORATOR_ADD, "benchmark", benchmark.id, user_id=user.id
+    )
     return Member(user.id, user.email, user.display_name, "active", row.added_at)
 
 
@@ -62,7 +64,9 @@ def remove_collaborator(ctx: Context, benchmark_id: str, user_id: str) -> None:
     if row is None:
         raise NotFound("No such collaborator.", {"user_id": user_id})
     ctx.session.delete(row)
-    audit.record(ctx, "collaborator.remove", "benchmark", benchmark.id, user_id=user_id)
+    audit.record(
+        ctx, audit.AuditAction.COLLABORATOR_REMOVE, "benchmark", benchmark.id, user_id=user_id
+    )
 
 
 def list_collaborators(ctx: Context, benchmark_id: str) -> list[Member]:
@@ -100,7 +104,7 @@ def add_whitelist_entries(ctx: Context, benchmark_id: str, entries: list[str]) -
         WhitelistEntry(id=new_id("wl"), benchmark_id=benchmark.id, entry=entry, added_at=ctx.now())
         for entry in added
     )
-    audit.record(ctx, "whitelist.add", "benchmark", benchmark.id, entries=added)
+    audit.record(ctx, audit.AuditAction.WHITELIST_ADD, "benchmark", benchmark.id, entries=added)
     return added
 
 
@@ -120,7 +124,9 @@ def remove_whitelist_entry(ctx: Context, benchmark_id: str, entry: str) -> None:
     if row is None:
         raise NotFound("No such whitelist entry.", {"entry": entry})
     ctx.session.delete(row)
-    audit.record(ctx, "whitelist.remove", "benchmark", benchmark.id, entry=row.entry)
+    audit.record(
+        ctx, audit.AuditAction.WHITELIST_REMOVE, "benchmark", benchmark.id, entry=row.entry
+    )
 
 
 def list_whitelist(ctx: Context, benchmark_id: str) -> list[str]:
@@ -155,7 +161,7 @@ def join_benchmark(ctx: Context, benchmark_id: str) -> Member:
         benchmark_id=benchmark.id, user_id=user.id, status="active", joined_at=ctx.now()
     )
     ctx.session.add(row)
-    audit.record(ctx, "participant.join", "benchmark", benchmark.id)
+    audit.record(ctx, audit.AuditAction.PARTICIPANT_JOIN, "benchmark", benchmark.id)
     return Member(user.id, user.email, user.display_name, row.status, row.joined_at)
 
 
@@ -194,7 +200,12 @@ def set_participant_status(ctx: Context, benchmark_id: str, user_id: str, status
         raise NotFound("No such participant.", {"user_id": user_id})
     row.status = status
     audit.record(
-        ctx, "participant.status", "benchmark", benchmark.id, user_id=user_id, status=status
+        ctx,
+        audit.AuditAction.PARTICIPANT_STATUS,
+        "benchmark",
+        benchmark.id,
+        user_id=user_id,
+        status=status,
     )
 
 

@@ -104,7 +104,7 @@ def send_participant_email(
     )
     audit.record(
         ctx,
-        "participants.email",
+        audit.AuditAction.PARTICIPANTS_EMAIL,
         "benchmark",
         preview.benchmark_id,
         batch_id=batch,

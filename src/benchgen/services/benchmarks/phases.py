@@ -91,7 +91,9 @@ def add_phase(
     ctx.session.add(phase)
     ctx.session.flush()
     ctx.session.add_all([PhaseTask(phase_id=phase.id, task_id=task.id) for task in tasks])
-    audit.record(ctx, "phase.add", "benchmark", benchmark.id, phase_id=phase.id, name=label)
+    audit.record(
+        ctx, audit.AuditAction.PHASE_ADD, "benchmark", benchmark.id, phase_id=phase.id, name=label
+    )
     return _view(ctx, phase)
 
 
@@ -111,7 +113,7 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
     if (count or 0) <= 1:
         raise Conflict("A benchmark keeps at least one phase.", {"id": phase_id})
     ctx.session.delete(phase)
-    audit.record(ctx, "phase.remove", "benchmark", benchmark.id, phase_id=phase_id)
+    audit.record(ctx, audit.AuditAction.PHASE_REMOVE, "benchmark", benchmark.id, phase_id=phase_id)
 
 
 def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -> str:
@@ -134,7 +136,9 @@ def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -
     ctx.session.add(task)
     ctx.session.flush()
     ctx.session.add_all(PhaseTask(phase_id=phase.id, task_id=task.id) for phase in phases)
-    audit.record(ctx, "task.add", "benchmark", benchmark.id, task_id=task.id, name=label)
+    audit.record(
+        ctx, audit.AuditAction.TASK_ADD, "benchmark", benchmark.id, task_id=task.id, name=label
+    )
     return task.id
 
 
@@ -154,7 +158,7 @@ def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
     if (count or 0) <= 1:
         raise Conflict("A benchmark keeps at least one task.", {"id": task_id})
     ctx.session.delete(task)
-    audit.record(ctx, "task.remove", "benchmark", benchmark.id, task_id=task_id)
+    audit.record(ctx, audit.AuditAction.TASK_REMOVE, "benchmark", benchmark.id, task_id=task_id)
 
 
 def _phase(ctx: Context, benchmark_id: str, phase_id: str) -> Phase:

@@ -43,7 +43,9 @@ def set_scoring(ctx: Context, benchmark_id: str, settings: dict[str, Any]) -> di
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
     checked = validated(benchmark.format, settings)
     benchmark.scoring, benchmark.updated_at = checked, ctx.now()
-    audit.record(ctx, "benchmark.scoring", "benchmark", benchmark.id, scoring=checked)
+    audit.record(
+        ctx, audit.AuditAction.BENCHMARK_SCORING, "benchmark", benchmark.id, scoring=checked
+    )
     return checked
 
 

@@ -115,7 +115,7 @@ def propose(
     )
     _insert_open(ctx, row)
     details = {"kind": kind, "conversation_id": conversation_id, "hash": row.arguments_hash}
-    audit.record(ctx, "proposal.create", "proposal", row.id, **details)
+    audit.record(ctx, audit.AuditAction.PROPOSAL_CREATE, "proposal", row.id, **details)
     return _view(row, now)
 
 
@@ -212,7 +212,11 @@ def decide(
         raise Conflict(f"{verb}: {reason}.", {"id": proposal_id})
     row = _owned(ctx, proposal_id, user_id)
     audit.record(
-        ctx, f"proposal.{'approve' if approve else 'decline'}", "proposal", row.id, kind=row.kind
+        ctx,
+        audit.AuditAction.PROPOSAL_APPROVE if approve else audit.AuditAction.PROPOSAL_DECLINE,
+        "proposal",
+        row.id,
+        kind=row.kind,
     )
     return _view(row, now)
 
@@ -262,7 +266,7 @@ def execute(ctx: Context, proposal_id: str) -> ProposalView:
         raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
     _carry_out(ctx, row)
     details = {"kind": row.kind, "status": row.status, "error": row.error}
-    audit.record(ctx, "proposal.execute", "proposal", row.id, **details)
+    audit.record(ctx, audit.AuditAction.PROPOSAL_EXECUTE, "proposal", row.id, **details)
     return _view(row, now)
 
 

@@ -138,7 +138,14 @@ def start_run(
     run.reservation_id = reservation
     run.job_id = queue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
     run_log.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
-    audit.record(ctx, "run.start", "run", run_id, benchmark_id=benchmark.id, model_id=model.id)
+    audit.record(
+        ctx,
+        audit.AuditAction.RUN_START,
+        "run",
+        run_id,
+        benchmark_id=benchmark.id,
+        model_id=model.id,
+    )
     return view(ctx, run)
 
 
@@ -280,7 +287,7 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
     else:
         run.cancel_requested = True
         run_log.append(ctx, run.id, "Cancellation requested")
-    audit.record(ctx, "run.cancel", "run", run.id)
+    audit.record(ctx, audit.AuditAction.RUN_CANCEL, "run", run.id)
     return view(ctx, run)
 
 

@@ -68,7 +68,9 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
             added_at=ctx.now(),
         )
     )
-    audit.record(ctx, "leaderboard.add", "run", run.id, benchmark_id=run.benchmark_id)
+    audit.record(
+        ctx, audit.AuditAction.LEADERBOARD_ADD, "run", run.id, benchmark_id=run.benchmark_id
+    )
 
 
 def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
@@ -82,7 +84,9 @@ def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
     if entry is None:
         raise NotFound("The run is not on the leaderboard.", {"id": run.id})
     ctx.session.delete(entry)
-    audit.record(ctx, "leaderboard.remove", "run", run.id, benchmark_id=run.benchmark_id)
+    audit.record(
+        ctx, audit.AuditAction.LEADERBOARD_REMOVE, "run", run.id, benchmark_id=run.benchmark_id
+    )
 
 
 def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
@@ -163,4 +167,6 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
         "reason": reason.strip()[:1000],
     }
     run.scores = {**run.scores, **scores}
-    audit.record(ctx, "run.edit_score", "run", run.id, scores=scores, reason=reason.strip())
+    audit.record(
+        ctx, audit.AuditAction.RUN_EDIT_SCORE, "run", run.id, scores=scores, reason=reason.strip()
+    )

@@ -158,4 +158,6 @@ def _apply(
     execution.update_verdicts(ctx, run.id, verdicts)
     run.scoring = settings
     execution.set_summary(run, summary)
-    audit.record(ctx, "run.rescore", "run", run.id, scoring=settings, changed=len(verdicts))
+    audit.record(
+        ctx, audit.AuditAction.RUN_RESCORE, "run", run.id, scoring=settings, changed=len(verdicts)
+    )
