@@ -5,7 +5,7 @@ job workers) on SQLite in a fresh temporary data folder, started as a subprocess
 of 127.0.0.1 — this script never sends a request anywhere else. For each N the folder is seeded
 through the operator CLI (`benchgen admin create-user`, `create-token`) and the public API (the
 Python client): a qa benchmark of `--questions` questions with one completed run of the built-in
-baseline `mdl_builtin_first`, and a second, 5-question benchmark to launch runs on.
+baseline `mdl_builtin_echo`, and a second, 5-question benchmark to launch runs on.
 
 Then, one cell at a time, `--concurrency` client threads (each with its own keep-alive
 `httpx.Client`) send, after a short warm-up:
@@ -193,7 +193,7 @@ def seed(data_dir: Path, url: str, questions: int) -> Seeded:
     with BenchGen(url, token, timeout=60) as bg:
         read = bg.create_benchmark("Load: read", "qa", qs)["benchmark"]["id"]
         launch = bg.create_benchmark("Load: launch", "qa", qs[:5])["benchmark"]["id"]
-        run = bg.start_run(read, "mdl_builtin_first")
+        run = bg.start_run(read, "mdl_builtin_echo")
         done = bg.wait_for_run(run["id"], timeout_s=120, poll_s=0.2)
         if done["status"] != "completed":
             raise SystemExit(f"the seeding run ended {done['status']}: {done['error']}")
@@ -202,7 +202,7 @@ def seed(data_dir: Path, url: str, questions: int) -> Seeded:
 
 def targets(seeded: Seeded) -> list[Target]:
     """The three endpoints, in the order they run (the writing one last)."""
-    body = {"benchmark_id": seeded.launch_benchmark, "model_id": "mdl_builtin_first"}
+    body = {"benchmark_id": seeded.launch_benchmark, "model_id": "mdl_builtin_echo"}
     return [
         Target(
             "GET /benchmarks/{id}",
