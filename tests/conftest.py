@@ -1,4 +1,19 @@
-"""Fixtures: a fresh, migrated database per test on SQLite and (when it answers) PostgreSQL."""
+"""Fixtures: a fresh, migrated database per test.
+
+Which database a test gets (the `backend` fixture) is decided per test at collection:
+
+- by default a database test runs once, on SQLite; a test marked `both_backends` (the SQL it
+  exercises behaves differently on PostgreSQL: locking, concurrency, transactions, migrations,
+  case and ordering, round-trips, visibility filters, paging) runs on SQLite and PostgreSQL;
+- `BENCHGEN_TEST_BACKENDS=postgres` runs every database test on PostgreSQL only (`make
+  test-postgres`), `=sqlite,postgres` every one on both, `=sqlite` every one on SQLite only;
+- a test that pins its backend (`@pytest.mark.parametrize("backend", ["sqlite"])`, or a module or
+  class with its own `backend` fixture) keeps it whatever the choice.
+
+PostgreSQL is one migrated database per session; each test starts from its state after the
+migrations (every table emptied with DELETE, then the seeded rows put back). When PostgreSQL does
+not answer its tests skip, except under `CI=true`, where that is a failure.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine
 
 from benchgen.core.clock import ManualClock
 from benchgen.core.config import Settings
@@ -21,6 +36,57 @@ from tests.support import World
 
 PG_ADMIN_URL = os.environ.get("BENCHGEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() == "true"
+BACKENDS = ("sqlite", "postgres")
+BOTH_BACKENDS = "both_backends"
+
+
+def _chosen_backends() -> tuple[list[str], list[str]] | None:
+    """(backends of `both_backends` tests, backends of the others) from BENCHGEN_TEST_BACKENDS;
+    None when it names something else."""
+    raw = os.environ.get("BENCHGEN_TEST_BACKENDS", "").strip()
+    if not raw:
+        return list(BACKENDS), ["sqlite"]
+    chosen = [name.strip() for name in raw.split(",") if name.strip()]
+    if not chosen or any(name not in BACKENDS for name in chosen):
+        return None
+    ordered = [name for name in BACKENDS if name in chosen]
+    return ordered, ordered
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _chosen_backends() is None:
+        raise pytest.UsageError(
+            "BENCHGEN_TEST_BACKENDS must be a comma-separated list of "
+            f"{', '.join(BACKENDS)} (got {os.environ['BENCHGEN_TEST_BACKENDS']!r})"
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    marked, others = _chosen_backends() or ([], [])
+    return f"database backends: {BOTH_BACKENDS} tests {'+'.join(marked)}, others {'+'.join(others)}"
+
+
+def _pins_backend(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test chose its backend itself (parametrize, or its own `backend` fixture)."""
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+        if isinstance(names, str):
+            names = [name.strip() for name in names.split(",")]
+        if "backend" in names:
+            return True
+    return any(
+        owner is not None and getattr(owner, "backend", None) is not None
+        for owner in (metafunc.module, metafunc.cls)
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each database test on the backends its marker and BENCHGEN_TEST_BACKENDS call for."""
+    if "backend" not in metafunc.fixturenames or _pins_backend(metafunc):
+        return
+    marked, others = _chosen_backends() or ([], [])
+    both = metafunc.definition.get_closest_marker(BOTH_BACKENDS) is not None
+    metafunc.parametrize("backend", marked if both else others)
 
 
 def _pg_available() -> str | None:
@@ -41,9 +107,39 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+class PgReset:
+    """Puts the session's PostgreSQL database back as the migrations left it, on one engine.
+
+    DELETE in reverse dependency order, then the seeded rows (e.g. built-in models) again, in
+    one transaction: on tables of a few rows that is some milliseconds, where TRUNCATE of every
+    table (new files for each) took ~150 ms a test. Sequences move on, as with TRUNCATE before.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = create_engine(url)
+        with self.engine.connect() as conn:
+            seeds = {
+                table.name: [dict(row._mapping) for row in conn.execute(table.select())]
+                for table in Base.metadata.sorted_tables
+            }
+        self.seeds = {name: rows for name, rows in seeds.items() if rows}
+
+    def __call__(self) -> None:
+        tables = Base.metadata.sorted_tables
+        with self.engine.begin() as conn:
+            for table in reversed(tables):
+                conn.execute(table.delete())
+            for table in tables:
+                if self.seeds.get(table.name):
+                    conn.execute(table.insert(), self.seeds[table.name])
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
 @pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database for this test session."""
+def pg_database() -> Iterator[tuple[str, PgReset]]:
+    """A fresh, migrated PostgreSQL database for this test session, and its reset."""
     reason = _pg_available()
     if reason:
         if IN_CI:
@@ -58,16 +154,17 @@ def pg_url() -> Iterator[str]:
     database = Database(url)
     migrate.upgrade(database)
     database.dispose()
-    _SEEDS.update(_snapshot(url))
-    yield url
+    reset = PgReset(url)
+    yield url, reset
+    reset.dispose()
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest) -> str:
-    """Which database a test runs on; database tests run once per backend."""
-    return str(request.param)
+@pytest.fixture
+def backend() -> str:
+    """Which database a test runs on; set per test by `pytest_generate_tests` above."""
+    return "sqlite"
 
 
 @pytest.fixture
@@ -79,8 +176,8 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
         shutil.copy(request.getfixturevalue("sqlite_template"), target)
         url = f"sqlite:///{target}"
     else:
-        url = request.getfixturevalue("pg_url")
-        _truncate(url)
+        url, reset = request.getfixturevalue("pg_database")
+        reset()
     return Settings(
         data_dir=tmp_path / "data",
         database_url=url,
@@ -88,32 +185,6 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
         argon2_memory_kib=64,
         worker_threads=0,
     )
-
-
-# Rows the migrations seed (e.g. built-in models), restored after each test's truncation.
-_SEEDS: dict[str, list[dict[str, object]]] = {}
-
-
-def _snapshot(url: str) -> dict[str, list[dict[str, object]]]:
-    engine = create_engine(url)
-    with engine.connect() as conn:
-        seeds = {
-            table.name: [dict(row._mapping) for row in conn.execute(table.select())]
-            for table in Base.metadata.sorted_tables
-        }
-    engine.dispose()
-    return {name: rows for name, rows in seeds.items() if rows}
-
-
-def _truncate(url: str) -> None:
-    names = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.exec_driver_sql(f"TRUNCATE {names} CASCADE")
-        for table in Base.metadata.sorted_tables:
-            if _SEEDS.get(table.name):
-                conn.execute(table.insert(), _SEEDS[table.name])
-    engine.dispose()
 
 
 @pytest.fixture

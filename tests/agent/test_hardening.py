@@ -67,6 +67,7 @@ def test_propose_beside_a_tool_with_absurd_arguments_still_shows_the_preview(
     assert "OverflowError" not in shown.reply
 
 
+@pytest.mark.both_backends
 def test_a_turn_that_fails_cancels_its_proposal_and_ok_approves_nothing(
     world: World, ana: str, api: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,6 +88,7 @@ def test_a_turn_that_fails_cancels_its_proposal_and_ok_approves_nothing(
     assert _visibility(world, ana, bm) == "private"
 
 
+@pytest.mark.both_backends
 def test_a_turn_stopped_at_the_cap_cancels_its_proposal(
     world: World, ana: str, api: Principal, clock: ManualClock
 ) -> None:
@@ -107,6 +109,7 @@ def test_a_turn_stopped_at_the_cap_cancels_its_proposal(
     assert _visibility(world, ana, bm) == "private"
 
 
+@pytest.mark.both_backends
 def test_a_draft_cannot_be_decided(world: World, ana: str) -> None:
     bm = world.benchmark(ana)
     draft = world.do(
@@ -121,6 +124,7 @@ def test_a_draft_cannot_be_decided(world: World, ana: str) -> None:
 # --- 1(b): parallel proposes leave one, and "yes" approves the one shown ---------------------
 
 
+@pytest.mark.both_backends
 def test_parallel_proposes_in_one_step_leave_exactly_the_shown_one(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -142,6 +146,7 @@ def test_parallel_proposes_in_one_step_leave_exactly_the_shown_one(
     assert published == [chosen]
 
 
+@pytest.mark.both_backends
 def test_the_database_refuses_a_second_open_proposal(world: World, ana: str) -> None:
     bm = world.benchmark(ana)
     args = {"benchmark_id": bm}
@@ -160,6 +165,7 @@ def test_the_database_refuses_a_second_open_proposal(world: World, ana: str) -> 
         world.ctx_call(OPERATOR, second_open)
 
 
+@pytest.mark.both_backends
 def test_concurrent_proposes_in_one_conversation_leave_one_open(world: World, ana: str) -> None:
     targets = [world.benchmark(ana, {**QA, "title": f"C{n}"}) for n in range(6)]
     agents = [_agent(world, ana) for _ in targets]
@@ -195,6 +201,7 @@ def _agent(world: World, user: str) -> Principal:
 # --- 8: the cap holds while the brain thinks ------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_the_cap_ends_a_turn_whose_brain_ignores_cancellation(
     world: World, ana: str, api: Principal, clock: ManualClock
 ) -> None:
@@ -318,6 +325,7 @@ def _mine(world: World, ana: str) -> list[Any]:
     return list(world.do(Principal.web(ana), lifecycle.list_benchmarks, mine_only=True))
 
 
+@pytest.mark.both_backends
 def test_continue_shows_the_waiting_part_again_and_never_duplicates(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -341,6 +349,7 @@ def test_continue_shows_the_waiting_part_again_and_never_duplicates(
     assert created.question_count == 120
 
 
+@pytest.mark.both_backends
 def test_continue_after_the_part_expired_proposes_it_again(
     world: World, ana: str, api: Principal, clock: ManualClock
 ) -> None:

@@ -14,6 +14,8 @@ from tests.agent.hostile import CANARY, Driver, Tally, build_scene, referee, sna
 from tests.agent.scripted import Script, new_conversation, say
 from tests.support import World
 
+pytestmark = pytest.mark.both_backends  # parallel proposes meet the unique index and row claims
+
 # make test runs this many on SQLite (and a smaller share on PostgreSQL); bench/agent_hostile.py
 # runs as many as asked.
 ATTEMPTS = {"sqlite": 2000, "postgres": 500}

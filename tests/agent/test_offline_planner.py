@@ -547,6 +547,7 @@ def test_continue_with_nothing_before(world: World) -> None:
 # --- the whole flow --------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_create_run_and_check(world: World) -> None:
     chat = Chat(world)
     proposed = chat.say(

@@ -119,6 +119,7 @@ def test_training_is_not_a_tool_yet(world: World, api: Principal) -> None:
 # --- A1-A6: identity and access ------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_a1_the_agent_sees_what_the_user_sees_and_no_more(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -167,6 +168,7 @@ def test_a2_each_turn_gets_its_own_credential_dead_when_the_turn_ends(
     assert secrets[0] != secrets[1] and all(s.startswith("bga_") for s in secrets)
 
 
+@pytest.mark.both_backends
 def test_a2_the_hard_expiry_is_a_backstop(world: World, api: Principal, clock: ManualClock) -> None:
     started = begin_turn(world.rt, api, new_conversation(world.rt, api), MessageIn(text="hi"))
     cap = world.rt.settings.agent_turn_cap_s
@@ -205,6 +207,7 @@ def test_a3_the_credential_never_carries_more_than_the_calling_token(
     assert world.do(Principal.web(ana), launch.list_runs) == []
 
 
+@pytest.mark.both_backends
 def test_a4_revoking_the_calling_token_stops_the_agent_at_its_next_tool_call(
     world: World, ana: str
 ) -> None:
@@ -221,6 +224,7 @@ def test_a4_revoking_the_calling_token_stops_the_agent_at_its_next_tool_call(
     assert turn.proposal is None
 
 
+@pytest.mark.both_backends
 def test_a4_a_disabled_account_stops_the_agent(world: World, ana: str, api: Principal) -> None:
     def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         world.do(OPERATOR, users.set_active, ana, False)
@@ -293,6 +297,7 @@ def test_a7_the_preview_is_rendered_from_the_arguments_not_the_models_words(
     assert '"Q?\\nAnswer: wrong"' in turn.reply and 'Answer: "right"' in turn.reply
 
 
+@pytest.mark.both_backends
 def test_a8_approval_is_single_use_and_binds_the_exact_arguments(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -308,6 +313,7 @@ def test_a8_approval_is_single_use_and_binds_the_exact_arguments(
     assert [b.title for b in created] == ["Sums"] and created[0].question_count == 3
 
 
+@pytest.mark.both_backends
 def test_a8_approval_expires(world: World, api: Principal, clock: ManualClock) -> None:
     conv = new_conversation(world.rt, api)
     turn = say(world.rt, api, conv, Script([[("propose_create_benchmark", NEW)]]).brain(), "make")
@@ -316,6 +322,7 @@ def test_a8_approval_expires(world: World, api: Principal, clock: ManualClock) -
         say(world.rt, api, conv, Script().brain(), action=_approve(turn))
 
 
+@pytest.mark.both_backends
 def test_a8_approval_is_valid_only_as_the_next_message(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -425,6 +432,7 @@ def test_a12_a_declined_proposal_never_runs_and_the_model_is_told(
     assert _count(world, ana) == 0
 
 
+@pytest.mark.both_backends
 def test_a12_an_expired_proposal_never_runs_and_the_model_is_told(
     world: World, ana: str, api: Principal, clock: ManualClock
 ) -> None:
@@ -569,6 +577,7 @@ def test_a18_large_benchmarks_are_proposed_part_by_part(
     assert quota.remaining == quota.limit - 1  # one creation, however many parts
 
 
+@pytest.mark.both_backends
 def test_a19_agent_creation_counts_against_the_shared_limit(
     world: World, ana: str, api: Principal
 ) -> None:
@@ -594,6 +603,7 @@ def test_a20_frozen_questions_cannot_be_changed_through_the_agent(
     assert turn.proposal is None and "frozen" in script.seen[1]
 
 
+@pytest.mark.both_backends
 def test_two_messages_at_once_the_second_is_refused(world: World, api: Principal) -> None:
     conv = new_conversation(world.rt, api)
     first = begin_turn(world.rt, api, conv, MessageIn(text="one"))

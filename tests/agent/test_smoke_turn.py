@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchgen.core.context import Principal
 from tests.agent.scripted import Script, new_conversation, say
 from tests.support import World
@@ -9,6 +11,7 @@ from tests.support import World
 QUESTIONS = [{"prompt": "2+2?", "answer": "4"}, {"prompt": "3+3?", "answer": "6"}]
 
 
+@pytest.mark.both_backends
 def test_propose_then_approve_creates(world: World) -> None:
     ana = world.user("ana@example.com")
     web = Principal.web(ana)

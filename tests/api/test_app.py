@@ -80,6 +80,7 @@ def test_revoked_token_stops_working(client: TestClient, world: World) -> None:
     assert "revoked" in response.json()["error"]["message"]
 
 
+@pytest.mark.both_backends
 def test_benchmarks_visibility_and_paging(client: TestClient, world: World) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     first, second = world.benchmark(ana), world.benchmark(ana)
@@ -113,6 +114,7 @@ def test_openapi_is_served(client: TestClient) -> None:
     assert client.get("/api/docs").status_code == 200
 
 
+@pytest.mark.both_backends
 def test_a_cursor_of_non_ascii_digits_is_a_clear_422(client: TestClient, world: World) -> None:
     secret = world.token(world.user("ana@example.com"), ["read"])
     response = client.get("/api/v1/benchmarks?cursor=%E2%93%B9", headers=_auth(secret))

@@ -73,6 +73,7 @@ def error_code(response: Response, status: int) -> str:
     return str(body["error"]["code"])
 
 
+@pytest.mark.both_backends
 def test_create_list_and_read_a_transcript(connect: Connect, ana: dict[str, str]) -> None:
     client = connect(Script(["Hello! I can build benchmarks."]).brain())
     conv = new_conversation(client, ana)
@@ -94,6 +95,7 @@ def test_create_list_and_read_a_transcript(connect: Connect, ana: dict[str, str]
     assert record["finished_at"] is not None and record["tool_calls"] == []
 
 
+@pytest.mark.both_backends
 def test_approve_by_posting_the_button_back(connect: Connect, ana: dict[str, str]) -> None:
     client = connect(Script([PROPOSE]).brain())
     conv = new_conversation(client, ana)
@@ -163,6 +165,7 @@ def test_refusals_scope_owner_and_turn_credentials(
     assert error_code(as_agent, 401) == "unauthenticated"
 
 
+@pytest.mark.both_backends
 def test_a_slow_turn_answers_running_then_finishes(
     connect: Connect, runtime: Runtime, ana: dict[str, str]
 ) -> None:
@@ -198,6 +201,7 @@ def test_an_unusable_brain_setting_stops_the_app(runtime: Runtime, spec: str) ->
         create_app(wrong, runtime)
 
 
+@pytest.mark.both_backends
 def test_done_when_create_approve_run_ask_and_read_results_over_http(
     connect: Connect, runtime: Runtime, ana: dict[str, str]
 ) -> None:

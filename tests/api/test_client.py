@@ -208,6 +208,7 @@ def test_revoked_token_is_unauthenticated(connect: Callable[[str], BenchGen], wo
     assert refused.value.status == 401 and "revoked" in refused.value.message
 
 
+@pytest.mark.both_backends
 def test_fourth_creation_in_a_minute_is_rate_limited(
     connect: Callable[[str], BenchGen], world: World, clock: ManualClock
 ) -> None:
@@ -251,6 +252,7 @@ def test_chat_propose_approve_and_read_back(
     assert transcript["turns"][1]["action"] == approve
 
 
+@pytest.mark.both_backends  # the race it guards against showed only on PostgreSQL
 def test_a_new_conversation_is_there_for_the_next_request_even_when_its_commit_is_slow(
     connect: Callable[[str], BenchGen], world: World, runtime: Runtime
 ) -> None:

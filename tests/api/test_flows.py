@@ -88,6 +88,7 @@ def start_run(
 # --- Creating and importing ---------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_create_returns_201_with_warnings_and_quota_headers(
     client: TestClient, auth: dict[str, str], clock: ManualClock
 ) -> None:
@@ -260,6 +261,7 @@ def test_questions_freeze_after_a_run(
 # --- Runs ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_insufficient_credits_is_402_and_starts_nothing(
     client: TestClient, world: World, runtime: Runtime
 ) -> None:
@@ -293,6 +295,7 @@ def test_insufficient_credits_is_402_and_starts_nothing(
         assert sum(stub.received.values()) == 0
 
 
+@pytest.mark.both_backends
 def test_run_to_results_log_and_export(
     client: TestClient, auth: dict[str, str], runtime: Runtime
 ) -> None:
@@ -352,6 +355,7 @@ def test_run_to_results_log_and_export(
     error_of(missing, 404, "not_found")
 
 
+@pytest.mark.both_backends
 def test_cancel_a_queued_run(client: TestClient, auth: dict[str, str], runtime: Runtime) -> None:
     bm = create(client, auth, MCQ).json()["benchmark"]["id"]
     run = start_run(client, auth, bm).json()
@@ -490,6 +494,7 @@ def test_turn_credentials_get_401_everywhere(
 # --- Input no database can hold, paging, the spec ---------------------------------------------
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     ("method", "path", "body", "loc"),
     [
@@ -540,6 +545,7 @@ def test_a_body_that_is_not_utf8_is_invalid_input(client: TestClient, auth: dict
     assert error_of(response, 422, "invalid_input")["details"]["errors"][0]["loc"] == ["body"]
 
 
+@pytest.mark.both_backends
 def test_credit_ledger_pages(
     client: TestClient, world: World, ana: str, clock: ManualClock
 ) -> None:
@@ -612,6 +618,7 @@ def _burst(client: TestClient, auth: dict[str, str], count: int) -> list[Respons
     return responses
 
 
+@pytest.mark.both_backends
 def test_concurrent_creations_three_per_minute(
     client: TestClient, auth: dict[str, str], clock: ManualClock
 ) -> None:
@@ -639,6 +646,7 @@ def test_concurrent_creations_three_per_minute(
     assert create(client, auth).status_code == 201
 
 
+@pytest.mark.both_backends
 def test_ten_per_day_then_retry_after_the_oldest(
     client: TestClient, auth: dict[str, str], clock: ManualClock
 ) -> None:

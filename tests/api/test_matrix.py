@@ -43,6 +43,8 @@ from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, OPERATOR, World
 
+pytestmark = pytest.mark.both_backends  # the visibility filters are SQL
+
 FIRST = "mdl_builtin_first"
 ALL_SCOPES = sorted(scope.value for scope in Scope)
 CASES = (

@@ -53,6 +53,7 @@ def test_a_spoofing_title_is_422_and_nothing_is_made(
     assert client.get(BENCHMARKS, headers=auth).json()["items"] == []
 
 
+@pytest.mark.both_backends
 def test_an_emoji_title_is_created_as_sent(client: TestClient, auth: dict[str, str]) -> None:
     title = "👩\u200d💻 Coders"
     response = client.post(BENCHMARKS, json={**QA, "title": title}, headers=auth)
@@ -79,6 +80,7 @@ def test_bidi_and_control_characters_are_422_naming_the_place(
     assert loc_of(client.post(BENCHMARKS, json=body, headers=auth)) == loc
 
 
+@pytest.mark.both_backends
 def test_a_description_keeps_tabs_and_newlines(client: TestClient, auth: dict[str, str]) -> None:
     description = "Capitals.\n\n\tPart one"
     response = client.post(BENCHMARKS, json={**QA, "description": description}, headers=auth)

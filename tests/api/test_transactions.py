@@ -15,6 +15,8 @@ from benchgen.app import create_app
 from benchgen.services.runtime import Runtime
 from tests.support import QA, World
 
+pytestmark = pytest.mark.both_backends  # commit timing and failed commits
+
 ALL_SCOPES = ["read", "runs", "create", "edit", "publish"]
 
 
@@ -66,8 +68,9 @@ def test_the_unit_of_work_commits_before_the_response_starts(
             method, path, json=body, headers={"Authorization": f"Bearer {secret}"}
         )
     assert response.is_success, response.text
-    # Authentication's commit, then the request's own, and only then the answer.
-    assert recorder.events == ["commit", "commit", "response"]
+    # Authentication's read, the token's first last-used stamp, the request's own commit, and
+    # only then the answer.
+    assert recorder.events == ["commit", "commit", "commit", "response"]
 
 
 def test_a_failed_commit_is_an_error_not_a_success(runtime: Runtime, world: World) -> None:

@@ -39,6 +39,7 @@ def test_help_explains_commands() -> None:
     assert "create-token" in _ok("admin", "--help")
 
 
+@pytest.mark.both_backends
 def test_accounts_credits_and_tokens(world: World) -> None:
     _ok("db", "upgrade")
     _ok(
@@ -83,12 +84,14 @@ def test_errors_are_clear_and_exit_nonzero() -> None:
     assert result.exit_code == 1 and "No account" in result.output
 
 
+@pytest.mark.both_backends
 def test_settings_override(world: World) -> None:
     assert "agent_allow_publish = False" in _ok("admin", "set", "agent_allow_publish", "off")
     assert "agent_allow_publish = False" in _ok("admin", "settings")
     assert runner.invoke(app, ["admin", "set", "agent_allow_publish", "maybe"]).exit_code == 1
 
 
+@pytest.mark.both_backends
 def test_demo_seeds_once_and_prints_a_working_token(world: World) -> None:
     first = _ok("demo")
     second = _ok("demo")

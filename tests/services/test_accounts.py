@@ -103,6 +103,7 @@ def test_too_long_password_or_name(world: World) -> None:
         world.do(OPERATOR, users.create_user, "ana@example.com", PASSWORD, "n" * 201)
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("again", ["ana@example.com", "ANA@example.com", "  ana@Example.COM "])
 def test_duplicate_email_is_a_conflict(world: World, again: str) -> None:
     world.do(OPERATOR, users.create_user, "ana@example.com", PASSWORD)
@@ -225,6 +226,7 @@ def test_set_active_unknown_user(world: World) -> None:
         world.do(OPERATOR, users.set_active, "usr_nobody", False)
 
 
+@pytest.mark.both_backends
 def test_get_user_by_email(world: World) -> None:
     ana = world.user("ana@example.com")
     assert world.do(OPERATOR, users.get_user_by_email, "ANA@example.com").id == ana

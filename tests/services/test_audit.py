@@ -85,6 +85,7 @@ DOORS = [PrincipalKind.WEB, PrincipalKind.CLI, PrincipalKind.API, PrincipalKind.
 # --- the delegable mutations, through every door ----------------------------------------------
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("kind", DOORS, ids=[kind.value for kind in DOORS])
 def test_benchmark_changes_are_audited_with_user_and_door(
     world: World, clock: ManualClock, kind: PrincipalKind
@@ -162,6 +163,7 @@ def test_a_refused_or_invalid_change_records_nothing(world: World, kind: Princip
 # --- session-only mutations (web app and CLI) ---------------------------------------------------
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("kind", [PrincipalKind.WEB, PrincipalKind.CLI], ids=["web", "cli"])
 def test_owner_settings_changes_are_audited(
     world: World, clock: ManualClock, kind: PrincipalKind
@@ -316,6 +318,7 @@ def test_describe_actor_for_the_operator_and_a_system_job(world: World) -> None:
     assert describe(world, event_id) == "system:sweeper"
 
 
+@pytest.mark.both_backends
 def test_list_events_is_for_admins_and_the_operator(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     admin = world.user("root@example.com", admin=True)

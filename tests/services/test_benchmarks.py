@@ -102,6 +102,7 @@ def web(owner: str) -> Principal:
 # --- creating ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_create_qa_stores_questions_in_order_with_one_phase_and_task(
     world: World, owner: str, web: Principal, clock: ManualClock
 ) -> None:
@@ -120,6 +121,7 @@ def test_create_qa_stores_questions_in_order_with_one_phase_and_task(
     ]
 
 
+@pytest.mark.both_backends
 def test_create_mcq_keeps_the_label_and_accepts_a_key_given_as_choice_text(
     world: World, web: Principal
 ) -> None:
@@ -143,6 +145,7 @@ def test_create_mcq_keeps_the_label_and_accepts_a_key_given_as_choice_text(
     ]
 
 
+@pytest.mark.both_backends
 def test_create_keeps_tags_and_strips_whitespace(world: World, web: Principal) -> None:
     spec = qa(
         {"prompt": "  Two plus two?  ", "answer": [" 4 ", "four"], "tags": ["math", "", "math"]}
@@ -153,6 +156,7 @@ def test_create_keeps_tags_and_strips_whitespace(world: World, web: Principal) -
     ]
 
 
+@pytest.mark.both_backends
 def test_create_accepts_every_limit_exactly(world: World, web: Principal) -> None:
     letters = [f"choice {n}" for n in range(26)]
     spec = mcq(
@@ -168,6 +172,7 @@ def test_create_accepts_every_limit_exactly(world: World, web: Principal) -> Non
     assert listed[1]["choices"]["A"] == "x" * 2_000
 
 
+@pytest.mark.both_backends
 def test_create_accepts_ten_thousand_questions(world: World, web: Principal) -> None:
     spec = qa(*(ask(prompt=f"Question {n}?") for n in range(10_000)))
     bm = world.do(web, lifecycle.create_benchmark, spec).benchmark
@@ -311,6 +316,7 @@ PUBLIC_MCQ = [
 KEYED_MCQ = [{"position": 0, **SKY}, {"position": 1, **GRASS}]
 
 
+@pytest.mark.both_backends
 def test_private_benchmark_is_seen_by_owner_collaborator_and_participant(
     world: World, cast: Cast
 ) -> None:
@@ -327,6 +333,7 @@ def test_private_benchmark_is_seen_by_owner_collaborator_and_participant(
         assert len(world.do(who, phases.list_phases, cast.bm)) == 1
 
 
+@pytest.mark.both_backends
 def test_private_benchmark_is_not_found_for_anyone_else(world: World, cast: Cast) -> None:
     stranger = Principal.web(cast.stranger)
     for call in (lifecycle.get_benchmark, lifecycle.list_questions, phases.list_phases):
@@ -338,6 +345,7 @@ def test_private_benchmark_is_not_found_for_anyone_else(world: World, cast: Cast
         world.do(Principal.web(cast.stranger), lifecycle.get_benchmark, "bm_doesnotexist")
 
 
+@pytest.mark.both_backends
 def test_published_benchmark_is_seen_by_everyone_but_keys_stay_with_editors(
     world: World, cast: Cast
 ) -> None:
@@ -367,6 +375,7 @@ def test_a_key_blind_reader_cannot_preview_a_change(world: World, cast: Cast) ->
             )
 
 
+@pytest.mark.both_backends
 def test_removed_collaborator_loses_sight_of_a_private_benchmark(world: World, cast: Cast) -> None:
     world.do(Principal.web(cast.owner), members.remove_collaborator, cast.bm, cast.collaborator)
     with pytest.raises(NotFound):
@@ -376,6 +385,7 @@ def test_removed_collaborator_loses_sight_of_a_private_benchmark(world: World, c
 # --- listing ----------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_list_benchmarks_mine_only_search_and_deleted(
     world: World, clock: ManualClock, owner: str, web: Principal
 ) -> None:
@@ -426,6 +436,7 @@ def test_list_benchmarks_refuses_a_bad_page(
     assert [error["loc"] for error in err.value.errors] == [[place]]
 
 
+@pytest.mark.both_backends
 def test_list_shows_joined_benchmarks_but_not_after_removal(world: World, cast: Cast) -> None:
     part = Principal.web(cast.participant)
     listed = [v.id for v in world.do(part, lifecycle.list_benchmarks, mine_only=True)]
@@ -483,6 +494,7 @@ def test_preview_returns_the_diff_and_applies_nothing(
     ]
 
 
+@pytest.mark.both_backends
 def test_preview_reports_removals_at_their_old_positions(
     world: World, owner: str, web: Principal
 ) -> None:
@@ -527,6 +539,7 @@ def test_preview_validates_like_edit(world: World, owner: str, web: Principal) -
     assert [e["loc"] for e in err.value.errors] == [["format"]]
 
 
+@pytest.mark.both_backends
 def test_edit_applies_the_previewed_change_and_bumps_the_version(
     world: World, owner: str, web: Principal, clock: ManualClock
 ) -> None:
@@ -558,6 +571,7 @@ def test_edit_applies_the_previewed_change_and_bumps_the_version(
     assert (again.title, again.version) == ("World capitals", 2)
 
 
+@pytest.mark.both_backends
 def test_every_question_change_bumps_the_version_once(
     world: World, owner: str, web: Principal
 ) -> None:
@@ -795,6 +809,7 @@ def test_unpublish_hides_it_again_and_is_idempotent(world: World, cast: Cast) ->
     assert world.do(Principal.web(cast.participant), lifecycle.get_benchmark, cast.bm)
 
 
+@pytest.mark.both_backends
 def test_deleted_benchmark_is_not_found_for_everyone(world: World, cast: Cast) -> None:
     owner = Principal.web(cast.owner)
     world.do(owner, lifecycle.publish_benchmark, cast.bm)
@@ -831,6 +846,7 @@ def test_deleted_benchmark_is_not_found_for_everyone(world: World, cast: Cast) -
 # --- phases -----------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("spec", [QA, MCQ], ids=["qa", "mcq"])
 def test_a_new_benchmark_has_one_phase_with_one_task(
     world: World, owner: str, web: Principal, spec: dict[str, Any]
@@ -849,6 +865,7 @@ def test_a_new_benchmark_has_one_phase_with_one_task(
     assert tasks[0][1] == "Questions"
 
 
+@pytest.mark.both_backends
 def test_add_and_remove_phases(world: World, owner: str, web: Principal) -> None:
     bm = world.benchmark(owner, QA)
     [main] = world.do(web, phases.list_phases, bm)
@@ -902,6 +919,7 @@ def test_add_phase_refuses_bad_input(
     assert len(world.do(web, phases.list_phases, bm)) == 1
 
 
+@pytest.mark.both_backends
 def test_phases_only_use_and_remove_their_own_benchmarks_parts(
     world: World, owner: str, web: Principal
 ) -> None:
@@ -927,6 +945,7 @@ def test_only_the_owner_manages_phases(world: World, cast: Cast) -> None:
         world.do(Principal.web(cast.stranger), phases.add_phase, cast.bm, "Mine")
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     ("question", "loc"),
     [

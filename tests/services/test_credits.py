@@ -26,6 +26,9 @@ from benchgen.services.accounts import credits
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
+# row locks on balances, concurrent reservers, the ledger cursor
+pytestmark = pytest.mark.both_backends
+
 
 def balance(world: World, user_id: str) -> int:
     return world.ctx_call(OPERATOR, lambda ctx: credits.balance_of(ctx, user_id))

@@ -34,6 +34,7 @@ def test_list_settings_shows_environment_values(world: World, settings: Settings
     assert listed["agent_allow_create"] is True
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("who", ["operator", "admin"])
 def test_admin_and_operator_may_set(world: World, who: str) -> None:
     boss = OPERATOR if who == "operator" else Principal.web(world.user("b@example.com", True))
@@ -98,6 +99,7 @@ def test_bad_key_or_value_is_invalid(world: World, key: str, raw: str) -> None:
     assert stored(world) == {}
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     ("key", "raw", "value"),
     [
@@ -111,6 +113,7 @@ def test_lowest_allowed_values(world: World, key: str, raw: str, value: int) -> 
     assert effective(world, key) == value
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     ("raw", "value"),
     [("true", True), ("1", True), (" YES ", True), ("on", True), ("False", False), ("0", False)],
@@ -120,6 +123,7 @@ def test_boolean_spellings(world: World, raw: str, value: bool) -> None:
     assert effective(world, "agent_allow_edit") is value
 
 
+@pytest.mark.both_backends
 def test_override_takes_precedence_over_settings(world: World, settings: Settings) -> None:
     assert effective(world, "create_limit_per_day") == settings.create_limit_per_day == 10
     world.do(OPERATOR, deployment.set_setting, "create_limit_per_day", "25")
@@ -133,6 +137,7 @@ def test_override_takes_precedence_over_settings(world: World, settings: Setting
     assert effective(world, "agent_turn_cap_s") == settings.agent_turn_cap_s
 
 
+@pytest.mark.both_backends
 def test_override_wins_even_when_settings_differ(world: World, settings: Settings) -> None:
     settings.agent_allow_create = False
     assert effective(world, "agent_allow_create") is False

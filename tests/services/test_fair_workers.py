@@ -22,6 +22,8 @@ from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import MCQ, OPERATOR, World
 
+pytestmark = pytest.mark.both_backends  # the claim query (FOR UPDATE SKIP LOCKED) and racing claims
+
 FREE_MODEL = "mdl_builtin_first"
 LEASE = timedelta(seconds=60)
 

@@ -59,6 +59,7 @@ def _model(world: World, stub: StubOpenAI) -> str:
     return world.do(OPERATOR, models.create_platform_model, spec).id
 
 
+@pytest.mark.both_backends
 def test_judge_scores_a_run_and_keeps_its_tokens_apart(
     world: World, runtime: Runtime, stub: StubOpenAI
 ) -> None:

@@ -114,6 +114,7 @@ def test_someone_elses_token_is_revoked_without_naming_it(world: World) -> None:
         world.api(made.secret)
 
 
+@pytest.mark.both_backends
 def test_pasting_the_token_twice_revokes_once(world: World) -> None:
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read"])
@@ -228,6 +229,7 @@ def test_mixed_message_redacts_all_and_revokes_only_the_live_token(world: World)
     assert_nowhere_in_audit(world, live)
 
 
+@pytest.mark.both_backends
 def test_clean_text_comes_back_as_is_without_a_query(world: World, runtime: Runtime) -> None:
     ana = world.user("ana@example.com")
     text = "Make me a benchmark of 20 capital-city questions, sk-learn style, id bm_123."
@@ -286,6 +288,7 @@ def test_a_turn_credential_without_its_prefix_is_revoked_too(world: World) -> No
         world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, credential))
 
 
+@pytest.mark.both_backends
 def test_a_bare_body_of_an_unknown_token_costs_two_lookups_and_revokes_nothing(
     world: World, runtime: Runtime
 ) -> None:
@@ -339,6 +342,7 @@ def test_screen_value_redacts_every_string_and_revokes_each_token_once(world: Wo
             world.api(secret)
 
 
+@pytest.mark.both_backends
 def test_screen_value_of_clean_data_is_the_same_object_and_costs_no_query(
     world: World, runtime: Runtime
 ) -> None:

@@ -69,6 +69,7 @@ def site(world: World) -> Site:
 # --- collaborators ----------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_add_collaborator_by_email_gives_edit_rights(
     world: World, site: Site, clock: ManualClock
 ) -> None:
@@ -87,6 +88,7 @@ def test_add_collaborator_by_email_gives_edit_rights(
     assert (view.title, view.roles, view.can_see_key) == ("Bob's now", ["collaborator"], True)
 
 
+@pytest.mark.both_backends
 def test_collaborator_conflicts_and_unknown_accounts(world: World, site: Site) -> None:
     site.as_owner(members.add_collaborator, "bob@example.com")
     before = counts(world)
@@ -101,6 +103,7 @@ def test_collaborator_conflicts_and_unknown_accounts(world: World, site: Site) -
     assert counts(world) == before
 
 
+@pytest.mark.both_backends
 def test_remove_collaborator_takes_the_rights_away(world: World, site: Site) -> None:
     site.as_owner(members.add_collaborator, "bob@example.com")
     site.as_owner(members.add_collaborator, "cat@partner.org")
@@ -129,6 +132,7 @@ def test_only_the_owner_manages_collaborators(world: World, site: Site) -> None:
 # --- whitelist and joining --------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_whitelist_admits_exact_emails_and_domains(world: World, site: Site) -> None:
     added = site.as_owner(
         members.add_whitelist_entries, [" Bob@Example.com ", "@Partner.org", "@partner.org"]
@@ -208,6 +212,7 @@ def test_published_benchmark_lets_anyone_join(world: World, site: Site) -> None:
     assert site.as_user(site.eve, lifecycle.get_benchmark).roles == ["participant", "public"]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("published", [False, True], ids=["private", "published"])
 def test_joining_twice_is_a_conflict(world: World, site: Site, published: bool) -> None:
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
@@ -227,6 +232,7 @@ def test_joining_twice_is_a_conflict(world: World, site: Site, published: bool) 
     assert counts(world) == before
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("published", [False, True], ids=["private", "published"])
 def test_a_removed_participant_cannot_rejoin(world: World, site: Site, published: bool) -> None:
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
@@ -289,6 +295,7 @@ def crowd(world: World, site: Site) -> Site:
     return site
 
 
+@pytest.mark.both_backends
 def test_preview_lists_only_participants_with_the_chosen_statuses(
     world: World, crowd: Site
 ) -> None:
@@ -304,6 +311,7 @@ def test_preview_lists_only_participants_with_the_chosen_statuses(
     assert counts(world) == before
 
 
+@pytest.mark.both_backends
 def test_send_writes_one_queued_row_per_recipient(
     world: World, crowd: Site, clock: ManualClock
 ) -> None:
@@ -432,6 +440,7 @@ def smtp(world: World, monkeypatch: pytest.MonkeyPatch) -> type[FakeSMTP]:
     return FakeSMTP
 
 
+@pytest.mark.both_backends
 def test_deliver_with_smtp_sends_each_message_and_marks_it_sent(
     world: World, crowd: Site, smtp: type[FakeSMTP], clock: ManualClock, monkeypatch: Any
 ) -> None:
@@ -458,6 +467,7 @@ def test_deliver_with_smtp_sends_each_message_and_marks_it_sent(
     assert sum(len(c["messages"]) for c in smtp.connections) == 2
 
 
+@pytest.mark.both_backends
 def test_deliver_records_a_failure_on_the_message_and_goes_on(
     world: World, crowd: Site, smtp: type[FakeSMTP], monkeypatch: Any
 ) -> None:

@@ -30,6 +30,8 @@ from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
 
+pytestmark = pytest.mark.both_backends  # the visibility filters are SQL
+
 ALLOWED, DENIED, HIDDEN = "allowed", "denied", "hidden"
 BASELINE = "mdl_builtin_random"  # a free built-in model every database has, for any format
 

@@ -21,6 +21,9 @@ from benchgen.services.chat.proposals import ProposalView
 from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
 
+# conditional-update claims, the one-open unique index, stored JSON
+pytestmark = pytest.mark.both_backends
+
 CONV = "conv_one"
 RECORDER = Principal.system("agent-harness", frozenset({Action.CHAT_RECORD}))
 FIRST = "mdl_builtin_first"

@@ -73,6 +73,7 @@ def test_a_question_over_a_cap_is_refused_naming_the_field(
     assert caught.value.message.startswith(f"{where}: " if where else "input nested too deeply")
 
 
+@pytest.mark.both_backends
 def test_questions_at_the_caps_are_accepted(world: World, ana: Principal) -> None:
     # Metadata is measured as compact UTF-8 JSON: this is exactly the limit.
     note = "x" * (MAX_METADATA_BYTES - len('{"note":""}'))

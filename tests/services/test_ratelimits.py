@@ -19,6 +19,8 @@ from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle
 from tests.support import OPERATOR, QA, World
 
+pytestmark = pytest.mark.both_backends  # rolling windows in SQL and concurrent creators
+
 
 def create(world: World, principal: Principal) -> str:
     return world.do(principal, lifecycle.create_benchmark, QA).benchmark.id

@@ -24,6 +24,8 @@ from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import OPERATOR, QA, World
 
+pytestmark = pytest.mark.both_backends  # ranking and ordering in SQL
+
 ECHO, FIRST, RANDOM = "mdl_builtin_echo", "mdl_builtin_first", "mdl_builtin_random"
 SPELLING = {
     "title": "Capitals",

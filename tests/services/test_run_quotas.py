@@ -26,6 +26,8 @@ from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, OPERATOR, World
 
+pytestmark = pytest.mark.both_backends  # rolling windows in SQL and concurrent launches
+
 FREE_MODEL = "mdl_builtin_first"
 DEFAULT = 5
 

@@ -30,6 +30,8 @@ from benchgen.services.runtime import Runtime, transaction
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
 from tests.support import MCQ, OPERATOR, World
 
+pytestmark = pytest.mark.both_backends  # job claims, leases and crash recovery
+
 FIRST = "mdl_builtin_first"
 QUESTIONS = [
     {

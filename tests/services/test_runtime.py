@@ -21,6 +21,8 @@ from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
+pytestmark = pytest.mark.both_backends  # busy and locked databases differ by backend
+
 BUSY = [
     sa_exc.OperationalError("BEGIN IMMEDIATE", {}, sqlite3.OperationalError("database is locked")),
     sa_exc.TimeoutError("QueuePool limit of size 5 overflow 10 reached"),

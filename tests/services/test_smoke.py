@@ -1,10 +1,13 @@
 """A first end-to-end pass through the services."""
 
+import pytest
+
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from tests.support import MCQ, World
 
 
+@pytest.mark.both_backends
 def test_create_and_read(world: World) -> None:
     owner = world.user("ana@example.com")
     bm = world.benchmark(owner, MCQ)

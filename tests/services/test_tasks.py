@@ -9,6 +9,7 @@ from benchgen.services.benchmarks import phases
 from tests.support import World
 
 
+@pytest.mark.both_backends
 def test_add_and_remove_tasks(world: World) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     bm = world.benchmark(ana)

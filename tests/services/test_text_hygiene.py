@@ -69,6 +69,7 @@ def test_titles_refuse_controls_bidi_and_invisible_characters(
     assert loc == ["title"] and needle in msg
 
 
+@pytest.mark.both_backends
 def test_an_emoji_title_with_a_joiner_is_kept_exactly(world: World) -> None:
     web = Principal.web(world.user("ana@example.com"))
     created = world.do(web, lifecycle.create_benchmark, spec(title=EMOJI))
@@ -104,6 +105,7 @@ def test_mcq_choices_refuse_bidi_controls(world: World) -> None:
     assert loc == ["questions", 0, "choices", 1]
 
 
+@pytest.mark.both_backends
 def test_prose_keeps_tabs_newlines_and_joiners(world: World) -> None:
     web = Principal.web(world.user("ana@example.com"))
     description = "Capitals of Europe.\n\n\tPart one:\r\n- the usual ones 👩\u200d💻"
@@ -174,6 +176,7 @@ def test_names_of_models_tokens_phases_and_conversations_refuse_them(world: Worl
         assert refused(partial(world.do, who, fn, *args))[0] == loc, fn.__name__
 
 
+@pytest.mark.both_backends
 def test_good_names_pass_and_an_invisible_conversation_title_is_stored_empty(world: World) -> None:
     ana = world.user("ana@example.com")
     web = Principal.web(ana)

@@ -54,6 +54,7 @@ def counting_statements(runtime: Runtime) -> Iterator[list[str]]:
 # --- create -------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_create_returns_secret_once_and_stores_only_its_hash(world: World) -> None:
     ana = world.user("ana@example.com")
     made = world.do(Principal.web(ana), tokens.create_token, "laptop", ["read", "runs"], 30)
@@ -109,6 +110,7 @@ def test_unknown_or_missing_scope_is_invalid(world: World, scopes: list[str]) ->
     assert raw_rows(world) == []
 
 
+@pytest.mark.both_backends
 def test_default_expiry(world: World, settings: Settings, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     made = world.do(Principal.web(ana), tokens.create_token, "t", ["read"])
@@ -127,6 +129,7 @@ def test_expiry_out_of_range_is_invalid(world: World, settings: Settings, days: 
     assert raw_rows(world) == []
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("days", [1, 365])
 def test_expiry_bounds_are_inclusive(world: World, clock: ManualClock, days: int) -> None:
     ana = world.user("ana@example.com")
@@ -170,6 +173,7 @@ def test_operator_without_user_cannot_create(world: World) -> None:
 # --- list ---------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_list_shows_own_personal_tokens_newest_first(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     bob = world.user("bob@example.com")
@@ -189,6 +193,7 @@ def test_list_shows_own_personal_tokens_newest_first(world: World, clock: Manual
 # --- revoke -------------------------------------------------------------------------------
 
 
+@pytest.mark.both_backends
 def test_revoke_is_idempotent(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     made = world.do(Principal.web(ana), tokens.create_token, "t", ["read"])
@@ -253,6 +258,7 @@ def _flip_checksum(secret: str) -> str:
     return secret[:-1] + ("A" if last != "A" else "B")
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize(
     "mangle",
     [
@@ -279,6 +285,7 @@ def test_malformed_or_bad_checksum_costs_no_query(
         assert seen == []
 
 
+@pytest.mark.both_backends
 def test_statement_counter_sees_lookups(world: World, runtime: Runtime) -> None:
     """The counter used above does observe queries: a well-formed unknown token costs some."""
     world.user("ana@example.com")
@@ -294,6 +301,7 @@ def test_unknown_well_formed_token(world: World) -> None:
         world.api(new_token("bgp"))
 
 
+@pytest.mark.both_backends
 def test_expired_token(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read"], days=1)
@@ -328,6 +336,7 @@ def test_disabled_account(world: World) -> None:
     assert world.api(secret).user_id == ana
 
 
+@pytest.mark.both_backends
 def test_last_used_is_refreshed_at_most_once_a_minute(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     made = world.do(Principal.web(ana), tokens.create_token, "t", ["read"])
@@ -421,6 +430,7 @@ def authenticate_turn(world: World, secret: str) -> Principal:
     return world.do(OPERATOR, lambda ctx: tokens.authenticate_turn_credential(ctx, secret))
 
 
+@pytest.mark.both_backends
 def test_turn_credential_is_tied_to_parent_token(world: World) -> None:
     ana = world.user("ana@example.com")
     made = world.do(Principal.web(ana), tokens.create_token, "t", ["read", "create"])
@@ -447,6 +457,7 @@ def test_turn_credential_is_tied_to_parent_token(world: World) -> None:
         world.do(agent, users.get_me)
 
 
+@pytest.mark.both_backends
 def test_turn_credential_dies_with_expired_parent(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     parent = world.api(world.token(ana, ["read"], days=1))
@@ -458,6 +469,7 @@ def test_turn_credential_dies_with_expired_parent(world: World, clock: ManualClo
         authenticate_turn(world, secret)
 
 
+@pytest.mark.both_backends
 def test_turn_credential_expires(world: World, clock: ManualClock) -> None:
     ana = world.user("ana@example.com")
     secret = mint(world, Principal.web(ana), frozenset({Scope.READ}), minutes=15)
