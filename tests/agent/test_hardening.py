@@ -28,16 +28,6 @@ from tests.support import OPERATOR, QA, World
 OPEN = ("draft", "pending")
 
 
-@pytest.fixture
-def ana(world: World) -> str:
-    return world.user("ana@example.com", credits_=10_000)
-
-
-@pytest.fixture
-def api(world: World, ana: str) -> Principal:
-    return world.api(world.token(ana, ["read", "runs", "create", "edit", "publish"]))
-
-
 def _visibility(world: World, ana: str, bm: str) -> str:
     return world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility
 

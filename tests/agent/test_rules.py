@@ -34,16 +34,6 @@ QUESTIONS = [{"prompt": f"{n}+{n}?", "answer": str(2 * n)} for n in range(1, 4)]
 NEW = {"title": "Sums", "format": "qa", "questions": QUESTIONS}
 
 
-@pytest.fixture
-def ana(world: World) -> str:
-    return world.user("ana@example.com", credits_=10_000)
-
-
-@pytest.fixture
-def api(world: World, ana: str) -> Principal:
-    return world.api(world.token(ana, ["read", "runs", "create", "edit", "publish"]))
-
-
 def _approve(turn: conversations.TurnView) -> dict[str, Any]:
     assert turn.status == "awaiting_approval", turn.reply
     return dict(turn.buttons[0]["action"])
