@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import get_args
 
 from benchgen.client import FINAL_STATUSES, shapes
-from benchgen.core.statuses import RUN_FINAL, TurnStatus
+from benchgen.core.statuses import RUN_FINAL, ModelStatus, RunStatus, TurnStatus
 
 
 def test_final_run_statuses_match() -> None:
@@ -14,3 +14,8 @@ def test_final_run_statuses_match() -> None:
 
 def test_turn_statuses_match() -> None:
     assert set(get_args(shapes.TurnStatus)) == {str(status) for status in TurnStatus}
+
+
+def test_run_and_model_statuses_match() -> None:
+    assert set(get_args(shapes.RunStatus)) == {str(status) for status in RunStatus}
+    assert set(get_args(shapes.ModelStatus)) == {str(status) for status in ModelStatus}

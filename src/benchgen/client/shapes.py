@@ -12,6 +12,8 @@ Format = Literal["qa", "mcq"]
 TurnStatus = Literal[
     "completed", "awaiting_approval", "awaiting_choice", "stopped_at_cap", "running", "failed"
 ]
+RunStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
+ModelStatus = Literal["available", "running", "unavailable"]
 
 
 class Me(TypedDict):
@@ -128,7 +130,7 @@ class Model(TypedDict):
     has_api_key: bool
     price_per_question: int
     price_per_1k_tokens: int
-    status: str
+    status: ModelStatus
     formats: list[str]
 
 
@@ -151,7 +153,7 @@ class Run(TypedDict):
     phase_id: str
     model_id: str
     model_name: str
-    status: str
+    status: RunStatus
     benchmark_version: int
     scoring: dict[str, Any]
     question_count: int

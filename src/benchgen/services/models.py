@@ -68,7 +68,7 @@ class ModelView:
     has_api_key: bool
     price_per_question: int
     price_per_1k_tokens: int
-    status: str
+    status: ModelStatus
     formats: list[str]  # the benchmark formats it can answer, sorted
 
 
@@ -290,7 +290,7 @@ def view(row: Model) -> ModelView:
         row.api_key_enc is not None,
         row.price_per_question,
         row.price_per_1k_tokens,
-        row.status,
+        ModelStatus(row.status),
         sorted(answerable_formats(row)),
     )
 

@@ -47,7 +47,7 @@ class RunView:
     phase_id: str
     model_id: str
     model_name: str
-    status: str
+    status: RunStatus
     benchmark_version: int
     scoring: dict[str, Any]
     question_count: int
@@ -312,7 +312,7 @@ def view(
         phase_id=run.phase_id,
         model_id=run.model_id,
         model_name=model.name if model else run.model_id,
-        status=run.status,
+        status=RunStatus(run.status),
         benchmark_version=run.benchmark_version,
         scoring=dict(run.scoring),
         question_count=run.question_count,
