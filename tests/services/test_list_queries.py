@@ -80,3 +80,16 @@ def test_a_batched_page_shows_the_same_as_one_by_one(world: World) -> None:
     runs_page = world.do(Principal.web(bob), launch.list_runs)
     assert runs_page
     assert runs_page == [world.do(Principal.web(bob), launch.get_run, r.id) for r in runs_page]
+
+
+def test_questions_are_paged_by_the_database(world: World) -> None:
+    ana = world.user("ana@example.com")
+    many = [{"prompt": f"{n}+{n}?", "answer": str(2 * n)} for n in range(30)]
+    bm = world.benchmark(ana, {"title": "Sums", "format": "qa", "questions": many})
+    with counted(world.rt) as statements:
+        window = world.do(Principal.web(ana), lifecycle.list_questions, bm, limit=10, offset=20)
+    assert [q["position"] for q in window] == list(range(20, 30))
+    assert [q["prompt"] for q in window] == [f"{n}+{n}?" for n in range(20, 30)]
+    assert any("LIMIT" in s.upper() and "questions" in s for s in statements)
+    everything = world.do(Principal.web(ana), lifecycle.list_questions, bm)
+    assert [q["position"] for q in everything] == list(range(30))

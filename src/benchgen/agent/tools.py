@@ -91,7 +91,7 @@ def show_benchmark(ctx: Deps, benchmark_id: Id, offset: Offset = 0, limit: Limit
 
     def work(c: Context) -> dict[str, Any]:
         shown = lifecycle.get_benchmark(c, benchmark_id)
-        window = lifecycle.list_questions(c, benchmark_id)[offset : offset + limit]
+        window = lifecycle.list_questions(c, benchmark_id, limit=limit, offset=offset)
         return {"benchmark": plain(shown), "questions": plain(window)}
 
     return ctx.deps.call("show_benchmark", args, work, write=False)

@@ -102,8 +102,11 @@ def list_questions(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """The questions in order; `answer` only for the owner and collaborators."""
-    rows = lifecycle.list_questions(ctx, benchmark_id)
-    return page(lambda n, skip: rows[skip : skip + n], cursor, limit)
+    return page(
+        lambda n, skip: lifecycle.list_questions(ctx, benchmark_id, limit=n, offset=skip),
+        cursor,
+        limit,
+    )
 
 
 @router.get(

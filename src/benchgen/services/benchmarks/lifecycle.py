@@ -17,7 +17,14 @@ from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import phases, questions
-from benchgen.services.specs import MAX_LIST, BenchmarkChange, BenchmarkIn, check_window, parse
+from benchgen.services.specs import (
+    MAX_LIST,
+    MAX_QUESTIONS,
+    BenchmarkChange,
+    BenchmarkIn,
+    check_window,
+    parse,
+)
 
 FROZEN_FORMATS = frozenset({"qa", "mcq"})
 
@@ -152,18 +159,25 @@ def _views(ctx: Context, rows: list[Benchmark]) -> list[BenchmarkView]:
     return [_view(ctx, row, roles.get(row.id, frozenset()), counts.get(row.id, 0)) for row in rows]
 
 
-def list_questions(ctx: Context, benchmark_id: str) -> list[dict[str, Any]]:
-    """The questions in order; answers only for the owner and collaborators.
+def list_questions(
+    ctx: Context, benchmark_id: str, limit: int = MAX_QUESTIONS, offset: int = 0
+) -> list[dict[str, Any]]:
+    """A window of the questions in order (all of them by default); answers only for the owner
+    and collaborators.
 
     Raises:
         NotFound: not visible to the principal.
         PermissionDenied: the token lacks the read scope.
+        InvalidInput: limit outside 1..MAX_QUESTIONS + 1 or a negative offset.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    # One more than a benchmark can hold: a pager asks for a row beyond its page.
+    check_window(limit, offset, MAX_QUESTIONS + 1)
     with_key = access.can(ctx, Action.BENCHMARK_READ_KEY, row)
+    window = questions.load_canonical(ctx, benchmark_id, limit, offset)
     return [
         {"position": position, **question.as_dict(with_answer=with_key)}
-        for position, question in enumerate(questions.load_canonical(ctx, benchmark_id))
+        for position, question in enumerate(window, start=offset)
     ]
 
 

@@ -191,12 +191,17 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
-def load_canonical(ctx: Context, benchmark_id: str) -> list[Canonical]:
-    """The stored questions of a benchmark, in order, in canonical form (one query)."""
+def load_canonical(
+    ctx: Context, benchmark_id: str, limit: int | None = None, offset: int = 0
+) -> list[Canonical]:
+    """The stored questions of a benchmark, in order, in canonical form (one query; a window of
+    them when `limit` is given, cut by the database)."""
     rows = ctx.session.execute(
         select(Question.prompt, Question.answers, Question.choices, Question.tags, Question.meta)
         .where(Question.benchmark_id == benchmark_id)
         .order_by(Question.position)
+        .limit(limit)
+        .offset(offset)
     )
     return [
         Canonical(
