@@ -675,3 +675,17 @@ def test_ten_per_day_then_retry_after_the_oldest(
     error_of(imported, 429, "rate_limited")
     clock.advance(seconds=wait.total_seconds())
     assert create(client, auth).status_code == 201
+
+
+def test_a_stranger_sees_the_runs_left_today_and_the_owner_is_not_limited(
+    client: TestClient, auth: dict[str, str], world: World
+) -> None:
+    bm = create(client, auth, MCQ).json()["benchmark"]["id"]
+    assert client.post(f"/api/v1/benchmarks/{bm}/publish", headers=auth).status_code == 200
+    assert client.get(f"/api/v1/benchmarks/{bm}/run-quota", headers=auth).json() is None
+    sam = bearer(world.token(world.user("sam@example.com", credits_=100), ALL_SCOPES))
+    before = client.get(f"/api/v1/benchmarks/{bm}/run-quota", headers=sam).json()
+    assert before["limit"] == 5 and before["remaining"] == 5 and before["window"] == "day"
+    assert start_run(client, sam, bm).status_code == 202
+    after = client.get(f"/api/v1/benchmarks/{bm}/run-quota", headers=sam).json()
+    assert after["remaining"] == 4

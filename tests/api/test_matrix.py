@@ -150,6 +150,9 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/benchmarks/{benchmark_id}/questions"): Row(
         lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/questions")
     ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/run-quota"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/run-quota")
+    ),
     ("GET", "/api/v1/benchmarks/{benchmark_id}/leaderboard"): Row(
         lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/leaderboard")
     ),

@@ -20,7 +20,7 @@ from benchgen.db.tables import Benchmark, Run
 from benchgen.services import access
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import launch
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, World
 
 USERS = 3
 FREE = "mdl_builtin_random"
@@ -139,4 +139,3 @@ def test_a_list_filter_that_drifts_is_caught(world: World, monkeypatch: pytest.M
 
     monkeypatch.setattr(access, "visible_benchmarks", forgetful)
     assert listed(world, guest) != decided(world, guest)
-    assert OPERATOR.is_operator

@@ -7,6 +7,7 @@ from typing import Any
 
 from benchgen.agent.state import TurnState
 from benchgen.core.context import Context
+from benchgen.core.statuses import ProposalStatus
 from benchgen.services.chat import proposals
 
 
@@ -70,6 +71,17 @@ def propose_next(state: TurnState, executed: proposals.ProposalView) -> str | No
     return f"Part {number} of {count}: questions {done + 1}–{upto} of {total}, added to it."
 
 
+# Parts that ended without being decided: `continue` proposes them again, unchanged.
+_PROPOSE_AGAIN = frozenset(
+    {
+        ProposalStatus.EXPIRED,
+        ProposalStatus.CANCELLED,
+        ProposalStatus.SUPERSEDED,
+        ProposalStatus.DRAFT,
+    }
+)
+
+
 def resume(state: TurnState) -> str:
     """`continue`: go on with the plan from its next unapproved part.
 
@@ -87,12 +99,12 @@ def resume(state: TurnState) -> str:
     last = state.call("resume_plan", {"proposal_id": last_id}, read, write=False)
     if not isinstance(last, proposals.ProposalView):
         return _dropped(state, f"the last part could not be read ({last['error']['message']})")
-    if last.status == "pending":
+    if last.status == ProposalStatus.PENDING:
         state.proposal = last
         return f"Continuing: {_part_label(state, plan)} is still waiting for your approval."
-    if last.status == "executed":
+    if last.status == ProposalStatus.EXECUTED:
         return propose_next(state, last) or "Every part is done: nothing is left to propose."
-    if last.status not in ("expired", "cancelled", "superseded", "draft"):
+    if last.status not in _PROPOSE_AGAIN:
         return _dropped(state, f"the last part was {last.status}")
     return _propose_again(state, plan, last)
 

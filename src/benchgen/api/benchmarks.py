@@ -110,6 +110,17 @@ def list_questions(
 
 
 @router.get(
+    "/{benchmark_id}/run-quota",
+    response_model=ratelimits.Quota | None,
+    openapi_extra={"x-scope": "read"},
+)
+def get_run_quota(ctx: ContextDep, benchmark_id: str) -> ratelimits.Quota | None:
+    """Your runs left today on this benchmark; null for its owner and collaborators, whom the
+    strangers' daily quota does not limit."""
+    return ratelimits.run_quota(ctx, benchmark_id)
+
+
+@router.get(
     "/{benchmark_id}/leaderboard", response_model=Leaderboard, openapi_extra={"x-scope": "read"}
 )
 def get_leaderboard(ctx: ContextDep, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
