@@ -15,13 +15,15 @@ from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
+from benchgen.web import errors as web_errors
+from benchgen.web import routes as web_routes
 
 
 def create_app(
     settings: Settings | None = None, runtime: Runtime | None = None, brain: Brain | None = None
 ) -> FastAPI:
-    """A FastAPI app serving the API; uses `runtime` and `brain` when given (tests), else
-    builds them from the settings.
+    """A FastAPI app serving the API and the web app; uses `runtime` and `brain` when given
+    (tests), else builds them from the settings.
 
     Raises:
         BrainUnavailable: the agent's brain cannot be built (BENCHGEN_AGENT_MODEL).
@@ -57,7 +59,7 @@ def create_app(
     )
     app.state.runtime = active
     app.state.turn_runner = turns
-    errors.install(app)
+    errors.install(app, pages=web_errors.page_for_error)
     # Outside the routes and authentication: an oversized body is refused before it is parsed.
     app.add_middleware(
         BodyLimit,
@@ -66,6 +68,7 @@ def create_app(
     )
     for module in (account, benchmarks, runs, models, chat):
         app.include_router(module.router)
+    web_routes.install(app)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
@@ -80,11 +81,21 @@ def envelope(status: int, code: str, message: str, details: Any = None) -> JSONR
     return JSONResponse(body, status_code=status)
 
 
-def install(app: FastAPI) -> None:
-    """Map domain errors and the framework's own 404/405/422 onto the envelope."""
+# Renders an error as a page for the web app's routes.
+PageErrors = Callable[[Request, Exception], Awaitable[Response]]
+
+
+def install(app: FastAPI, pages: PageErrors | None = None) -> None:
+    """Map domain errors and the framework's own 404/405/422 onto the envelope; outside
+    `/api/` they go to `pages` (the web app's HTML error page) when one is given."""
+
+    def for_pages(request: Request) -> bool:
+        return not request.url.path.startswith("/api/")
 
     @app.exception_handler(BenchGenError)
-    async def _domain(request: Request, exc: BenchGenError) -> JSONResponse:
+    async def _domain(request: Request, exc: BenchGenError) -> Response:
+        if pages is not None and for_pages(request):
+            return await pages(request, exc)
         response = envelope(exc.http_status, exc.code, exc.message, exc.details)
         if exc.http_status == 401:
             response.headers["WWW-Authenticate"] = "Bearer"
@@ -96,21 +107,27 @@ def install(app: FastAPI) -> None:
         return response
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        if pages is not None and for_pages(request):
+            return await pages(request, exc)
         # Starlette's last resort answers plain text; this keeps the envelope. The exception's
         # text stays in the server log (the framework re-raises it after this response), never
         # in the body: it may name tables, paths or values of other users.
         return envelope(500, "internal", "Something went wrong on the server; it was logged.")
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        if pages is not None and for_pages(request):
+            return await pages(request, exc)
         errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(part) for part in first["loc"])
         return envelope(422, "invalid_input", f"{where}: {first['msg']}", {"errors": errors})
 
     @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        if pages is not None and for_pages(request):
+            return await pages(request, exc)
         if exc.status_code == 400:
             # The framework's "error parsing the body" (e.g. a body that is not UTF-8): invalid
             # input like any other, so it gets the same status, code and shape.

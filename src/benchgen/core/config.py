@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +37,30 @@ class Settings(BaseSettings):
         None, description="smtp://user:pass@host:port; unset keeps mail in the local outbox."
     )
     mail_from: str = "benchgen@localhost"
+
+    signup_mode: Literal["open", "invite", "closed"] = Field(
+        "closed",
+        description="Who may make an account in the web app: anyone (open), holders of an "
+        "admin's invite link (invite), or nobody; admins and the operator always can.",
+    )
+    session_idle_minutes: int = Field(
+        12 * 60, ge=5, description="A web session unused this long is signed out."
+    )
+    session_max_hours: int = Field(
+        7 * 24, ge=1, description="A web session ends this long after sign-in, used or not."
+    )
+    signin_window_minutes: int = Field(15, ge=1, description="Window for failed sign-ins.")
+    signin_failures_per_account: int = Field(
+        5, ge=1, description="Failed sign-ins one account may see per window before a pause."
+    )
+    signin_failures_per_address: int = Field(
+        30, ge=1, description="Failed sign-ins one client address may make per window."
+    )
+    trusted_proxies: str = Field(
+        "",
+        description="Comma-separated proxy addresses whose X-Forwarded-For is believed; "
+        "from anyone else the header is ignored.",
+    )
 
     agent_allow_create: bool = True
     agent_allow_edit: bool = True

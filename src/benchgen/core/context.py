@@ -24,11 +24,12 @@ class Principal:
     turn_id: str | None = None
     grants: frozenset[Action] = field(default_factory=frozenset)
     name: str = ""
+    session_id: str | None = None
 
     @classmethod
-    def web(cls, user_id: str) -> Principal:
-        """A person signed in to the web app."""
-        return cls(PrincipalKind.WEB, user_id)
+    def web(cls, user_id: str, session_id: str | None = None) -> Principal:
+        """A person signed in to the web app (through session `session_id`)."""
+        return cls(PrincipalKind.WEB, user_id, session_id=session_id)
 
     @classmethod
     def cli(cls, user_id: str | None = None) -> Principal:

@@ -67,6 +67,9 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(String(200))
     is_admin: Mapped[bool] = mapped_column(default=False)
     is_active: Mapped[bool] = mapped_column(default=True)
+    # Set when the owner followed a verification link: only then does the address count for
+    # whitelist matches, collaborator adds and password resets.
+    email_verified_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
 
 
@@ -225,6 +228,8 @@ class ApiToken(Base):
     scopes: Mapped[list[str]] = mapped_column(JSON)
     parent_token_id: Mapped[str | None] = mapped_column(ForeignKey("api_tokens.id"))
     turn_id: Mapped[str | None] = mapped_column(String(40))
+    # The web session a turn credential was minted under: signing out ends the turn too.
+    session_id: Mapped[str | None] = mapped_column(ForeignKey("web_sessions.id"))
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     last_used_at: Mapped[datetime | None]
@@ -442,3 +447,62 @@ class ChatTurn(Base):
     brain: Mapped[str] = mapped_column(String(200), default="")
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
+
+
+class WebSession(Base):
+    """A signed-in browser; only a SHA-256 of the cookie's random id is stored."""
+
+    __tablename__ = "web_sessions"
+    id: Mapped[str] = _id()
+    user_id: Mapped[str] = _user_fk()
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The synchronizer token forms must echo; useless without the session cookie itself.
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    address: Mapped[str] = mapped_column(String(64), default="")
+    user_agent: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime]
+    last_seen_at: Mapped[datetime]
+    expires_at: Mapped[datetime]  # absolute: no activity extends a session past it
+    revoked_at: Mapped[datetime | None]
+
+
+class AccountLink(Base):
+    """A single-use emailed link: verify an address, reset a password, or accept an invite."""
+
+    __tablename__ = "account_links"
+    id: Mapped[str] = _id()
+    purpose: Mapped[str] = mapped_column(String(16))  # verify | reset | invite
+    user_id: Mapped[str | None] = _user_fk(nullable=True)
+    email: Mapped[str] = mapped_column(String(320))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
+
+
+class SigninAttempt(Base):
+    """Failed sign-ins, counted per account and per address to throttle password guessing."""
+
+    __tablename__ = "signin_attempts"
+    __table_args__ = (
+        Index("ix_signin_attempts_account_at", "account", "at"),
+        Index("ix_signin_attempts_address_at", "address", "at"),
+    )
+    id: Mapped[str] = _id()
+    account: Mapped[str] = mapped_column(String(320))
+    address: Mapped[str] = mapped_column(String(64))
+    at: Mapped[datetime]
+
+
+class ReportedReply(Base):
+    """An agent reply a user reported, with the user's note, for the operator to review."""
+
+    __tablename__ = "reported_replies"
+    id: Mapped[str] = _id()
+    user_id: Mapped[str] = _user_fk()
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))
+    turn_id: Mapped[str] = mapped_column(ForeignKey("chat_turns.id"))
+    reply: Mapped[str] = mapped_column(Text)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    resolved_at: Mapped[datetime | None]

@@ -33,6 +33,7 @@ from benchgen.db.tables import (
     Participant,
     Run,
     User,
+    WebSession,
     WhitelistEntry,
 )
 from benchgen.services import overrides
@@ -191,8 +192,15 @@ def _token_live(ctx: Context, token_id: str | None) -> bool:
         token = ctx.session.get(ApiToken, token_id)
         if token is None or token.revoked_at is not None or token.expires_at <= ctx.now():
             return False
+        if token.session_id is not None and not _session_live(ctx, token.session_id):
+            return False  # a turn started in the browser ends with the session (sign-out)
         token_id = token.parent_token_id
     return True
+
+
+def _session_live(ctx: Context, session_id: str) -> bool:
+    session = ctx.session.get(WebSession, session_id)
+    return session is not None and session.revoked_at is None and session.expires_at > ctx.now()
 
 
 def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:

@@ -29,6 +29,8 @@ class AuditAction(StrEnum):
     COLLABORATOR_REMOVE = "collaborator.remove"
     CREDITS_GRANT = "credits.grant"
     DEPLOYMENT_SET = "deployment.set"
+    EMAIL_VERIFY = "email.verify"
+    INVITE_CREATE = "invite.create"
     JUDGE_SET = "judge.set"
     LEADERBOARD_ADD = "leaderboard.add"
     LEADERBOARD_REMOVE = "leaderboard.remove"
@@ -39,6 +41,8 @@ class AuditAction(StrEnum):
     PARTICIPANT_JOIN = "participant.join"
     PARTICIPANT_STATUS = "participant.status"
     PARTICIPANTS_EMAIL = "participants.email"
+    PASSWORD_CHANGE = "password.change"  # noqa: S105 - an action name, not a secret
+    PASSWORD_RESET = "password.reset"  # noqa: S105 - an action name, not a secret
     PHASE_ADD = "phase.add"
     PHASE_REMOVE = "phase.remove"
     PROPOSAL_APPROVE = "proposal.approve"
@@ -48,7 +52,10 @@ class AuditAction(StrEnum):
     RUN_CANCEL = "run.cancel"
     RUN_EDIT_SCORE = "run.edit_score"
     RUN_RESCORE = "run.rescore"
+    REPLY_REPORT = "reply.report"
     RUN_START = "run.start"
+    SESSION_END = "session.end"
+    SESSION_START = "session.start"
     TASK_ADD = "task.add"
     TASK_REMOVE = "task.remove"
     TOKEN_CREATE = "token.create"  # noqa: S105 - an action name, not a secret
@@ -57,6 +64,7 @@ class AuditAction(StrEnum):
     USER_ACTIVATE = "user.activate"
     USER_CREATE = "user.create"
     USER_DISABLE = "user.disable"
+    USER_SIGNUP = "user.signup"
     WHITELIST_ADD = "whitelist.add"
     WHITELIST_REMOVE = "whitelist.remove"
 

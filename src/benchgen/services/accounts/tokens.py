@@ -118,6 +118,7 @@ def mint_turn_credential(
     row = _store(ctx, user.id, "agent", f"turn {turn_id}", secret, scopes, ctx.now() + lifetime)
     row.turn_id = turn_id
     row.parent_token_id = ctx.principal.token_id
+    row.session_id = ctx.principal.session_id
     return secret
 
 

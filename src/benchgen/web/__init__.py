@@ -1,0 +1,1 @@
+"""The web app: server-rendered pages over the same services as the API, for people in a browser."""

@@ -1,0 +1,150 @@
+"""The web door's plumbing: the session cookie, CSRF checks, and a unit of work per request."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.responses import Response
+
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import PermissionDenied
+from benchgen.services.accounts import sessions
+from benchgen.services.runtime import Runtime, transaction
+
+SESSION_COOKIE = "bg_session"
+# Before sign-in there is no session to bind a CSRF token to: the sign-in, sign-up and reset
+# forms use a random cookie that the form must echo (double submit).
+PRESESSION_COOKIE = "bg_pre"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Reading sessions may only look at session rows and stamp last-seen: no grants.
+_DOORMAN = Principal.system("web-sessions", frozenset())
+
+
+class SignInRequired(Exception):
+    """The page needs a signed-in person; the error page redirects to sign-in."""
+
+    def __init__(self, next_path: str) -> None:
+        super().__init__(next_path)
+        self.next_path = next_path
+
+
+def runtime_of(request: Request) -> Runtime:
+    """The runtime the app was built with."""
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+def current_session(request: Request) -> sessions.LiveSession | None:
+    """The signed-in session behind the cookie, checked against the database on every request."""
+    if hasattr(request.state, "web_session"):
+        found: sessions.LiveSession | None = request.state.web_session
+        return found
+    secret = request.cookies.get(SESSION_COOKIE)
+    live = None
+    if secret:
+        runtime = runtime_of(request)
+        with transaction(runtime, _DOORMAN, write=False) as ctx:
+            live = sessions.find_session(ctx, secret)
+            due = live is not None and sessions.seen_is_due(ctx, live.id)
+        if live is not None and due:
+            with transaction(runtime, _DOORMAN) as ctx:
+                sessions.record_seen(ctx, live.id)
+    request.state.web_session = live
+    return live
+
+
+OptionalSession = Annotated[sessions.LiveSession | None, Depends(current_session)]
+
+
+def signed_in(request: Request, live: OptionalSession) -> sessions.LiveSession:
+    """The session, or a redirect to sign-in that comes back here afterwards."""
+    if live is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise SignInRequired(target)
+    return live
+
+
+SessionDep = Annotated[sessions.LiveSession, Depends(signed_in)]
+
+
+def presession_token(request: Request) -> str:
+    """The anonymous CSRF value for this browser (made on first sight; see `remember`)."""
+    token = request.cookies.get(PRESESSION_COOKIE) or getattr(request.state, "presession", None)
+    if token is None:
+        token = secrets.token_urlsafe(32)
+        request.state.presession = token
+    return str(token)
+
+
+def csrf_token(request: Request) -> str:
+    """What this browser's forms must send back."""
+    live = current_session(request)
+    return live.csrf_token if live is not None else presession_token(request)
+
+
+async def csrf_checked(request: Request) -> None:
+    """Refuse a state-changing request that does not echo the browser's CSRF token.
+
+    Raises:
+        PermissionDenied: the token is missing or wrong (a forged cross-site request, or a form
+            left open across a sign-out).
+    """
+    if request.method in _SAFE_METHODS:
+        return
+    live = current_session(request)
+    expected = live.csrf_token if live is not None else request.cookies.get(PRESESSION_COOKIE)
+    sent = request.headers.get(CSRF_HEADER)
+    if sent is None and "form" in request.headers.get("content-type", ""):
+        value = (await request.form()).get(CSRF_FIELD)
+        sent = value if isinstance(value, str) else None
+    if not expected or not sent or not secrets.compare_digest(expected, sent):
+        raise PermissionDenied(
+            "This form has expired or was sent from another site. Reload the page and try again.",
+            {"reason": "csrf"},
+        )
+
+
+def web_context(request: Request, live: SessionDep) -> Iterator[Context]:
+    """One transaction as the signed-in person; reads take no write lock."""
+    write = request.method not in _SAFE_METHODS
+    with transaction(runtime_of(request), live.principal, write=write) as ctx:
+        yield ctx
+
+
+# Committed before the response is sent, as in the API: the redirect after a form always
+# lands on a page that sees what the form wrote.
+WebContext = Annotated[Context, Depends(web_context, scope="function")]
+
+
+def remember(request: Request, response: Response) -> Response:
+    """Set the anonymous CSRF cookie when this request made one, and clear a dead session's."""
+    secure = request.url.scheme == "https"
+    made = getattr(request.state, "presession", None)
+    if made is not None and PRESESSION_COOKIE not in request.cookies:
+        response.set_cookie(
+            PRESESSION_COOKIE, made, httponly=True, samesite="lax", secure=secure, path="/"
+        )
+    return response
+
+
+def set_session_cookie(request: Request, response: Response, secret: str) -> None:
+    """Put a new session id in an HttpOnly, SameSite=Lax cookie (Secure over https)."""
+    response.set_cookie(
+        SESSION_COOKIE,
+        secret,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+        max_age=runtime_of(request).settings.session_max_hours * 3600,
+    )
+
+
+def clear_session_cookie(response: Response) -> None:
+    """Forget the session id in the browser (the server side is revoked separately)."""
+    response.delete_cookie(SESSION_COOKIE, path="/")

@@ -1,0 +1,73 @@
+"""Rendering pages: one Jinja2 environment (autoescaped), links from route names, flash notes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.datastructures import URL
+
+from benchgen.web.session import csrf_token, current_session, remember
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+_FLASH_COOKIE = "bg_flash"
+
+
+def build_templates() -> Jinja2Templates:
+    """The environment every page renders with. Autoescaping is on for every template: all a
+    user wrote (titles, questions, answers, chat) comes out as text, never as markup."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=StrictUndefined,
+    )
+    return Jinja2Templates(env=env)
+
+
+def path_for(request: Request, name: str, /, **params: Any) -> str:
+    """The path of a named route (links are never pasted strings)."""
+    return str(request.app.url_path_for(name, **{k: str(v) for k, v in params.items()}))
+
+
+def render(request: Request, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+    """A page in the common layout, with the signed-in user, CSRF token and any flash note."""
+    live = current_session(request)
+    context = {
+        "me": live.user if live else None,
+        "csrf_token": csrf_token(request),
+        "flash": unquote(request.cookies.get(_FLASH_COOKIE, "")),
+        "path": lambda name, **params: path_for(request, name, **params),
+        "static": lambda file: path_for(request, "static", path=file),
+        "current": request.url.path,
+        **values,
+    }
+    templates: Jinja2Templates = request.app.state.templates
+    response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    if context["flash"]:
+        response.delete_cookie(_FLASH_COOKIE, path="/")
+    remember(request, response)
+    return response
+
+
+def redirect(request: Request, name: str, flash: str = "", **params: Any) -> Response:
+    """Post/redirect/get: send the browser to a named page, with a one-time note to show."""
+    return redirect_to(path_for(request, name, **params), flash)
+
+
+def redirect_to(target: str | URL, flash: str = "") -> Response:
+    """A 303 to a path already checked to be local, with an optional one-time note."""
+    response = RedirectResponse(str(target), status_code=303)
+    if flash:
+        # Quoted: a cookie value cannot hold every character a title may have.
+        response.set_cookie(
+            _FLASH_COOKIE, quote(flash[:300]), httponly=True, samesite="lax", path="/"
+        )
+    return response
