@@ -175,3 +175,26 @@ def test_a_disabled_account_is_signed_out_at_once(world: World, signed_in: WebUs
     user = world.do(OPERATOR, users.get_user_by_email, "ana@example.com")
     world.do(OPERATOR, users.set_active, user.id, False)
     assert signed_in.get("/").status_code == 303
+
+
+def test_failed_sign_ins_are_throttled_per_address(
+    runtime: Runtime, app_client: TestClient, world: World
+) -> None:
+    world.user("ana@example.com")
+    token = csrf_of(app_client.get("/signin").text)
+    for n in range(runtime.settings.signin_failures_per_address):
+        # A different account each time: only the address ties the guesses together.
+        app_client.post(
+            "/signin",
+            data={"email": f"guess{n}@example.com", "password": "nope-nope", "csrf_token": token},
+        )
+    right = app_client.post(
+        "/signin", data={"email": "ana@example.com", "password": PASSWORD, "csrf_token": token}
+    )
+    assert right.status_code == 429
+    assert isinstance(runtime.clock, ManualClock)
+    runtime.clock.advance(minutes=runtime.settings.signin_window_minutes + 1)
+    again = app_client.post(
+        "/signin", data={"email": "ana@example.com", "password": PASSWORD, "csrf_token": token}
+    )
+    assert again.status_code == 303
