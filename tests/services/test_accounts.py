@@ -201,7 +201,12 @@ def test_disabled_account_is_locked_out_everywhere(world: World, kind: Principal
         world.do(principal, users.get_me)
     enabled = world.do(OPERATOR, users.set_active, ana, True)
     assert enabled.is_active
-    assert world.do(principal, users.get_me).id == ana
+    if kind is PrincipalKind.AGENT:
+        # Disabling ended the running agent turn for good: its credential was revoked.
+        with pytest.raises(Unauthenticated):
+            world.do(principal, users.get_me)
+    else:
+        assert world.do(principal, users.get_me).id == ana
 
 
 def test_admin_may_set_active(world: World) -> None:

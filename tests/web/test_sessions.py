@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
+from fastapi import Request
+from fastapi.responses import Response
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from benchgen.core.clock import ManualClock
+from benchgen.db.tables import AuditEvent
+from benchgen.services import audit
 from benchgen.services.runtime import Runtime
+from benchgen.web.session import WebContext
+from benchgen.web.templating import render
 from tests.support import World
 from tests.web.support import PASSWORD, WebUser, csrf_of
 
@@ -198,3 +206,17 @@ def test_failed_sign_ins_are_throttled_per_address(
         "/signin", data={"email": "ana@example.com", "password": PASSWORD, "csrf_token": token}
     )
     assert again.status_code == 303
+
+
+def test_a_page_that_answers_an_error_commits_nothing(runtime: Runtime, signed_in: WebUser) -> None:
+    app: Any = signed_in.client.app
+
+    @app.post("/test-refusal")
+    def refusal(request: Request, ctx: WebContext) -> Response:
+        audit.record(ctx, audit.AuditAction.REPLY_REPORT, "test", "written-then-refused")
+        return render(request, "error.html", 422, title="t", message="m", problems=[], page="")
+
+    assert signed_in.post("/test-refusal").status_code == 422
+    with runtime.database.session() as session:
+        written = select(AuditEvent).where(AuditEvent.object_id == "written-then-refused")
+        assert session.scalar(written) is None

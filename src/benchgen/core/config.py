@@ -41,7 +41,8 @@ class Settings(BaseSettings):
     signup_mode: Literal["open", "invite", "closed"] = Field(
         "closed",
         description="Who may make an account in the web app: anyone (open), holders of an "
-        "admin's invite link (invite), or nobody; admins and the operator always can.",
+        "admin's invite link (invite), or nobody (closed); admins and the operator can always "
+        "create accounts. Admins may change it at run time.",
     )
     session_idle_minutes: int = Field(
         12 * 60, ge=5, description="A web session unused this long is signed out."

@@ -85,6 +85,12 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def begin_reading(session: Session) -> None:
+    """Begin the session's next transaction without SQLite's write lock, for reads only (a
+    write in it could fail at once instead of waiting its turn). No transaction may be open."""
+    session.connection(execution_options={_IMMEDIATE: False})
+
+
 def rows_changed(session: Session, statement: Update) -> int:
     """Rows a conditional update changed; loaded objects are not synchronised (callers that
     read them afterwards refresh them)."""

@@ -498,6 +498,8 @@ class ReportedReply(Base):
     """An agent reply a user reported, with the user's note, for the operator to review."""
 
     __tablename__ = "reported_replies"
+    # One report per reply and user, decided by the database even when two arrive at once.
+    __table_args__ = (UniqueConstraint("user_id", "turn_id", name="uq_reported_replies_user_turn"),)
     id: Mapped[str] = _id()
     user_id: Mapped[str] = _user_fk()
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id"))

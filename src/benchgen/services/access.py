@@ -213,7 +213,7 @@ def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:
         benchmark,
         collaborator=ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None,
         membership=member.status if member is not None else None,
-        listed=member is None and is_whitelisted(ctx, benchmark.id, user.email),
+        listed=member is None and is_whitelisted(ctx, benchmark.id, user),
     )
 
 
@@ -240,7 +240,7 @@ def roles_on_many(
     listed = set(
         ctx.session.scalars(
             select(WhitelistEntry.benchmark_id).where(
-                WhitelistEntry.benchmark_id.in_(ids), WhitelistEntry.entry.in_(_entries(user.email))
+                WhitelistEntry.benchmark_id.in_(ids), WhitelistEntry.entry.in_(_entries(user))
             )
         )
     )
@@ -304,7 +304,7 @@ def visible_benchmarks(
             ),
             exists().where(
                 WhitelistEntry.benchmark_id == Benchmark.id,
-                WhitelistEntry.entry.in_(_entries(user.email)),
+                WhitelistEntry.entry.in_(_entries(user)),
             ),
         ),
         Role.PUBLIC: Benchmark.visibility == "published",
@@ -323,20 +323,25 @@ def visible_runs(ctx: Context) -> ColumnElement[bool]:
     return and_(Benchmark.deleted_at.is_(None), or_(Run.launched_by == user.id, team))
 
 
-def is_whitelisted(ctx: Context, benchmark_id: str, email: str) -> bool:
-    """True when an exact-email or `@domain` whitelist entry admits `email`."""
+def is_whitelisted(ctx: Context, benchmark_id: str, user: User) -> bool:
+    """True when an exact-email or `@domain` whitelist entry admits `user`'s verified email."""
+    entries = _entries(user)
     found = ctx.session.scalar(
         select(WhitelistEntry.id).where(
-            WhitelistEntry.benchmark_id == benchmark_id, WhitelistEntry.entry.in_(_entries(email))
+            WhitelistEntry.benchmark_id == benchmark_id, WhitelistEntry.entry.in_(entries)
         )
     )
     return found is not None
 
 
-def _entries(email: str) -> list[str]:
-    """The whitelist entries that admit `email`: itself and its `@domain`."""
-    domain = "@" + email.rsplit("@", 1)[-1]
-    return [email.lower(), domain.lower()]
+def _entries(user: User) -> list[str]:
+    """The whitelist entries that admit `user`: their email and its `@domain`, or none at all
+    while the email is unverified (anyone can sign up as alice@rival.org; only Alice can open
+    the link mailed there)."""
+    if user.email_verified_at is None:
+        return []
+    email = user.email.lower()
+    return [email, "@" + email.rsplit("@", 1)[-1]]
 
 
 def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchmark:

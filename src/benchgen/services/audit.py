@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.db.tables import AuditEvent, User
 from benchgen.services import access
+from benchgen.services.specs import MAX_LIST, check_window
 
 
 class AuditAction(StrEnum):
@@ -53,6 +55,7 @@ class AuditAction(StrEnum):
     RUN_EDIT_SCORE = "run.edit_score"
     RUN_RESCORE = "run.rescore"
     REPLY_REPORT = "reply.report"
+    REPLY_RESOLVE = "reply.resolve"
     RUN_START = "run.start"
     SESSION_END = "session.end"
     SESSION_START = "session.start"
@@ -96,14 +99,52 @@ def describe_actor(ctx: Context, event: AuditEvent) -> str:
     return f"agent acting for {who}" if event.door.startswith("agent:") else who
 
 
-def list_events(ctx: Context, object_id: str | None = None, limit: int = 100) -> list[AuditEvent]:
-    """Newest events first, optionally for one object (operator and admins only).
+def list_events(
+    ctx: Context,
+    object_id: str | None = None,
+    limit: int = 100,
+    *,
+    offset: int = 0,
+    user_id: str | None = None,
+    door: str | None = None,
+    action: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[AuditEvent]:
+    """Newest events first, filtered as asked (operator and admins only).
+
+    Args:
+        ctx: The unit of work.
+        object_id: Only events about this object.
+        limit: At most this many events (1..1000).
+        offset: Skip this many of the newest first.
+        user_id: Only what this user did, through any door (their agent turns included).
+        door: A door kind (`web`, `api`, `agent`, `cli`, `system`) or one exact door
+            (`api:tok_…`, `agent:turn_…`).
+        action: Only this kind of event (an `AuditAction` value).
+        since: Only events at or after this time.
+        until: Only events before this time.
 
     Raises:
         PermissionDenied: not an admin or the operator.
+        InvalidInput: limit outside 1..1000 or a negative offset.
     """
     access.require(ctx, Action.ADMIN_USERS)
-    query = select(AuditEvent).order_by(AuditEvent.at.desc(), AuditEvent.id).limit(limit)
+    check_window(limit, offset, MAX_LIST)
+    query = select(AuditEvent)
     if object_id is not None:
         query = query.where(AuditEvent.object_id == object_id)
+    if user_id is not None:
+        query = query.where(AuditEvent.user_id == user_id)
+    if door:
+        # `api` means every token's door; `api:tok_x` means that one token's.
+        prefix = AuditEvent.door.startswith(f"{door}:", autoescape=True)
+        query = query.where(or_(AuditEvent.door == door, prefix))
+    if action:
+        query = query.where(AuditEvent.action == action)
+    if since is not None:
+        query = query.where(AuditEvent.at >= since)
+    if until is not None:
+        query = query.where(AuditEvent.at < until)
+    query = query.order_by(AuditEvent.at.desc(), AuditEvent.id).limit(limit).offset(offset)
     return list(ctx.session.scalars(query))

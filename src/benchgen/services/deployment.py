@@ -13,7 +13,7 @@ from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import DeploymentSetting
 from benchgen.services import access, audit
-from benchgen.services.overrides import OVERRIDABLE
+from benchgen.services.overrides import CHOICES, OVERRIDABLE
 
 
 def list_settings(ctx: Context) -> dict[str, Any]:
@@ -32,7 +32,8 @@ def set_setting(ctx: Context, key: str, raw: str) -> Any:
 
     Raises:
         PermissionDenied: not an admin or the operator.
-        InvalidInput: unknown key or a value of the wrong type.
+        InvalidInput: unknown key, a value of the wrong type, or a word not among the
+            setting's choices.
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
     kind = OVERRIDABLE.get(key)
@@ -48,8 +49,13 @@ def set_setting(ctx: Context, key: str, raw: str) -> Any:
     return value
 
 
-def _parse(key: str, kind: type, raw: str) -> bool | int:
+def _parse(key: str, kind: type, raw: str) -> bool | int | str:
     text = raw.strip().lower()
+    if kind is str:
+        choices = CHOICES[key]
+        if text not in choices:
+            raise invalid(["value"], f"{key} takes one of {', '.join(choices)}, not {raw!r}")
+        return text
     if kind is bool:
         if text in {"true", "1", "yes", "on"}:
             return True

@@ -15,7 +15,10 @@ OVERRIDABLE: dict[str, type] = {
     "agent_turn_cap_s": int,
     "create_limit_per_day": int,
     "create_limit_per_minute": int,
+    "signup_mode": str,
 }
+# Every `str` setting above takes one of these words, and nothing else.
+CHOICES: dict[str, tuple[str, ...]] = {"signup_mode": ("open", "invite", "closed")}
 
 
 def effective(ctx: Context, key: str) -> Any:

@@ -63,3 +63,12 @@ def transaction(runtime: Runtime, principal: Principal, write: bool = True) -> I
         raise
     finally:
         session.close()
+
+
+@contextmanager
+def undo_on_error(ctx: Context) -> Iterator[None]:
+    """A savepoint around one service call: if the block raises, what it wrote is undone and
+    the error goes on. An edge that catches a refusal to show it (a form shown again with the
+    problem) then commits nothing of the refused work, as if the request had failed."""
+    with ctx.session.begin_nested():
+        yield

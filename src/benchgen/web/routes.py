@@ -7,11 +7,49 @@ from fastapi.staticfiles import StaticFiles
 
 from benchgen.web.errors import page_for_error
 from benchgen.web.headers import SecurityHeaders
-from benchgen.web.pages import accounts, admin, benchmarks, chat, home, models, runs, settings
+from benchgen.web.pages import (
+    accounts,
+    admin,
+    admin_review,
+    benchmark_access,
+    benchmark_email,
+    benchmark_evaluate,
+    benchmark_questions,
+    benchmark_settings,
+    benchmark_setup,
+    benchmark_tabs,
+    benchmarks,
+    chat,
+    home,
+    invites,
+    models,
+    passwords,
+    runs,
+    settings,
+)
 from benchgen.web.session import SignInRequired
 from benchgen.web.templating import STATIC, build_templates
 
-PAGES = (accounts, home, benchmarks, runs, models, settings, chat, admin)
+PAGES = (
+    accounts,
+    passwords,
+    invites,
+    home,
+    benchmarks,  # before the benchmark pages: /benchmarks/new is not a benchmark's id
+    benchmark_tabs,
+    benchmark_questions,
+    benchmark_evaluate,
+    benchmark_settings,
+    benchmark_access,
+    benchmark_setup,
+    benchmark_email,
+    runs,
+    models,
+    settings,
+    chat,
+    admin,
+    admin_review,
+)
 
 
 def install(app: FastAPI) -> None:

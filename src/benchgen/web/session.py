@@ -109,11 +109,25 @@ async def csrf_checked(request: Request) -> None:
         )
 
 
+class _Refused(Exception):
+    """Raised after the page answered with an error status, to roll its transaction back."""
+
+
 def web_context(request: Request, live: SessionDep) -> Iterator[Context]:
-    """One transaction as the signed-in person; reads take no write lock."""
+    """One transaction as the signed-in person; reads take no write lock.
+
+    A page that answers with an error status (a form shown again with its problems) commits
+    nothing, even when a service wrote something before refusing: a refused request changes
+    nothing, whichever page forgot a savepoint.
+    """
     write = request.method not in _SAFE_METHODS
-    with transaction(runtime_of(request), live.principal, write=write) as ctx:
-        yield ctx
+    try:
+        with transaction(runtime_of(request), live.principal, write=write) as ctx:
+            yield ctx
+            if getattr(request.state, "refused", False):
+                raise _Refused
+    except _Refused:
+        pass
 
 
 # Committed before the response is sent, as in the API: the redirect after a form always

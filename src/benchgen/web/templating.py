@@ -38,7 +38,12 @@ def path_for(request: Request, name: str, /, **params: Any) -> str:
 
 
 def render(request: Request, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
-    """A page in the common layout, with the signed-in user, CSRF token and any flash note."""
+    """A page in the common layout, with the signed-in user, CSRF token and any flash note.
+
+    An error status marks the request refused: its unit of work is rolled back.
+    """
+    if status_code >= 400:
+        request.state.refused = True
     live = current_session(request)
     context = {
         "me": live.user if live else None,

@@ -166,6 +166,26 @@ def run_quota(ctx: Context, benchmark_id: str) -> Quota | None:
     return Quota(limit, max(limit - len(times), 0), reset, "day")
 
 
+@dataclass(frozen=True)
+class RunQuotaSetting:
+    """A benchmark's quota for outsiders: the owner's own number (None: the deployment's) and
+    the number in force."""
+
+    runs_per_day: int | None
+    in_force: int
+
+
+def get_run_quota_setting(ctx: Context, benchmark_id: str) -> RunQuotaSetting:
+    """How many runs per day outsiders may make on a benchmark, as its owner set it.
+
+    Raises:
+        NotFound: the benchmark is not visible to the principal.
+        PermissionDenied: not the owner, or an API token or the agent asked.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_QUOTA_MANAGE)
+    return RunQuotaSetting(benchmark.stranger_runs_per_day, _stranger_quota(ctx, benchmark))
+
+
 def set_run_quota(ctx: Context, benchmark_id: str, runs_per_day: int | None) -> int:
     """Set how many runs per user per day people outside the team may make on a benchmark
     (None: the deployment's default); returns the quota now in force.

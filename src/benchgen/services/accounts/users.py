@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from email_validator import EmailNotValidError, validate_email
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, Unauthenticated, invalid
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthenticated, invalid
 from benchgen.core.ids import new_id
-from benchgen.core.permissions import Action
+from benchgen.core.permissions import SESSION_KINDS, Action
 from benchgen.core.text import require_line
 from benchgen.db.tables import User
 from benchgen.services import access, audit
+from benchgen.services.specs import check_window
 
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
+MAX_USER_PAGE = 200
+MAX_SEARCH = 320
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,19 @@ class UserView:
     display_name: str
     is_admin: bool
     is_active: bool
+    email_verified_at: datetime | None = None
 
 
 def view(user: User) -> UserView:
     """The public shape of a user row."""
-    return UserView(user.id, user.email, user.display_name, user.is_admin, user.is_active)
+    return UserView(
+        user.id,
+        user.email,
+        user.display_name,
+        user.is_admin,
+        user.is_active,
+        user.email_verified_at,
+    )
 
 
 def _hasher(settings: Settings) -> PasswordHasher:
@@ -62,6 +74,10 @@ def create_user(
 ) -> UserView:
     """Create an account (admins and the operator only).
 
+    The email counts as verified at once: whoever creates an account for someone vouches for
+    its address (as the demo and every account made before sign-up existed rely on). Accounts
+    made through sign-up verify theirs with an emailed link (`links.verify_email`).
+
     Raises:
         PermissionDenied: the principal may not create accounts.
         InvalidInput: bad email, a password shorter than 8 characters, or a display name with
@@ -69,9 +85,31 @@ def create_user(
         Conflict: the email is taken.
     """
     access.require(ctx, Action.ADMIN_USERS)
+    user = insert_user(ctx, email, password, display_name, is_admin=is_admin, verified=True)
+    audit.record(
+        ctx, audit.AuditAction.USER_CREATE, "user", user.id, email=user.email, is_admin=is_admin
+    )
+    return view(user)
+
+
+def insert_user(
+    ctx: Context,
+    email: str,
+    password: str,
+    display_name: str = "",
+    *,
+    is_admin: bool = False,
+    verified: bool = False,
+) -> User:
+    """Check and store a new account. No permission check and no audit: `create_user` (admins)
+    and `signup.sign_up` (the deployment's sign-up mode) decide who may, and record it.
+
+    Raises:
+        InvalidInput: bad email, password or display name.
+        Conflict: the email is taken.
+    """
     address = normalize_email(email)
-    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-        raise invalid(["password"], f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    password_hash = hash_password(ctx.settings, password)
     name = require_line(display_name, ["display_name"], required=False) or address.split("@")[0]
     if len(name) > 200:
         raise invalid(["display_name"], "must be at most 200 characters")
@@ -81,17 +119,44 @@ def create_user(
         id=new_id("usr"),
         email=address,
         display_name=name,
-        password_hash=_hasher(ctx.settings).hash(password),
+        password_hash=password_hash,
         is_admin=is_admin,
         is_active=True,
+        email_verified_at=ctx.now() if verified else None,
         created_at=ctx.now(),
     )
     ctx.session.add(user)
     ctx.session.flush()
-    audit.record(
-        ctx, audit.AuditAction.USER_CREATE, "user", user.id, email=address, is_admin=is_admin
-    )
-    return view(user)
+    return user
+
+
+def hash_password(settings: Settings, password: str) -> str:
+    """The argon2 hash of an acceptable new password.
+
+    Raises:
+        InvalidInput: shorter than 8 or longer than 1024 characters.
+    """
+    if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+        raise invalid(["password"], f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    return _hasher(settings).hash(password)
+
+
+def require_own_account(ctx: Context) -> User:
+    """The acting person's own live account, for what only they may do to it, signed in (the
+    web app, or the CLI acting --as them): change the password, ask for a verification link.
+
+    Raises:
+        PermissionDenied: a token, the agent, a background job or the operator without --as.
+        Unauthenticated: the account is disabled or the session ended.
+    """
+    if ctx.principal.kind not in SESSION_KINDS or ctx.principal.user_id is None:
+        raise PermissionDenied(
+            "Only you, signed in to the web app, can change this.", {"page": "/settings/account"}
+        )
+    user = access.live_user(ctx)
+    if user is None:
+        raise Unauthenticated("The account is disabled or the session has ended.")
+    return user
 
 
 def authenticate(ctx: Context, email: str, password: str) -> UserView:
@@ -131,6 +196,31 @@ def get_user_by_email(ctx: Context, email: str) -> UserView:
     return view(user)
 
 
+def list_users(ctx: Context, search: str = "", limit: int = 50, offset: int = 0) -> list[UserView]:
+    """Accounts by email, optionally those whose email or display name contains `search`
+    (any case; admins and the operator only).
+
+    Raises:
+        PermissionDenied: not an admin.
+        InvalidInput: limit outside 1..200, a negative offset, or a search over 320 characters.
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    check_window(limit, offset, MAX_USER_PAGE)
+    search = search.strip()
+    if len(search) > MAX_SEARCH:
+        raise invalid(["search"], f"must be at most {MAX_SEARCH} characters")
+    query = select(User).order_by(User.email).limit(limit).offset(offset)
+    if search:
+        # Escaped: a % or _ typed in the box is a character to find, not a wildcard.
+        query = query.where(
+            or_(
+                User.email.icontains(search, autoescape=True),
+                User.display_name.icontains(search, autoescape=True),
+            )
+        )
+    return [view(user) for user in ctx.session.scalars(query)]
+
+
 def get_me(ctx: Context) -> UserView:
     """The acting user.
 
@@ -144,7 +234,8 @@ def get_me(ctx: Context) -> UserView:
 
 
 def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
-    """Disable or re-enable an account; a disabled account's tokens stop working at once.
+    """Disable or re-enable an account; a disabled account's tokens stop working at once, and
+    its sessions and running agent turns end (re-enabling it brings none of them back).
 
     Raises:
         PermissionDenied: not an admin.
@@ -155,6 +246,11 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     if user is None:
         raise NotFound("No such account.", {"id": user_id})
     user.is_active = active
+    if not active:
+        # Imported here because sessions builds on this module (sign-in checks passwords here).
+        from benchgen.services.accounts import sessions
+
+        sessions.end_sessions_of(ctx, user.id)
     audit.record(
         ctx,
         audit.AuditAction.USER_ACTIVATE if active else audit.AuditAction.USER_DISABLE,

@@ -37,12 +37,15 @@ def set_judge(
     base_url: str | None,
     api_key: str | None,
     allow_others: bool = False,
+    keep_key: bool = False,
 ) -> JudgeView:
     """Set up (or replace) the judge and score the benchmark's runs with it from now on.
+    With `keep_key` and no `api_key`, the saved key stays (for the same kind and address).
 
     Raises:
         NotFound / PermissionDenied: not the owner, or a token or the agent asked.
-        InvalidInput: a qa benchmark is needed; bad kind, model name or address.
+        InvalidInput: a qa benchmark is needed; bad kind, model name or address; a saved key
+            kept for another kind or address.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.JUDGE_CONFIGURE)
     if kind not in JUDGE_KINDS:
@@ -59,9 +62,15 @@ def set_judge(
         raise invalid(["base_url"], "an OpenAI-compatible judge needs its endpoint's base URL")
     settings = scoring.validated(benchmark.format, {"method": "judge"})
     judge = ctx.session.get(Judge, benchmark.id) or Judge(benchmark_id=benchmark.id)
+    address = base_url.rstrip("/") if base_url else None
+    kept = judge.api_key_enc if keep_key and not api_key else None
+    # A saved key goes only where its owner typed it for: a judge moved to another address or
+    # kind needs the key typed again, so a changed endpoint can never collect the old one.
+    if kept and (judge.kind, judge.base_url) != (kind, address):
+        raise invalid(["api_key"], "type the key again: the judge's kind or address changed")
     judge.kind, judge.endpoint_model = kind, endpoint_model.strip()
-    judge.base_url = base_url.rstrip("/") if base_url else None
-    judge.api_key_enc = keyring.encrypt(ctx, api_key) if api_key else None
+    judge.base_url = address
+    judge.api_key_enc = keyring.encrypt(ctx, api_key) if api_key else kept
     judge.allow_others, judge.updated_at = allow_others, ctx.now()
     ctx.session.add(judge)
     benchmark.scoring, benchmark.updated_at = settings, ctx.now()

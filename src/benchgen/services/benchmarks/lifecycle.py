@@ -27,6 +27,7 @@ from benchgen.services.specs import (
 )
 
 FROZEN_FORMATS = frozenset({"qa", "mcq"})
+SECTIONS = ("all", "mine", "shared", "published")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,16 @@ class ChangePreview:
     version_before: int
     version_after: int
     warnings: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Invitation:
+    """What someone the whitelist admits may see of a private benchmark before joining."""
+
+    id: str
+    title: str
+    description: str
+    format: str
 
 
 def create_benchmark(ctx: Context, data: BenchmarkIn | dict[str, Any]) -> Created:
@@ -126,20 +137,56 @@ def get_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
     return _view(ctx, access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ))
 
 
+def get_benchmark_for(ctx: Context, benchmark_id: str, action: Action) -> BenchmarkView:
+    """One benchmark, if the principal may do `action` on it: a page that only offers that
+    action (a settings page) is shown only to those the action is open to.
+
+    Raises:
+        NotFound: not visible to the principal.
+        PermissionDenied: visible, but `action` is not allowed (the message says why).
+    """
+    return _view(ctx, access.require_benchmark(ctx, benchmark_id, action))
+
+
+def get_invitation(ctx: Context, benchmark_id: str) -> Invitation:
+    """The title and description of a benchmark the principal may join.
+
+    Raises:
+        NotFound: the principal may not join it (nor know it exists).
+        PermissionDenied: already on it, or a token or the agent asked (joining is web only).
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_JOIN)
+    return Invitation(row.id, row.title, row.description, row.format)
+
+
 def list_benchmarks(
-    ctx: Context, mine_only: bool = False, search: str = "", limit: int = 50, offset: int = 0
+    ctx: Context,
+    mine_only: bool = False,
+    search: str = "",
+    limit: int = 50,
+    offset: int = 0,
+    section: str = "all",
 ) -> list[BenchmarkView]:
     """Benchmarks the principal may see: own, collaborating, joined, and (unless `mine_only`)
-    published ones; newest first.
+    published ones; newest first. `section` narrows them to one of SECTIONS: `mine` (owned),
+    `shared` (someone else's, as collaborator or participant) or `published`.
 
     Raises:
         PermissionDenied: the token lacks the read scope.
-        InvalidInput: limit outside 1..MAX_LIST or a negative offset.
+        InvalidInput: limit outside 1..MAX_LIST, a negative offset, or an unknown section.
     """
     access.require(ctx, Action.BENCHMARK_LIST)
     check_window(limit, offset, MAX_LIST)
-    visible = access.visible_benchmarks(ctx, public=not mine_only)
+    if section not in SECTIONS:
+        raise invalid(["section"], f"choose one of {', '.join(SECTIONS)}")
+    visible = access.visible_benchmarks(ctx, public=not mine_only and section != "shared")
     query = select(Benchmark).where(visible)
+    if section == "mine":
+        query = query.where(Benchmark.owner_id == ctx.principal.user_id)
+    elif section == "shared":
+        query = query.where(Benchmark.owner_id != ctx.principal.user_id)
+    elif section == "published":
+        query = query.where(Benchmark.visibility == "published")
     if search.strip():
         query = query.where(Benchmark.title.ilike(f"%{_escape_like(search.strip())}%", escape="\\"))
     query = query.order_by(Benchmark.created_at.desc(), Benchmark.id).limit(limit).offset(offset)

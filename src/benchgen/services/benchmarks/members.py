@@ -34,7 +34,7 @@ def add_collaborator(ctx: Context, benchmark_id: str, email: str) -> Member:
     """Let another user edit, run and publish this benchmark (owner, web app or CLI only).
 
     Raises:
-        NotFound: benchmark or account not found.
+        NotFound: benchmark not found, or no active account with this verified email.
         PermissionDenied: not the owner, or a token or the agent asked.
         Conflict: already a collaborator, or the owner themself.
     """
@@ -230,9 +230,15 @@ def participants_with(ctx: Context, benchmark_id: str, statuses: tuple[str, ...]
 
 def _user_by_email(ctx: Context, email: str) -> User:
     address = users.normalize_email(email)
-    user = ctx.session.scalar(select(User).where(User.email == address, User.is_active.is_(True)))
+    # Only a verified address names a person: an unverified one may belong to someone who
+    # signed up with another's email, and must not receive a collaborator's rights.
+    user = ctx.session.scalar(
+        select(User).where(
+            User.email == address, User.is_active.is_(True), User.email_verified_at.is_not(None)
+        )
+    )
     if user is None:
-        raise NotFound(f"No active account with email {address}.", {"email": address})
+        raise NotFound(f"No active account with the verified email {address}.", {"email": address})
     return user
 
 

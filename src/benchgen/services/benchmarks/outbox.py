@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import smtplib
 from dataclasses import dataclass
-from email.message import EmailMessage
-from urllib.parse import unquote, urlsplit
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -16,7 +15,9 @@ from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
 from benchgen.db.tables import OutboxEmail
 from benchgen.services import access, audit
+from benchgen.services.accounts import mail
 from benchgen.services.benchmarks import members
+from benchgen.services.specs import MAX_LIST, check_window
 
 MAX_SUBJECT = 300
 MAX_BODY = 50_000
@@ -43,6 +44,17 @@ class OutboxLine:
     subject: str
     status: str
     error: str
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """One message sent to a participant of a benchmark, as its owner sees the record."""
+
+    batch_id: str
+    to_email: str
+    subject: str
+    status: str
+    created_at: datetime
 
 
 def preview_participant_email(
@@ -114,6 +126,24 @@ def send_participant_email(
     return preview
 
 
+def list_sent(ctx: Context, benchmark_id: str, limit: int = 200) -> list[SentMessage]:
+    """What was sent to a benchmark's participants, newest first (owner only).
+
+    Raises:
+        NotFound / PermissionDenied: not the owner, or a token or the agent asked.
+        InvalidInput: limit outside 1..MAX_LIST.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PARTICIPANTS_EMAIL)
+    check_window(limit, 0, MAX_LIST)
+    rows = ctx.session.scalars(
+        select(OutboxEmail)
+        .where(OutboxEmail.benchmark_id == benchmark.id)
+        .order_by(OutboxEmail.created_at.desc(), OutboxEmail.to_email)
+        .limit(limit)
+    )
+    return [SentMessage(r.batch_id, r.to_email, r.subject, r.status, r.created_at) for r in rows]
+
+
 def list_outbox(ctx: Context, limit: int = 100) -> list[OutboxLine]:
     """Recorded messages, newest first (operator and admins: the outbox is how they read mail
     when no SMTP server is configured)."""
@@ -138,23 +168,10 @@ def deliver_outbox(ctx: Context, limit: int = 100) -> int:
     sent = 0
     for message in queued:
         try:
-            _smtp_send(ctx.settings.smtp_url, ctx.settings.mail_from, message)
+            mail.smtp_send(ctx.settings.smtp_url, ctx.settings.mail_from, message)
         except (OSError, smtplib.SMTPException) as exc:
             message.status, message.error = "failed", type(exc).__name__
             continue
         message.status, message.sent_at = "sent", ctx.now()
         sent += 1
     return sent
-
-
-def _smtp_send(url: str, sender: str, message: OutboxEmail) -> None:
-    parts = urlsplit(url)
-    email = EmailMessage()
-    email["From"], email["To"], email["Subject"] = sender, message.to_email, message.subject
-    email.set_content(message.body)
-    with smtplib.SMTP(parts.hostname or "localhost", parts.port or 25, timeout=30) as smtp:
-        if parts.scheme == "smtp+starttls":
-            smtp.starttls()
-        if parts.username:
-            smtp.login(unquote(parts.username), unquote(parts.password or ""))
-        smtp.send_message(email)

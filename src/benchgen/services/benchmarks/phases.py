@@ -28,6 +28,15 @@ class PhaseView:
     task_ids: list[str]
 
 
+@dataclass(frozen=True)
+class TaskView:
+    """A task of a benchmark: its name and the data it uses."""
+
+    id: str
+    name: str
+    data_ref: str
+
+
 def create_default_phase(ctx: Context, benchmark: Benchmark) -> Phase:
     """The one phase and one task every new qa/mcq benchmark gets (part of creating it)."""
     task = Task(id=new_id("tsk"), benchmark_id=benchmark.id, name="Questions", scoring={})
@@ -49,6 +58,19 @@ def list_phases(ctx: Context, benchmark_id: str) -> list[PhaseView]:
         select(Phase).where(Phase.benchmark_id == benchmark_id).order_by(Phase.position)
     )
     return [_view(ctx, row) for row in rows]
+
+
+def list_tasks(ctx: Context, benchmark_id: str) -> list[TaskView]:
+    """The benchmark's tasks, by name.
+
+    Raises:
+        NotFound: not visible to the principal.
+    """
+    access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    rows = ctx.session.scalars(
+        select(Task).where(Task.benchmark_id == benchmark_id).order_by(Task.name, Task.id)
+    )
+    return [TaskView(row.id, row.name, row.data_ref) for row in rows]
 
 
 def add_phase(

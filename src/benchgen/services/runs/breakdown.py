@@ -90,6 +90,9 @@ def accuracy_of(tag: str, correct: int, n: int) -> TagAccuracy:
         ValueError: n < 1, or correct outside 0..n.
     """
     low, high = wilson_interval(correct, n)
+    # At 0 and n the bounds are exactly 0 and 1; rounding left 0.9999999999999999 at n, an
+    # interval that no longer held its own accuracy of 1.
+    low, high = (0.0 if correct == 0 else low), (1.0 if correct == n else high)
     return TagAccuracy(tag, n, correct, correct / n, low, high)
 
 
@@ -156,7 +159,9 @@ def _rows(
             Question.benchmark_id == run.benchmark_id, Question.position.in_(positions)
         )
     )
-    questions = {position: (prompt, answers, choices) for position, prompt, answers, choices in asked}
+    questions = {
+        position: (prompt, answers, choices) for position, prompt, answers, choices in asked
+    }
     by_position = {result.position: result for result in results}
     return [
         _row(by_position[p], questions.get(p), tags.get(p, ()))
@@ -166,7 +171,9 @@ def _rows(
 
 
 def _row(
-    result: RunResult, question: tuple[str, list[str], list[str] | None] | None, tags: tuple[str, ...]
+    result: RunResult,
+    question: tuple[str, list[str], list[str] | None] | None,
+    tags: tuple[str, ...],
 ) -> BreakdownRow:
     prompt, answers, choices = question or ("", [], None)
     expected: str | list[str] | None = None

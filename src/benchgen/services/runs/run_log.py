@@ -28,6 +28,14 @@ def append(ctx: Context, run_id: str, line: str, secrets: tuple[str, ...] = ()) 
     ctx.session.add(RunLogLine(run_id=run_id, at=ctx.now(), line=redact(line, secrets)[:2000]))
 
 
+def mark(ctx: Context, run_id: str, line: str) -> int:
+    """Add a line now (flushed) and return its id, which later lines exceed."""
+    entry = RunLogLine(run_id=run_id, at=ctx.now(), line=redact(line, ())[:2000])
+    ctx.session.add(entry)
+    ctx.session.flush()
+    return entry.id
+
+
 def read_log(ctx: Context, run_id: str, after: int = 0, limit: int = 1000) -> list[LogLine]:
     """Lines after the id `after` (for following a live run).
 

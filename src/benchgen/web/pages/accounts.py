@@ -1,4 +1,4 @@
-"""Signing in and out."""
+"""Signing in and out, signing up (open, or by an admin's invite), and verifying an email."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
+from starlette.background import BackgroundTask
 
-from benchgen.core.context import Principal
-from benchgen.core.errors import RateLimited
-from benchgen.services.accounts import sessions
-from benchgen.services.runtime import transaction
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import BenchGenError, InvalidInput, NotFound, RateLimited
+from benchgen.services.accounts import links, mail, sessions, signup, users
+from benchgen.services.runtime import Runtime, transaction
 from benchgen.web.addresses import client_address
 from benchgen.web.session import (
     SESSION_COOKIE,
@@ -23,8 +24,12 @@ from benchgen.web.session import (
 from benchgen.web.templating import path_for, redirect, redirect_to, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
-# Sign-in acts before anyone is known: it may only read accounts and write sessions.
-_SIGNIN = Principal.system("signin", frozenset())
+# Pages used before anyone is known (sign-in, sign-up, links): no grants; each service they
+# call decides alone (the password, the sign-up mode, the link's secret).
+ANONYMOUS = Principal.system("signin", frozenset())
+# Sends account mail after the response: it only reads queued mail and marks it sent.
+_MAILER = Principal.system("account-mail", frozenset())
+SIGNUP_FIELDS = ("email", "display_name", "password", "password_again")
 
 
 def safe_next(raw: str | None, fallback: str) -> str:
@@ -37,13 +42,87 @@ def safe_next(raw: str | None, fallback: str) -> str:
     return raw
 
 
+def field_problems(exc: InvalidInput, fields: tuple[str, ...]) -> dict[str, str]:
+    """Each problem under the form field it concerns ("" for the rest), to show beside it."""
+    problems: dict[str, str] = {}
+    for error in exc.errors:
+        loc = [str(part) for part in error.get("loc", [])]
+        where = next((part for part in loc if part in fields), "")
+        problems.setdefault(where, str(error.get("msg", "")))
+    return problems
+
+
+def send_mail_after(request: Request, response: Response, to_email: str) -> Response:
+    """Send the account mail just queued for `to_email` once the response is out, when SMTP is
+    configured (otherwise it waits in the outbox for the operator). Sending after the
+    response keeps a slow mail server from delaying the page, or from telling by its delay
+    whether a reset request found an account."""
+    runtime = runtime_of(request)
+    if runtime.settings.smtp_url:
+        response.background = BackgroundTask(_deliver, runtime, to_email)
+    return response
+
+
+def _deliver(runtime: Runtime, to_email: str) -> None:
+    with transaction(runtime, _MAILER, write=False) as ctx:
+        letters = mail.queued_account_mail(ctx, to_email)
+    for letter in letters:
+        error = mail.send_letter(runtime.settings, letter)
+        with transaction(runtime, _MAILER) as ctx:
+            mail.record_outcome(ctx, letter.id, error)
+
+
+def open_browser_session(request: Request, ctx: Context, user: users.UserView) -> str:
+    """A fresh session for `user` on this browser, in the caller's unit of work; returns the
+    cookie's secret. The session the browser had before (if any) ends: rotation."""
+    made = sessions.open_session(
+        ctx, user, client_address(request), request.headers.get("user-agent", "")
+    )
+    end_browser_session(request, ctx)
+    return made.secret
+
+
+def end_browser_session(request: Request, ctx: Context) -> None:
+    """End the session behind this browser's cookie, if it is live."""
+    old_secret = request.cookies.get(SESSION_COOKIE)
+    old = sessions.find_session(ctx, old_secret) if old_secret else None
+    if old is not None:
+        sessions.end_session(ctx, old.id)
+
+
+def signed_in_redirect(request: Request, secret: str, target: str, flash: str = "") -> Response:
+    """Go on to `target` with the new session's cookie."""
+    response = redirect_to(target, flash)
+    set_session_cookie(request, response, secret)
+    return response
+
+
+def _signup_mode(request: Request) -> str:
+    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
+        return signup.signup_mode(ctx)
+
+
 @router.get("/signin", name="signin")
 def signin_page(request: Request, live: OptionalSession, next: str = "") -> Response:
     """The sign-in form (a signed-in person goes straight on)."""
     target = safe_next(next, path_for(request, "dashboard"))
     if live is not None:
         return redirect_to(target)
-    return render(request, "accounts/signin.html", next_path=target, email="", error="")
+    return _signin_form(request, target, "", "")
+
+
+def _signin_form(
+    request: Request, target: str, email: str, error: str, status_code: int = 200
+) -> Response:
+    return render(
+        request,
+        "accounts/signin.html",
+        status_code,
+        next_path=target,
+        email=email,
+        error=error,
+        can_sign_up=_signup_mode(request) == "open",
+    )
 
 
 @router.post("/signin", name="signin_submit")
@@ -58,26 +137,14 @@ def signin_submit(
     address = client_address(request)
     agent = request.headers.get("user-agent", "")
     try:
-        with transaction(runtime_of(request), _SIGNIN) as ctx:
+        with transaction(runtime_of(request), ANONYMOUS) as ctx:
             made = sessions.sign_in(ctx, email, password, address, agent)
-            # Rotation: the session this browser had before (if any) ends with this sign-in.
-            old_secret = request.cookies.get(SESSION_COOKIE)
-            old = sessions.find_session(ctx, old_secret) if old_secret else None
-            if made is not None and old is not None:
-                sessions.end_session(ctx, old.id)
+            if made is not None:
+                end_browser_session(request, ctx)
     except RateLimited as exc:
-        return render(
-            request, "accounts/signin.html", 429, next_path=target, email=email, error=exc.message
-        )
+        return _signin_form(request, target, email, exc.message, 429)
     if made is None:
-        return render(
-            request,
-            "accounts/signin.html",
-            401,
-            next_path=target,
-            email=email,
-            error="Wrong email or password.",
-        )
+        return _signin_form(request, target, email, "Wrong email or password.", 401)
     response = redirect_to(target)
     set_session_cookie(request, response, made.secret)
     return response
@@ -87,8 +154,107 @@ def signin_submit(
 def signout(request: Request, live: OptionalSession) -> Response:
     """End this session on the server and in the browser."""
     if live is not None:
-        with transaction(runtime_of(request), _SIGNIN) as ctx:
+        with transaction(runtime_of(request), ANONYMOUS) as ctx:
             sessions.end_session(ctx, live.id)
     response = redirect(request, "signin", flash="You are signed out.")
     clear_session_cookie(response)
     return response
+
+
+@router.get("/signup", name="signup")
+def signup_page(request: Request, live: OptionalSession, invite: str = "") -> Response:
+    """The sign-up form, or why there is none (closed, or an invite is needed or dead)."""
+    if live is not None:
+        return redirect(request, "dashboard", flash="You are signed in already.")
+    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
+        mode = signup.signup_mode(ctx)
+        invited = signup.invite_email(ctx, invite[:200]) if invite else None
+    return _signup_form(request, mode, invite, invited, {"email": invited or ""}, {})
+
+
+def _signup_form(
+    request: Request,
+    mode: str,
+    invite: str,
+    invited: str | None,
+    typed: dict[str, str],
+    problems: dict[str, str],
+    status_code: int = 200,
+) -> Response:
+    if mode == "closed":
+        refusal = "Sign-up is closed here; ask an administrator for an account."
+    elif invite and invited is None:
+        refusal = f"{links.DEAD_LINK} Ask the administrator for a new invite."
+    elif mode == "invite" and invited is None:
+        refusal = "Sign-up here needs an invite: ask an administrator to send you one."
+    else:
+        refusal = ""
+    return render(
+        request,
+        "accounts/signup.html",
+        status_code,
+        refusal=refusal,
+        invite=invite if invited else "",
+        invited=invited,
+        form={field: typed.get(field, "") for field in ("email", "display_name")},
+        problems=problems,
+    )
+
+
+@router.post("/signup", name="signup_submit")
+def signup_submit(
+    request: Request,
+    email: Annotated[str, Form(max_length=320)] = "",
+    display_name: Annotated[str, Form(max_length=400)] = "",
+    password: Annotated[str, Form(max_length=1024)] = "",
+    password_again: Annotated[str, Form(max_length=1024)] = "",
+    invite: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """Make the account and sign it in; a self-made one gets a link to verify its email."""
+    typed = {"email": email, "display_name": display_name}
+    runtime = runtime_of(request)
+    with transaction(runtime, ANONYMOUS, write=False) as ctx:
+        mode = signup.signup_mode(ctx)
+        invited = signup.invite_email(ctx, invite) if invite else None
+    if password != password_again:
+        problems = {"password_again": "does not match the password"}
+        return _signup_form(request, mode, invite, invited, typed, problems, 422)
+    try:
+        with transaction(runtime, ANONYMOUS) as ctx:
+            user = signup.sign_up(
+                ctx, email, password, display_name, invite, client_address(request)
+            )
+            secret = open_browser_session(request, ctx, user)
+    except InvalidInput as exc:
+        problems = field_problems(exc, SIGNUP_FIELDS)
+        return _signup_form(request, mode, invite, invited, typed, problems, 422)
+    except BenchGenError as exc:
+        problems = {"": exc.message}
+        return _signup_form(request, mode, invite, invited, typed, problems, exc.http_status)
+    note = "" if invited else f" We sent a link to {user.email}: follow it to verify the address."
+    response = signed_in_redirect(
+        request, secret, path_for(request, "dashboard"), f"Welcome!{note}"
+    )
+    return send_mail_after(request, response, user.email)
+
+
+@router.get("/account/verify/{token}", name="verify_email")
+def verify_page(request: Request, token: str) -> Response:
+    """A button to confirm the email (a link followed by a mail scanner changes nothing)."""
+    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
+        live = links.verification_is_live(ctx, token)
+    if not live:
+        return render(request, "accounts/dead_link.html", 404, purpose="verify")
+    return render(request, "accounts/verify.html", token=token)
+
+
+@router.post("/account/verify/{token}", name="verify_email_submit")
+def verify_submit(request: Request, token: str, live: OptionalSession) -> Response:
+    """Verify the email the link was sent to."""
+    try:
+        with transaction(runtime_of(request), ANONYMOUS) as ctx:
+            user = links.verify_email(ctx, token)
+    except NotFound:
+        return render(request, "accounts/dead_link.html", 404, purpose="verify")
+    flash = f"Thank you: {user.email} is verified."
+    return redirect(request, "account" if live is not None else "signin", flash=flash)

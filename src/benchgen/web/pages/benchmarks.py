@@ -1,32 +1,202 @@
-"""Benchmark pages: list, create, the benchmark's tabs and its settings."""
+"""Benchmark pages: the list with search, the question editor that creates one, file imports."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response
+from typing import Annotated, Literal
 
-from benchgen.services.benchmarks import lifecycle
-from benchgen.web.session import WebContext, csrf_checked
-from benchgen.web.templating import render
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
+from starlette.datastructures import FormData, UploadFile
+
+from benchgen.core.errors import InvalidInput
+from benchgen.services.benchmarks import imports, lifecycle
+from benchgen.services.benchmarks.lifecycle import Created
+from benchgen.services.runtime import undo_on_error
+from benchgen.web.pages.benchmark_frame import FormDep
+from benchgen.web.pages.question_form import (
+    FORMATS,
+    MAX_ROWS,
+    Problems,
+    Row,
+    problems_of,
+    rows_from,
+    text_of,
+)
+from benchgen.web.session import WebContext, csrf_checked, runtime_of
+from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+PAGE_SIZE = 25
+SECTIONS = (
+    ("all", "All"),
+    ("mine", "Mine"),
+    ("shared", "Shared with me"),
+    ("published", "Published"),
+)
+_CAPTIONS = {
+    "all": "Yours, those shared with you, and published ones, newest first.",
+    "mine": "Benchmarks you own.",
+    "shared": "Benchmarks you collaborate on or joined.",
+    "published": "Benchmarks anyone can see and run.",
+}
+Section = Literal["all", "mine", "shared", "published"]
 
 
 @router.get("/benchmarks", name="benchmarks")
-def benchmark_list(request: Request, ctx: WebContext, q: str = "") -> Response:
-    """Benchmarks I own, share, joined, or that are published; with search."""
-    found = lifecycle.list_benchmarks(ctx, search=q)
-    return render(request, "benchmarks/list.html", benchmarks=found, q=q)
+def benchmark_list(
+    request: Request,
+    ctx: WebContext,
+    q: Annotated[str, Query(max_length=200)] = "",
+    show: Section = "all",
+    page: Annotated[int, Query(ge=1, le=1000)] = 1,
+) -> Response:
+    """Benchmarks I own, share, joined, or that are published; with search and pages."""
+    found = lifecycle.list_benchmarks(
+        ctx, search=q, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE, section=show
+    )
+    return render(
+        request,
+        "benchmarks/list.html",
+        benchmarks=found[:PAGE_SIZE],
+        more=len(found) > PAGE_SIZE,
+        page=page,
+        q=q,
+        show=show,
+        sections=SECTIONS,
+        caption=_CAPTIONS[show],
+    )
 
 
 @router.get("/benchmarks/new", name="benchmark_new")
-def benchmark_new(request: Request, ctx: WebContext) -> Response:
-    """The question editor for a new benchmark."""
-    return render(request, "benchmarks/new.html")
+def benchmark_new(
+    request: Request, ctx: WebContext, format: Literal["qa", "mcq"] = "qa"
+) -> Response:
+    """The question editor for a new benchmark, with two empty rows."""
+    return _editor(request, format, "", "", [Row(), Row()], Problems())
 
 
-@router.get("/benchmarks/{benchmark_id}", name="benchmark")
-def benchmark_page(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
-    """A benchmark's overview tab."""
-    found = lifecycle.get_benchmark(ctx, benchmark_id)
-    return render(request, "benchmarks/overview.html", benchmark=found)
+@router.post("/benchmarks", name="benchmark_create")
+def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Response:
+    """Add an editor row, or create the benchmark from the rows that are filled in."""
+    fmt = text_of(form, "format") if text_of(form, "format") in FORMATS else "qa"
+    title, description = text_of(form, "title"), text_of(form, "description")
+    rows = rows_from(form)
+    if text_of(form, "action") == "add":
+        rows = [*rows, Row()][:MAX_ROWS]
+        return _editor(request, fmt, title, description, rows, Problems())
+    filled = [(index, row) for index, row in enumerate(rows) if not row.is_blank()]
+    data = {
+        "title": title,
+        "description": description,
+        "format": fmt,
+        "questions": [row.as_question(fmt) for _, row in filled],
+    }
+    try:
+        with undo_on_error(ctx):
+            created = lifecycle.create_benchmark(ctx, data)
+    except InvalidInput as exc:
+        places = {n: (index, index + 1) for n, (index, _) in enumerate(filled)}
+        problems = problems_of(exc, places)
+        return _editor(request, fmt, title, description, rows, problems, 422)
+    return _created(request, created)
+
+
+def _editor(
+    request: Request,
+    fmt: str,
+    title: str,
+    description: str,
+    rows: list[Row],
+    problems: Problems,
+    status_code: int = 200,
+) -> Response:
+    return render(
+        request,
+        "benchmarks/new.html",
+        status_code,
+        fmt=fmt,
+        title=title,
+        description=description,
+        rows=rows or [Row()],
+        problems=problems,
+        max_rows=MAX_ROWS,
+    )
+
+
+def _created(request: Request, created: Created) -> Response:
+    count = created.benchmark.question_count
+    note = f"Created with {count} question{'s' if count != 1 else ''}."
+    if created.warnings:
+        first = created.warnings[0]
+        where = ".".join(str(part) for part in first.get("loc", []))
+        note += f" {len(created.warnings)} warning(s), e.g. {where}: {first.get('msg', '')}."
+    return redirect(request, "benchmark", flash=note, benchmark_id=created.benchmark.id)
+
+
+@router.get("/benchmarks/import", name="benchmark_import")
+def benchmark_import(request: Request, ctx: WebContext) -> Response:
+    """The import form: a JSONL or CSV file, or its pasted content."""
+    return _import_form(request, {}, Problems())
+
+
+@router.post("/benchmarks/import", name="benchmark_import_submit")
+def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) -> Response:
+    """Create a benchmark from the file; each problem is shown with its line or question."""
+    typed = {
+        name: text_of(form, name)
+        for name in ("title", "description", "format", "content_format", "content")
+    }
+    problems = Problems()
+    content, content_format = _content(form, typed, problems)
+    if problems.summary:
+        return _import_form(request, typed, problems, 422)
+    data = {
+        "title": typed["title"],
+        "description": typed["description"],
+        "format": typed["format"],
+        "content_format": content_format,
+        "content": content,
+    }
+    try:
+        with undo_on_error(ctx):
+            created = imports.import_benchmark(ctx, data)
+    except InvalidInput as exc:
+        return _import_form(request, typed, problems_of(exc, {}), 422)
+    return _created(request, created)
+
+
+def _content(form: FormData, typed: dict[str, str], problems: Problems) -> tuple[str, str]:
+    """The file's text (an upload wins over pasted text) and which reader it needs."""
+    upload = form.get("file")
+    name, content = "", typed["content"]
+    if isinstance(upload, UploadFile) and upload.filename:
+        name = upload.filename
+        try:
+            # The body limit has already bounded how much there is to read.
+            content = upload.file.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            problems.add("content", "File", "must be UTF-8 text")
+    if not content.strip() and not problems.summary:
+        problems.add("content", "File", "choose a file or paste its content")
+    chosen = typed["content_format"]
+    if chosen not in ("jsonl", "csv"):
+        chosen = "csv" if name.lower().endswith(".csv") else "jsonl"
+    return content, chosen
+
+
+def _import_form(
+    request: Request, typed: dict[str, str], problems: Problems, status_code: int = 200
+) -> Response:
+    limit = runtime_of(request).settings.max_body_bytes
+    return render(
+        request,
+        "benchmarks/import.html",
+        status_code,
+        title=typed.get("title", ""),
+        description=typed.get("description", ""),
+        fmt=typed.get("format") or "qa",
+        content_format=typed.get("content_format") or "auto",
+        content=typed.get("content", ""),
+        problems=problems,
+        max_mib=max(limit // (1024 * 1024), 1),
+    )

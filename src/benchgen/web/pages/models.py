@@ -2,17 +2,136 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
+from benchgen.core.errors import InvalidInput
 from benchgen.services import models
+from benchgen.services.models import USER_KINDS, ModelView
 from benchgen.web.session import WebContext, csrf_checked
-from benchgen.web.templating import render
+from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+KIND_LABELS = {"openai_compat": "OpenAI-compatible endpoint", "anthropic": "Anthropic"}
+SOURCES = (("platform", "Platform models"), ("you", "My models"))
+NEW_FIELDS = ("name", "kind", "base_url", "endpoint_model", "api_key")
 
 
 @router.get("/models", name="models")
 def model_list(request: Request, ctx: WebContext) -> Response:
-    """The catalogue."""
-    return render(request, "models/list.html", models=models.list_models(ctx))
+    """The catalogue: platform models for everyone, then mine."""
+    found = models.list_models(ctx)
+    groups = [(label, [m for m in found if m.owner == source]) for source, label in SOURCES]
+    return render(request, "models/list.html", groups=groups)
+
+
+@router.get("/models/new", name="model_new")
+def model_new(request: Request, ctx: WebContext) -> Response:
+    """The form to add an endpoint model."""
+    return _new_form(request, {"kind": USER_KINDS[0]}, {})
+
+
+@router.post("/models/new", name="model_new_submit")
+def model_new_submit(
+    request: Request,
+    ctx: WebContext,
+    name: Annotated[str, Form(max_length=200)] = "",
+    kind: Annotated[str, Form(max_length=40)] = USER_KINDS[0],
+    base_url: Annotated[str, Form(max_length=2000)] = "",
+    endpoint_model: Annotated[str, Form(max_length=500)] = "",
+    api_key: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """Register the endpoint; problems (a private address, say) are shown beside the fields."""
+    typed = {"name": name, "kind": kind, "base_url": base_url, "endpoint_model": endpoint_model}
+    data: dict[str, Any] = {
+        **typed,
+        "base_url": base_url.strip() or None,
+        "api_key": api_key.strip() or None,
+    }
+    try:
+        made = models.create_model(ctx, data)
+    except InvalidInput as exc:
+        # The key is never written back into the page, even when the form is refused.
+        return _new_form(request, typed, problems_by_field(exc, NEW_FIELDS), 422)
+    return redirect(request, "model", flash=f"Added {made.name}.", model_id=made.id)
+
+
+def _new_form(
+    request: Request, typed: dict[str, str], problems: dict[str, str], status_code: int = 200
+) -> Response:
+    return render(
+        request,
+        "models/new.html",
+        status_code=status_code,
+        form={name: typed.get(name, "") for name in NEW_FIELDS if name != "api_key"},
+        problems=problems,
+        kinds=KIND_LABELS,
+    )
+
+
+@router.get("/models/{model_id}", name="model")
+def model_page(request: Request, ctx: WebContext, model_id: str) -> Response:
+    """One model: its details; for my own, rotating its key and deleting it."""
+    return _model_page(request, models.get_model(ctx, model_id), {})
+
+
+def _model_page(
+    request: Request, model: ModelView, problems: dict[str, str], status_code: int = 200
+) -> Response:
+    return render(
+        request,
+        "models/model.html",
+        status_code=status_code,
+        model=model,
+        kind_label=KIND_LABELS.get(model.kind, model.kind),
+        confirm_text=f"delete {model.name}",
+        problems=problems,
+    )
+
+
+@router.post("/models/{model_id}/key", name="model_rotate_key")
+def model_rotate_key(
+    request: Request,
+    ctx: WebContext,
+    model_id: str,
+    api_key: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """Replace the model's API key (the old one is gone; the new one is never shown)."""
+    if not api_key.strip():
+        problem = {"api_key": "enter the new key"}
+        return _model_page(request, models.get_model(ctx, model_id), problem, 422)
+    try:
+        models.update_model(ctx, model_id, {"api_key": api_key.strip()})
+    except InvalidInput as exc:
+        problems = problems_by_field(exc, ("api_key",))
+        return _model_page(request, models.get_model(ctx, model_id), problems, 422)
+    return redirect(request, "model", flash="The key was replaced.", model_id=model_id)
+
+
+@router.post("/models/{model_id}/delete", name="model_delete")
+def model_delete(
+    request: Request,
+    ctx: WebContext,
+    model_id: str,
+    confirm: Annotated[str, Form(max_length=300)] = "",
+) -> Response:
+    """Remove one of my models from the catalogue, once its name is typed to confirm."""
+    model = models.get_model(ctx, model_id)
+    # The page's script only disables the button; the typed words are checked here too.
+    if confirm.strip() != f"delete {model.name}":
+        problem = {"confirm": f"type “delete {model.name}” to confirm"}
+        return _model_page(request, model, problem, 422)
+    models.delete_model(ctx, model_id)
+    return redirect(request, "models", flash=f"Deleted {model.name}.")
+
+
+def problems_by_field(exc: InvalidInput, fields: tuple[str, ...]) -> dict[str, str]:
+    """Each problem under the form field it concerns ("" for those of no field)."""
+    problems: dict[str, str] = {}
+    for error in exc.errors:
+        loc = [part for part in error.get("loc", []) if isinstance(part, str)]
+        where = next((part for part in loc if part in fields), "")
+        problems.setdefault(where, str(error.get("msg", "")))
+    return problems

@@ -1,18 +1,195 @@
-"""Run pages: status, live log, per-question breakdown, leaderboard adds and score edits."""
+"""Run pages: status, live log, per-question breakdown, downloads, leaderboard and score edits."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 
-from benchgen.services.runs import launch
+from benchgen.core.errors import InvalidInput
+from benchgen.core.statuses import RUN_FINAL
+from benchgen.services.runs import breakdown, launch, leaderboards, results, run_log
+from benchgen.services.runs.breakdown import TagAccuracy
+from benchgen.services.runs.controls import run_controls
+from benchgen.web.pages import run_events
 from benchgen.web.session import WebContext, csrf_checked
-from benchgen.web.templating import render
+from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+router.include_router(run_events.router)
+PAGE_SIZE = 50
+SHOWN_LOG_LINES = 1000
+SHOW_LABELS = {"all": "All questions", "wrong": "Wrong", "no_answer": "No answer"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which of the run's questions the breakdown shows."""
+
+    show: str = "all"
+    tag: str = ""
+    page: int = 1
+
+
+@dataclass(frozen=True)
+class ScoreForm:
+    """The score-correction form as typed, with any problems by field."""
+
+    accuracy: str = ""
+    reason: str = ""
+    problems: dict[str, str] = field(default_factory=dict)
 
 
 @router.get("/runs/{run_id}", name="run")
-def run_page(request: Request, ctx: WebContext, run_id: str) -> Response:
-    """One run."""
-    return render(request, "runs/run.html", run=launch.get_run(ctx, run_id))
+def run_page(
+    request: Request,
+    ctx: WebContext,
+    run_id: str,
+    show: Annotated[str, Query(max_length=20)] = "all",
+    tag: Annotated[str, Query(max_length=100)] = "",
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+) -> Response:
+    """One run: status, cost, scores, live log, breakdown (for the benchmark's team), actions."""
+    return _run_page(request, ctx, run_id, Filters(show, tag, page))
+
+
+def _run_page(
+    request: Request,
+    ctx: WebContext,
+    run_id: str,
+    filters: Filters,
+    status_code: int = 200,
+    score_form: ScoreForm | None = None,
+) -> Response:
+    run = launch.get_run(ctx, run_id)
+    final = run.status in RUN_FINAL
+    values: dict[str, Any] = {
+        "run": run,
+        "controls": run_controls(ctx, run_id),
+        "final": final,
+        # A finished run's log is shown at once; a live one arrives over the event stream.
+        "log": run_log.read_log(ctx, run_id, limit=SHOWN_LOG_LINES) if final else [],
+        "progress": run_events.progress_of(run),
+        "filters": filters,
+        "show_labels": SHOW_LABELS,
+        "score_form": score_form or ScoreForm(),
+    }
+    offset = (filters.page - 1) * PAGE_SIZE
+    if run.detail_visible:
+        found = breakdown.list_breakdown(ctx, run_id, filters.show, filters.tag, PAGE_SIZE, offset)
+        stats = breakdown.tag_accuracy(ctx, run_id)
+        values.update(
+            rows=found.rows,
+            tags=found.tags,
+            total=found.total,
+            has_next=offset + PAGE_SIZE < found.total,
+            tag_stats=stats,
+            chart=tag_chart(stats),
+            answers=[],
+        )
+    else:
+        answers = results.list_results(ctx, run_id, PAGE_SIZE + 1, offset)
+        values.update(
+            rows=[],
+            tags=[],
+            total=0,
+            has_next=len(answers) > PAGE_SIZE,
+            tag_stats=[],
+            chart=None,
+            answers=answers[:PAGE_SIZE],
+        )
+    return render(request, "runs/run.html", status_code=status_code, **values)
+
+
+def tag_chart(stats: list[TagAccuracy]) -> dict[str, Any] | None:
+    """A Chart.js bar chart of accuracy by tag, each beside its 95% interval as a floating bar
+    (none without tags)."""
+    if not stats:
+        return None
+    return {
+        "type": "bar",
+        "data": {
+            "labels": [stat.tag for stat in stats],
+            "datasets": [
+                {
+                    "label": "Accuracy (%)",
+                    "data": [_percent(stat.accuracy) for stat in stats],
+                    "backgroundColor": "#2f5fb3",
+                },
+                {
+                    "label": "95% interval (%)",
+                    "data": [[_percent(stat.ci_low), _percent(stat.ci_high)] for stat in stats],
+                    "backgroundColor": "rgba(47, 95, 179, 0.3)",
+                },
+            ],
+        },
+        "options": {
+            "maintainAspectRatio": False,
+            "scales": {"y": {"min": 0, "max": 100, "title": {"display": True, "text": "%"}}},
+        },
+    }
+
+
+def _percent(value: float) -> float:
+    return round(value * 100, 1)
+
+
+@router.get("/runs/{run_id}/download/{fmt}", name="run_download")
+def run_download(ctx: WebContext, run_id: str, fmt: str) -> Response:
+    """The results as JSONL or CSV: what the viewer may see, as the API's export gives it."""
+    media, text = results.export_results(ctx, run_id, fmt)
+    disposition = f'attachment; filename="{run_id}.{fmt}"'
+    return Response(text, media_type=media, headers={"Content-Disposition": disposition})
+
+
+@router.post("/runs/{run_id}/leaderboard", name="run_leaderboard_add")
+def run_leaderboard_add(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """Put the finished run on its phase's leaderboard (the benchmark's team)."""
+    leaderboards.add_to_leaderboard(ctx, run_id)
+    return redirect(request, "run", flash="The run is on the leaderboard.", run_id=run_id)
+
+
+@router.post("/runs/{run_id}/leaderboard/remove", name="run_leaderboard_remove")
+def run_leaderboard_remove(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """Take the run off its leaderboard."""
+    leaderboards.remove_from_leaderboard(ctx, run_id)
+    return redirect(request, "run", flash="The run is off the leaderboard.", run_id=run_id)
+
+
+@router.post("/runs/{run_id}/cancel", name="run_cancel")
+def run_cancel(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """Cancel a queued run or ask a running one to stop."""
+    cancelled = launch.cancel_run(ctx, run_id)
+    note = "Cancelled." if cancelled.status in RUN_FINAL else "Asked the run to stop."
+    return redirect(request, "run", flash=note, run_id=run_id)
+
+
+@router.post("/runs/{run_id}/score", name="run_edit_score")
+def run_edit_score(
+    request: Request,
+    ctx: WebContext,
+    run_id: str,
+    accuracy: Annotated[str, Form(max_length=50)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """Correct the run's score by hand (the benchmark's owner); the reason is required."""
+    try:
+        value = float(accuracy.strip().rstrip("%")) / 100
+    except ValueError:
+        value = float("nan")  # refused below, with the other problems
+    try:
+        leaderboards.edit_run_score(ctx, run_id, {"accuracy": value}, reason)
+    except InvalidInput as exc:
+        problems = {_field_of(error): error.get("msg", "") for error in exc.errors}
+        if "accuracy" in problems:
+            problems["accuracy"] = "enter a percentage from 0 to 100"
+        form = ScoreForm(accuracy, reason, problems)
+        return _run_page(request, ctx, run_id, Filters(), 422, form)
+    return redirect(request, "run", flash="Score corrected.", run_id=run_id)
+
+
+def _field_of(error: dict[str, Any]) -> str:
+    names = [part for part in error.get("loc", []) if isinstance(part, str)]
+    return names[-1] if names else ""

@@ -1,29 +1,172 @@
-"""Personal settings: API tokens and the credit ledger."""
+"""Personal settings: my account (email, password), API tokens, and the credit ledger."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
-from benchgen.services.accounts import credits, tokens
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, InvalidInput, RateLimited
+from benchgen.core.permissions import Scope
+from benchgen.services.accounts import credits, links, passwords, tokens, users
+from benchgen.web.addresses import client_address
+from benchgen.web.pages.accounts import field_problems, send_mail_after
 from benchgen.web.session import WebContext, csrf_checked
-from benchgen.web.templating import render
+from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+LEDGER_PAGE = 50
+TOKEN_FIELDS = ("name", "scopes", "expires_days")
+SCOPE_LABELS = {
+    Scope.READ: "Read benchmarks, runs, models and credits",
+    Scope.RUNS: "Launch, cancel and rescore runs; manage own models",
+    Scope.CREATE: "Create benchmarks",
+    Scope.EDIT: "Edit benchmarks and their questions",
+    Scope.PUBLISH: "Publish benchmarks",
+    Scope.TRAIN: "Launch training jobs",
+}
+
+
+@router.get("/settings/account", name="account")
+def account_page(request: Request, ctx: WebContext) -> Response:
+    """My name, email (verified or not) and the password form."""
+    return _account(request, ctx, {})
+
+
+def _account(
+    request: Request, ctx: Context, problems: dict[str, str], status_code: int = 200
+) -> Response:
+    return render(
+        request, "settings/account.html", status_code, user=users.get_me(ctx), problems=problems
+    )
+
+
+@router.post("/settings/account/password", name="password_change")
+def password_change(
+    request: Request,
+    ctx: WebContext,
+    current_password: Annotated[str, Form(max_length=1024)] = "",
+    new_password: Annotated[str, Form(max_length=1024)] = "",
+    new_password_again: Annotated[str, Form(max_length=1024)] = "",
+) -> Response:
+    """Change my password; my other sessions and agent turns end, this one stays."""
+    if new_password != new_password_again:
+        return _account(request, ctx, {"new_password_again": "does not match"}, 422)
+    try:
+        ended = passwords.change_password(
+            ctx, current_password, new_password, client_address(request)
+        )
+    except InvalidInput as exc:
+        # The service names the new password `password`.
+        found = field_problems(exc, ("password",))
+        problems = {("new_password" if k == "password" else k): v for k, v in found.items()}
+        return _account(request, ctx, problems, 422)
+    except RateLimited as exc:
+        return _account(request, ctx, {"current_password": exc.message}, 429)
+    if ended is None:
+        # Returned, not raised: the page must commit so the failed guess is counted.
+        return _account(request, ctx, {"current_password": "is not your current password"}, 422)
+    others = f" {ended} other session(s) were signed out." if ended else ""
+    return redirect(request, "account", flash=f"Your password is changed.{others}")
+
+
+@router.post("/settings/account/verify", name="verification_resend")
+def verification_resend(request: Request, ctx: WebContext) -> Response:
+    """Mail me a new link to verify my email."""
+    try:
+        address = links.send_verification(ctx)
+    except (Conflict, RateLimited) as exc:
+        return redirect(request, "account", flash=exc.message)
+    response = redirect(request, "account", flash=f"We sent a new link to {address}.")
+    return send_mail_after(request, response, address)
 
 
 @router.get("/settings/tokens", name="tokens")
 def token_list(request: Request, ctx: WebContext) -> Response:
-    """My API tokens."""
-    return render(request, "settings/tokens.html", tokens=tokens.list_tokens(ctx))
+    """My API tokens, and a form to make one."""
+    return _tokens(request, ctx)
+
+
+def _tokens(
+    request: Request,
+    ctx: Context,
+    *,
+    secret: str = "",
+    form: dict[str, object] | None = None,
+    problems: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    now = ctx.now()
+    mine = [(token, _token_status(token, now)) for token in tokens.list_tokens(ctx)]
+    typed = form or {"name": "", "scopes": [Scope.READ.value], "expires_days": ""}
+    response = render(
+        request,
+        "settings/tokens.html",
+        status_code,
+        tokens=mine,
+        secret=secret,
+        form=typed,
+        problems=problems or {},
+        scopes=SCOPE_LABELS,
+        default_days=ctx.settings.token_default_days,
+        max_days=ctx.settings.token_max_days,
+    )
+    if secret:
+        # The one page that holds the secret must not be kept by the browser or a proxy.
+        response.headers["cache-control"] = "no-store"
+    return response
+
+
+def _token_status(token: tokens.TokenView, now: datetime) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    return "expired" if token.expires_at <= now else "active"
+
+
+@router.post("/settings/tokens", name="token_create")
+def token_create(
+    request: Request,
+    ctx: WebContext,
+    name: Annotated[str, Form(max_length=400)] = "",
+    scopes: Annotated[list[str] | None, Form(max_length=20)] = None,
+    expires_days: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    """Make a token; its secret is on this response only, never shown again."""
+    chosen = [scope[:20] for scope in scopes or []]
+    typed: dict[str, object] = {"name": name, "scopes": chosen, "expires_days": expires_days}
+    days_text = expires_days.strip()
+    if days_text and not (days_text.isascii() and days_text.isdigit() and len(days_text) < 7):
+        problems = {"expires_days": "must be a whole number of days"}
+        return _tokens(request, ctx, form=typed, problems=problems, status_code=422)
+    try:
+        made = tokens.create_token(ctx, name, chosen, int(days_text) if days_text else None)
+    except InvalidInput as exc:
+        problems = field_problems(exc, TOKEN_FIELDS)
+        return _tokens(request, ctx, form=typed, problems=problems, status_code=422)
+    return _tokens(request, ctx, secret=made.secret)
+
+
+@router.post("/settings/tokens/{token_id}/revoke", name="token_revoke")
+def token_revoke(request: Request, ctx: WebContext, token_id: str) -> Response:
+    """Revoke a token now: the next request that uses it is refused."""
+    revoked = tokens.revoke_token(ctx, token_id)
+    return redirect(request, "tokens", flash=f"Token “{revoked.name}” is revoked.")
 
 
 @router.get("/settings/billing", name="billing")
-def billing(request: Request, ctx: WebContext) -> Response:
-    """My balance and ledger."""
+def billing(request: Request, ctx: WebContext, before: str = "") -> Response:
+    """My balance and ledger, newest first, a page at a time."""
+    lines = credits.list_ledger(ctx, LEDGER_PAGE + 1, before[:40] or None)
+    more = len(lines) > LEDGER_PAGE
+    lines = lines[:LEDGER_PAGE]
     return render(
         request,
         "settings/billing.html",
         balance=credits.get_balance(ctx),
-        ledger=credits.list_ledger(ctx),
+        ledger=lines,
+        next_before=lines[-1].id if more else "",
+        paged=bool(before),
     )

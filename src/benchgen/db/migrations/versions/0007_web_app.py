@@ -75,12 +75,16 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["turn_id"], ["chat_turns.id"]),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"]),
         sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("user_id", "turn_id", name="uq_reported_replies_user_turn"),
     )
     op.create_index(
         op.f("ix_reported_replies_user_id"), "reported_replies", ["user_id"], unique=False
     )
     with op.batch_alter_table("users", schema=None) as batch_op:
         batch_op.add_column(sa.Column("email_verified_at", UTCDateTime(), nullable=True))
+    # Accounts before this revision were all made by the operator or an admin, who vouch for
+    # their addresses (as they do for accounts they create now).
+    op.execute("UPDATE users SET email_verified_at = created_at")
     with op.batch_alter_table("api_tokens", schema=None) as batch_op:
         batch_op.add_column(sa.Column("session_id", sa.String(length=40), nullable=True))
         batch_op.create_foreign_key(

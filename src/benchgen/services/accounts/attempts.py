@@ -1,0 +1,55 @@
+"""Counting password guesses and anonymous account requests, to throttle guessing and mail-bombing.
+
+Rows share the sign-in failures' table and window: one client address has one budget for
+everything it tries before anyone is known (failed sign-ins, sign-ups, reset requests).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import RateLimited
+from benchgen.core.ids import new_id
+from benchgen.db.tables import SigninAttempt
+
+
+def require_room(ctx: Context, key: str, address: str, per_key: int) -> None:
+    """Refuse when `key` (an account, or `reset:<email>`…) has `per_key` recent attempts, or the
+    client address has used its budget.
+
+    Raises:
+        RateLimited: a window is full; `retry_at` is when its oldest attempt leaves it.
+    """
+    window = timedelta(minutes=ctx.settings.signin_window_minutes)
+    since = ctx.now() - window
+    limits = (
+        (SigninAttempt.account == key[:320], per_key, "request"),
+        (
+            SigninAttempt.address == address[:64],
+            ctx.settings.signin_failures_per_address,
+            "address",
+        ),
+    )
+    for condition, limit, what in limits:
+        count, oldest = ctx.session.execute(
+            select(func.count(), func.min(SigninAttempt.at))
+            .where(condition, SigninAttempt.at > since)
+            .order_by(None)
+        ).one()
+        if count >= limit:
+            raise RateLimited(
+                f"Too many attempts for this {what}; try again later.",
+                oldest + window,
+                limit,
+                f"{ctx.settings.signin_window_minutes} minutes",
+            )
+
+
+def count_attempt(ctx: Context, key: str, address: str) -> None:
+    """Record one attempt, in the caller's transaction (which must commit to keep it)."""
+    ctx.session.add(
+        SigninAttempt(id=new_id("sia"), account=key[:320], address=address[:64], at=ctx.now())
+    )

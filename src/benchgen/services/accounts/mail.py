@@ -1,0 +1,117 @@
+"""Outgoing mail: one outbox for every message, sent through SMTP when one is configured."""
+
+from __future__ import annotations
+
+import smtplib
+from dataclasses import dataclass
+from email.message import EmailMessage
+from urllib.parse import unquote, urlsplit
+
+from sqlalchemy import select
+
+from benchgen.core.config import Settings
+from benchgen.core.context import Context
+from benchgen.core.ids import new_id
+from benchgen.db.tables import OutboxEmail
+
+
+@dataclass(frozen=True)
+class Letter:
+    """One queued message, as the sender needs it."""
+
+    id: str
+    to_email: str
+    subject: str
+    body: str
+
+
+def record_mail(
+    ctx: Context,
+    to_email: str,
+    subject: str,
+    body: str,
+    *,
+    batch_id: str | None = None,
+    benchmark_id: str | None = None,
+) -> str:
+    """Queue one message in the outbox, in the caller's transaction; returns its id.
+
+    Account mail (links to verify, reset, join) has no benchmark. Without `BENCHGEN_SMTP_URL`
+    it stays in the outbox, where the operator reads it (`benchgen admin outbox`).
+    """
+    row = OutboxEmail(
+        id=new_id("mail"),
+        batch_id=batch_id or new_id("mailb"),
+        benchmark_id=benchmark_id,
+        sender_user_id=ctx.principal.user_id,
+        to_email=to_email,
+        subject=subject,
+        body=body,
+        status="queued",
+        created_at=ctx.now(),
+    )
+    ctx.session.add(row)
+    return row.id
+
+
+def queued_account_mail(ctx: Context, to_email: str, limit: int = 10) -> list[Letter]:
+    """Account mail to `to_email` still waiting to be sent, oldest first.
+
+    No permission check: the edge that just queued a message for this address asks, to send it
+    after its response; this reveals nothing to the caller, who gets no body back to show.
+    """
+    rows = ctx.session.scalars(
+        select(OutboxEmail)
+        .where(
+            OutboxEmail.to_email == to_email,
+            OutboxEmail.benchmark_id.is_(None),
+            OutboxEmail.status == "queued",
+        )
+        .order_by(OutboxEmail.created_at, OutboxEmail.id)
+        .limit(limit)
+    )
+    return [Letter(row.id, row.to_email, row.subject, row.body) for row in rows]
+
+
+def send_letter(settings: Settings, letter: Letter) -> str:
+    """Send one message through `BENCHGEN_SMTP_URL`; returns "" or the name of the failure.
+
+    Outside any transaction on purpose: a slow mail server must not hold a database lock.
+    """
+    if not settings.smtp_url:
+        return "no SMTP server configured"
+    try:
+        smtp_send(settings.smtp_url, settings.mail_from, letter)
+    except (OSError, smtplib.SMTPException) as exc:
+        return type(exc).__name__
+    return ""
+
+
+def record_outcome(ctx: Context, letter_id: str, error: str) -> None:
+    """Mark a queued message sent (no error) or failed (the failure's name)."""
+    row = ctx.session.get(OutboxEmail, letter_id)
+    if row is None or row.status != "queued":
+        return
+    if error:
+        row.status, row.error = "failed", error
+    else:
+        row.status, row.sent_at = "sent", ctx.now()
+
+
+def smtp_send(url: str, sender: str, letter: Letter | OutboxEmail) -> None:
+    """Deliver one message to the SMTP server `url` (smtp:// or smtp+starttls://, with
+    optional user:password@).
+
+    Raises:
+        OSError, smtplib.SMTPException: the server could not be reached or refused it.
+    """
+    parts = urlsplit(url)
+    email = EmailMessage()
+    email["From"], email["To"], email["Subject"] = sender, letter.to_email, letter.subject
+    email.set_content(letter.body)
+    with smtplib.SMTP(parts.hostname or "localhost", parts.port or 25, timeout=30) as smtp:
+        if parts.scheme == "smtp+starttls":
+            smtp.starttls()
+        if parts.username:
+            smtp.login(unquote(parts.username), unquote(parts.password or ""))
+        smtp.send_message(email)

@@ -1,0 +1,138 @@
+"""Who else is on a benchmark (owner only): collaborators, the join whitelist, participants."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import Response
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, InvalidInput, NotFound
+from benchgen.core.permissions import Action
+from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.runtime import undo_on_error
+from benchgen.web.pages.benchmark_frame import back_to, render_tab
+from benchgen.web.pages.question_form import Problems
+from benchgen.web.session import WebContext, csrf_checked
+
+router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+ACCESS = "benchmark_settings_access"
+UserId = Annotated[str, Form(max_length=64)]
+
+
+@router.get("/benchmarks/{benchmark_id}/settings/access", name=ACCESS)
+def access_page(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
+    """Collaborators, whitelist and participants, each with its forms."""
+    return _page(request, ctx, benchmark_id, {}, Problems())
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/settings/access/collaborators", name="benchmark_collaborator_add"
+)
+def collaborator_add(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    email: Annotated[str, Form(max_length=320)] = "",
+) -> Response:
+    """Give another account the right to edit, run and publish this benchmark."""
+    try:
+        with undo_on_error(ctx):
+            added = members.add_collaborator(ctx, benchmark_id, email)
+    except (NotFound, Conflict, InvalidInput) as exc:
+        problems = Problems()
+        problems.add("email", "Collaborator", exc.message)
+        return _page(request, ctx, benchmark_id, {"email": email}, problems, exc.http_status)
+    return back_to(request, ACCESS, f"{added.email} can now edit.", benchmark_id=benchmark_id)
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/settings/access/collaborators/remove",
+    name="benchmark_collaborator_remove",
+)
+def collaborator_remove(
+    request: Request, ctx: WebContext, benchmark_id: str, user_id: UserId
+) -> Response:
+    """Take a collaborator's rights away at once."""
+    members.remove_collaborator(ctx, benchmark_id, user_id)
+    return back_to(request, ACCESS, "Collaborator removed.", benchmark_id=benchmark_id)
+
+
+@router.post("/benchmarks/{benchmark_id}/settings/access/whitelist", name="benchmark_whitelist_add")
+def whitelist_add(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    entries: Annotated[str, Form(max_length=20_000)] = "",
+) -> Response:
+    """Admit exact emails and @domain entries (one per line, or separated by commas)."""
+    wanted = [part for part in re.split(r"[\s,;]+", entries) if part]
+    try:
+        if not wanted:
+            raise InvalidInput("Give at least one email or @domain.")
+        with undo_on_error(ctx):
+            added = members.add_whitelist_entries(ctx, benchmark_id, wanted)
+    except InvalidInput as exc:
+        problems = Problems()
+        for error in exc.details.get("errors") or [{"msg": exc.message}]:
+            problems.add("entries", "Whitelist", str(error.get("msg", "")))
+        return _page(request, ctx, benchmark_id, {"entries": entries}, problems, 422)
+    note = f"Added {len(added)} entr{'y' if len(added) == 1 else 'ies'} to the whitelist."
+    return back_to(request, ACCESS, note, benchmark_id=benchmark_id)
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/settings/access/whitelist/remove", name="benchmark_whitelist_remove"
+)
+def whitelist_remove(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    entry: Annotated[str, Form(max_length=320)],
+) -> Response:
+    """Stop admitting an email or domain (those who joined stay)."""
+    members.remove_whitelist_entry(ctx, benchmark_id, entry)
+    return back_to(request, ACCESS, f"Removed {entry}.", benchmark_id=benchmark_id)
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/settings/access/participants", name="benchmark_participant_status"
+)
+def participant_status(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    user_id: UserId,
+    status: Annotated[str, Form(max_length=20)],
+) -> Response:
+    """Remove a participant, or let a removed one back."""
+    members.set_participant_status(ctx, benchmark_id, user_id, status)
+    return back_to(request, ACCESS, "Participant updated.", benchmark_id=benchmark_id)
+
+
+def _page(
+    request: Request,
+    ctx: Context,
+    benchmark_id: str,
+    typed: dict[str, str],
+    problems: Problems,
+    status_code: int = 200,
+) -> Response:
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.ACCESS_MANAGE)
+    return render_tab(
+        request,
+        "benchmarks/settings_access.html",
+        found,
+        "benchmark_settings",
+        status_code,
+        settings_tab=ACCESS,
+        collaborators=members.list_collaborators(ctx, benchmark_id),
+        whitelist=members.list_whitelist(ctx, benchmark_id),
+        participants=members.list_participants(ctx, benchmark_id),
+        statuses=members.PARTICIPANT_STATUSES,
+        email=typed.get("email", ""),
+        entries=typed.get("entries", ""),
+        problems=problems,
+    )

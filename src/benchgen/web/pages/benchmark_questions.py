@@ -1,0 +1,157 @@
+"""The Questions tab: questions page by page, and one at a time edited, added or removed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import Response
+from starlette.datastructures import FormData
+
+from benchgen.core.errors import Conflict, InvalidInput
+from benchgen.core.permissions import Action
+from benchgen.services.benchmarks import lifecycle, question_edits
+from benchgen.services.benchmarks.lifecycle import BenchmarkView
+from benchgen.services.runtime import undo_on_error
+from benchgen.services.specs import MAX_QUESTIONS
+from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
+from benchgen.web.pages.question_form import Problems, Row, problems_of, rows_from, text_of
+from benchgen.web.session import WebContext, csrf_checked
+
+router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+PAGE_SIZE = 25
+Number = Annotated[int, Path(ge=1, le=MAX_QUESTIONS)]
+
+
+@router.get("/benchmarks/{benchmark_id}/questions", name="benchmark_questions")
+def question_list(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    page: Annotated[int, Query(ge=1, le=MAX_QUESTIONS // PAGE_SIZE)] = 1,
+) -> Response:
+    """The questions in order, answers only for those who may see the key."""
+    found = lifecycle.get_benchmark(ctx, benchmark_id)
+    offset = (page - 1) * PAGE_SIZE
+    window = lifecycle.list_questions(ctx, benchmark_id, PAGE_SIZE + 1, offset)
+    return render_tab(
+        request,
+        "benchmarks/questions.html",
+        found,
+        "benchmark_questions",
+        questions=window[:PAGE_SIZE],
+        more=len(window) > PAGE_SIZE,
+        page=page,
+    )
+
+
+@router.get("/benchmarks/{benchmark_id}/questions/new", name="benchmark_question_new")
+def question_new(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
+    """An empty question to add after the last one."""
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    return _form(request, found, None, Row(), Problems())
+
+
+@router.post("/benchmarks/{benchmark_id}/questions/new", name="benchmark_question_add")
+def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep) -> Response:
+    """Append the question (its problems shown next to its fields)."""
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    row = _row(form)
+    number = found.question_count + 1
+    try:
+        with undo_on_error(ctx):
+            question_edits.add_question(
+                ctx, benchmark_id, row.as_question(found.format), _version(form)
+            )
+    except InvalidInput as exc:
+        problems = problems_of(exc, {number - 1: (0, number)})
+        return _form(request, found, None, row, problems, 422)
+    except Conflict as exc:
+        return _form(request, found, None, row, _problem(exc.message), exc.http_status)
+    return _to_page(request, benchmark_id, number, f"Question {number} added.")
+
+
+@router.get("/benchmarks/{benchmark_id}/questions/{number}", name="benchmark_question_edit")
+def question_edit(request: Request, ctx: WebContext, benchmark_id: str, number: Number) -> Response:
+    """One question in the editor, as stored."""
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    stored = lifecycle.list_questions(ctx, benchmark_id, 1, number - 1)
+    if not stored:
+        return back_to(request, "benchmark_questions", "No such question.", benchmark_id=found.id)
+    return _form(request, found, number, Row.from_question(stored[0]), Problems())
+
+
+@router.post("/benchmarks/{benchmark_id}/questions/{number}", name="benchmark_question_save")
+def question_save(
+    request: Request, ctx: WebContext, benchmark_id: str, number: Number, form: FormDep
+) -> Response:
+    """Replace the question with what the editor sent."""
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    row = _row(form)
+    try:
+        with undo_on_error(ctx):
+            question_edits.replace_question(
+                ctx, benchmark_id, number - 1, row.as_question(found.format), _version(form)
+            )
+    except InvalidInput as exc:
+        problems = problems_of(exc, {number - 1: (0, number)})
+        return _form(request, found, number, row, problems, 422)
+    except Conflict as exc:
+        return _form(request, found, number, row, _problem(exc.message), exc.http_status)
+    return _to_page(request, benchmark_id, number, f"Question {number} saved.")
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/questions/{number}/delete", name="benchmark_question_delete"
+)
+def question_delete(
+    request: Request, ctx: WebContext, benchmark_id: str, number: Number, form: FormDep
+) -> Response:
+    """Remove the question; those after it move up."""
+    try:
+        with undo_on_error(ctx):
+            question_edits.remove_question(ctx, benchmark_id, number - 1, _version(form))
+    except Conflict as exc:
+        return _to_page(request, benchmark_id, number, exc.message)
+    return _to_page(request, benchmark_id, number, f"Question {number} removed.")
+
+
+def _row(form: FormData) -> Row:
+    rows = rows_from(form)
+    return rows[0] if rows else Row()
+
+
+def _version(form: FormData) -> int | None:
+    text = text_of(form, "version")
+    return int(text) if text.isdigit() else None
+
+
+def _problem(message: str) -> Problems:
+    problems = Problems()
+    problems.add("", "", message)
+    return problems
+
+
+def _to_page(request: Request, benchmark_id: str, number: int, flash: str) -> Response:
+    page = (number - 1) // PAGE_SIZE + 1
+    return back_to(request, "benchmark_questions", flash, f"page={page}", benchmark_id=benchmark_id)
+
+
+def _form(
+    request: Request,
+    benchmark: BenchmarkView,
+    number: int | None,
+    row: Row,
+    problems: Problems,
+    status_code: int = 200,
+) -> Response:
+    return render_tab(
+        request,
+        "benchmarks/question_edit.html",
+        benchmark,
+        "benchmark_questions",
+        status_code,
+        number=number,
+        row=row,
+        problems=problems,
+    )

@@ -1,0 +1,84 @@
+"""A forgotten password: ask for a mailed link, then choose a new password through it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import Response
+
+from benchgen.core.errors import InvalidInput, NotFound, RateLimited
+from benchgen.services.accounts import passwords, users
+from benchgen.services.runtime import transaction
+from benchgen.web.addresses import client_address
+from benchgen.web.pages.accounts import (
+    ANONYMOUS,
+    field_problems,
+    open_browser_session,
+    send_mail_after,
+    signed_in_redirect,
+)
+from benchgen.web.session import csrf_checked, runtime_of
+from benchgen.web.templating import path_for, render
+
+router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+
+
+@router.get("/password/forgot", name="password_forgot")
+def forgot_page(request: Request) -> Response:
+    """Ask for a reset link."""
+    return render(request, "accounts/forgot.html", email="", problems={}, sent=False)
+
+
+@router.post("/password/forgot", name="password_forgot_submit")
+def forgot_submit(request: Request, email: Annotated[str, Form(max_length=320)] = "") -> Response:
+    """The same answer whether or not an account (or a verified one) has this email."""
+    try:
+        with transaction(runtime_of(request), ANONYMOUS) as ctx:
+            passwords.request_password_reset(ctx, email, client_address(request))
+    except InvalidInput as exc:
+        problems = field_problems(exc, ("email",))
+        return render(
+            request, "accounts/forgot.html", 422, email=email, problems=problems, sent=False
+        )
+    except RateLimited as exc:
+        problems = {"": exc.message}
+        return render(
+            request, "accounts/forgot.html", 429, email=email, problems=problems, sent=False
+        )
+    response = render(request, "accounts/forgot.html", email=email, problems={}, sent=True)
+    return send_mail_after(request, response, users.normalize_email(email))
+
+
+@router.get("/password/reset/{token}", name="password_reset")
+def reset_page(request: Request, token: str) -> Response:
+    """The new-password form, while the link is still good."""
+    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
+        live = passwords.reset_is_live(ctx, token)
+    if not live:
+        return render(request, "accounts/dead_link.html", 404, purpose="reset")
+    return render(request, "accounts/reset.html", token=token, problems={})
+
+
+@router.post("/password/reset/{token}", name="password_reset_submit")
+def reset_submit(
+    request: Request,
+    token: str,
+    password: Annotated[str, Form(max_length=1024)] = "",
+    password_again: Annotated[str, Form(max_length=1024)] = "",
+) -> Response:
+    """Set the password, sign the account out everywhere, and in here with a fresh session."""
+    if password != password_again:
+        problems = {"password_again": "does not match the password"}
+        return render(request, "accounts/reset.html", 422, token=token, problems=problems)
+    try:
+        with transaction(runtime_of(request), ANONYMOUS) as ctx:
+            user = passwords.reset_password(ctx, token, password)
+            secret = open_browser_session(request, ctx, user)
+    except InvalidInput as exc:
+        problems = field_problems(exc, ("password",))
+        return render(request, "accounts/reset.html", 422, token=token, problems=problems)
+    except NotFound:
+        return render(request, "accounts/dead_link.html", 404, purpose="reset")
+    flash = "Your password is changed, and every other session of this account is signed out."
+    return signed_in_redirect(request, secret, path_for(request, "dashboard"), flash)

@@ -1,0 +1,169 @@
+"""A benchmark's settings pages: general, access, phases and tasks, AI judge, email."""
+
+from __future__ import annotations
+
+from bs4 import BeautifulSoup
+
+from benchgen.core.context import Principal
+from benchgen.services.benchmarks import lifecycle, members
+from tests.support import QA
+from tests.web.benchmark_site import HOSTILE, Site, assert_escaped, site
+
+__all__ = ["site"]  # the module-scoped fixture, shared by the tests below
+
+SETTINGS = ("/settings", "/settings/access", "/settings/phases", "/settings/judge")
+EMAIL = "/participants/email"
+
+
+def _fresh(site: Site, title: str) -> str:
+    """A private qa benchmark of Ana's for a test that changes it."""
+    return site.world.benchmark(site.ana_id, {**QA, "title": title})
+
+
+def test_every_settings_page_renders_for_the_owner(site: Site) -> None:
+    for bm in (site.hostile, site.hostile_qa, site.scored):
+        for tail in (*SETTINGS, EMAIL):
+            response = site.ana.get(f"/benchmarks/{bm}{tail}")
+            assert response.status_code == 200, (bm, tail, response.text[:300])
+            assert_escaped(response.text)
+    soup = site.ana.page(f"/benchmarks/{site.hostile}/settings/access")
+    current = [a.get_text() for a in soup.select("ul.tabs a[aria-current=page]")]
+    assert current == ["Settings", "Access"]
+
+
+def test_a_collaborator_sees_why_the_owners_pages_are_closed(site: Site) -> None:
+    assert site.bob.get(f"/benchmarks/{site.hostile}/settings").status_code == 200
+    for tail in (*SETTINGS[1:], EMAIL):
+        response = site.bob.get(f"/benchmarks/{site.hostile}{tail}")
+        assert response.status_code == 403, tail
+        assert "Not allowed: your role (collaborator) does not allow this." in response.text
+    owner_only = site.bob.page(f"/benchmarks/{site.hostile}/settings")
+    assert owner_only.find("form", attrs={"data-confirm-text": True}) is None
+
+
+def test_title_and_description_change_and_are_checked(site: Site) -> None:
+    bm = _fresh(site, "Before")
+    saved = site.ana.post(f"/benchmarks/{bm}/settings", {"title": "After", "description": HOSTILE})
+    assert saved.status_code == 303
+    assert_escaped(site.ana.get(f"/benchmarks/{bm}").text)
+    blank = site.ana.post(f"/benchmarks/{bm}/settings", {"title": " ", "description": "kept"})
+    assert blank.status_code == 422
+    soup = BeautifulSoup(blank.text, "html.parser")
+    assert soup.find("p", id="title-error") is not None
+    assert soup.find("textarea", id="description").get_text() == "kept"  # type: ignore[union-attr]
+
+
+def test_publish_unpublish_and_the_run_quota(site: Site) -> None:
+    bm = _fresh(site, "Visible")
+    assert site.ana.post(f"/benchmarks/{bm}/settings/publish").status_code == 303
+    assert "Published: everyone" in site.ana.page(f"/benchmarks/{bm}/settings").get_text()
+    assert site.ana.post(f"/benchmarks/{bm}/settings/unpublish").status_code == 303
+    assert (
+        site.ana.post(f"/benchmarks/{bm}/settings/quota", {"runs_per_day": "7"}).status_code == 303
+    )
+    page = site.ana.page(f"/benchmarks/{bm}/settings")
+    assert page.find("input", id="runs_per_day")["value"] == "7"  # type: ignore[index]
+    wrong = site.ana.post(f"/benchmarks/{bm}/settings/quota", {"runs_per_day": "0"})
+    assert wrong.status_code == 422 and "from 1 to 1000" in wrong.text
+
+
+def test_deleting_needs_the_typed_title(site: Site) -> None:
+    bm = _fresh(site, "Doomed")
+    page = site.ana.page(f"/benchmarks/{bm}/settings")
+    assert page.find("form", attrs={"data-confirm-text": "Doomed"}) is not None
+    wrong = site.ana.post(f"/benchmarks/{bm}/settings/delete", {"confirm": "doomed"})
+    assert wrong.status_code == 422 and "type the benchmark" in wrong.text
+    site.ana.page(f"/benchmarks/{bm}")  # still there
+    done = site.ana.post(f"/benchmarks/{bm}/settings/delete", {"confirm": "Doomed"})
+    assert done.status_code == 303 and done.headers["location"] == "/benchmarks"
+    assert site.ana.get(f"/benchmarks/{bm}").status_code == 404
+    collaborator = site.bob.post(
+        f"/benchmarks/{site.hostile}/settings/delete", {"confirm": "anything"}
+    )
+    assert collaborator.status_code == 403
+
+
+def test_collaborators_whitelist_and_participants(site: Site) -> None:
+    bm = _fresh(site, "Team")
+    path = f"/benchmarks/{bm}/settings/access"
+    unknown = site.ana.post(f"{path}/collaborators", {"email": "nobody@example.com"})
+    assert unknown.status_code == 404
+    field = BeautifulSoup(unknown.text, "html.parser").find("input", id="email")
+    assert field is not None and field["value"] == "nobody@example.com"
+    assert site.ana.post(f"{path}/collaborators", {"email": "bob@example.com"}).status_code == 303
+    assert "bob@example.com" in site.ana.page(path).get_text()
+    removed = site.ana.post(f"{path}/collaborators/remove", {"user_id": site.bob_id})
+    assert removed.status_code == 303
+    bad = site.ana.post(f"{path}/whitelist", {"entries": "@partner.org, not-an-entry"})
+    assert bad.status_code == 422 and "not-an-entry" in bad.text
+    assert site.ana.post(f"{path}/whitelist", {"entries": "cy@example.com"}).status_code == 303
+    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm)
+    listed = site.ana.page(path)
+    assert "cy@example.com" in listed.get_text()
+    status = site.ana.post(f"{path}/participants", {"user_id": site.cy_id, "status": "removed"})
+    assert status.status_code == 303
+    assert site.cy.get(f"/benchmarks/{bm}").status_code == 404
+
+
+def test_email_participants_with_a_preview_then_the_record(site: Site) -> None:
+    bm = _fresh(site, "Mailing")
+    site.world.do(Principal.web(site.ana_id), lifecycle.publish_benchmark, bm)
+    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm)
+    path = f"/benchmarks/{bm}/participants/email"
+    message = {"subject": f"News {HOSTILE}", "body": f"Hello {HOSTILE}", "statuses": "active"}
+    preview = site.ana.post(path, {**message, "step": "preview"})
+    assert preview.status_code == 200
+    assert_escaped(preview.text)
+    assert "cy@example.com" in preview.text and "Check before sending" in preview.text
+    assert "Nothing sent yet." in preview.text
+    sent = site.ana.post(path, {**message, "step": "send"})
+    assert sent.status_code == 303
+    record = site.ana.get(path)
+    assert_escaped(record.text)
+    assert "cy@example.com" in record.text and "queued" in record.text
+    empty = site.ana.post(path, {"subject": "", "body": "x", "statuses": "active"})
+    assert empty.status_code == 422
+
+
+def test_phases_and_tasks(site: Site) -> None:
+    bm = _fresh(site, "Phased")
+    path = f"/benchmarks/{bm}/settings/phases"
+    bad = site.ana.post(f"{path}/add", {"phase_name": "Final", "starts_at": "soon"})
+    assert bad.status_code == 422
+    soup = BeautifulSoup(bad.text, "html.parser")
+    assert soup.find("input", id="phase_name")["value"] == "Final"  # type: ignore[index]
+    added = site.ana.post(
+        f"{path}/add",
+        {"phase_name": "Final", "starts_at": "2030-01-01T10:00", "ends_at": "2030-02-01T10:00"},
+    )
+    assert added.status_code == 303
+    tab = site.ana.page(f"/benchmarks/{bm}/phases").get_text()
+    assert "Final" in tab and "2030-01-01 10:00 UTC" in tab
+    phase = site.ana.page(path).find("input", attrs={"name": "phase_id"})
+    assert phase is not None
+    tasks = f"/benchmarks/{bm}/settings/tasks/add"
+    unnamed = site.ana.post(tasks, {"task_name": " ", "phase_ids": phase["value"]})
+    assert unnamed.status_code == 422
+    assert BeautifulSoup(unnamed.text, "html.parser").find("p", id="task_name-error")
+    task = site.ana.post(tasks, {"task_name": "Extra", "phase_ids": phase["value"]})
+    assert task.status_code == 303
+    assert "Extra" in site.ana.page(path).get_text()
+    removed = site.ana.post(f"{path}/remove", {"phase_id": phase["value"]})
+    assert removed.status_code == 303
+
+
+def test_the_judge_key_is_written_once_and_never_shown(site: Site) -> None:
+    bm = _fresh(site, "Judged")
+    path = f"/benchmarks/{bm}/settings/judge"
+    form = {"kind": "anthropic", "model": "claude-judge", "base_url": "", "api_key": "sk-secret-1"}
+    assert site.ana.post(path, form).status_code == 303
+    page = site.ana.get(path)
+    assert "sk-secret-1" not in page.text and "an API key is saved" in page.text
+    again = site.ana.post(path, {**form, "api_key": "", "keep_key": "yes", "model": "claude-2"})
+    assert again.status_code == 303
+    assert "an API key is saved" in site.ana.get(path).text
+    bad = site.ana.post(path, {**form, "kind": "openai_compat", "api_key": "sk-secret-2"})
+    assert bad.status_code == 422 and "sk-secret-2" not in bad.text
+    assert BeautifulSoup(bad.text, "html.parser").find("p", id="base_url-error") is not None
+    mcq = site.ana.page(f"/benchmarks/{site.hostile}/settings/judge").get_text()
+    assert "only question-and-answer benchmarks" in mcq

@@ -1,0 +1,254 @@
+"""Benchmark pages: list, editor, import, tabs, joining, the leaderboard and evaluating."""
+
+from __future__ import annotations
+
+import json
+
+from bs4 import BeautifulSoup
+
+from benchgen.core.context import Principal
+from benchgen.services.benchmarks import lifecycle, members
+from tests.support import QA
+from tests.web.benchmark_site import FIRST_CHOICE, HOSTILE, Site, assert_escaped, site
+
+__all__ = ["site"]  # the module-scoped fixture, shared by the tests below
+
+TABS = ("", "/questions", "/phases", "/leaderboard", "/runs", "/evaluate")
+
+
+def _soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def _titles(site: Site, search: str) -> list[str]:
+    found = site.world.do(Principal.web(site.ana_id), lifecycle.list_benchmarks, search=search)
+    return [benchmark.title for benchmark in found]
+
+
+def test_every_tab_renders_for_the_owner_with_hostile_text_escaped(site: Site) -> None:
+    paths = [f"/benchmarks/{bm}{tab}" for bm in (site.hostile, site.hostile_qa) for tab in TABS]
+    paths += [
+        f"/benchmarks/{site.hostile}/evaluate?model_id={FIRST_CHOICE}",
+        f"/benchmarks/{site.hostile}/questions/1",
+        f"/benchmarks/{site.hostile_qa}/questions/1",
+        f"/benchmarks/{site.hostile}/questions/new",
+        "/benchmarks",
+        "/benchmarks?show=mine",
+        f"/benchmarks?q={HOSTILE}",
+        "/benchmarks/new?format=mcq",
+        "/benchmarks/import",
+    ]
+    for path in paths:
+        response = site.ana.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
+        assert_escaped(response.text)
+    overview = site.ana.page(f"/benchmarks/{site.hostile}")
+    assert overview.h1 is not None and HOSTILE in overview.h1.get_text()
+    current = overview.select_one("ul.tabs a[aria-current=page]")
+    assert current is not None and current.get_text() == "Overview"
+
+
+def test_answer_keys_show_only_to_the_team(site: Site) -> None:
+    owner = site.ana.page(f"/benchmarks/{site.hostile_qa}/questions")
+    assert HOSTILE in owner.get_text()  # an accepted answer, as text
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Published capitals"})
+    site.world.do(Principal.web(site.ana_id), lifecycle.publish_benchmark, bm)
+    stranger = site.cy.page(f"/benchmarks/{bm}/questions").get_text()
+    assert "Capital of France?" in stranger and "Paris" not in stranger
+
+
+def test_a_stranger_gets_404_for_every_page_of_a_private_benchmark(site: Site) -> None:
+    paths = [f"/benchmarks/{site.hostile}{tab}" for tab in TABS]
+    paths += [
+        f"/benchmarks/{site.hostile}/questions/1",
+        f"/benchmarks/{site.hostile}/settings",
+        f"/benchmarks/{site.hostile}/settings/access",
+        f"/benchmarks/{site.hostile}/settings/phases",
+        f"/benchmarks/{site.hostile}/settings/judge",
+        f"/benchmarks/{site.hostile}/participants/email",
+    ]
+    for path in paths:
+        response = site.cy.get(path)
+        assert response.status_code == 404, path
+        assert "Quiz" not in response.text
+    refused = site.cy.post(f"/benchmarks/{site.hostile}/questions/1/delete", {"version": "1"})
+    assert refused.status_code == 404
+
+
+def test_a_collaborator_edits_questions_but_not_access(site: Site) -> None:
+    edit = site.bob.page(f"/benchmarks/{site.hostile}/questions/2")
+    version = edit.find("input", attrs={"name": "version"})
+    assert version is not None
+    response = site.bob.post(
+        f"/benchmarks/{site.hostile}/questions/2",
+        {
+            "version": version["value"],
+            "q0-prompt": "Second, edited?",
+            "q0-choices": "yes\nno",
+            "q0-answer": "B",
+        },
+    )
+    assert response.status_code == 303
+    assert "Second, edited?" in site.bob.get(response.headers["location"]).text
+    refused = site.bob.get(f"/benchmarks/{site.hostile}/settings/access")
+    assert refused.status_code == 403
+    assert "does not allow this" in refused.text
+    assert f"/benchmarks/{site.hostile}/settings/access" in refused.text  # where the owner goes
+
+
+def test_create_an_mcq_benchmark_in_the_editor(site: Site) -> None:
+    form = {
+        "format": "mcq",
+        "title": "Editor quiz",
+        "description": "Made in the editor",
+        "q0-prompt": "Two plus two?",
+        "q0-choices": "3\n4\n5",
+        "q0-answer": "b",
+        "q1-prompt": "Sky?",
+        "q1-choices": "Blue\nGreen",
+        "q1-answer": "A",
+        "q1-tags": "easy, colours",
+    }
+    added = site.ana.post("/benchmarks", {**form, "action": "add"})
+    assert added.status_code == 200
+    soup = _soup(added.text)
+    assert soup.find("textarea", id="q2-prompt") is not None  # one more, empty row
+    assert soup.find("textarea", id="q1-prompt").get_text() == "Sky?"  # type: ignore[union-attr]
+    created = site.ana.post("/benchmarks", {**form, "q2-prompt": "", "action": "create"})
+    assert created.status_code == 303
+    location = created.headers["location"]
+    overview = site.ana.page(location)
+    assert "Created with 2 questions." in overview.get_text()
+    listed = site.ana.page("/benchmarks?show=mine&q=Editor").get_text()
+    assert "Editor quiz" in listed
+    assert "Editor quiz" not in site.ana.page("/benchmarks?show=published").get_text()
+    questions = site.ana.page(f"{location}/questions").get_text()
+    assert "Two plus two?" in questions and "easy, colours" in questions
+
+
+def test_invalid_editor_input_is_shown_by_field_and_keeps_what_was_typed(site: Site) -> None:
+    form = {
+        "format": "mcq",
+        "title": f"Broken {HOSTILE}",
+        "q0-prompt": "",
+        "q0-choices": "x\ny",
+        "q0-answer": "A",
+        "q1-prompt": "Typed prompt",
+        "q1-choices": "a\nb",
+        "q1-answer": "E",
+        "action": "create",
+    }
+    response = site.ana.post("/benchmarks", form)
+    assert response.status_code == 422
+    assert_escaped(response.text)
+    soup = _soup(response.text)
+    summary = soup.select_one(".problems")
+    assert summary is not None
+    text = summary.get_text()
+    assert "Question 1, prompt: must not be empty" in text
+    assert "Question 2, answer: must be one choice label (A–B)" in text
+    prompt = soup.find("textarea", id="q0-prompt")
+    assert prompt is not None and prompt["aria-invalid"] == "true"
+    assert soup.find("p", id="q1-answer-error") is not None
+    assert soup.find("textarea", id="q1-prompt").get_text() == "Typed prompt"  # type: ignore[union-attr]
+    assert soup.find("input", id="q1-answer")["value"] == "E"  # type: ignore[index]
+    assert soup.find("input", id="title")["value"] == f"Broken {HOSTILE}"  # type: ignore[index]
+    assert _titles(site, "Broken") == []
+
+
+def test_import_shows_the_bad_line_and_creates_from_a_good_file(site: Site) -> None:
+    lines = b'{"prompt": "2+2?", "answer": "4"}\n\n{"prompt": oops}\n'
+    data = {"csrf_token": site.ana.csrf, "title": "Imported", "format": "qa"}
+    bad = site.ana.client.post(
+        "/benchmarks/import", data=data, files={"file": ("q.jsonl", lines, "application/json")}
+    )
+    assert bad.status_code == 422
+    problems = _soup(bad.text).select_one(".problems")
+    assert problems is not None and "Line 3: not valid JSON" in problems.get_text()
+    assert _soup(bad.text).find("input", id="title")["value"] == "Imported"  # type: ignore[index]
+    csv_text = b"prompt,answer,choice_a,choice_b\nSky?,B,Green,Blue\n"
+    good = site.ana.client.post(
+        "/benchmarks/import",
+        data={**data, "format": "mcq"},
+        files={"file": ("q.csv", csv_text, "text/csv")},
+    )
+    assert good.status_code == 303
+    assert "Sky?" in site.ana.page(good.headers["location"] + "/questions").get_text()
+    pasted = site.ana.post(
+        "/benchmarks/import", {**data, "content": '{"prompt": "x", "answer": "y"}'}
+    )
+    assert pasted.status_code == 303
+
+
+def test_forms_without_the_csrf_token_are_refused(site: Site) -> None:
+    client = site.ana.client
+    response = client.post("/benchmarks", data={"format": "qa", "title": "Forged"})
+    assert response.status_code == 403
+    assert _titles(site, "Forged") == []
+    deleted = client.post(
+        f"/benchmarks/{site.hostile_qa}/settings/delete", data={"confirm": "anything"}
+    )
+    assert deleted.status_code == 403
+    site.ana.page(f"/benchmarks/{site.hostile_qa}")
+
+
+def test_joining_needs_the_terms_accepted(site: Site) -> None:
+    owner = Principal.web(site.ana_id)
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Open house"})
+    site.world.do(owner, lifecycle.publish_benchmark, bm)
+    form = site.cy.page(f"/benchmarks/{bm}").find("form", action=f"/benchmarks/{bm}/join")
+    assert form is not None and form.find("input", attrs={"name": "accept_terms"}) is not None
+    refused = site.cy.post(f"/benchmarks/{bm}/join")
+    assert refused.status_code == 422 and "accept the terms" in refused.text
+    joined = site.cy.post(f"/benchmarks/{bm}/join", {"accept_terms": "yes"})
+    assert joined.status_code == 303
+    assert "You joined" in site.cy.page(f"/benchmarks/{bm}").get_text()
+
+
+def test_someone_on_the_whitelist_sees_an_invitation_and_joins(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Invite only"})
+    site.world.do(Principal.web(site.ana_id), members.add_whitelist_entries, bm, ["cy@example.com"])
+    invitation = site.cy.page(f"/benchmarks/{bm}")
+    assert "You are invited" in invitation.get_text()
+    assert site.cy.post(f"/benchmarks/{bm}/join", {"accept_terms": "yes"}).status_code == 303
+    assert "Capital of France?" in site.cy.page(f"/benchmarks/{bm}/questions").get_text()
+
+
+def test_the_leaderboard_ranks_the_added_run_and_charts_it(site: Site) -> None:
+    soup = site.ana.page(f"/benchmarks/{site.scored}/leaderboard")
+    row = soup.select_one("tbody tr")
+    assert row is not None
+    cells = [cell.get_text(strip=True) for cell in row.find_all(["td", "th"])]
+    assert cells[0] == "1" and cells[1] == "Baseline: always the first choice"
+    link = row.find("a", href=f"/runs/{site.run_id}")
+    assert link is not None
+    canvas = soup.find("canvas", attrs={"data-chart": "leaderboard-chart"})
+    block = soup.find("script", id="leaderboard-chart")
+    assert canvas is not None and block is not None and block["type"] == "application/json"
+    chart = json.loads(block.get_text())
+    assert chart["type"] == "bar"
+    assert chart["data"]["labels"] == ["#1 Baseline: always the first choice"]
+    assert 0 <= chart["data"]["datasets"][0]["data"][0] <= 100
+
+
+def test_frozen_questions_say_why_and_refuse_edits(site: Site) -> None:
+    page = site.ana.page(f"/benchmarks/{site.scored}/questions").get_text()
+    assert "frozen: this benchmark already has a run" in page
+    refused = site.ana.post(
+        f"/benchmarks/{site.scored}/questions/1",
+        {"q0-prompt": "Changed?", "q0-choices": "a\nb", "q0-answer": "A"},
+    )
+    assert refused.status_code == 409 and "frozen" in refused.text
+
+
+def test_evaluate_shows_refusals_and_starts_a_run(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Evaluate me"})
+    picker = site.ana.page(f"/benchmarks/{bm}/evaluate")
+    groups = [group["label"] for group in picker.find_all("optgroup")]
+    assert groups == ["Platform models"]
+    refused = site.ana.post(f"/benchmarks/{bm}/evaluate", {"model_id": "mdl_nope"})
+    assert refused.status_code == 404 and "No such model." in refused.text
+    estimate = site.ana.page(f"/benchmarks/{bm}/evaluate?model_id=mdl_builtin_echo")
+    assert "credits at most" in estimate.get_text()
+    started = site.ana.post(f"/benchmarks/{bm}/evaluate", {"model_id": "mdl_builtin_echo"})
+    assert started.status_code == 303 and started.headers["location"].startswith("/runs/run_")
