@@ -7,10 +7,11 @@ from typer.testing import CliRunner
 
 from benchgen.cli import app
 from benchgen.core.config import Settings
+from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import token_prefix
-from benchgen.services.accounts import users
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.accounts import passwords, users
+from benchgen.services.benchmarks import lifecycle, outbox
 from tests.support import MCQ, OPERATOR, World
 
 runner = CliRunner()
@@ -128,3 +129,16 @@ def test_serve_refuses_a_brain_it_cannot_build(
     result = runner.invoke(app, ["serve"])
     assert result.exit_code == 2
     assert "Cannot start" in result.output and "BENCHGEN_AGENT_MODEL" in result.output
+
+
+def test_the_operator_reads_a_reset_link_in_the_outbox(world: World) -> None:
+    world.user("ana@example.com")
+    world.do(
+        Principal.system("signin", frozenset()),
+        passwords.request_password_reset,
+        "ana@example.com",
+        "127.0.0.1",
+    )
+    message_id = world.ctx_call(OPERATOR, lambda ctx: outbox.list_outbox(ctx)[0].id)
+    shown = _ok("admin", "outbox", "--show", message_id)
+    assert "To: ana@example.com" in shown and "/password/reset/" in shown

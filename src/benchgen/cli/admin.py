@@ -143,9 +143,16 @@ def _quota_argument(text: str) -> int | None:
 @app.command("outbox")
 def show_outbox(
     deliver: Annotated[bool, typer.Option(help="Send queued mail via BENCHGEN_SMTP_URL.")] = False,
+    show: Annotated[
+        str, typer.Option("--show", help="Print one message in full (e.g. a reset link).")
+    ] = "",
 ) -> None:
-    """Mail to participants: what was recorded, and its delivery status."""
+    """Mail the platform recorded (participants, verification, password resets) and its
+    delivery status; without SMTP, `--show ID` is how to read a message."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
+        if show:
+            typer.echo(outbox.read_outbox_message(ctx, show))
+            return
         if deliver:
             console.print(f"Sent {outbox.deliver_outbox(ctx)} message(s).")
         rows = outbox.list_outbox(ctx)

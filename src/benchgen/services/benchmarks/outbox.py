@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import invalid
+from benchgen.core.errors import NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
@@ -152,6 +152,21 @@ def list_outbox(ctx: Context, limit: int = 100) -> list[OutboxLine]:
         select(OutboxEmail).order_by(OutboxEmail.created_at.desc(), OutboxEmail.id).limit(limit)
     )
     return [OutboxLine(r.id, r.batch_id, r.to_email, r.subject, r.status, r.error) for r in rows]
+
+
+def read_outbox_message(ctx: Context, message_id: str) -> str:
+    """The full text of one recorded message (operator and admins): without SMTP, this is how
+    an operator reads a verification or password-reset link to hand it over.
+
+    Raises:
+        PermissionDenied: not an admin or the operator.
+        NotFound: no such message.
+    """
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    row = ctx.session.get(OutboxEmail, message_id)
+    if row is None:
+        raise NotFound("No such message.", {"id": message_id})
+    return f"To: {row.to_email}\nSubject: {row.subject}\n\n{row.body}"
 
 
 def deliver_outbox(ctx: Context, limit: int = 100) -> int:
