@@ -119,9 +119,12 @@ def test_a_new_token_is_shown_once_and_works_until_revoked(
     made = signed_in.post(
         "/settings/tokens", {"name": "laptop", "scopes": ["read", "runs"], "expires_days": "30"}
     )
-    assert made.status_code == 200 and made.headers["cache-control"] == "no-store"
+    # Post/redirect/get: a reload of the page that shows the secret never makes a second token.
+    assert made.status_code == 303 and made.headers["location"] == "/settings/tokens"
+    once = signed_in.get("/settings/tokens")
+    assert once.headers["cache-control"] == "no-store"
     page = signed_in.page("/settings/tokens")
-    shown = BeautifulSoup(made.text, "html.parser")
+    shown = BeautifulSoup(once.text, "html.parser")
     secret = shown.find(id="new-token").get_text()
     assert secret.startswith("bgp_") and shown.find("button", attrs={"data-copy": "new-token"})
     me = signed_in.client.get("/api/v1/me", headers={"Authorization": f"Bearer {secret}"})
@@ -162,10 +165,19 @@ def test_token_forms_need_the_csrf_token(signed_in: WebUser, world: World) -> No
     assert world.ctx_call(OPERATOR, count) == 0
 
 
+def test_a_planted_secret_cookie_shows_nothing(signed_in: WebUser, world: World) -> None:
+    bob = world.user("bob@example.com")
+    bobs = world.token(bob, ["read"])
+    for planted in (bobs, "bgp_not-a-token"):
+        signed_in.client.cookies.set("bg_new_token", planted, path="/settings/tokens")
+        page = signed_in.page("/settings/tokens")
+        assert page.find(id="new-token") is None and bobs not in str(page)
+
+
 def test_a_hostile_token_name_comes_out_escaped(signed_in: WebUser) -> None:
     made = signed_in.post("/settings/tokens", {"name": HOSTILE, "scopes": "read"})
-    assert made.status_code == 200
-    for html in (made.text, signed_in.get("/settings/tokens").text):
+    assert made.status_code == 303
+    for html in (signed_in.get("/settings/tokens").text, signed_in.get("/settings/tokens").text):
         assert "<script>alert(1)</script>" not in html and "<img src=x" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
@@ -207,3 +219,16 @@ def test_billing_shows_the_balance_and_the_ledger_a_page_at_a_time(
     assert rest.find("a", string="Older lines") is None
     assert rest.find("a", string="Newest lines")["href"] == "/settings/billing"
     assert signed_in.get("/settings/billing?before=nonsense").status_code == 422
+
+
+def test_wrong_current_passwords_are_counted_and_throttled(
+    signed_in: WebUser, runtime: Runtime
+) -> None:
+    form = {"new_password": "brand-new-pass", "new_password_again": "brand-new-pass"}
+    for _ in range(runtime.settings.signin_failures_per_account):
+        wrong = signed_in.post(
+            "/settings/account/password", {**form, "current_password": "nope-nope"}
+        )
+        assert wrong.status_code == 422
+    right = signed_in.post("/settings/account/password", {**form, "current_password": PASSWORD})
+    assert right.status_code == 429  # the guesses were kept although each page was an error

@@ -12,7 +12,8 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.datastructures import URL
 
-from benchgen.web.session import csrf_token, current_session, remember
+from benchgen.web.links import link_paths
+from benchgen.web.session import csrf_token, current_session, remember, runtime_of
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -37,12 +38,20 @@ def path_for(request: Request, name: str, /, **params: Any) -> str:
     return str(request.app.url_path_for(name, **{k: str(v) for k, v in params.items()}))
 
 
-def render(request: Request, template: str, status_code: int = 200, **values: Any) -> HTMLResponse:
+def render(
+    request: Request,
+    template: str,
+    status_code: int = 200,
+    *,
+    keep_writes: bool = False,
+    **values: Any,
+) -> HTMLResponse:
     """A page in the common layout, with the signed-in user, CSRF token and any flash note.
 
-    An error status marks the request refused: its unit of work is rolled back.
+    An error status marks the request refused: its unit of work is rolled back, unless
+    `keep_writes` says the refusal itself must be kept (a failed password guess is counted).
     """
-    if status_code >= 400:
+    if status_code >= 400 and not keep_writes:
         request.state.refused = True
     live = current_session(request)
     context = {
@@ -52,6 +61,7 @@ def render(request: Request, template: str, status_code: int = 200, **values: An
         "path": lambda name, **params: path_for(request, name, **params),
         "static": lambda file: path_for(request, "static", path=file),
         "current": request.url.path,
+        "link_paths": lambda text: link_paths(text, runtime_of(request).settings.public_url),
         **values,
     }
     templates: Jinja2Templates = request.app.state.templates

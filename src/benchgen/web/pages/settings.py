@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, InvalidInput, RateLimited
+from benchgen.core.errors import BenchGenError, Conflict, InvalidInput, RateLimited
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, links, passwords, tokens, users
 from benchgen.web.addresses import client_address
@@ -37,10 +37,19 @@ def account_page(request: Request, ctx: WebContext) -> Response:
 
 
 def _account(
-    request: Request, ctx: Context, problems: dict[str, str], status_code: int = 200
+    request: Request,
+    ctx: Context,
+    problems: dict[str, str],
+    status_code: int = 200,
+    keep_writes: bool = False,
 ) -> Response:
     return render(
-        request, "settings/account.html", status_code, user=users.get_me(ctx), problems=problems
+        request,
+        "settings/account.html",
+        status_code,
+        keep_writes=keep_writes,
+        user=users.get_me(ctx),
+        problems=problems,
     )
 
 
@@ -68,7 +77,8 @@ def password_change(
         return _account(request, ctx, {"current_password": exc.message}, 429)
     if ended is None:
         # Returned, not raised: the page must commit so the failed guess is counted.
-        return _account(request, ctx, {"current_password": "is not your current password"}, 422)
+        wrong = {"current_password": "is not your current password"}
+        return _account(request, ctx, wrong, 422, keep_writes=True)
     others = f" {ended} other session(s) were signed out." if ended else ""
     return redirect(request, "account", flash=f"Your password is changed.{others}")
 
@@ -84,10 +94,32 @@ def verification_resend(request: Request, ctx: WebContext) -> Response:
     return send_mail_after(request, response, address)
 
 
-@router.get("/settings/tokens", name="tokens")
+# The new secret travels from the POST to the page that shows it in a cookie that only that
+# page receives, for a few minutes, read once: a reload never re-sends the form (which would
+# make a second token) and never shows the secret again.
+_NEW_TOKEN_COOKIE = "bg_new_token"  # noqa: S105 - a cookie name, not a secret
+_TOKENS_PATH = "/settings/tokens"
+
+
+@router.get(_TOKENS_PATH, name="tokens")
 def token_list(request: Request, ctx: WebContext) -> Response:
-    """My API tokens, and a form to make one."""
-    return _tokens(request, ctx)
+    """My API tokens, a form to make one, and a token just made (shown this once)."""
+    secret = _just_made(ctx, request.cookies.get(_NEW_TOKEN_COOKIE, ""))
+    response = _tokens(request, ctx, secret=secret)
+    if _NEW_TOKEN_COOKIE in request.cookies:
+        response.delete_cookie(_NEW_TOKEN_COOKIE, path=_TOKENS_PATH)
+    return response
+
+
+def _just_made(ctx: Context, secret: str) -> str:
+    """The secret, if it is a live token of the signed-in person; else nothing to show."""
+    if not secret:
+        return ""
+    try:
+        owner = tokens.authenticate_token(ctx, secret)
+    except BenchGenError:
+        return ""
+    return secret if owner.user_id == ctx.principal.user_id else ""
 
 
 def _tokens(
@@ -134,7 +166,7 @@ def token_create(
     scopes: Annotated[list[str] | None, Form(max_length=20)] = None,
     expires_days: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
-    """Make a token; its secret is on this response only, never shown again."""
+    """Make a token; the page it leads to shows its secret once, never again."""
     chosen = [scope[:20] for scope in scopes or []]
     typed: dict[str, object] = {"name": name, "scopes": chosen, "expires_days": expires_days}
     days_text = expires_days.strip()
@@ -146,7 +178,17 @@ def token_create(
     except InvalidInput as exc:
         problems = field_problems(exc, TOKEN_FIELDS)
         return _tokens(request, ctx, form=typed, problems=problems, status_code=422)
-    return _tokens(request, ctx, secret=made.secret)
+    response = redirect(request, "tokens")
+    response.set_cookie(
+        _NEW_TOKEN_COOKIE,
+        made.secret,
+        max_age=300,
+        path=_TOKENS_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
 
 
 @router.post("/settings/tokens/{token_id}/revoke", name="token_revoke")

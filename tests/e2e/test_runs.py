@@ -1,0 +1,75 @@
+"""Running a built-in model from the Evaluate tab: the live log, the breakdown, the leaderboard."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.support import FIRST_CHOICE, SHADES, Person, Site
+
+pytestmark = pytest.mark.browser
+
+# Records every value the live progress label and status take, in sessionStorage: the page
+# reloads itself when the run ends, and the record must outlive that reload.
+WATCH_PROGRESS = """() => {
+  const box = document.querySelector('[data-events]');
+  const seen = [];
+  const note = () => {
+    seen.push(box.querySelector('[data-progress-label]').textContent + ' '
+      + box.querySelector('[data-status]').textContent);
+    sessionStorage.setItem('seen', JSON.stringify(seen));
+  };
+  new MutationObserver(note).observe(box, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_run_a_built_in_model_watch_it_live_filter_and_rank_it(
+    signed_in: Page, person: Person, site: Site
+) -> None:
+    page = signed_in
+    benchmark_id = site.world.benchmark(person.id, SHADES)
+
+    page.goto(f"/benchmarks/{benchmark_id}")
+    page.get_by_role("navigation", name="Benchmark").get_by_role("link", name="Evaluate").click()
+    page.get_by_label("Model").select_option(label=FIRST_CHOICE)
+    page.get_by_role("button", name="See the estimate").click()
+    expect(page.get_by_role("heading", name=f"Estimate for {FIRST_CHOICE}")).to_be_visible()
+    page.get_by_role("button", name="Start the run").click()
+
+    expect(page).to_have_url(re.compile(r"/runs/run_\w+$"))
+    run_id = page.url.rsplit("/", 1)[1]
+    expect(page.get_by_role("status")).to_have_text("Run queued.")
+    live = page.locator("[data-events]")
+    expect(live.locator("[data-progress-label]")).to_have_text("0%")
+    page.evaluate(WATCH_PROGRESS)
+
+    site.drain_jobs()
+    # The `end` event reloads the page by itself: the finished view replaces the live one.
+    expect(page.get_by_text("3 of 3 questions (100%)")).to_be_visible()
+    expect(page.locator("h1 + .status")).to_have_text("completed")
+    seen = page.evaluate("() => JSON.parse(sessionStorage.getItem('seen') || '[]')")
+    assert "100% completed" in seen, seen
+
+    page.get_by_label("Show", exact=True).select_option(label="Wrong")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_text("1 question match.")).to_be_visible()
+    rows = page.locator("table.breakdown tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Colour of the sky?")
+
+    page.get_by_label("Show", exact=True).select_option(label="All questions")
+    page.get_by_label("Tag", exact=True).select_option(label="land")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_text("2 questions match.")).to_be_visible()
+    expect(rows).to_have_count(2)
+
+    page.get_by_role("button", name="Add to the leaderboard").click()
+    expect(page.get_by_role("status")).to_have_text("The run is on the leaderboard.")
+    page.goto(f"/benchmarks/{benchmark_id}/leaderboard")
+    board = page.get_by_role("table")
+    expect(board.get_by_role("link", name=FIRST_CHOICE)).to_have_attribute(
+        "href", f"/runs/{run_id}"
+    )
+    expect(board.get_by_role("row").nth(1)).to_contain_text("66.7 %")
