@@ -17,6 +17,7 @@ from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
 from benchgen.web import errors as web_errors
 from benchgen.web import routes as web_routes
+from benchgen.web.pages import benchmarks as web_benchmarks
 
 
 def create_app(
@@ -64,7 +65,10 @@ def create_app(
     app.add_middleware(
         BodyLimit,
         default=active.settings.max_body_bytes,
-        by_path={benchmarks.IMPORT_PATH: active.settings.max_import_bytes},
+        by_path={
+            benchmarks.IMPORT_PATH: active.settings.max_import_bytes,
+            web_benchmarks.IMPORT_PAGE: active.settings.max_import_bytes,
+        },
     )
     for module in (account, benchmarks, runs, models, chat):
         app.include_router(module.router)

@@ -152,7 +152,7 @@ class Recorder:
         self.scope: Scope = {
             "type": "http",
             "method": "POST",
-            "path": "/anything",
+            "path": "/api/v1/anything",
             "headers": headers or [],
         }
 
@@ -195,6 +195,6 @@ async def test_the_middleware_passes_bodies_within_the_limit_and_per_path_limits
     await BodyLimit(echo_length, 2500, {})(within.scope, within.receive, within.send)
     assert (within.status, within.body) == (200, {"length": 2000})
     larger = Recorder(count=5)
-    limits = BodyLimit(echo_length, 2500, {"/anything": 5000})
+    limits = BodyLimit(echo_length, 2500, {"/api/v1/anything": 5000})
     await limits(larger.scope, larger.receive, larger.send)
     assert (larger.status, larger.body) == (200, {"length": 5000})

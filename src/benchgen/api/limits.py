@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from benchgen.api.errors import envelope
@@ -38,7 +39,7 @@ class BodyLimit:
         if _declared_length(scope) > limit:
             # Refused before a byte of the body is read: the server closes the connection
             # rather than draining what the client still wants to send.
-            await _refusal(limit)(scope, receive, send)
+            await _refusal(limit, scope)(scope, receive, send)
             return
         guard = _Guard(limit, receive, send)
         try:
@@ -48,7 +49,7 @@ class BodyLimit:
                 raise
             # The app failed because the body was cut off; the 413 below is the answer.
         if guard.exceeded and not guard.started:
-            await _refusal(limit)(scope, receive, send)
+            await _refusal(limit, scope)(scope, receive, send)
 
 
 class _Guard:
@@ -89,10 +90,15 @@ def _declared_length(scope: Scope) -> int:
     return int(value) if value.isascii() and value.isdigit() else 0
 
 
-def _refusal(limit: int) -> JSONResponse:
-    return envelope(
-        413,
-        "too_large",
-        f"The request body is larger than the {limit} bytes this route accepts.",
-        {"limit_bytes": limit},
-    )
+def _refusal(limit: int, scope: Scope) -> Response:
+    message = f"The request body is larger than the {limit} bytes this route accepts."
+    if not scope["path"].startswith("/api/"):
+        # A web page's form: a person reads this in the browser, so it is a page, not JSON.
+        page = _PAGE.format(message=html.escape(message))
+        return HTMLResponse(page, status_code=413)
+    return envelope(413, "too_large", message, {"limit_bytes": limit})
+
+
+_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Too large · BenchGen
+</title></head><body><main><h1>Too large</h1><p>{message}</p><p>Go back and send something
+smaller.</p></main></body></html>"""

@@ -133,13 +133,17 @@ def _created(request: Request, created: Created) -> Response:
     return redirect(request, "benchmark", flash=note, benchmark_id=created.benchmark.id)
 
 
-@router.get("/benchmarks/import", name="benchmark_import")
+# The body limit lets this page take as much as the API's import (a file of questions).
+IMPORT_PAGE = "/benchmarks/import"
+
+
+@router.get(IMPORT_PAGE, name="benchmark_import")
 def benchmark_import(request: Request, ctx: WebContext) -> Response:
     """The import form: a JSONL or CSV file, or its pasted content."""
     return _import_form(request, {}, Problems())
 
 
-@router.post("/benchmarks/import", name="benchmark_import_submit")
+@router.post(IMPORT_PAGE, name="benchmark_import_submit")
 def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) -> Response:
     """Create a benchmark from the file; each problem is shown with its line or question."""
     typed = {

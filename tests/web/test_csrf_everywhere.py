@@ -1,0 +1,46 @@
+"""Every state-changing web route refuses a request without the CSRF token, signed in or not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from benchgen.web.routes import PAGES
+from tests.web.support import WebUser
+
+_UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def _web_routes() -> list[tuple[str, str]]:
+    found = []
+    for module in PAGES:
+        for route in module.router.routes:
+            if isinstance(route, APIRoute):
+                found += [(method, route.path) for method in sorted(route.methods & _UNSAFE)]
+    return sorted(set(found))
+
+
+ROUTES = _web_routes()
+
+
+def test_the_web_app_has_forms() -> None:
+    assert len(ROUTES) > 30
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES, ids=[f"{m} {p}" for m, p in ROUTES])
+def test_a_request_without_the_csrf_token_is_refused(
+    signed_in: WebUser, method: str, path: str
+) -> None:
+    concrete = re.sub(r"\{[^}]+\}", "x_1", path)
+    response = signed_in.client.request(method, concrete, data={"name": "x", "text": "x"})
+    assert response.status_code == 403, (path, response.status_code)
+    assert "reload the page" in response.text.lower()
+
+
+def test_an_anonymous_form_without_the_token_is_refused(app_client: TestClient) -> None:
+    for path in ("/signin", "/signup", "/password/forgot"):
+        response = app_client.post(path, data={"email": "a@example.com", "password": "x" * 9})
+        assert response.status_code == 403, path
