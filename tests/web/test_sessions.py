@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from fastapi import Request
 from fastapi.responses import Response
 from fastapi.testclient import TestClient
@@ -18,6 +19,9 @@ from benchgen.web.session import WebContext
 from benchgen.web.templating import render
 from tests.support import World
 from tests.web.support import PASSWORD, WebUser, csrf_of
+
+# Expiry and throttling compare times in SQL, and sign-out races a turn: both backends.
+pytestmark = pytest.mark.both_backends
 
 
 def test_pages_need_a_session(app_client: TestClient) -> None:
