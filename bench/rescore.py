@@ -9,42 +9,55 @@ and a completed run with that many stored results. Then, as the benchmark's owne
 - apply:   `rescoring.rescore_run(ctx, run_id, settings, apply=True)`
 
 Both read every stored answer, score it again, and summarise; apply also writes the verdicts
-that changed with one executemany UPDATE and stores the new summary. The stored verdicts are
-made stale on purpose (`--changed`, default every answer), so apply rewrites that share of rows.
+that changed and stores the new summary. The stored verdicts are made stale on purpose
+(`--changed`, default every answer), so apply rewrites that share of rows. While apply runs,
+another thread of the same process commits a one-row write (a credit grant, as an API request
+would) every 50 ms; the table shows the longest such write took, so a run that holds the write
+lock for the whole apply shows up as a long wait (or a busy error after the 30 s busy timeout).
 
 The fixture (benchmark, questions, run, results) is written with SQLAlchemy Core bulk inserts,
 not through the services: benchmarks are limited to 10,000 questions by validation, and a bench
-fixture may write tables directly. Only the two rescoring calls are timed.
+fixture may write tables directly. Only the two rescoring calls are timed. Each size × method is
+measured in a fresh interpreter; with `--baseline-rev REV` the same measurement also runs on the
+`src/` of that git revision (extracted with `git archive`, nothing in the checkout changes),
+right before the current code's, and the table shows both rows and the speed-up. The wall time
+is shown with the process's CPU time, which a busy machine disturbs less.
 
 Run:
 
     .venv/bin/python bench/rescore.py
-    .venv/bin/python bench/rescore.py --sizes 10000,100000
+    .venv/bin/python bench/rescore.py --sizes 1000000 --baseline-rev cd465fa
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from baseline import baseline_src
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Connection, insert
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
+from benchgen.core.errors import Unavailable
 from benchgen.db.tables import Benchmark, Phase, PhaseTask, Question, Run, RunResult, Task
 from benchgen.evals.scorers import registry
 from benchgen.evals.types import Answer, Key
-from benchgen.services.accounts import users
+from benchgen.services.accounts import credits, users
 from benchgen.services.runs import rescoring
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
@@ -66,17 +79,21 @@ class Fixture:
 
 @dataclass
 class Timing:
-    """One size × format: fixture build time, dry run and apply."""
+    """One size × format on one code: fixture build, dry run, apply, the probe's longest write."""
 
+    label: str
     size: int
     fmt: str
     build_s: float
     dry_s: float
+    dry_cpu: float
     apply_s: float
+    apply_cpu: float
     changed: int
     accuracy: float | None
     rss_mib: float
     alone_rate: float
+    write_wait_s: float
 
 
 # ---------------------------------------------------------------- the fixture
@@ -264,13 +281,44 @@ def build_fixture(data_dir: Path, fmt: str, size: int, changed: float) -> Fixtur
 # ---------------------------------------------------------------- the timed part
 
 
-def timed_rescore(fixture: Fixture, apply: bool) -> tuple[float, rescoring.Rescore]:
-    """One rescoring call as the owner, transaction (and commit) included."""
+class WriteProbe:
+    """`with WriteProbe(fixture):` commits a one-row write every 50 ms in another thread and
+    keeps how long each took (a busy error counts as the time it waited)."""
+
+    def __init__(self, fixture: Fixture) -> None:
+        self.fixture = fixture
+        self.waits: list[float] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._write, daemon=True)
+
+    def __enter__(self) -> WriteProbe:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _write(self) -> None:
+        owner = self.fixture.owner.user_id
+        assert owner is not None
+        while not self.stop.wait(0.05):
+            started = time.perf_counter()
+            try:
+                with transaction(self.fixture.runtime, Principal.cli()) as ctx:
+                    credits.grant_credits(ctx, owner, 1)
+            except Unavailable:
+                pass  # gave up after the busy timeout: the wait below says how long
+            self.waits.append(time.perf_counter() - started)
+
+
+def timed_rescore(fixture: Fixture, apply: bool) -> tuple[float, float, rescoring.Rescore]:
+    """One rescoring call as the owner, transaction (and commit) included: wall and CPU s."""
     settings = {"method": METHODS[fixture.fmt]}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with transaction(fixture.runtime, fixture.owner) as ctx:
         result = rescoring.rescore_run(ctx, fixture.run_id, settings, apply=apply)
-    return time.perf_counter() - started, result
+    return time.perf_counter() - started, time.process_time() - cpu, result
 
 
 def rss_mib() -> float:
@@ -279,52 +327,83 @@ def rss_mib() -> float:
 
 
 def measure(size: int, fmt: str, changed: float) -> Timing:
-    """Build, dry-run, apply; print progress between the steps (1M takes a while)."""
+    """Build, dry-run, apply (with the write probe); progress goes to stderr."""
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         fixture = build_fixture(Path(tmp), fmt, size, changed)
         build_s = time.perf_counter() - started
-        console.print(f"  {fmt} {size:>9,}: fixture built in {build_s:.1f} s; dry run …")
-        dry_s, dry = timed_rescore(fixture, apply=False)
-        console.print(f"  {fmt} {size:>9,}: dry run {dry_s:.2f} s; apply …")
-        apply_s, applied = timed_rescore(fixture, apply=True)
-        console.print(
-            f"  {fmt} {size:>9,}: apply {apply_s:.2f} s ({applied.changed_count:,} changed)"
-        )
+        say(f"fixture built in {build_s:.1f} s; dry run …")
+        dry_s, dry_cpu, dry = timed_rescore(fixture, apply=False)
+        say(f"dry run {dry_s:.2f} s; apply …")
+        with WriteProbe(fixture) as probe:
+            apply_s, apply_cpu, applied = timed_rescore(fixture, apply=True)
+        say(f"apply {apply_s:.2f} s ({applied.changed_count:,} changed)")
         fixture.runtime.close()
-    accuracy = applied.after.get("accuracy")
     assert dry.changed_count == applied.changed_count
-    alone = scoring_alone_rate(fmt, size)
     return Timing(
-        size, fmt, build_s, dry_s, apply_s, applied.changed_count, accuracy, rss_mib(), alone
+        label="",
+        size=size,
+        fmt=fmt,
+        build_s=build_s,
+        dry_s=dry_s,
+        dry_cpu=dry_cpu,
+        apply_s=apply_s,
+        apply_cpu=apply_cpu,
+        changed=applied.changed_count,
+        accuracy=applied.after.get("accuracy"),
+        rss_mib=rss_mib(),
+        alone_rate=scoring_alone_rate(fmt, size),
+        write_wait_s=max(probe.waits, default=0.0),
     )
 
 
+def say(line: str) -> None:
+    """Progress on stderr (stdout carries the child's result)."""
+    print(f"    {line}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- one interpreter per measurement
+
+
+def measure_in_child(size: int, fmt: str, changed: float, src: Path | None, label: str) -> Timing:
+    """`measure` in a fresh interpreter, on `src` when given (else the installed code)."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)  # ahead of the editable install of the checkout
+    command = [sys.executable, __file__, "--child", f"{size},{fmt},{changed}"]
+    done = subprocess.run(  # noqa: S603 - this script, fixed arguments
+        command, env=env, stdout=subprocess.PIPE, text=True, check=True
+    )
+    return Timing(**{**json.loads(done.stdout), "label": label})
+
+
 COLUMNS = (
+    "code",
     "answers",
     "method",
-    "fixture s",
-    "dry run s",
+    "dry run s (CPU s)",
     "dry run answers/s",
-    "apply s",
+    "apply s (CPU s)",
     "apply answers/s",
+    "longest other write during apply ms",
     "rows rewritten",
     "accuracy",
     "scorer alone answers/s",
-    "peak RSS so far MiB",
+    "peak RSS MiB",
 )
 
 
 def _row(t: Timing) -> list[str]:
     accuracy = "—" if t.accuracy is None else f"{t.accuracy:.4f}"
     return [
+        t.label,
         f"{t.size:,}",
         METHODS[t.fmt],
-        f"{t.build_s:.1f}",
-        f"{t.dry_s:.2f}",
+        f"{t.dry_s:.2f} ({t.dry_cpu:.2f})",
         f"{t.size / t.dry_s:,.0f}",
-        f"{t.apply_s:.2f}",
+        f"{t.apply_s:.2f} ({t.apply_cpu:.2f})",
         f"{t.size / t.apply_s:,.0f}",
+        f"{t.write_wait_s * 1000:,.0f}",
         f"{t.changed:,}",
         accuracy,
         f"{t.alone_rate:,.0f}",
@@ -333,13 +412,22 @@ def _row(t: Timing) -> list[str]:
 
 
 def print_table(timings: list[Timing]) -> None:
-    """Rich table of every size × method."""
-    table = Table(title="Rescoring saved answers (SQLite, one transaction per call)")
+    """Rich table of every size × method (and code), then the speed-ups over the baseline."""
+    table = Table(title="Rescoring saved answers (SQLite)")
     for column in COLUMNS:
         table.add_column(column, justify="right")
     for timing in timings:
         table.add_row(*_row(timing))
     console.print(table)
+    before = {(t.size, t.fmt): t for t in timings if t.label == "before"}
+    for t in timings:
+        base = before.get((t.size, t.fmt))
+        if t.label == "after" and base is not None:
+            console.print(
+                f"{METHODS[t.fmt]} {t.size:,}: dry run {base.dry_s / t.dry_s:.1f}× "
+                f"(CPU {base.dry_cpu / t.dry_cpu:.1f}×), "
+                f"apply {base.apply_s / t.apply_s:.1f}× (CPU {base.apply_cpu / t.apply_cpu:.1f}×)"
+            )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -356,14 +444,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1.0,
         help="share of stored verdicts made stale, 0..1 (default 1: all)",
     )
+    parser.add_argument(
+        "--baseline-rev",
+        default="",
+        help="also measure the src/ of this git revision (e.g. a commit before a change)",
+    )
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.child:
+        size, fmt, changed = args.child.split(",")
+        print(json.dumps(asdict(measure(int(size), fmt, float(changed)))))
+        return
     sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
     formats = [fmt.strip() for fmt in args.formats.split(",") if fmt.strip() in METHODS]
-    timings = [measure(size, fmt, args.changed) for size in sizes for fmt in formats]
+    timings = []
+    with tempfile.TemporaryDirectory() as tmp:
+        base = baseline_src(args.baseline_rev, Path(tmp)) if args.baseline_rev else None
+        for size in sizes:
+            for fmt in formats:
+                sides = [("before", base)] if base else []
+                for label, src in [*sides, ("after" if base else "current", None)]:
+                    console.print(f"  {fmt} {size:,} ({label}):")
+                    timings.append(measure_in_child(size, fmt, args.changed, src, label))
     print_table(timings)
 
 

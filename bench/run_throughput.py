@@ -1,4 +1,5 @@
-"""Run throughput: BenchGen's run engine against Inspect AI and lm-evaluation-harness.
+"""Run throughput: BenchGen's run engine against a bare HTTP client, Inspect AI and
+lm-evaluation-harness.
 
 What is measured: the same generated multiple-choice benchmark (1,000 questions, 4 choices each,
 a known answer key) is run by each harness against the same OpenAI-compatible stub endpoint on
@@ -6,12 +7,26 @@ a known answer key) is run by each harness against the same OpenAI-compatible st
 The stub answers `ANSWER: X` with X chosen from a hash of the *choice texts*, so every harness gets
 the same replies and must report the same accuracy; the key is built so that it is exactly 75%.
 
+- bare client (ceiling): 16 threads, each with one keep-alive `http.client` connection, ask every
+  question once and check the letter. No harness does less, so the table shows every other row
+  as a share of it ("× bare client").
 - BenchGen: a fresh SQLite database in a temporary folder, set up through the services (operator
   creates a user, the user creates the benchmark, the operator registers the stub as a platform
   model); one embedded worker thread (`start_workers(runtime, 1)`). Timed from the `start_run`
   call to the run's status `completed` (polling `get_run` every 20 ms), so the job queue, the
-  database writes and scoring are included. The run is started half a worker poll (0.5 s) after the
-  worker's last look at the queue: the average wait of a run that arrives at a random moment.
+  database writes and scoring are included.
+- BenchGen over HTTP: `benchgen serve` (its default two embedded workers) on a data folder set up
+  the same way, started before the first run and kept up. Timed from `POST /api/v1/runs` to the
+  run's `finished_at` (one clock on this machine; the client polls every 0.25 s, so polling
+  neither delays the end nor costs the server much). "server CPU ms/question" is the serving
+  process's user and system CPU time over that window (all its threads), per question.
+- benchgen run (CLI): `benchgen run --benchmark … --model … --as …` on a prepared data folder,
+  timed from process start to exit, as a person at a shell sees it. "first model request s" is
+  when the stub saw its first request after the harness's timing began (the start-up cost).
+  Bytecode caches are written first for every code measured, as an installed package has them.
+- With `--baseline-rev REV`, the HTTP and CLI rows run a second time on the `src/` of that git
+  revision (extracted with `git archive`; the checkout is untouched), interleaved with the current
+  code's: before and after in one run, on one machine, under the same load.
 - Inspect AI and lm-evaluation-harness: run as subprocesses from their own virtual environment
   (bench/.peers-venv, never the project's), timed from process start to exit, so their start-up
   counts, as a person running them would see it. Accuracy is read from their logs and results.
@@ -23,6 +38,7 @@ Run (the first time creates the peers' virtual environment; later runs reuse it)
 
     .venv/bin/python bench/run_throughput.py --setup-peers
     .venv/bin/python bench/run_throughput.py --repeats 5
+    .venv/bin/python bench/run_throughput.py --no-peers --baseline-rev cd465fa
 
 Without the peers' environment the peers are skipped with a hint and BenchGen's row still prints.
 """
@@ -32,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -41,15 +58,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from subprocess import STDOUT, CompletedProcess
 from typing import TYPE_CHECKING, Any
 
+import httpx
+from baseline import baseline_src, warm_bytecode
 from rich.console import Console
 from rich.table import Table
 
@@ -73,6 +95,8 @@ LABELS = "ABCD"
 WRONG_EVERY = 4  # every 4th question's key disagrees with the stub: expected accuracy 0.75
 SETUP_TIMEOUT_S = 1800
 IN_FLIGHT = 16  # requests every harness may have in flight
+BENCHGEN_CLI = (sys.executable, "-c", "from benchgen.cli import main; main()")
+BARE, SERVED = "bare client (ceiling)", "BenchGen over HTTP"
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -126,7 +150,12 @@ class StubStats:
 
     def snapshot_and_reset(self) -> dict[str, Any]:
         window = self.last_at - self.first_at if self.requests else 0.0
-        shown = {"requests": self.requests, "max_in_flight": self.max_in_flight, "window_s": window}
+        shown = {
+            "requests": self.requests,
+            "max_in_flight": self.max_in_flight,
+            "window_s": window,
+            "first_at": self.first_at,  # time.monotonic(): one clock for every process here
+        }
         self.requests = self.max_in_flight = 0
         self.first_at = self.last_at = 0.0
         return shown
@@ -270,6 +299,9 @@ class Sample:
     accuracy: float | None = None
     first_answer_s: float | None = None
     queue_s: float | None = None
+    server_cpu_s: float | None = None  # CPU the serving process spent on the run
+    started_at: float | None = None  # time.monotonic() when timing began, for the stub's view
+    first_request_s: float | None = None  # from started_at to the stub's first request
     stub: dict[str, Any] = field(default_factory=dict)
     error: str = ""
 
@@ -370,6 +402,200 @@ def run_benchgen(
         return Sample(wall, error=f"run {view.status}: {view.error[:200]}")
     queue = (view.started_at - view.created_at).total_seconds() if view.started_at else None
     return Sample(wall, view.summary.get("accuracy"), first, queue)
+
+
+# ---------------------------------------------------------------- the ceiling: a bare client
+
+_ANSWER = re.compile(r"ANSWER:\s*([A-Z])")
+
+
+def run_bare_client(
+    base_url: str, questions: list[dict[str, Any]], workdir: Path, timeout_s: float
+) -> Sample:
+    """16 threads, each with one keep-alive `http.client` connection, ask every question once
+    and check the letter: what the wire and the stub allow, with no harness around it."""
+    url = urllib.parse.urlsplit(base_url)
+    bodies = [
+        json.dumps(
+            {"model": "stub", "messages": [{"role": "user", "content": _lm_eval_prompt(q)}]}
+        ).encode()
+        for q in questions
+    ]
+    tickets, right = iter(range(len(questions))), [0]
+    lock = threading.Lock()
+
+    def work() -> None:
+        connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout_s)
+        while True:
+            with lock:
+                index = next(tickets, None)
+            if index is None:
+                break
+            headers = {"Content-Type": "application/json"}
+            connection.request("POST", f"{url.path}/chat/completions", bodies[index], headers)
+            reply = json.loads(connection.getresponse().read())
+            found = _ANSWER.search(reply["choices"][0]["message"]["content"])
+            with lock:
+                right[0] += bool(found and found.group(1) == questions[index]["answer"])
+        connection.close()
+
+    started, monotonic = time.perf_counter(), time.monotonic()
+    threads = [threading.Thread(target=work) for _ in range(IN_FLIGHT)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return Sample(wall, right[0] / len(questions), started_at=monotonic)
+
+
+# ---------------------------------------------------------------- BenchGen over HTTP, and its CLI
+
+
+def _data_dir_env(data_dir: Path, src: Path | None = None) -> dict[str, str]:
+    """The environment of a `benchgen` process on `data_dir`, set up as `_benchgen_setup` is,
+    running the code in `src` when given (a baseline) instead of the checkout's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHGEN_")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)  # ahead of the editable install of the checkout
+    return env | {
+        "BENCHGEN_DATA_DIR": str(data_dir),
+        "BENCHGEN_MODEL_HOST_ALLOWLIST": "127.0.0.1",
+        "BENCHGEN_RUN_CONCURRENCY": str(IN_FLIGHT),
+        "BENCHGEN_ARGON2_TIME_COST": "1",
+        "BENCHGEN_ARGON2_MEMORY_KIB": "64",
+    }
+
+
+def _prepared(data_dir: Path, base_url: str, count: int, src: Path | None) -> list[str]:
+    """A data folder with the user, benchmark and stub model, made by the code that will use
+    it (its own migrations): [email, benchmark, model, token]."""
+    command = [sys.executable, __file__, "--prepare", str(data_dir), "--stub-url", base_url]
+    done = run_command(
+        [*command, "--questions", str(count)],
+        300,
+        env=_data_dir_env(data_dir, src),
+        capture_output=True,
+        check=True,
+    )
+    prepared: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return prepared
+
+
+def prepare(data_dir: Path, base_url: str, questions: list[dict[str, Any]]) -> list[str]:
+    """`--prepare`: set up `data_dir` in this interpreter and return what `_prepared` does."""
+    from benchgen.core.context import Principal
+    from benchgen.services.accounts import credits, tokens
+    from benchgen.services.runtime import transaction
+
+    runtime, user, benchmark_id, model_id = _benchgen_setup(data_dir, base_url, questions)
+    assert user.user_id is not None
+    try:
+        with transaction(runtime, Principal.cli(user.user_id)) as ctx:
+            token = tokens.create_token(ctx, "bench", ["read", "runs"]).secret
+        with transaction(runtime, Principal.cli()) as ctx:
+            credits.grant_credits(ctx, user.user_id, 100 * len(questions))
+    finally:
+        runtime.close()
+    return ["bench@example.com", benchmark_id, model_id, token]
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process `pid` so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServedBenchGen:
+    """`benchgen serve` on its own data folder, started at the first run and kept up: each run
+    is timed from `POST /api/v1/runs` to the run's `finished_at`, polling every 0.25 s."""
+
+    def __init__(self, src: Path | None = None) -> None:
+        self.src = src
+        self.folder = tempfile.TemporaryDirectory(prefix="benchgen-serve-")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.prepared: list[str] = []
+
+    def start(self, base_url: str, questions: list[dict[str, Any]]) -> None:
+        data_dir = Path(self.folder.name)
+        self.prepared = _prepared(data_dir, base_url, len(questions), self.src)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        command = [*BENCHGEN_CLI, "serve", "--host", "127.0.0.1", "--port", str(port)]
+        log = (data_dir / "serve.log").open("w")
+        self.process = subprocess.Popen(  # noqa: S603 - our interpreter and CLI, fixed arguments
+            command, env=_data_dir_env(data_dir, self.src), stdout=log, stderr=STDOUT
+        )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while not _healthy(self.url):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"benchgen serve did not start; see {data_dir / 'serve.log'}")
+            time.sleep(0.1)
+
+    def __call__(
+        self, base_url: str, questions: list[dict[str, Any]], workdir: Path, timeout_s: float
+    ) -> Sample:
+        if self.process is None:
+            self.start(base_url, questions)
+        assert self.process is not None
+        _, benchmark_id, model_id, token = self.prepared
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=self.url, headers=headers, timeout=60) as client:
+            time.sleep(0.5)  # the workers look at the queue every 0.25 s: arrive mid-interval
+            cpu, started, wall = _cpu_s(self.process.pid), time.time(), time.perf_counter()
+            monotonic = time.monotonic()
+            body = {"benchmark_id": benchmark_id, "model_id": model_id}
+            run = client.post("/api/v1/runs", json=body).raise_for_status().json()
+            while run["status"] not in ("completed", "failed", "cancelled"):
+                if time.perf_counter() - wall > timeout_s:
+                    return Sample(timeout_s, error="timed out")
+                time.sleep(0.25)
+                run = client.get(f"/api/v1/runs/{run['id']}").raise_for_status().json()
+            server_cpu = _cpu_s(self.process.pid) - cpu
+        if run["status"] != "completed":
+            return Sample(time.perf_counter() - wall, error=f"run {run['status']}")
+        finished = datetime.fromisoformat(run["finished_at"]).timestamp() - started
+        accuracy = run["summary"].get("accuracy")
+        return Sample(finished, accuracy, server_cpu_s=server_cpu, started_at=monotonic)
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+        self.folder.cleanup()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def run_benchgen_cli(
+    base_url: str,
+    questions: list[dict[str, Any]],
+    workdir: Path,
+    timeout_s: float,
+    src: Path | None = None,
+) -> Sample:
+    """`benchgen run --benchmark … --model … --as …` from a shell, on a prepared data folder,
+    timed from process start to exit; the accuracy is read from what it prints."""
+    workdir.mkdir(parents=True)
+    email, benchmark_id, model_id, _ = _prepared(workdir, base_url, len(questions), src)
+    command = [*BENCHGEN_CLI, "run", "--benchmark", benchmark_id, "--model", model_id]
+    env = _data_dir_env(workdir, src)
+    started, wall = time.monotonic(), time.perf_counter()
+    done = run_command([*command, "--as", email], timeout_s, env=env, capture_output=True)
+    elapsed = time.perf_counter() - wall
+    if done.returncode != 0:
+        return Sample(elapsed, error=f"exit {done.returncode}: {done.stderr[-300:]}")
+    found = re.search(r"completed: accuracy ([0-9.]+)%", done.stdout)
+    accuracy = float(found.group(1)) / 100 if found else None
+    return Sample(elapsed, accuracy, started_at=started)
 
 
 # ---------------------------------------------------------------- the peers
@@ -577,13 +803,16 @@ def measure(
     timeout_s: float,
 ) -> Sample:
     """One run of one harness in its own folder; failures become the sample's error."""
-    workdir = root / f"{harness.name.split()[0].lower()}-{len(harness.samples)}"
+    slug = re.sub(r"[^a-z]+", "-", harness.name.lower()).strip("-")
+    workdir = root / f"{slug}-{len(harness.samples)}"
     stub.stats()  # reset the stub's counters
     try:
         sample = harness.run(stub.base_url, questions, workdir, timeout_s)
     except Exception as exc:  # a broken peer must not stop the others
         sample = Sample(error=f"{type(exc).__name__}: {str(exc)[:300]}")
     sample.stub = stub.stats()
+    if sample.started_at is not None and sample.stub.get("first_at"):
+        sample.first_request_s = sample.stub["first_at"] - sample.started_at
     shutil.rmtree(workdir, ignore_errors=True)
     return sample
 
@@ -597,26 +826,48 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summarize(harness: Harness, count: int) -> list[str]:
-    """One table row: medians over the successful runs."""
+def summarize(harness: Harness, count: int, ceiling: float | None) -> list[str]:
+    """One table row: medians over the successful runs; `ceiling` is the bare client's q/s."""
     ok = [s for s in harness.samples if not s.error]
     errors = sorted({s.error for s in harness.samples if s.error})
     wall = _median([s.wall_s for s in ok])
+    rate = count / wall if wall else None
     windows = [s.stub.get("window_s") or None for s in ok]
     sending = _median([count / w if w else None for w in windows])
     accuracies = sorted({round(s.accuracy, 4) for s in ok if s.accuracy is not None})
+    cpu = _median([s.server_cpu_s * 1000 / count if s.server_cpu_s else None for s in ok])
     return [
         harness.name,
         f"{len(ok)}/{len(harness.samples)}",
-        _fmt(count / wall if wall else None),
+        _fmt(rate),
+        _fmt(rate / ceiling if rate and ceiling else None, 2),
         _fmt(wall, 2),
         _fmt(sending),
+        _fmt(_median([s.first_request_s for s in ok]), 2),
         _fmt(_median([s.first_answer_s for s in ok]), 2),
         _fmt(_median([s.queue_s for s in ok]), 2),
+        _fmt(cpu, 2),
         ", ".join(f"{a:.4f}" for a in accuracies) or "—",
         str(max((s.stub.get("max_in_flight", 0) for s in ok), default="—")),
         "; ".join(errors)[:300],
     ]
+
+
+COLUMNS = (
+    "Harness",
+    "ok runs",
+    "q/s end to end",
+    "× bare client",
+    "wall s",
+    "q/s while sending",
+    "first model request s",
+    "first answer s",
+    "queue wait s",
+    "server CPU ms/question",
+    "accuracy",
+    "max in flight",
+    "note",
+)
 
 
 def print_table(
@@ -628,23 +879,17 @@ def print_table(
         f"{IN_FLIGHT} in flight (ideal {ideal:.0f} q/s); medians of {args.repeats}"
     )
     table = Table(title=title)
-    for column in (
-        "Harness",
-        "ok runs",
-        "q/s end to end",
-        "wall s",
-        "q/s while sending",
-        "first answer s",
-        "queue wait s",
-        "accuracy",
-        "max in flight",
-        "note",
-    ):
+    for column in COLUMNS:
         table.add_column(column, overflow="fold")
+    bare = next((h for h in harnesses if h.name == BARE), None)
+    ceiling = None
+    if bare is not None:
+        wall = _median([s.wall_s for s in bare.samples if not s.error])
+        ceiling = args.questions / wall if wall else None
     for harness in harnesses:
-        table.add_row(*summarize(harness, args.questions))
+        table.add_row(*summarize(harness, args.questions, ceiling))
     for name, reason in skipped.items():
-        table.add_row(name, "0/0", "—", "—", "—", "—", "—", "—", "—", reason)
+        table.add_row(name, "0/0", *["—"] * (len(COLUMNS) - 3), reason)
     console.print(table)
 
 
@@ -662,9 +907,24 @@ def print_check(harnesses: list[Harness], expected: float) -> None:
     console.print(f"Accuracy check (expected {expected:.4f} from the key): {shown} → {verdict}")
 
 
-def pick_harnesses(args: argparse.Namespace) -> tuple[list[Harness], dict[str, str]]:
-    """BenchGen always; the peers when their environment exists (else a hint why not)."""
-    harnesses = [Harness("BenchGen", run_benchgen)]
+def pick_harnesses(
+    args: argparse.Namespace, baseline: Path | None
+) -> tuple[list[Harness], dict[str, str]]:
+    """The bare client (the ceiling) and BenchGen three ways (in-process worker, a server that is
+    already up, the CLI) always, the last two also on the `baseline` code when given; the peers
+    when their environment exists (else why not)."""
+    harnesses = [
+        Harness(BARE, run_bare_client),
+        Harness("BenchGen", run_benchgen),
+        Harness(SERVED, ServedBenchGen()),
+        Harness("benchgen run (CLI)", run_benchgen_cli),
+    ]
+    if baseline is not None:
+        rev = args.baseline_rev
+        harnesses += [
+            Harness(f"{SERVED} ({rev})", ServedBenchGen(baseline)),
+            Harness(f"benchgen run (CLI) ({rev})", partial(run_benchgen_cli, src=baseline)),
+        ]
     peers = {"Inspect AI": ("inspect", run_inspect), "lm-eval": ("lm_eval", run_lm_eval)}
     skipped = {}
     for name, (program, runner) in peers.items():
@@ -702,7 +962,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=300.0,
         help="seconds one harness run may take (default 300)",
     )
+    parser.add_argument(
+        "--baseline-rev",
+        default="",
+        help="also run the HTTP and CLI rows on the src/ of this git revision",
+    )
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--stub-url", default="", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -713,11 +980,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve_stub:
         asyncio.run(serve_stub(args.latency_ms / 1000))
         return
+    if args.prepare:
+        print(json.dumps(prepare(args.prepare, args.stub_url, make_questions(args.questions))))
+        return
     if args.setup_peers:
         setup_peers()
-    harnesses, skipped = pick_harnesses(args)
     questions = make_questions(args.questions)
     with StubProcess(args.latency_ms / 1000) as stub, tempfile.TemporaryDirectory() as tmp:
+        baseline = baseline_src(args.baseline_rev, Path(tmp)) if args.baseline_rev else None
+        for src in {None, baseline}:
+            warm_bytecode(src)
+        harnesses, skipped = pick_harnesses(args, baseline)
         for repeat in range(args.repeats):
             for harness in harnesses:
                 sample = measure(harness, stub, questions, Path(tmp), args.timeout)
@@ -726,6 +999,9 @@ def main(argv: list[str] | None = None) -> None:
                 console.print(
                     f"  run {repeat + 1}: {harness.name}: {sample.wall_s:.2f} s, {status}"
                 )
+        for harness in harnesses:
+            if isinstance(harness.run, ServedBenchGen):
+                harness.run.close()
     print_table(harnesses, skipped, args)
     print_check(harnesses, expected_accuracy(questions))
 

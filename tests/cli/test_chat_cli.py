@@ -9,6 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+import benchgen.client as client_package
+from benchgen.agent import brains
 from benchgen.agent.brains import Brain
 from benchgen.app import create_app
 from benchgen.cli import app
@@ -43,7 +45,8 @@ def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _proposing(monkeypatch: pytest.MonkeyPatch) -> Brain:
     """The local chat's brain: it proposes the Sums benchmark, then only talks."""
     brain = Script([[("propose_create_benchmark", SUMS)], "Anything else?"]).brain()
-    monkeypatch.setattr(chat_cli, "configured_brain", lambda settings: brain)
+    # The command imports the brain factory when a chat starts (cli/chat.py): patch it there.
+    monkeypatch.setattr(brains, "configured_brain", lambda settings: brain)
     return brain
 
 
@@ -119,7 +122,7 @@ def test_remote_messages_go_through_the_api(
                 answer.status_code, headers=answer.headers, content=answer.content
             )
 
-        monkeypatch.setattr(chat_cli, "BenchGen", connect)
+        monkeypatch.setattr(client_package, "BenchGen", connect)
         result = runner.invoke(
             app,
             ["chat", "--url", "http://testserver", "-m", "make sums", "-m", "1"],

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from benchgen.evals.aggregate import summarize, wilson_interval
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchgen.evals.aggregate import Tally, summarize, wilson_interval
 from benchgen.evals.types import Scored
 
 
@@ -85,3 +89,20 @@ def test_an_empty_summary_has_no_rates() -> None:
 def test_scored_and_tags_must_line_up() -> None:
     with pytest.raises(ValueError):
         summarize([verdict("correct")], [])
+
+
+_OUTCOMES = st.sampled_from(["correct", "wrong", "no_answer", "error"])
+_TAGS = st.lists(st.sampled_from(["a", "b", "c"]), max_size=3)
+
+
+@given(st.lists(st.tuples(_OUTCOMES, st.floats(0, 1), _TAGS), max_size=30))
+def test_a_tally_of_stored_tag_texts_matches_summarize(
+    answers: list[tuple[str, float, list[str]]],
+) -> None:
+    """Rescoring tallies answers one by one, with each question's tags as stored JSON text."""
+    scored = [Scored(outcome, score, None) for outcome, score, _ in answers]  # type: ignore[arg-type]
+    tally: Tally[str] = Tally()
+    for verdict_, (_, _, tags) in zip(scored, answers, strict=True):
+        tally.add(verdict_, json.dumps(tags))
+    expected = summarize(scored, [tuple(tags) for _, _, tags in answers])
+    assert tally.summary(json.loads) == expected

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from benchgen.evals.scorers import extract
 from benchgen.evals.scorers.extract import extract_choice, extract_final_answer
 
 
@@ -131,3 +132,46 @@ def test_a_sentence_starting_with_the_article_never_yields_a(
 ) -> None:
     sentence = f"{label}{article} {' '.join(rest)}{end}"
     assert extract_choice(sentence, 4) != "A"
+
+
+def _unwrap_without_shortcut(text: str) -> str:
+    """`extract._unwrap` as it was before its shortcut: the definition the shortcut keeps."""
+    while True:
+        stripped = text.strip(extract._EDGE_MARKUP)
+        for wrapper in extract._WRAPPERS:
+            match = wrapper.match(stripped)
+            if match and extract._is_balanced(match.group("inner")):
+                stripped = match.group("inner")
+                break
+        if stripped == text:
+            return text
+        text = stripped
+
+
+_MARKUP = st.text(st.sampled_from(["$", "\\", "{", "}", "(", ")", "[", "]", "*", "`", " ", "\n"]))
+_PIECES = st.sampled_from(["\\boxed{", "\\text{", "\\(", "\\[", "$$", "x", "B", "**", " "])
+
+
+@given(st.lists(st.one_of(_MARKUP, _PIECES), max_size=12))
+def test_unwrap_shortcut_changes_nothing(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert extract._unwrap(text) == _unwrap_without_shortcut(text)
+
+
+_LINES = st.sampled_from(
+    [
+        *("answer", "ANSWER", "Answer", "final ", "the ", ": ", ":", "- ", "— ", "**", "> "),
+        *("#", "x", "B", " ", "\t", "\n", "\r\n", "\\boxed{C}", "ſ", "é", "Answer-based"),
+    ]
+)
+
+
+@given(st.lists(_LINES, max_size=16))
+def test_the_last_label_line_is_the_last_match(parts: list[str]) -> None:
+    raw = "".join(parts)
+    matches = list(extract._LABEL_LINE.finditer(raw))
+    found = extract._last_label_line(raw)
+    expected = matches[-1] if matches else None
+    assert (found and (found.start(), found.group())) == (
+        expected and (expected.start(), expected.group())
+    )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchgen.evals.scorers.normalize import normalize_text
+from benchgen.evals.scorers.normalize import normalize_text, normalize_unicode
 
 ascii_words = st.lists(st.text(string.ascii_letters + string.digits, min_size=1), max_size=8)
 
@@ -67,3 +67,14 @@ def test_ignores_articles(words: list[str], articles: list[str]) -> None:
     mixed = [token for pair in zip(articles, words, strict=False) for token in pair]
     mixed += words[len(articles) :]
     assert normalize_text(" ".join(mixed)) == normalize_text(" ".join(words))
+
+
+@given(st.text(st.characters(max_codepoint=127)))
+def test_ascii_shortcut_matches_the_general_path(text: str) -> None:
+    assert normalize_text(text) == normalize_unicode(text)
+
+
+@pytest.mark.parametrize("char", [chr(code) for code in range(128)])
+def test_ascii_shortcut_matches_on_every_ascii_character(char: str) -> None:
+    text = f"The {char}x{char} a{char}b an"
+    assert normalize_text(text) == normalize_unicode(text)

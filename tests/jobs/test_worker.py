@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from benchgen.core.context import Principal
 from benchgen.core.errors import Unavailable
 from benchgen.jobs import worker as worker_module
 from benchgen.jobs.worker import Worker, _Heartbeat
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
+from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
+from tests.support import MCQ, World
+
+FIRST = "mdl_builtin_first"
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])  # no SQL behaviour differs here
@@ -60,3 +66,34 @@ def test_a_busy_heartbeat_skips_one_beat(runtime: Runtime, monkeypatch: pytest.M
     job = Claimed("job_x", "run", {}, 1, False)
     with _Heartbeat(working, job):
         assert third.wait(5), "the heartbeat stopped after a busy database"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_run_launched_in_this_process_wakes_an_idle_worker(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    web = Principal.web(ana)
+    benchmark = world.benchmark(ana, MCQ)
+    idle = threading.Event()
+    wait = queue.wait_for_work
+
+    def waiting(timeout_s: float) -> None:
+        idle.set()
+        wait(timeout_s)
+
+    monkeypatch.setattr(queue, "wait_for_work", waiting)
+    working = Worker(runtime, poll_s=60)  # a poll would come far too late for this test
+    thread = threading.Thread(target=working.run_forever, daemon=True)
+    thread.start()
+    try:
+        assert idle.wait(10), "the worker never went idle"
+        run_id = world.do(web, launch.start_run, benchmark, FIRST).id
+        deadline = time.monotonic() + 20
+        while world.do(web, launch.get_run, run_id).status != "completed":
+            assert time.monotonic() < deadline, "the worker slept until its next poll"
+            time.sleep(0.05)
+    finally:
+        working.stop()  # wakes it too: stopping takes no poll interval either
+        thread.join(20)
+    assert not thread.is_alive()

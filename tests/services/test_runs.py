@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy import func, select
@@ -209,6 +210,41 @@ def test_crashed_worker_is_resumed_without_asking_twice(
     assert "Resumed: 7 questions left" in [
         line.line for line in world.do(Principal.web(ana), run_log.read_log, run.id)
     ]
+    assert ledger_sum(world, ana) == 100 - finished.cost
+
+
+class _Crash(BaseException):
+    """The process dying: no handler catches it, and the job keeps its lease."""
+
+
+def test_answers_lost_in_a_crash_are_asked_again_and_charged_once(
+    world: World, open_loopback: Runtime, stub: StubOpenAI, clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import benchgen.jobs.handlers as handlers
+
+    ana = world.user("ana@example.com", credits_=100)
+    bm = world.benchmark(ana, BIG_MCQ)
+    run = world.do(Principal.web(ana), launch.start_run, bm, priced_model(world, stub))
+    record, batches = execution.record_answers, []
+
+    def record_then_die(ctx, plan, answers):
+        batches.append(len(answers))
+        if len(batches) == 2:  # answered by the model, then lost with the process
+            raise _Crash
+        return record(ctx, plan, answers)
+
+    monkeypatch.setattr(handlers, "run_items", partial(handlers.run_items, batch_size=5))
+    monkeypatch.setattr(handlers.execution, "record_answers", record_then_die)
+    with pytest.raises(_Crash):
+        Worker(open_loopback).run_once()
+    monkeypatch.setattr(handlers.execution, "record_answers", record)
+    clock.advance(seconds=61)  # the dead worker's lease runs out
+    work_all(open_loopback)
+    finished = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert finished.status == "completed" and finished.done_count == 12
+    kept = batches[0]
+    assert sum(stub.received.values()) == 12 + (12 - kept), "only the unrecorded were asked again"
+    assert finished.cost == 12 * 2, "every question paid once, lost ones included"
     assert ledger_sum(world, ana) == 100 - finished.cost
 
 

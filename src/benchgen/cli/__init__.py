@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-import uvicorn
 from rich.markup import escape
 
-from benchgen.agent.brains import BrainUnavailable, configured_brain
 from benchgen.cli import admin, chat, demo, evaluation
 from benchgen.cli.common import console, open_runtime, prepare
+
+# Commands import what only they need (the web server, the agent's model libraries) when they
+# run: `benchgen run` reaches its first model request sooner without loading them.
 
 app = typer.Typer(
     help="BenchGen: build AI benchmarks, run models on them and rank the results.\n\n"
@@ -46,6 +47,10 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
 ) -> None:
     """Serve the API (docs at /api/docs) and GET /healthz."""
+    import uvicorn
+
+    from benchgen.agent.brains import BrainUnavailable, configured_brain
+
     with open_runtime() as runtime:
         prepare(runtime)  # migrate and seed once here, before several workers could race
         try:

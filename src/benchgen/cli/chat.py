@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 from pydantic import ValidationError
@@ -14,16 +14,17 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
-from benchgen.agent.brains import BrainUnavailable, configured_brain
-from benchgen.agent.messages import MessageIn
-from benchgen.agent.runner import TurnRunner
-from benchgen.api.schemas import TurnOut
 from benchgen.cli.common import cli_principal, console, errors, open_runtime
-from benchgen.client import BenchGen, ClientError
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
-from benchgen.services.chat import conversations
 from benchgen.services.runtime import Runtime, transaction
+
+# The agent, its model libraries, the API's shapes and the HTTP client load when a chat starts,
+# not with every `benchgen` command (they are most of its start-up time).
+if TYPE_CHECKING:
+    from benchgen.agent.runner import TurnRunner
+    from benchgen.api.schemas import TurnOut
+    from benchgen.client import BenchGen
 
 HELP = (
     "Chat with the agent: it builds benchmarks, runs models and reads results for you, and asks "
@@ -74,6 +75,9 @@ class LocalDoor:
         self.runtime, self.principal, self.runner = runtime, principal, runner
 
     def open(self, conversation_id: str | None) -> tuple[str, Turn | None]:
+        from benchgen.api.schemas import TurnOut
+        from benchgen.services.chat import conversations
+
         with transaction(self.runtime, self.principal) as ctx:
             if conversation_id is None:
                 return conversations.create_conversation(ctx).id, None
@@ -81,6 +85,9 @@ class LocalDoor:
         return conversation_id, _shaped(TurnOut.model_validate(turns[-1])) if turns else None
 
     def send(self, conversation_id: str, body: dict[str, Any]) -> Turn:
+        from benchgen.agent.messages import MessageIn
+        from benchgen.api.schemas import TurnOut
+
         message = MessageIn.model_validate(body)
         wait_s = self.runtime.settings.agent_wait_s
         return _shaped(
@@ -90,6 +97,9 @@ class LocalDoor:
         )
 
     def turn(self, conversation_id: str, turn_id: str) -> Turn:
+        from benchgen.api.schemas import TurnOut
+        from benchgen.services.chat import conversations
+
         with transaction(self.runtime, self.principal, write=False) as ctx:
             return _shaped(
                 TurnOut.model_validate(conversations.get_turn(ctx, conversation_id, turn_id))
@@ -153,6 +163,9 @@ def chat_command(
 
 @contextmanager
 def _local(email: str) -> Iterator[Door]:
+    from benchgen.agent.brains import BrainUnavailable, configured_brain
+    from benchgen.agent.runner import TurnRunner
+
     with open_runtime() as runtime:
         principal = cli_principal(runtime, email)
         try:
@@ -169,6 +182,8 @@ def _local(email: str) -> Iterator[Door]:
 
 @contextmanager
 def _remote(url: str, token: str | None) -> Iterator[Door]:
+    from benchgen.client import BenchGen, ClientError
+
     try:
         client = BenchGen(url, token)
     except ValueError as exc:
@@ -207,6 +222,8 @@ def _converse(door: Door, conversation_id: str | None, messages: list[str]) -> N
 
 def _exchange(door: Door, conv: str, line: str, buttons: Buttons) -> Buttons:
     """One message of the interactive loop: refusals are shown, and the loop goes on."""
+    from benchgen.client import ClientError
+
     try:
         return _show(door, conv, door.send(conv, interpret(line, buttons)))
     except (BenchGenError, ClientError) as exc:

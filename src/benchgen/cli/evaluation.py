@@ -11,13 +11,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.common import As, as_user, cli_principal, console, errors, open_runtime
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services import models
 from benchgen.services.benchmarks import judges
 from benchgen.services.runs import launch, leaderboards, rescoring
-from benchgen.services.runtime import Runtime
+from benchgen.services.runtime import Runtime, transaction
 
 models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = typer.Typer(
@@ -41,6 +41,9 @@ def run(
 
 
 def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
+    # Read-only polls as a principal resolved once: the worker thread shares this process (and
+    # its interpreter lock) with the progress bar, which should cost it next to nothing.
+    principal = cli_principal(runtime, email)
     workers = start_workers(runtime, 1)
     columns = (
         TextColumn("{task.description}"),
@@ -52,7 +55,7 @@ def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
         with Progress(*columns, console=console) as progress:
             task = progress.add_task("Processing", total=total)
             while True:
-                with as_user(runtime, email) as ctx:
+                with transaction(runtime, principal, write=False) as ctx:
                     current = launch.get_run(ctx, run_id)
                 progress.update(task, completed=current.done_count)
                 if current.status not in RUN_ACTIVE:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import CursorResult, Engine, Update, create_engine, event
+from sqlalchemy import ClauseElement, CursorResult, Engine, Update, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.compiler import SQLCompiler
 
 _IMMEDIATE = "benchgen_immediate"
 # SQLite's primary result codes for "another connection holds the lock".
@@ -89,6 +92,29 @@ def begin_reading(session: Session) -> None:
     """Begin the session's next transaction without SQLite's write lock, for reads only (a
     write in it could fail at once instead of waiting its turn). No transaction may be open."""
     session.connection(execution_options={_IMMEDIATE: False})
+
+
+def execute_many(
+    session: Session, statement: ClauseElement, rows: Sequence[dict[str, Any]]
+) -> None:
+    """One executemany of `statement` with `rows` of bound values, passed to the driver as they
+    are: no type processing, so every value must already be what the driver stores (text,
+    numbers, None). Per row this skips SQLAlchemy's parameter building, about half the time of
+    a large bulk UPDATE."""
+    if not rows:
+        return
+    connection = session.connection()
+    compiled = statement.compile(dialect=connection.dialect)
+    assert isinstance(compiled, SQLCompiler)  # a DML statement compiles to SQL
+    if not compiled.positional:
+        connection.exec_driver_sql(compiled.string, list(rows))
+        return
+    names = list(compiled.positiontup or ())
+    if len(names) == 1:
+        connection.exec_driver_sql(compiled.string, [(row[names[0]],) for row in rows])
+        return
+    pick = itemgetter(*names)  # several names: a tuple of their values, in the statement's order
+    connection.exec_driver_sql(compiled.string, [pick(row) for row in rows])
 
 
 def rows_changed(session: Session, statement: Update) -> int:

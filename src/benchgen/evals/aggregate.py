@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
 from benchgen.evals.types import Scored
 
 Z_95 = 1.959964
+G = TypeVar("G", bound=Hashable)
 
 
 def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -46,24 +48,54 @@ def summarize(scored: list[Scored], tags: list[tuple[str, ...]]) -> dict[str, An
     """
     if len(scored) != len(tags):
         raise ValueError(f"{len(scored)} scored answers but {len(tags)} tag tuples")
-    n = len(scored)
-    summary = _accuracy(n, sum(s.outcome == "correct" for s in scored))
-    no_answer = sum(s.outcome == "no_answer" for s in scored)
-    summary["no_answer"] = no_answer
-    summary["no_answer_rate"] = no_answer / n if n else None
-    summary["errors"] = sum(s.outcome == "error" for s in scored)
-    summary["mean_score"] = sum(s.score for s in scored) / n if n else None
-    summary["per_tag"] = _per_tag(scored, tags)
-    return summary
-
-
-def _per_tag(scored: list[Scored], tags: list[tuple[str, ...]]) -> dict[str, dict[str, Any]]:
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # tag -> [n, correct]
+    tally: Tally[tuple[str, ...]] = Tally()
     for verdict, item_tags in zip(scored, tags, strict=True):
-        for tag in set(item_tags):
-            counts[tag][0] += 1
-            counts[tag][1] += verdict.outcome == "correct"
-    return {tag: _accuracy(n, k) for tag, (n, k) in sorted(counts.items())}
+        tally.add(verdict, item_tags)
+    return tally.summary(lambda item_tags: item_tags)
+
+
+class Tally(Generic[G]):
+    """`summarize` one answer at a time, for runs too large to hold in memory; `summarize` is
+    this over lists, so both give the same numbers. Questions are grouped by any hashable
+    stand-in for their tags (a tuple, the stored JSON text), read only once per group."""
+
+    def __init__(self) -> None:
+        self.n = self.correct = self.no_answer = self.errors = 0
+        self.score_sum = 0.0  # added in order, as sum() did: the same float to the last bit
+        self.groups: dict[G, list[int]] = {}  # tags stand-in -> [questions, correct]
+
+    def add(self, verdict: Scored, tags: G) -> None:
+        """Count one verdict of a question with these tags."""
+        self.n += 1
+        right = verdict.outcome == "correct"
+        self.correct += right
+        self.no_answer += verdict.outcome == "no_answer"
+        self.errors += verdict.outcome == "error"
+        self.score_sum += verdict.score
+        group = self.groups.get(tags)
+        if group is None:
+            group = self.groups[tags] = [0, 0]
+        group[0] += 1
+        group[1] += right
+
+    def summary(self, tags_of: Callable[[G], Iterable[str]]) -> dict[str, Any]:
+        """The summary so far; `tags_of` turns a group's stand-in into its tags."""
+        n = self.n
+        summary = _accuracy(n, self.correct)
+        summary["no_answer"] = self.no_answer
+        summary["no_answer_rate"] = self.no_answer / n if n else None
+        summary["errors"] = self.errors
+        summary["mean_score"] = self.score_sum / n if n else None
+        summary["per_tag"] = self._per_tag(tags_of)
+        return summary
+
+    def _per_tag(self, tags_of: Callable[[G], Iterable[str]]) -> dict[str, dict[str, Any]]:
+        counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # tag -> [n, correct]
+        for stand_in, (n, correct) in self.groups.items():
+            for tag in set(tags_of(stand_in)):
+                counts[tag][0] += n
+                counts[tag][1] += correct
+        return {tag: _accuracy(n, k) for tag, (n, k) in sorted(counts.items())}
 
 
 def _accuracy(n: int, correct: int) -> dict[str, Any]:

@@ -32,20 +32,21 @@ class Worker:
         self.stopping = threading.Event()
 
     def run_forever(self) -> None:
-        """Work until `stop()`; sleeps `poll_s` whenever the queue is empty or the database is
-        too busy to claim (a busy database must not end the worker's thread)."""
+        """Work until `stop()`; waits up to `poll_s` whenever the queue is empty or the database
+        is too busy to claim (a busy database must not end the worker's thread)."""
         while not self.stopping.is_set():
             try:
                 worked = self.run_once()
             except Unavailable as exc:
                 log.warning("worker %s: database busy, trying again (%s)", self.name, exc.message)
                 worked = False
-            if not worked:
-                self.stopping.wait(self.poll_s)
+            if not worked and not self.stopping.is_set():
+                queue.wait_for_work(self.poll_s)  # a job queued in this process ends it early
 
     def stop(self) -> None:
         """Finish the current job, then return from `run_forever`."""
         self.stopping.set()
+        queue.wake_workers()
 
     def run_once(self) -> bool:
         """Claim and handle at most one job; False when none was due."""

@@ -21,6 +21,7 @@ _WRAPPERS = (
     re.compile(r"^\\(?:boxed|text|textbf|mathrm)\{(?P<inner>.*)\}$", re.DOTALL),
 )
 _EDGE_MARKUP = " \t\r\n*`"
+_WRAPPER_STARTS = ("$", "\\")  # what every pattern of _WRAPPERS begins with
 # A letter alone, optionally wrapped: "B", "(b)", "[B]", "B.", "B)", "{B}", "Option B".
 _ALONE = re.compile(
     r"^(?:(?:option|choice)[ \t]+)?[(\[{]?[ \t]*(?P<letter>[A-Za-z])[ \t]*[)\]}]?\.?$",
@@ -80,7 +81,8 @@ def extract_choice(raw: str, n_choices: int) -> str | None:
 def _last_candidate(raw: str) -> str | None:
     """The text of whichever comes last: an answer label line or a `\\boxed{}`."""
     best: tuple[int, str] | None = None
-    for match in _LABEL_LINE.finditer(raw):
+    match = _last_label_line(raw)
+    if match is not None:
         body = match.group("body")
         if not body.strip(_EDGE_MARKUP):
             # "**Answer:**" alone on its line: the answer is on the next non-blank line.
@@ -90,6 +92,22 @@ def _last_candidate(raw: str) -> str | None:
     if boxed is not None and (best is None or boxed[0] > best[0]):
         best = boxed
     return None if best is None else best[1]
+
+
+def _last_label_line(raw: str) -> re.Match[str] | None:
+    """The last line that `_LABEL_LINE` matches (a match never leaves its line)."""
+    if not raw.isascii():
+        matches = list(_LABEL_LINE.finditer(raw))
+        return matches[-1] if matches else None
+    # In ASCII, a label line holds "answer" in some case, and lower() keeps every index: look
+    # only at the lines that do, from the last one up, instead of trying every line start.
+    lowered, end = raw.lower(), len(raw)
+    while (found := lowered.rfind("answer", 0, end)) != -1:
+        end = raw.rfind("\n", 0, found) + 1
+        match = _LABEL_LINE.match(raw, end)
+        if match is not None:
+            return match
+    return None
 
 
 def _next_nonblank_line(text: str, start: int) -> str:
@@ -114,6 +132,8 @@ def _unwrap(text: str) -> str:
     """Strip markdown and LaTeX wrappers until none is left."""
     while True:
         stripped = text.strip(_EDGE_MARKUP)
+        if not stripped.startswith(_WRAPPER_STARTS):
+            return stripped  # no wrapper can match, and stripping twice changes nothing
         for wrapper in _WRAPPERS:
             match = wrapper.match(stripped)
             # "\text{a} + \text{b}" also matches the pattern; only a balanced inside is one wrapper.

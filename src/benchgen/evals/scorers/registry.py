@@ -14,6 +14,7 @@ from benchgen.evals.types import Answer, Key, Scored
 
 ReplyScorer = Callable[[str | None, Key, Mapping[str, Any]], Scored]
 AnswerScorer = Callable[[Answer, Key, Mapping[str, Any]], Scored]
+StoredScorer = Callable[[str | None, str | None, dict[str, float] | None, Key], Scored]
 
 QA, MCQ = "qa", "mcq"
 JUDGE = "judge"
@@ -39,40 +40,43 @@ class Method:
     formats: frozenset[str]
     scorer: AnswerScorer | None
     options: Mapping[str, Option] = field(default_factory=dict)
+    reply_scorer: ReplyScorer | None = None  # the same scorer, when it reads only the reply
 
 
-def _on_reply(scorer: ReplyScorer) -> AnswerScorer:
-    """Adapt a scorer that reads only the reply text to the registry's signature."""
+def _on_reply(
+    formats: frozenset[str], scorer: ReplyScorer, options: Mapping[str, Option] | None = None
+) -> Method:
+    """A method whose scorer reads only the reply text, adapted to the registry's signature."""
 
     def score_answer(answer: Answer, key: Key, options: Mapping[str, Any]) -> Scored:
         return scorer(answer.raw, key, options)
 
-    return score_answer
+    return Method(formats, score_answer, options or {}, scorer)
 
 
 _QA_ONLY, _MCQ_ONLY = frozenset({QA}), frozenset({MCQ})
 
 SCORERS: dict[str, Method] = {
-    "exact": Method(_QA_ONLY, _on_reply(score_exact)),
-    "numeric": Method(
+    "exact": _on_reply(_QA_ONLY, score_exact),
+    "numeric": _on_reply(
         _QA_ONLY,
-        _on_reply(numeric.score_numeric),
+        numeric.score_numeric,
         {
             "tolerance": Option(numeric.DEFAULT_TOLERANCE, low=0.0),
             "rel_tolerance": Option(numeric.DEFAULT_REL_TOLERANCE, low=0.0, high=1.0),
         },
     ),
-    "regex": Method(
+    "regex": _on_reply(
         _QA_ONLY,
-        _on_reply(regex.score_regex),
+        regex.score_regex,
         {"case_insensitive": Option(regex.DEFAULT_CASE_INSENSITIVE)},
     ),
-    "f1": Method(
+    "f1": _on_reply(
         _QA_ONLY,
-        _on_reply(f1.score_f1),
+        f1.score_f1,
         {"threshold": Option(f1.DEFAULT_THRESHOLD, low=0.0, high=1.0)},
     ),
-    "choice": Method(_MCQ_ONLY, _on_reply(score_choice)),
+    "choice": _on_reply(_MCQ_ONLY, score_choice),
     "choice_logprob": Method(_MCQ_ONLY, score_choice_logprob),
     JUDGE: Method(_QA_ONLY, None),
 }
@@ -121,12 +125,41 @@ def score(answer: Answer, key: Key, settings: Mapping[str, Any]) -> Scored:
     """
     if answer.error is not None:
         return Scored("error", 0.0, None, answer.error)
+    scorer, _ = _scorers(settings)
+    return scorer(answer, key, settings.get("options") or {})
+
+
+def stored_scorer(settings: Mapping[str, Any]) -> StoredScorer:
+    """`score` for many stored answers: the method is looked up once, and a method that reads
+    only the reply is called without building an Answer. Takes (raw, error, letter log-probs,
+    key), all a stored answer keeps for scoring, and gives what `score` gives for it.
+
+    Raises:
+        ValueError: an unknown method, or the judge (call `judge.judge_answer` instead), even
+            before any answer (`score` lets an errored answer through first).
+    """
+    whole, reply = _scorers(settings)
+    options = settings.get("options") or {}
+
+    def score_stored(
+        raw: str | None, error: str | None, letters: dict[str, float] | None, key: Key
+    ) -> Scored:
+        if error is not None:
+            return Scored("error", 0.0, None, error)
+        if reply is not None:
+            return reply(raw, key, options)
+        return whole(Answer(0, "", raw, None, 0, 0, 0, 1, letters), key, options)
+
+    return score_stored
+
+
+def _scorers(settings: Mapping[str, Any]) -> tuple[AnswerScorer, ReplyScorer | None]:
     method = SCORERS.get(settings.get("method", ""))
     if method is None:
         raise ValueError(f"method: unknown scoring method {settings.get('method')!r}")
     if method.scorer is None:
         raise ValueError("method: the AI judge is asynchronous; call judge.judge_answer")
-    return method.scorer(answer, key, settings.get("options") or {})
+    return method.scorer, method.reply_scorer
 
 
 def _method_for(fmt: str, name: object) -> Method:

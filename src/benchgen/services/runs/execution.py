@@ -12,6 +12,7 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
+from benchgen.db.session import execute_many
 from benchgen.db.tables import Model, Run, RunResult
 from benchgen.evals import aggregate
 from benchgen.evals.prompts import letter_only_prompt, render_prompt
@@ -189,7 +190,8 @@ def update_verdicts(ctx: Context, run_id: str, verdicts: dict[int, Scored]) -> N
         return
     table = RunResult.__table__
     assert isinstance(table, Table)
-    ctx.session.connection().execute(
+    execute_many(
+        ctx.session,
         update(table)
         .where(table.c.run_id == bindparam("b_run"), table.c.position == bindparam("b_pos"))
         .values(

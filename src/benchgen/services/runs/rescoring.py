@@ -30,8 +30,9 @@ from benchgen.services.runs.execution import LOGPROB
 
 # A diff of a million answers helps nobody and costs memory: show the first ones and the count.
 MAX_CHANGES_SHOWN = 1000
-# Rows per chunk: at about 100k answers/s applied, another writer waits a tenth of a second.
-CHUNK_ROWS = 10_000
+# Rows per chunk. Only a chunk's UPDATE holds SQLite's write lock (a few tenths of a second for
+# 25k rows), so another writer waits well under a second; smaller chunks cost more commits.
+CHUNK_ROWS = 25_000
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ class _Pass:
         changed: dict[int, Scored] = {}
         score, tally = self.scorer, self.tally
         for row, key in zip(rows, _keys(rows), strict=True):
-            position, raw, error, letters, outcome, old_score, extracted, tags = row[:8]
+            position, raw, error, letters, outcome, old_score, extracted, tags, _, _ = row
             verdict = score(raw, error, letters, key)
             tally.add(verdict, tags)
             if (

@@ -1,0 +1,178 @@
+"""Rescoring in chunks: the same verdicts as in one go, and other writers get in between."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from benchgen.core.context import Context, Principal
+from benchgen.core.errors import Conflict
+from benchgen.db.tables import Run, RunResult
+from benchgen.evals.scorers import registry
+from benchgen.jobs.worker import Worker
+from benchgen.services.accounts import credits
+from benchgen.services.runs import launch, rescoring
+from benchgen.services.runtime import Runtime, transaction
+from tests.support import OPERATOR, World
+
+RANDOM = "mdl_builtin_random"
+CHUNK = 7  # 40 answers: five full chunks and a short one
+# The random baseline answers one word of the prompt: "blue" scores wrong by exact match and
+# right by token F1 (0.67 against "blue sky"), so applying F1 changes some verdicts, not all.
+WORDS = ("blue", "sky", "green", "grass", "red", "rose", "blue sky")
+SPEC = {
+    "title": "Pairs",
+    "format": "qa",
+    "questions": [
+        {"prompt": f"Item {i}: blue sky green grass red rose", "answer": WORDS[i % len(WORDS)]}
+        for i in range(40)
+    ],
+}
+F1 = {"method": "f1"}
+
+
+def _finished_run(world: World, runtime: Runtime, user: str, benchmark: str) -> str:
+    run_id = world.do(Principal.web(user), launch.start_run, benchmark, RANDOM).id
+    while Worker(runtime).run_once():
+        pass
+    return run_id
+
+
+def _stored(world: World, run_id: str) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
+    def read(ctx: Context) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
+        rows = ctx.session.execute(
+            select(
+                RunResult.position,
+                RunResult.outcome,
+                RunResult.score,
+                RunResult.extracted,
+                RunResult.reasoning,
+            )
+            .where(RunResult.run_id == run_id)
+            .order_by(RunResult.position)
+        )
+        run = ctx.session.get(Run, run_id)
+        assert run is not None
+        return [tuple(row) for row in rows], (run.scoring, run.summary, run.scores)
+
+    return world.ctx_call(OPERATOR, read)
+
+
+def _two_runs(world: World, runtime: Runtime) -> tuple[Principal, str, str]:
+    ana = world.user("ana@example.com")
+    benchmark = world.benchmark(ana, SPEC)
+    first = _finished_run(world, runtime, ana, benchmark)
+    return Principal.web(ana), first, _finished_run(world, runtime, ana, benchmark)
+
+
+@pytest.mark.both_backends
+def test_chunked_and_whole_give_the_same_verdicts(world: World, runtime: Runtime) -> None:
+    web, chunked, whole = _two_runs(world, runtime)
+    assert _stored(world, chunked) == _stored(world, whole), "the baseline is deterministic"
+    results = {}
+    for run_id, rows in ((chunked, CHUNK), (whole, rescoring.CHUNK_ROWS)):
+        dry = world.do(web, rescoring.rescore_run, run_id, F1, False, rows)
+        applied = world.do(web, rescoring.rescore_run, run_id, F1, True, rows)
+        assert (dry.after, dry.changed_count, dry.changes) == (
+            applied.after,
+            applied.changed_count,
+            applied.changes,
+        )
+        results[run_id] = applied
+    assert 0 < results[whole].changed_count < len(SPEC["questions"])
+    same = ("before", "after", "changed_count", "changes", "scoring")
+    assert [getattr(results[chunked], name) for name in same] == [
+        getattr(results[whole], name) for name in same
+    ]
+    assert _stored(world, chunked) == _stored(world, whole)
+    again = world.do(web, rescoring.rescore_run, chunked, None, False, CHUNK)
+    assert again.changed_count == 0, "every chunk was stored"
+
+
+def _on_answer(
+    monkeypatch: pytest.MonkeyPatch, number: int, action: Callable[[], None]
+) -> list[int]:
+    """Call `action` once, while the next rescoring scores its `number`-th answer."""
+    original, fired = registry.stored_scorer, []
+
+    def hooked(settings: Any) -> registry.StoredScorer:
+        scorer, seen = original(settings), itertools.count(1)
+
+        def score(*args: Any) -> Any:
+            if next(seen) == number and not fired:
+                fired.append(number)
+                action()
+            return scorer(*args)
+
+        return score
+
+    monkeypatch.setattr(registry, "stored_scorer", hooked)
+    return fired
+
+
+def _in_thread(work: Callable[[], None]) -> list[BaseException | None]:
+    """Run `work` in another thread and wait for it (10 s at most); its outcome, if it ended."""
+    outcome: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported to the test, not lost in the thread
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(10)
+    return outcome
+
+
+def test_another_writer_gets_in_between_chunks(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    web, run_id, _ = _two_runs(world, runtime)
+    user = web.user_id
+    assert user is not None
+    written: list[list[BaseException | None]] = []
+
+    def write_elsewhere() -> None:
+        def grant() -> None:
+            with transaction(runtime, OPERATOR) as ctx:
+                credits.grant_credits(ctx, user, 5)
+
+        # While the apply is under way, between its chunks: a writer waiting for the whole
+        # apply to end would still be waiting when the join gives up.
+        written.append(_in_thread(grant))
+
+    fired = _on_answer(monkeypatch, 2 * CHUNK + 3, write_elsewhere)
+    applied = world.do(web, rescoring.rescore_run, run_id, F1, True, CHUNK)
+    assert fired and written == [[None]], "the other writer did not get in during the apply"
+    assert applied.applied and applied.changed_count > 0
+
+
+def test_a_later_apply_takes_over(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    web, run_id, _ = _two_runs(world, runtime)
+    exact = {"method": "exact"}
+    outcome: list[list[BaseException | None]] = []
+
+    def apply_exact() -> None:
+        work = lambda: world.do(web, rescoring.rescore_run, run_id, exact, True, CHUNK)  # noqa: E731
+        outcome.append(_in_thread(work))
+
+    world.do(web, rescoring.rescore_run, run_id, F1, True, CHUNK)  # stored verdicts: F1's
+    _on_answer(monkeypatch, CHUNK + 3, apply_exact)
+    with pytest.raises(Conflict, match="meanwhile"):
+        world.do(web, rescoring.rescore_run, run_id, F1, True, CHUNK)
+    assert outcome == [[None]]
+    scoring, summary, _ = _stored(world, run_id)[1]
+    assert scoring["method"] == "exact"
+    check = world.do(web, rescoring.rescore_run, run_id, None, False, CHUNK)
+    assert check.changed_count == 0 and check.after == summary, "the run holds exact's verdicts"
