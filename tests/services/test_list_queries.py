@@ -93,3 +93,14 @@ def test_questions_are_paged_by_the_database(world: World) -> None:
     assert any("LIMIT" in s.upper() and "questions" in s for s in statements)
     everything = world.do(Principal.web(ana), lifecycle.list_questions, bm)
     assert [q["position"] for q in everything] == list(range(30))
+
+
+def test_one_decision_after_another_reads_the_user_and_token_once(world: World) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, MCQ)
+    who = world.api(world.token(ana, ["read"]))
+    with counted(world.rt) as statements:
+        world.do(who, lambda ctx: [lifecycle.get_benchmark(ctx, bm) for _ in range(3)])
+    users_read = [s for s in statements if s.lstrip().startswith("SELECT users.")]
+    tokens_read = [s for s in statements if s.lstrip().startswith("SELECT api_tokens.")]
+    assert (len(users_read), len(tokens_read)) == (1, 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import ColumnElement, and_, exists, false, or_, select
 
@@ -177,7 +178,7 @@ def live_user(ctx: Context) -> User | None:
     principal = ctx.principal
     if principal.user_id is None:
         return None
-    user = ctx.session.get(User, principal.user_id)
+    user = _kept(ctx, User, principal.user_id)
     if user is None or not user.is_active:
         return None
     if principal.kind in DELEGATED_KINDS and not _token_live(ctx, principal.token_id):
@@ -189,7 +190,7 @@ def _token_live(ctx: Context, token_id: str | None) -> bool:
     # Re-checked on every decision, so revoking a token (or the token an agent turn was
     # started with) takes effect at the very next call, mid-request or mid-turn.
     while token_id is not None:
-        token = ctx.session.get(ApiToken, token_id)
+        token = _kept(ctx, ApiToken, token_id)
         if token is None or token.revoked_at is not None or token.expires_at <= ctx.now():
             return False
         if token.session_id is not None and not _session_live(ctx, token.session_id):
@@ -198,8 +199,24 @@ def _token_live(ctx: Context, token_id: str | None) -> bool:
     return True
 
 
+_Row = TypeVar("_Row", User, ApiToken, WebSession)
+
+
+def _kept(ctx: Context, model: type[_Row], key: str) -> _Row | None:
+    """`session.get`, keeping the row for the rest of the unit of work.
+
+    The identity map holds rows weakly, so every decision of a request would read the user and
+    the token again. A strong reference makes the repeats free while they still see this unit
+    of work's own changes (the same objects; bulk updates synchronise them).
+    """
+    row = ctx.session.get(model, key)
+    if row is not None:
+        ctx.session.info.setdefault("access_rows", {})[(model.__name__, key)] = row
+    return row
+
+
 def _session_live(ctx: Context, session_id: str) -> bool:
-    session = ctx.session.get(WebSession, session_id)
+    session = _kept(ctx, WebSession, session_id)
     return session is not None and session.revoked_at is None and session.expires_at > ctx.now()
 
 
