@@ -15,13 +15,13 @@ from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import (
+    _question_store,
     judges,
     lifecycle,
     members,
     outbox,
     phases,
     question_edits,
-    questions,
 )
 from benchgen.services.runtime import Runtime, transaction, undo_on_error
 from tests.support import MCQ, OPERATOR, QA, World
@@ -121,7 +121,7 @@ def test_replace_add_and_remove_one_question(people: People) -> None:
     assert view.version == 3
 
     def metadata(ctx: Context) -> list[str]:
-        return [q.metadata for q in questions.load_canonical(ctx, bm)]
+        return [q.metadata for q in _question_store.load_canonical(ctx, bm)]
 
     assert world.ctx_call(OPERATOR, metadata) == ['{"source": "atlas"}']  # kept
     people.as_ana(question_edits.add_question, bm, {**new, "prompt": "Colour of coal?"}, 3)

@@ -22,7 +22,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import CreditEntry
-from benchgen.services.accounts import credits
+from benchgen.services.accounts import _ledger, credits
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.both_backends
 
 
 def balance(world: World, user_id: str) -> int:
-    return world.ctx_call(OPERATOR, lambda ctx: credits.balance_of(ctx, user_id))
+    return world.ctx_call(OPERATOR, lambda ctx: _ledger.balance_of(ctx, user_id))
 
 
 def ledger_rows(world: World, user_id: str | None = None) -> list[tuple[Any, ...]]:
@@ -126,21 +126,21 @@ def test_reserve_beyond_balance_writes_nothing(world: World, runtime: Runtime) -
     before = ledger_rows(world)
     with transaction(runtime, Principal.web(ana)) as ctx, ledger_writes(runtime) as writes:
         with pytest.raises(InsufficientCredits) as err:
-            credits.reserve_credits(ctx, 101, "run_1")
+            _ledger.reserve_credits(ctx, 101, "run_1")
         # Checked inside the still-open transaction: the refusal itself added nothing.
         assert writes == []
-        assert credits.balance_of(ctx, ana) == 100
+        assert _ledger.balance_of(ctx, ana) == 100
     assert err.value.details == {"needed": 101, "balance": 100}
     assert ledger_rows(world) == before
 
 
 def test_reserve_whole_balance_and_zero(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    world.do(Principal.web(ana), credits.reserve_credits, 100, "run_1")
+    world.do(Principal.web(ana), _ledger.reserve_credits, 100, "run_1")
     assert balance(world, ana) == 0
-    world.do(Principal.web(ana), credits.reserve_credits, 0, "run_free")
+    world.do(Principal.web(ana), _ledger.reserve_credits, 0, "run_free")
     with pytest.raises(InsufficientCredits):
-        world.do(Principal.web(ana), credits.reserve_credits, 1, "run_2")
+        world.do(Principal.web(ana), _ledger.reserve_credits, 1, "run_2")
     assert balance(world, ana) == 0
 
 
@@ -148,15 +148,15 @@ def test_reserve_whole_balance_and_zero(world: World) -> None:
 def test_reserve_rejects_bad_amounts(world: World, amount: int) -> None:
     ana = world.user("ana@example.com", credits_=100)
     with pytest.raises(InvalidInput):
-        world.do(Principal.web(ana), credits.reserve_credits, amount, "run_1")
+        world.do(Principal.web(ana), _ledger.reserve_credits, amount, "run_1")
     assert balance(world, ana) == 100
 
 
 def test_settle_at_lower_cost_frees_the_rest(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
     assert balance(world, ana) == 40
-    assert world.do(OPERATOR, credits.settle_credits, held, 25) == 35
+    assert world.do(OPERATOR, _ledger.settle_credits, held, 25) == 35
     assert balance(world, ana) == 75
     [settle] = [row for row in ledger_rows(world, ana) if row[2] == "settle"]
     assert (settle[2], settle[3], settle[4], settle[5]) == ("settle", 35, held, "run_1")
@@ -164,29 +164,29 @@ def test_settle_at_lower_cost_frees_the_rest(world: World) -> None:
 
 def test_settle_at_exact_cost_frees_nothing(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
-    assert world.do(OPERATOR, credits.settle_credits, held, 60) == 0
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
+    assert world.do(OPERATOR, _ledger.settle_credits, held, 60) == 0
     assert balance(world, ana) == 40
 
 
 def test_settle_above_reserved_is_capped(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
-    assert world.do(OPERATOR, credits.settle_credits, held, 500) == 0
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
+    assert world.do(OPERATOR, _ledger.settle_credits, held, 500) == 0
     assert balance(world, ana) == 40
 
 
 def test_settle_negative_cost_counts_as_free(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
-    assert world.do(OPERATOR, credits.settle_credits, held, -30) == 60
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
+    assert world.do(OPERATOR, _ledger.settle_credits, held, -30) == 60
     assert balance(world, ana) == 100
 
 
 def test_refund_returns_everything(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
-    assert world.do(OPERATOR, credits.refund_credits, held, "worker crashed") == 60
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
+    assert world.do(OPERATOR, _ledger.refund_credits, held, "worker crashed") == 60
     assert balance(world, ana) == 100
     [refund] = [row for row in ledger_rows(world, ana) if row[2] == "refund"]
     assert (refund[2], refund[3], refund[4], refund[6]) == ("refund", 60, held, "worker crashed")
@@ -198,12 +198,12 @@ def test_refund_returns_everything(world: World) -> None:
 )
 def test_closing_twice_is_a_conflict(world: World, first: str, second: str) -> None:
     ana = world.user("ana@example.com", credits_=100)
-    held = world.do(Principal.web(ana), credits.reserve_credits, 60, "run_1")
+    held = world.do(Principal.web(ana), _ledger.reserve_credits, 60, "run_1")
 
     def close(how: str) -> int:
         if how == "settle":
-            return world.do(OPERATOR, credits.settle_credits, held, 10)
-        return world.do(OPERATOR, credits.refund_credits, held, "failed")
+            return world.do(OPERATOR, _ledger.settle_credits, held, 10)
+        return world.do(OPERATOR, _ledger.refund_credits, held, "failed")
 
     close(first)
     after_first = balance(world, ana)
@@ -216,9 +216,9 @@ def test_closing_something_that_is_not_a_reservation(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
     [grant] = ledger_rows(world, ana)
     with pytest.raises(NotFound):
-        world.do(OPERATOR, credits.settle_credits, grant[0], 0)
+        world.do(OPERATOR, _ledger.settle_credits, grant[0], 0)
     with pytest.raises(NotFound):
-        world.do(OPERATOR, credits.refund_credits, "cr_nothing", "x")
+        world.do(OPERATOR, _ledger.refund_credits, "cr_nothing", "x")
     assert balance(world, ana) == 100
 
 
@@ -235,7 +235,7 @@ def test_concurrent_reservers_never_overdraw(world: World, amount: int) -> None:
         gate.wait()
         try:
             result: Any = world.do(
-                Principal.web(ana), credits.reserve_credits, amount, f"run_{index}"
+                Principal.web(ana), _ledger.reserve_credits, amount, f"run_{index}"
             )
         except Exception as exc:
             result = exc
@@ -323,19 +323,19 @@ def test_ledger_is_only_appended_to(world: World, runtime: Runtime, clock: Manua
         world.do(OPERATOR, credits.grant_credits, ana, 100)
         snapshots = [ledger_rows(world)]
         clock.advance(seconds=1)
-        held = world.do(Principal.web(ana), credits.reserve_credits, 40, "run_1")
+        held = world.do(Principal.web(ana), _ledger.reserve_credits, 40, "run_1")
         snapshots.append(ledger_rows(world))
         clock.advance(seconds=1)
-        world.do(OPERATOR, credits.settle_credits, held, 30)
+        world.do(OPERATOR, _ledger.settle_credits, held, 30)
         snapshots.append(ledger_rows(world))
         clock.advance(seconds=1)
-        other = world.do(Principal.web(ana), credits.reserve_credits, 20, "run_2")
+        other = world.do(Principal.web(ana), _ledger.reserve_credits, 20, "run_2")
         snapshots.append(ledger_rows(world))
         clock.advance(seconds=1)
-        world.do(OPERATOR, credits.refund_credits, other, "failed")
+        world.do(OPERATOR, _ledger.refund_credits, other, "failed")
         snapshots.append(ledger_rows(world))
         with pytest.raises(Conflict):
-            world.do(OPERATOR, credits.refund_credits, other, "again")
+            world.do(OPERATOR, _ledger.refund_credits, other, "again")
         snapshots.append(ledger_rows(world))
 
     assert all(statement.lstrip().upper().startswith("INSERT") for statement in writes), writes

@@ -106,6 +106,7 @@ EXPECTED: dict[str, Row] = {
     # Background work: only a system principal holding the grant.
     "run.execute": Row(None, _JOB),
     "chat.record": Row(None, _JOB),
+    "mail.send": Row(None, _JOB),
 }
 
 # ARCHITECTURE §6: where a refusal of a session-only action sends the person. Only pages the

@@ -16,7 +16,7 @@ from benchgen.db.tables import Base, Benchmark, Proposal, RateLimitEvent, Run
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle
-from benchgen.services.chat import proposal_kinds, proposals
+from benchgen.services.chat import _proposal_kinds, proposals
 from benchgen.services.chat.proposals import ProposalView
 from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
@@ -92,7 +92,7 @@ def test_create_preview_lists_every_question_with_its_answer(world: World, ana: 
     shown = propose(world, agent(world, ana), "create_benchmark", spec)
     assert shown.status == "pending" and shown.kind == "create_benchmark"
     assert shown.expires_at - shown.created_at == proposals.EXPIRY
-    assert shown.preview_hash == proposal_kinds.hash_arguments(shown.arguments)
+    assert shown.preview_hash == _proposal_kinds.hash_arguments(shown.arguments)
     # Canonical: the answer given as the choice's text is stored as its label.
     assert [q["answer"] for q in shown.arguments["questions"]] == ["B", "A"]
     preview = shown.preview

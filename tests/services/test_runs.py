@@ -24,7 +24,7 @@ from benchgen.db.tables import CreditEntry, Job, Run, RunResult
 from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker
 from benchgen.services import models, queue
-from benchgen.services.accounts import credits
+from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import execution, launch, results, run_log
 from benchgen.services.runtime import Runtime, transaction
@@ -80,7 +80,7 @@ def work_all(runtime: Runtime) -> None:
 
 
 def ledger_sum(world: World, user_id: str) -> int:
-    return world.ctx_call(OPERATOR, lambda ctx: credits.balance_of(ctx, user_id))
+    return world.ctx_call(OPERATOR, lambda ctx: _ledger.balance_of(ctx, user_id))
 
 
 def test_builtin_run_completes_scores_and_freezes(world: World, runtime: Runtime) -> None:

@@ -14,7 +14,7 @@ from benchgen.core.permissions import PrincipalKind
 from benchgen.services import models
 from benchgen.services.accounts import tokens, users
 from benchgen.services.benchmarks import imports, judges, lifecycle, members, outbox, phases
-from benchgen.services.chat import conversations, proposal_kinds
+from benchgen.services.chat import _proposal_kinds, conversations
 from benchgen.services.runs import launch, leaderboards
 from tests.support import MCQ, OPERATOR, QA, World
 
@@ -139,7 +139,7 @@ def test_edits_previews_imports_and_proposals_refuse_them_too(world: World) -> N
     agent = world.principal(PrincipalKind.AGENT, ana)
 
     def propose(ctx: Context) -> Any:
-        return proposal_kinds.prepare(ctx, "create_benchmark", spec(title=SPOOF), False)
+        return _proposal_kinds.prepare(ctx, "create_benchmark", spec(title=SPOOF), False)
 
     assert refused(lambda: world.ctx_call(agent, propose))[0] == ["title"]
     assert world.do(web, lifecycle.get_benchmark, bm).title == QA["title"]

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.services import deployment
-from benchgen.services.accounts import credits, users
+from benchgen.services.accounts import _ledger, credits, users
 from benchgen.services.runtime import Runtime
 from tests.support import OPERATOR, World
 from tests.web.support import WebUser
@@ -94,10 +94,10 @@ def test_grant_credits(admin: WebUser, world: World, runtime: Runtime) -> None:
     granted = admin.post(f"/admin/users/{ana}/credits", {"amount": "250", "note": "welcome"})
     assert granted.status_code == 303
     assert "Granted 250 credits; the balance is now 250." in admin.get("/admin/users").text
-    assert world.do(OPERATOR, credits.balance_of, ana) == 250
+    assert world.do(OPERATOR, _ledger.balance_of, ana) == 250
     refused = admin.post(f"/admin/users/{ana}/credits", {"amount": "0"})
     assert refused.status_code == 422 and "Credits not granted" in refused.text
-    assert world.do(OPERATOR, credits.balance_of, ana) == 250
+    assert world.do(OPERATOR, _ledger.balance_of, ana) == 250
 
 
 def test_settings_are_a_form_per_key(admin: WebUser, world: World) -> None:
@@ -186,7 +186,7 @@ def test_admin_forms_need_the_csrf_token(admin: WebUser, world: World) -> None:
         "/admin/reports/rep_x/resolve": {},
     }.items():
         assert admin.client.post(path, data=data).status_code == 403, path
-    assert world.do(OPERATOR, credits.balance_of, ana) == 0
+    assert world.do(OPERATOR, _ledger.balance_of, ana) == 0
     assert world.do(OPERATOR, users.get_user_by_email, "ana@example.com").is_active
 
 

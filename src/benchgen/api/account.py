@@ -25,7 +25,7 @@ def get_me(ctx: ContextDep) -> Me:
         id=user.id,
         email=user.email,
         display_name=user.display_name,
-        credits=credits.balance_of(ctx, user.id),
+        credits=credits.my_balance(ctx),
         scopes=sorted(ctx.principal.scopes),
         token_id=token.id if token else None,
         token_expires_at=token.expires_at if token else None,

@@ -105,6 +105,7 @@ class Action(StrEnum):
     ADMIN_SETTINGS = "admin.settings"
     RUN_EXECUTE = "run.execute"
     CHAT_RECORD = "chat.record"
+    MAIL_SEND = "mail.send"
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,7 @@ RULES: dict[Action, ActionRule] = {
     Action.CHAT_RECORD: ActionRule(
         None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
     ),
+    Action.MAIL_SEND: ActionRule(None, Target.JOB, frozenset(), "/", "send queued account mail"),
 }
 
 

@@ -18,13 +18,12 @@ from benchgen.evals.adapters import builtin
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.scorers.registry import MCQ, QA
-from benchgen.evals.types import FatalModelError, ModelSpec
-from benchgen.services import access, audit, keyring
+from benchgen.evals.types import FatalModelError
+from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, "local_gguf", "builtin")
-ANTHROPIC_URL = "https://api.anthropic.com/v1"
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
 READER_FORMATS = frozenset({QA, MCQ})
 
@@ -125,21 +124,7 @@ def get_model(ctx: Context, model_id: str) -> ModelView:
         NotFound: missing, deleted, or another user's.
     """
     access.require(ctx, Action.MODEL_LIST)
-    return view(usable_model(ctx, model_id))
-
-
-def usable_model(ctx: Context, model_id: str) -> Model:
-    """A live platform model or one of the acting user's own (for services that use it).
-
-    Raises:
-        NotFound: missing, deleted, or another user's (indistinguishable on purpose).
-    """
-    row = ctx.session.get(Model, model_id)
-    if row is None or row.deleted_at is not None:
-        raise NotFound("No such model.", {"id": model_id})
-    if row.owner_id is not None and row.owner_id != ctx.principal.user_id:
-        raise NotFound("No such model.", {"id": model_id})
-    return row
+    return view(_model_specs.usable_model(ctx, model_id))
 
 
 def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
@@ -183,13 +168,13 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
     """
     access.require(ctx, Action.MODEL_MANAGE)
     change = parse(ModelChange, data)
-    row = usable_model(ctx, model_id)
+    row = _model_specs.usable_model(ctx, model_id)
     if row.owner_id is None:
         raise NotFound("No such model among yours.", {"id": model_id})
     if change.name is not None:
         row.name = change.name
     if change.api_key is not None:
-        row.api_key_enc = keyring.encrypt(ctx, change.api_key) if change.api_key else None
+        row.api_key_enc = _keyring.encrypt(ctx, change.api_key) if change.api_key else None
     if change.params is not None:
         row.params = _checked_params(change.params)
     row.updated_at = ctx.now()
@@ -206,25 +191,11 @@ def delete_model(ctx: Context, model_id: str) -> None:
         PermissionDenied: a token or the agent asked.
     """
     access.require(ctx, Action.MODEL_DELETE)
-    row = usable_model(ctx, model_id)
+    row = _model_specs.usable_model(ctx, model_id)
     if row.owner_id is None:
         raise NotFound("No such model among yours.", {"id": model_id})
     row.deleted_at = row.updated_at = ctx.now()
     audit.record(ctx, audit.AuditAction.MODEL_DELETE, "model", row.id)
-
-
-def model_spec(ctx: Context, row: Model) -> ModelSpec:
-    """How the engine calls `row`, with the key decrypted (never stored or logged again)."""
-    key = keyring.decrypt(ctx, row.api_key_enc) if row.api_key_enc else None
-    base_url = row.base_url or (ANTHROPIC_URL if row.kind == "anthropic" else None)
-    params = dict(row.params)
-    return ModelSpec(row.kind, row.endpoint_model, base_url, key, params, allowlist(ctx))
-
-
-def allowlist(ctx: Context) -> frozenset[str]:
-    """Hosts an operator opened for model endpoints despite private addresses."""
-    raw = ctx.settings.model_host_allowlist
-    return frozenset(host.strip().lower() for host in raw.split(",") if host.strip())
 
 
 def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> Model:
@@ -237,7 +208,7 @@ def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> 
         kind=spec.kind,
         endpoint_model=spec.endpoint_model,
         base_url=base_url,
-        api_key_enc=keyring.encrypt(ctx, spec.api_key) if spec.api_key else None,
+        api_key_enc=_keyring.encrypt(ctx, spec.api_key) if spec.api_key else None,
         params=_checked_params(spec.params),
         price_per_question=spec.price_per_question if priced else 0,
         price_per_1k_tokens=spec.price_per_1k_tokens if priced else 0,
@@ -256,7 +227,7 @@ def _checked_url(ctx: Context, spec: ModelIn) -> str | None:
     if not spec.base_url:
         raise invalid(["base_url"], "an OpenAI-compatible model needs its endpoint's base URL")
     try:
-        check_endpoint(spec.base_url, allowlist(ctx))
+        check_endpoint(spec.base_url, _model_specs.allowlist(ctx))
     except FatalModelError as exc:
         raise invalid(["base_url"], str(exc)) from None
     return spec.base_url.rstrip("/")

@@ -1,4 +1,5 @@
-"""The job queue's rules: enqueue, claim fairly with a lease, heartbeat, retry, give up.
+"""The job queue's rules for workers holding the grant for a job's kind: claim fairly with a
+lease, heartbeat, retry, give up. Jobs are queued and cancelled through `_enqueue`.
 
 The jobs table is the truth, so one machine needs no broker and a crashed worker's job is
 picked up again once its lease expires. Claims serve users in turn and cap how many jobs one user
@@ -12,12 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, event, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import aliased
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import JobStatus
 from benchgen.db.tables import Job
@@ -39,36 +39,6 @@ class Claimed:
     payload: dict[str, Any]
     attempt: int
     exhausted: bool
-
-
-def enqueue(
-    ctx: Context,
-    kind: str,
-    payload: dict[str, Any],
-    max_attempts: int = 3,
-    user_id: str | None = None,
-) -> str:
-    """Queue a job in the caller's transaction (it exists only if the caller commits).
-
-    `user_id` is whom the job works for (default: the acting user); their jobs share the
-    per-user slots.
-    """
-    now = ctx.now()
-    job = Job(
-        id=new_id("job"),
-        kind=kind,
-        user_id=user_id or ctx.principal.user_id,
-        payload=payload,
-        status=JobStatus.QUEUED,
-        attempts=0,
-        max_attempts=max_attempts,
-        run_after=now,
-        created_at=now,
-        updated_at=now,
-    )
-    ctx.session.add(job)
-    event.listen(ctx.session, "after_commit", wake_workers, once=True)
-    return job.id
 
 
 # The embedded workers of this process wait on this between polls of the table. A commit that
@@ -162,13 +132,6 @@ def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
     job.lease_owner = job.lease_expires_at = None
     job.updated_at = ctx.now()
     return True
-
-
-def cancel_queued(ctx: Context, job_id: str) -> None:
-    """Cancel a job that has not started (the service that owns the job checked permission)."""
-    job = ctx.session.get(Job, job_id)
-    if job is not None and job.status == JobStatus.QUEUED:
-        job.status, job.updated_at = JobStatus.CANCELLED, ctx.now()
 
 
 def _executing(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:

@@ -13,7 +13,7 @@ from benchgen.core.errors import Conflict, NotFound, RateLimited
 from benchgen.core.ids import new_id
 from benchgen.db.tables import AccountLink, User
 from benchgen.services import audit
-from benchgen.services.accounts import mail, users
+from benchgen.services.accounts import _mail_queue, users
 from benchgen.services.accounts.tokens import hash_token
 
 
@@ -145,7 +145,7 @@ def mail_verification(ctx: Context, user: User) -> None:
         "Until then, benchmark whitelists and collaborator invitations do not count this "
         "address. If you did not sign up, ignore this message."
     )
-    mail.record_mail(ctx, user.email, "Confirm your email for BenchGen", body)
+    _mail_queue.record_mail(ctx, user.email, "Confirm your email for BenchGen", body)
 
 
 def verification_is_live(ctx: Context, secret: str) -> bool:

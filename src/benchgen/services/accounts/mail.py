@@ -11,8 +11,9 @@ from sqlalchemy import select
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
 from benchgen.db.tables import OutboxEmail
+from benchgen.services import access
 
 
 @dataclass(frozen=True)
@@ -25,41 +26,16 @@ class Letter:
     body: str
 
 
-def record_mail(
-    ctx: Context,
-    to_email: str,
-    subject: str,
-    body: str,
-    *,
-    batch_id: str | None = None,
-    benchmark_id: str | None = None,
-) -> str:
-    """Queue one message in the outbox, in the caller's transaction; returns its id.
-
-    Account mail (links to verify, reset, join) has no benchmark. Without `BENCHGEN_SMTP_URL`
-    it stays in the outbox, where the operator reads it (`benchgen admin outbox`).
-    """
-    row = OutboxEmail(
-        id=new_id("mail"),
-        batch_id=batch_id or new_id("mailb"),
-        benchmark_id=benchmark_id,
-        sender_user_id=ctx.principal.user_id,
-        to_email=to_email,
-        subject=subject,
-        body=body,
-        status="queued",
-        created_at=ctx.now(),
-    )
-    ctx.session.add(row)
-    return row.id
-
-
 def queued_account_mail(ctx: Context, to_email: str, limit: int = 10) -> list[Letter]:
     """Account mail to `to_email` still waiting to be sent, oldest first.
 
-    No permission check: the edge that just queued a message for this address asks, to send it
-    after its response; this reveals nothing to the caller, who gets no body back to show.
+    The edge that just queued a message for this address asks, to send it after its response,
+    as a system principal holding the `mail.send` grant.
+
+    Raises:
+        PermissionDenied: the principal lacks the `mail.send` grant.
     """
+    access.require(ctx, Action.MAIL_SEND)
     rows = ctx.session.scalars(
         select(OutboxEmail)
         .where(
@@ -88,7 +64,12 @@ def send_letter(settings: Settings, letter: Letter) -> str:
 
 
 def record_outcome(ctx: Context, letter_id: str, error: str) -> None:
-    """Mark a queued message sent (no error) or failed (the failure's name)."""
+    """Mark a queued message sent (no error) or failed (the failure's name).
+
+    Raises:
+        PermissionDenied: the principal lacks the `mail.send` grant.
+    """
+    access.require(ctx, Action.MAIL_SEND)
     row = ctx.session.get(OutboxEmail, letter_id)
     if row is None or row.status != "queued":
         return

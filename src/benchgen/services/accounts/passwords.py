@@ -8,7 +8,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, Unauthenticated
 from benchgen.db.tables import User
 from benchgen.services import audit
-from benchgen.services.accounts import attempts, links, mail, sessions, users
+from benchgen.services.accounts import _mail_queue, attempts, links, sessions, users
 from benchgen.services.accounts.links import Purpose
 
 RESET_PATH = "/password/reset/{token}"
@@ -73,7 +73,7 @@ def request_password_reset(ctx: Context, email: str, address: str) -> None:
         "Choosing a new password signs the account out everywhere. If you did not ask, ignore "
         "this message: your password stays as it is."
     )
-    mail.record_mail(ctx, account, "Reset your BenchGen password", body)
+    _mail_queue.record_mail(ctx, account, "Reset your BenchGen password", body)
 
 
 def reset_is_live(ctx: Context, secret: str) -> bool:

@@ -12,7 +12,7 @@ from benchgen.core.errors import Conflict, PermissionDenied
 from benchgen.core.permissions import Action
 from benchgen.db.tables import AccountLink, User
 from benchgen.services import access, audit, overrides
-from benchgen.services.accounts import attempts, links, mail, users
+from benchgen.services.accounts import _mail_queue, attempts, links, users
 from benchgen.services.accounts.links import Purpose
 
 SIGNUP_PATH = "/signup?invite={token}"
@@ -126,7 +126,7 @@ def create_invite(ctx: Context, email: str) -> NewInvite:
         f"Open this link within 7 days to choose your password:\n\n{link}\n\n"
         "If you did not expect this, ignore this message."
     )
-    mail.record_mail(ctx, address, "Your invitation to BenchGen", body)
+    _mail_queue.record_mail(ctx, address, "Your invitation to BenchGen", body)
     audit.record(ctx, audit.AuditAction.INVITE_CREATE, "invite", row.id, email=address)
     return NewInvite(ctx.settings.link(SIGNUP_PATH.format(token=secret)), _view(row))
 

@@ -11,7 +11,7 @@ from benchgen.core.text import require_line
 from benchgen.db.tables import Judge
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.types import FatalModelError, ModelSpec
-from benchgen.services import access, audit, keyring, models
+from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.benchmarks import scoring
 
 JUDGE_KINDS = ("openai_compat", "anthropic")
@@ -55,7 +55,7 @@ def set_judge(
     endpoint_model = require_line(endpoint_model, ["model"])
     if base_url:
         try:
-            check_endpoint(base_url, models.allowlist(ctx))
+            check_endpoint(base_url, _model_specs.allowlist(ctx))
         except FatalModelError as exc:
             raise invalid(["base_url"], str(exc)) from None
     elif kind == "openai_compat":
@@ -70,7 +70,7 @@ def set_judge(
         raise invalid(["api_key"], "type the key again: the judge's kind or address changed")
     judge.kind, judge.endpoint_model = kind, endpoint_model.strip()
     judge.base_url = address
-    judge.api_key_enc = keyring.encrypt(ctx, api_key) if api_key else kept
+    judge.api_key_enc = _keyring.encrypt(ctx, api_key) if api_key else kept
     judge.allow_others, judge.updated_at = allow_others, ctx.now()
     ctx.session.add(judge)
     benchmark.scoring, benchmark.updated_at = settings, ctx.now()
@@ -104,10 +104,10 @@ def judge_spec(ctx: Context, benchmark_id: str) -> ModelSpec | None:
     judge = ctx.session.get(Judge, benchmark_id)
     if judge is None:
         return None
-    key = keyring.decrypt(ctx, judge.api_key_enc) if judge.api_key_enc else None
-    base_url = judge.base_url or (models.ANTHROPIC_URL if judge.kind == "anthropic" else None)
+    key = _keyring.decrypt(ctx, judge.api_key_enc) if judge.api_key_enc else None
+    base_url = judge.base_url or (_model_specs.ANTHROPIC_URL if judge.kind == "anthropic" else None)
     params = {"max_tokens": 512}
-    allowlist = models.allowlist(ctx)  # checked again at each connection
+    allowlist = _model_specs.allowlist(ctx)  # checked again at each connection
     return ModelSpec(judge.kind, judge.endpoint_model, base_url, key, params, allowlist)
 
 

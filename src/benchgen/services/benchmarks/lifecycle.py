@@ -16,7 +16,7 @@ from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import phases, questions
+from benchgen.services.benchmarks import _question_store, phases, questions
 from benchgen.services.specs import (
     MAX_LIST,
     MAX_QUESTIONS,
@@ -113,7 +113,7 @@ def create_benchmark(ctx: Context, data: BenchmarkIn | dict[str, Any]) -> Create
     )
     ctx.session.add(row)
     ctx.session.flush()
-    questions.replace_questions(ctx, benchmark_id, checked.questions)
+    _question_store.replace_questions(ctx, benchmark_id, checked.questions)
     phases.create_default_phase(ctx, row)
     audit.record(
         ctx,
@@ -221,7 +221,7 @@ def list_questions(
     # One more than a benchmark can hold: a pager asks for a row beyond its page.
     check_window(limit, offset, MAX_QUESTIONS + 1)
     with_key = access.can(ctx, Action.BENCHMARK_READ_KEY, row)
-    window = questions.load_canonical(ctx, benchmark_id, limit, offset)
+    window = _question_store.load_canonical(ctx, benchmark_id, limit, offset)
     return [
         {"position": position, **question.as_dict(with_answer=with_key)}
         for position, question in enumerate(window, start=offset)
@@ -265,7 +265,7 @@ def edit_benchmark(
     for name, values in preview.metadata.items():
         setattr(row, name, values["after"])
     if new_questions is not None:
-        questions.replace_questions(ctx, row.id, new_questions)
+        _question_store.replace_questions(ctx, row.id, new_questions)
         row.version = preview.version_after
     row.updated_at = ctx.now()
     audit.record(
@@ -293,7 +293,7 @@ def _plan_change(
     diff, new_list, warnings = None, None, []
     if change.questions is not None:
         checked = questions.validate_questions(row.format, change.questions)
-        current = questions.load_canonical(ctx, row.id)
+        current = _question_store.load_canonical(ctx, row.id)
         if checked.questions != current:
             if is_frozen(row):
                 raise Frozen(

@@ -13,7 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound
 from benchgen.core.permissions import Action
 from benchgen.services import access
-from benchgen.services.benchmarks import lifecycle, questions
+from benchgen.services.benchmarks import _question_store, lifecycle, questions
 from benchgen.services.benchmarks.lifecycle import BenchmarkView
 
 
@@ -78,7 +78,7 @@ def _current(ctx: Context, benchmark_id: str, expected_version: int | None) -> l
             "The questions changed since this page was opened; reload it and try again.",
             {"id": row.id, "version": row.version},
         )
-    return [_as_input(question) for question in questions.load_canonical(ctx, row.id)]
+    return [_as_input(question) for question in _question_store.load_canonical(ctx, row.id)]
 
 
 def _as_input(question: questions.Canonical) -> dict[str, Any]:

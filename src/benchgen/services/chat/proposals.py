@@ -24,7 +24,7 @@ from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit
-from benchgen.services.chat import proposal_kinds
+from benchgen.services.chat import _proposal_kinds
 
 EXPIRY = timedelta(minutes=10)
 # A proposal is a `draft` while the turn that made it runs; only when that turn ends showing its
@@ -96,7 +96,7 @@ def propose(
     user_id = _require_agent(ctx)
     if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
         raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
-    prepared = proposal_kinds.prepare(ctx, kind, arguments, agent_pick)
+    prepared = _proposal_kinds.prepare(ctx, kind, arguments, agent_pick)
     now = ctx.now()
     _retire_pending(ctx, user_id, conversation_id, now)
     row = Proposal(
@@ -105,7 +105,7 @@ def propose(
         conversation_id=conversation_id,
         kind=kind,
         arguments=prepared.arguments,
-        arguments_hash=proposal_kinds.hash_arguments(prepared.arguments),
+        arguments_hash=_proposal_kinds.hash_arguments(prepared.arguments),
         preview=prepared.preview,
         status=ProposalStatus.DRAFT,
         created_at=now,
@@ -273,10 +273,10 @@ def execute(ctx: Context, proposal_id: str) -> ProposalView:
 def _carry_out(ctx: Context, row: Proposal) -> None:
     try:
         # Defence in depth: the stored arguments must still be the ones whose hash was approved.
-        if proposal_kinds.hash_arguments(row.arguments) != row.arguments_hash:
+        if _proposal_kinds.hash_arguments(row.arguments) != row.arguments_hash:
             raise Conflict("The stored arguments no longer match what was approved.")
         with ctx.session.begin_nested():
-            result = proposal_kinds.perform(ctx, row.kind, row.arguments)
+            result = _proposal_kinds.perform(ctx, row.kind, row.arguments)
     except BenchGenError as exc:
         row.status, row.error = ProposalStatus.FAILED, exc.message
         row.result = {"code": exc.code, "details": exc.details}

@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import insert, select, update
 
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
-from benchgen.db.session import execute_many
 from benchgen.db.tables import Model, Run, RunResult
-from benchgen.evals import aggregate
 from benchgen.evals.prompts import letter_only_prompt, render_prompt
 from benchgen.evals.scorers import registry
 from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.scorers.judge import judge_prompt, read_verdict
 from benchgen.evals.scorers.verdict import errored, no_answer
-from benchgen.evals.types import Answer, Item, Key, ModelSpec, Outcome, Scored
-from benchgen.services import access, models
-from benchgen.services.accounts import credits
-from benchgen.services.benchmarks import judges, questions, scoring
-from benchgen.services.runs import run_log
+from benchgen.evals.types import Answer, Item, Key, ModelSpec, Scored
+from benchgen.services import _model_specs, access
+from benchgen.services.accounts import _ledger
+from benchgen.services.benchmarks import _question_store, judges, scoring
+from benchgen.services.runs import _log_writer, _verdicts
 
 PENDING = "pending"  # stored answer awaiting the AI judge
 LOGPROB = "choice_logprob"  # scores the letter's log-probability: a letter-only prompt
@@ -56,7 +54,7 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
     model = ctx.session.get(Model, run.model_id)
     assert model is not None  # runs keep their model row (models are only soft-deleted)
     done = set(ctx.session.scalars(select(RunResult.position).where(RunResult.run_id == run.id)))
-    stored = questions.load_canonical(ctx, run.benchmark_id)
+    stored = _question_store.load_canonical(ctx, run.benchmark_id)
     by_logprob = run.scoring.get("method") == LOGPROB
     render = letter_only_prompt if by_logprob else render_prompt
     work, keys = [], {}
@@ -67,10 +65,10 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
             work.append((item, render(item)))
     if run.status == RunStatus.QUEUED:
         run.status, run.started_at = RunStatus.RUNNING, ctx.now()
-        run_log.append(ctx, run.id, f"Started: {len(stored)} questions")
+        _log_writer.append(ctx, run.id, f"Started: {len(stored)} questions")
     else:
-        run_log.append(ctx, run.id, f"Resumed: {len(work)} questions left")
-    spec = models.model_spec(ctx, model)
+        _log_writer.append(ctx, run.id, f"Resumed: {len(work)} questions left")
+    spec = _model_specs.model_spec(ctx, model)
     if by_logprob:
         spec = replace(spec, params={**spec.params, "letter_logprobs": True})
     return RunPlan(run.id, spec, dict(run.scoring), work, keys, len(stored))
@@ -95,7 +93,7 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
     )
     done = int(ctx.session.scalar(select(Run.done_count).where(Run.id == plan.run_id)) or 0)
     percent = math.floor(100 * done / plan.total) if plan.total else 100
-    run_log.append(
+    _log_writer.append(
         ctx, plan.run_id, f"Processing: {done}/{plan.total} ({percent}%)", _secrets(plan)
     )
     return done
@@ -154,9 +152,9 @@ def plan_judging(ctx: Context, run_id: str) -> JudgingPlan | None:
         return None
     if spec is None:
         missing = errored("the benchmark's AI judge was removed before it could grade")
-        update_verdicts(ctx, run_id, {position: missing for position in pending})
+        _verdicts.update_verdicts(ctx, run_id, {position: missing for position in pending})
         return None
-    stored = questions.load_canonical(ctx, run.benchmark_id)
+    stored = _question_store.load_canonical(ctx, run.benchmark_id)
     work = []
     for position, extracted in sorted(pending.items()):
         item = Item(position, stored[position].prompt, stored[position].choices)
@@ -173,7 +171,7 @@ def record_judgements(ctx: Context, plan: JudgingPlan, replies: list[Answer]) ->
         else errored(f"the judge failed: {reply.error}", plan.extracted[reply.index])
         for reply in replies
     }
-    update_verdicts(ctx, plan.run_id, verdicts)
+    _verdicts.update_verdicts(ctx, plan.run_id, verdicts)
     ctx.session.execute(
         update(Run)
         .where(Run.id == plan.run_id)
@@ -181,36 +179,6 @@ def record_judgements(ctx: Context, plan: JudgingPlan, replies: list[Answer]) ->
             judge_input_tokens=Run.judge_input_tokens + sum(r.input_tokens for r in replies),
             judge_output_tokens=Run.judge_output_tokens + sum(r.output_tokens for r in replies),
         )
-    )
-
-
-def update_verdicts(ctx: Context, run_id: str, verdicts: dict[int, Scored]) -> None:
-    """Overwrite stored verdicts with one executemany UPDATE (not one ORM object per row)."""
-    if not verdicts:
-        return
-    table = RunResult.__table__
-    assert isinstance(table, Table)
-    execute_many(
-        ctx.session,
-        update(table)
-        .where(table.c.run_id == bindparam("b_run"), table.c.position == bindparam("b_pos"))
-        .values(
-            outcome=bindparam("b_outcome"),
-            score=bindparam("b_score"),
-            extracted=bindparam("b_extracted"),
-            reasoning=bindparam("b_reasoning"),
-        ),
-        [
-            {
-                "b_run": run_id,
-                "b_pos": position,
-                "b_outcome": v.outcome,
-                "b_score": v.score,
-                "b_extracted": v.extracted,
-                "b_reasoning": v.reasoning,
-            }
-            for position, v in verdicts.items()
-        ],
     )
 
 
@@ -226,34 +194,8 @@ def finish_run(ctx: Context, run_id: str, cancelled: bool) -> None:
     run = ctx.session.get(Run, run_id)
     if run is None or run.status in RUN_FINAL:
         return
-    summarise(ctx, run)
+    _verdicts.summarise(ctx, run)
     _close(ctx, run, RunStatus.CANCELLED if cancelled else RunStatus.COMPLETED)
-
-
-def summarise(ctx: Context, run: Run) -> None:
-    """Recompute a run's aggregates and scores from its stored results."""
-    _, tags = questions.load_keys(ctx, run.benchmark_id)
-    verdicts, positions = stored_verdicts(ctx, run.id)
-    set_summary(run, aggregate.summarize(verdicts, [tags[p] for p in positions]))
-
-
-def set_summary(run: Run, summary: dict[str, Any]) -> None:
-    """Store aggregates and derive the leaderboard columns from them."""
-    run.summary = summary
-    run.scores = {"accuracy": summary.get("accuracy")}
-
-
-def stored_verdicts(ctx: Context, run_id: str) -> tuple[list[Scored], list[int]]:
-    """The stored verdicts of a run in position order (one query)."""
-    rows = ctx.session.execute(
-        select(RunResult.position, RunResult.outcome, RunResult.score, RunResult.extracted)
-        .where(RunResult.run_id == run_id)
-        .order_by(RunResult.position)
-    ).all()
-    verdicts = [
-        Scored(cast(Outcome, outcome), score, extracted) for _, outcome, score, extracted in rows
-    ]
-    return verdicts, [row[0] for row in rows]
 
 
 def abandon_run(ctx: Context, run_id: str, error: str) -> None:
@@ -264,10 +206,10 @@ def abandon_run(ctx: Context, run_id: str, error: str) -> None:
         return
     run.error = error[:2000]
     if run.reservation_id:
-        credits.refund_credits(ctx, run.reservation_id, "failed through the platform's fault")
+        _ledger.refund_credits(ctx, run.reservation_id, "failed through the platform's fault")
         run.reservation_id = None
     run.status, run.cost, run.finished_at = RunStatus.FAILED, 0, ctx.now()
-    run_log.append(ctx, run.id, f"Failed: {error[:300]} — credits refunded")
+    _log_writer.append(ctx, run.id, f"Failed: {error[:300]} — credits refunded")
 
 
 def _close(ctx: Context, run: Run, status: str) -> None:
@@ -277,9 +219,9 @@ def _close(ctx: Context, run: Run, status: str) -> None:
     price_q, price_t = (model.price_per_question, model.price_per_1k_tokens) if model else (0, 0)
     run.cost = min(answered * price_q + math.ceil(tokens * price_t / 1000), run.estimated_cost)
     if run.reservation_id:
-        credits.settle_credits(ctx, run.reservation_id, run.cost)
+        _ledger.settle_credits(ctx, run.reservation_id, run.cost)
     run.status, run.finished_at = status, ctx.now()
-    run_log.append(
+    _log_writer.append(
         ctx,
         run.id,
         f"{status.capitalize()}: {run.done_count}/{run.question_count}"

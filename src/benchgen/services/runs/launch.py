@@ -15,10 +15,10 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
 from benchgen.db.tables import Benchmark, Judge, Model, Phase, Question, Run
-from benchgen.services import access, audit, models, queue
-from benchgen.services.accounts import credits, ratelimits
+from benchgen.services import _enqueue, _model_specs, access, audit, models
+from benchgen.services.accounts import _ledger, ratelimits
 from benchgen.services.benchmarks import lifecycle, scoring
-from benchgen.services.runs import run_log
+from benchgen.services.runs import _log_writer
 from benchgen.services.specs import MAX_LIST, check_window
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
@@ -79,7 +79,7 @@ def estimate_run(ctx: Context, benchmark_id: str, model_id: str) -> Estimate:
         InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline).
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
-    model = models.usable_model(ctx, model_id)
+    model = _model_specs.usable_model(ctx, model_id)
     models.require_answerable(model, benchmark.format)
     count, prompt_chars = _question_stats(ctx, benchmark.id)
     return _estimate(benchmark, model, count, prompt_chars)
@@ -111,7 +111,7 @@ def start_run(
         InsufficientCredits: the balance cannot cover the estimate; nothing starts.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
-    model = models.usable_model(ctx, model_id)
+    model = _model_specs.usable_model(ctx, model_id)
     if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
     if benchmark.format not in lifecycle.FROZEN_FORMATS:
@@ -132,12 +132,12 @@ def start_run(
     run_id = new_id("run")
     # Aggregate scores leak the key bit by bit: outsiders get a few runs a day (docs/permissions).
     ratelimits.consume_run(ctx, benchmark, run_id)
-    reservation = credits.reserve_credits(ctx, estimate.credits, run_id)
+    reservation = _ledger.reserve_credits(ctx, estimate.credits, run_id)
     lifecycle.freeze_questions(ctx, benchmark.id)
     run = _new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
     run.reservation_id = reservation
-    run.job_id = queue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
-    run_log.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
+    run.job_id = _enqueue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
+    _log_writer.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
     audit.record(
         ctx,
         audit.AuditAction.RUN_START,
@@ -279,14 +279,14 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
         raise Conflict(f"The run has already ended ({run.status}).", {"id": run.id})
     if run.status == RunStatus.QUEUED:
         if run.job_id:
-            queue.cancel_queued(ctx, run.job_id)
+            _enqueue.cancel_queued(ctx, run.job_id)
         if run.reservation_id:
-            credits.refund_credits(ctx, run.reservation_id, "cancelled before it started")
+            _ledger.refund_credits(ctx, run.reservation_id, "cancelled before it started")
         run.status, run.cost, run.finished_at = RunStatus.CANCELLED, 0, ctx.now()
-        run_log.append(ctx, run.id, "Cancelled before it started; credits refunded")
+        _log_writer.append(ctx, run.id, "Cancelled before it started; credits refunded")
     else:
         run.cancel_requested = True
-        run_log.append(ctx, run.id, "Cancellation requested")
+        _log_writer.append(ctx, run.id, "Cancellation requested")
     audit.record(ctx, audit.AuditAction.RUN_CANCEL, "run", run.id)
     return view(ctx, run)
 

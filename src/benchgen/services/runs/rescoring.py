@@ -25,7 +25,7 @@ from benchgen.evals.scorers.registry import StoredScorer
 from benchgen.evals.types import Key, Scored
 from benchgen.services import access, audit
 from benchgen.services.benchmarks import scoring
-from benchgen.services.runs import execution
+from benchgen.services.runs import _verdicts
 from benchgen.services.runs.execution import LOGPROB
 
 # A diff of a million answers helps nobody and costs memory: show the first ones and the count.
@@ -246,7 +246,7 @@ def _write(
     """Store one chunk's changed verdicts, in a transaction of their own when `own`."""
     if own:
         _require_claim(ctx, run_id, settings)
-    execution.update_verdicts(ctx, run_id, verdicts)
+    _verdicts.update_verdicts(ctx, run_id, verdicts)
     if own:
         ctx.session.commit()
 
@@ -263,7 +263,7 @@ def _store(ctx: Context, run: Run, settings: dict[str, Any], rescored: _Pass) ->
     if rescored.chunked:
         _require_claim(ctx, run.id, settings)
     run.scoring = settings
-    execution.set_summary(run, rescored.tally.summary(_tags_of))
+    _verdicts.set_summary(run, rescored.tally.summary(_tags_of))
     audit.record(
         ctx,
         audit.AuditAction.RUN_RESCORE,

@@ -16,7 +16,7 @@ from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.services import access
-from benchgen.services.benchmarks import questions
+from benchgen.services.benchmarks import _question_store
 from benchgen.services.specs import MAX_RESULTS, check_window
 
 PUBLIC_FIELDS = (
@@ -79,7 +79,7 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
 
 def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[dict[str, Any]]:
     detail = _detail(ctx, run)
-    stored = questions.load_canonical(ctx, run.benchmark_id)
+    stored = _question_store.load_canonical(ctx, run.benchmark_id)
     query = (
         select(RunResult)
         .where(RunResult.run_id == run.id)

@@ -1,4 +1,4 @@
-"""A run's live log: short progress lines, with secrets redacted before they are stored."""
+"""Reading a run's live log (short progress lines, written redacted by `_log_writer`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from sqlalchemy import select
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.db.tables import RunLogLine
-from benchgen.evals.redact import redact
 from benchgen.services import access
 
 
@@ -21,19 +20,6 @@ class LogLine:
     id: int
     at: datetime
     line: str
-
-
-def append(ctx: Context, run_id: str, line: str, secrets: tuple[str, ...] = ()) -> None:
-    """Add a line (redacted) in the caller's transaction."""
-    ctx.session.add(RunLogLine(run_id=run_id, at=ctx.now(), line=redact(line, secrets)[:2000]))
-
-
-def mark(ctx: Context, run_id: str, line: str) -> int:
-    """Add a line now (flushed) and return its id, which later lines exceed."""
-    entry = RunLogLine(run_id=run_id, at=ctx.now(), line=redact(line, ())[:2000])
-    ctx.session.add(entry)
-    ctx.session.flush()
-    return entry.id
 
 
 def read_log(ctx: Context, run_id: str, after: int = 0, limit: int = 1000) -> list[LogLine]:

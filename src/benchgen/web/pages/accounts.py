@@ -10,6 +10,7 @@ from starlette.background import BackgroundTask
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, InvalidInput, NotFound, RateLimited
+from benchgen.core.permissions import Action
 from benchgen.services.accounts import links, mail, sessions, signup, users
 from benchgen.services.runtime import Runtime, transaction
 from benchgen.web.addresses import client_address
@@ -28,7 +29,7 @@ router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False
 # call decides alone (the password, the sign-up mode, the link's secret).
 ANONYMOUS = Principal.system("signin", frozenset())
 # Sends account mail after the response: it only reads queued mail and marks it sent.
-_MAILER = Principal.system("account-mail", frozenset())
+_MAILER = Principal.system("account-mail", frozenset({Action.MAIL_SEND}))
 SIGNUP_FIELDS = ("email", "display_name", "password", "password_again")
 
 

@@ -1,4 +1,5 @@
-"""Encryption at rest for third-party API keys (model endpoints, judges), with Fernet."""
+"""Encryption at rest for third-party API keys (model endpoints, judges), with Fernet; no
+permission checks: for the model and judge services, which check first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Each kind of agent proposal: check and canonicalise its arguments, preview it, carry it out."""
+"""Each kind of agent proposal: check and canonicalise its arguments, preview it, carry it out.
+
+`prepare` and `perform` check each kind's permissions but not the approval: only `proposals` calls
+them, after binding the approval to its user and turn."""
 
 from __future__ import annotations
 

@@ -1,0 +1,71 @@
+"""A run's stored verdicts, read, overwritten and summarised without permission checks: for
+execution and rescoring, which have required their actions first."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, select, update
+
+from benchgen.core.context import Context
+from benchgen.db.session import execute_many
+from benchgen.db.tables import Run, RunResult
+from benchgen.evals import aggregate
+from benchgen.evals.types import Outcome, Scored
+from benchgen.services.benchmarks import _question_store
+
+
+def update_verdicts(ctx: Context, run_id: str, verdicts: dict[int, Scored]) -> None:
+    """Overwrite stored verdicts with one executemany UPDATE (not one ORM object per row)."""
+    if not verdicts:
+        return
+    table = RunResult.__table__
+    assert isinstance(table, Table)
+    execute_many(
+        ctx.session,
+        update(table)
+        .where(table.c.run_id == bindparam("b_run"), table.c.position == bindparam("b_pos"))
+        .values(
+            outcome=bindparam("b_outcome"),
+            score=bindparam("b_score"),
+            extracted=bindparam("b_extracted"),
+            reasoning=bindparam("b_reasoning"),
+        ),
+        [
+            {
+                "b_run": run_id,
+                "b_pos": position,
+                "b_outcome": v.outcome,
+                "b_score": v.score,
+                "b_extracted": v.extracted,
+                "b_reasoning": v.reasoning,
+            }
+            for position, v in verdicts.items()
+        ],
+    )
+
+
+def summarise(ctx: Context, run: Run) -> None:
+    """Recompute a run's aggregates and scores from its stored results."""
+    _, tags = _question_store.load_keys(ctx, run.benchmark_id)
+    verdicts, positions = stored_verdicts(ctx, run.id)
+    set_summary(run, aggregate.summarize(verdicts, [tags[p] for p in positions]))
+
+
+def stored_verdicts(ctx: Context, run_id: str) -> tuple[list[Scored], list[int]]:
+    """The stored verdicts of a run in position order (one query)."""
+    rows = ctx.session.execute(
+        select(RunResult.position, RunResult.outcome, RunResult.score, RunResult.extracted)
+        .where(RunResult.run_id == run_id)
+        .order_by(RunResult.position)
+    ).all()
+    verdicts = [
+        Scored(cast(Outcome, outcome), score, extracted) for _, outcome, score, extracted in rows
+    ]
+    return verdicts, [row[0] for row in rows]
+
+
+def set_summary(run: Run, summary: dict[str, Any]) -> None:
+    """Store aggregates and derive the leaderboard columns from them."""
+    run.summary = summary
+    run.scores = {"accuracy": summary.get("accuracy")}
