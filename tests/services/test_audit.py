@@ -199,7 +199,7 @@ def test_owner_settings_changes_are_audited(
         assert event.at == clock.now()
 
     clock.advance(seconds=1)
-    world.do(world.principal(kind, cat), members.join_benchmark, bm)
+    world.do(world.principal(kind, cat), members.join_benchmark, bm, True)
     joined = only(world, "participant.join")
     assert (joined.user_id, joined.door, joined.object_id, joined.details) == (cat, door, bm, {})
 

@@ -98,7 +98,7 @@ def test_an_invitation_shows_only_to_those_the_whitelist_admits(people: People) 
     assert invitation.title == "Bob private"
     with pytest.raises(PermissionDenied):  # the owner has nothing to join
         world.do(Principal.web(people.bob), lifecycle.get_invitation, people.bobs_private)
-    world.do(cy, members.join_benchmark, people.bobs_private)
+    world.do(cy, members.join_benchmark, people.bobs_private, True)
     with pytest.raises(PermissionDenied):  # joined: nothing more to join
         world.do(cy, lifecycle.get_invitation, people.bobs_private)
 
@@ -181,7 +181,7 @@ def test_the_quota_setting_is_the_owners_to_read(people: People) -> None:
 
 def test_the_sent_record_is_per_benchmark_and_the_owners(people: People) -> None:
     world, cy = people.world, Principal.web(people.cy)
-    world.do(cy, members.join_benchmark, people.mine_public)
+    world.do(cy, members.join_benchmark, people.mine_public, True)
     people.as_ana(outbox.send_participant_email, people.mine_public, "Hello", "Welcome.")
     sent = people.as_ana(outbox.list_sent, people.mine_public)
     assert [(m.to_email, m.subject, m.status) for m in sent] == [

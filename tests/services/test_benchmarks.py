@@ -301,7 +301,7 @@ class Cast:
         owner = Principal.web(self.owner)
         world.do(owner, members.add_collaborator, self.bm, "collab@example.com")
         world.do(owner, members.add_whitelist_entries, self.bm, ["part@example.com"])
-        world.do(Principal.web(self.participant), members.join_benchmark, self.bm)
+        world.do(Principal.web(self.participant), members.join_benchmark, self.bm, True)
 
 
 @pytest.fixture

@@ -134,7 +134,7 @@ def test_others_use_the_judge_only_when_the_owner_allows(world: World, stub: Stu
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None)
     world.do(web, lifecycle.publish_benchmark, bm)
-    world.do(Principal.web(pia), members.join_benchmark, bm)
+    world.do(Principal.web(pia), members.join_benchmark, bm, True)
     model = _model(world, stub)
     with pytest.raises(PermissionDenied, match="not open"):
         world.do(Principal.web(pia), launch.start_run, bm, model)

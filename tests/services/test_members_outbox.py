@@ -141,12 +141,12 @@ def test_whitelist_admits_exact_emails_and_domains(world: World, site: Site) -> 
     assert site.as_owner(members.add_whitelist_entries, ["@partner.org"]) == []
     assert site.as_owner(members.list_whitelist) == ["@partner.org", "bob@example.com"]
     for user in (site.bob, site.cat, site.dan):
-        joined = site.as_user(user, members.join_benchmark)
+        joined = site.as_user(user, members.join_benchmark, True)
         assert (joined.user_id, joined.status) == (user, "active")
         view = site.as_user(user, lifecycle.get_benchmark)
         assert (view.roles, view.can_see_key) == (["participant"], False)
     with pytest.raises(NotFound):
-        site.as_user(site.eve, members.join_benchmark)
+        site.as_user(site.eve, members.join_benchmark, True)
     listed = site.as_owner(members.list_participants)
     assert [(m.email, m.status) for m in listed] == [
         ("bob@example.com", "active"),
@@ -180,11 +180,11 @@ def test_an_invalid_whitelist_entry_adds_nothing(
 
 def test_removing_a_whitelist_entry_stops_new_joins_only(world: World, site: Site) -> None:
     site.as_owner(members.add_whitelist_entries, ["@partner.org"])
-    site.as_user(site.cat, members.join_benchmark)
+    site.as_user(site.cat, members.join_benchmark, True)
     site.as_owner(members.remove_whitelist_entry, " @PARTNER.org ")
     assert site.as_owner(members.list_whitelist) == []
     with pytest.raises(NotFound):
-        site.as_user(site.dan, members.join_benchmark)
+        site.as_user(site.dan, members.join_benchmark, True)
     assert site.as_user(site.cat, lifecycle.get_benchmark).roles == ["participant"]
     with pytest.raises(NotFound):
         site.as_owner(members.remove_whitelist_entry, "@partner.org")
@@ -195,15 +195,15 @@ def test_private_benchmark_refuses_non_whitelisted_joiners(world: World, site: S
     before = counts(world)
     for user in (site.cat, site.eve):
         with pytest.raises(NotFound):
-            site.as_user(user, members.join_benchmark)
+            site.as_user(user, members.join_benchmark, True)
     with pytest.raises(NotFound):
-        world.do(Principal.web(site.bob), members.join_benchmark, "bm_doesnotexist")
+        world.do(Principal.web(site.bob), members.join_benchmark, "bm_doesnotexist", True)
     assert counts(world) == before
 
 
 def test_published_benchmark_lets_anyone_join(world: World, site: Site) -> None:
     site.as_owner(lifecycle.publish_benchmark)
-    joined = site.as_user(site.eve, members.join_benchmark)
+    joined = site.as_user(site.eve, members.join_benchmark, True)
     assert (joined.user_id, joined.email, joined.status) == (
         site.eve,
         "eve@elsewhere.net",
@@ -218,17 +218,17 @@ def test_joining_twice_is_a_conflict(world: World, site: Site, published: bool) 
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
     if published:
         site.as_owner(lifecycle.publish_benchmark)
-    site.as_user(site.bob, members.join_benchmark)
+    site.as_user(site.bob, members.join_benchmark, True)
     api = world.principal(PrincipalKind.API, site.bob)
     before = counts(world)
     with pytest.raises(Conflict) as err:
-        site.as_user(site.bob, members.join_benchmark)
+        site.as_user(site.bob, members.join_benchmark, True)
     assert err.value.message == "You are already a participant."
     with pytest.raises(Conflict):
-        world.do(Principal.cli(site.bob), members.join_benchmark, site.bm)
+        world.do(Principal.cli(site.bob), members.join_benchmark, site.bm, True)
     # Tokens and the agent never join; they learn nothing about the membership either.
     with pytest.raises(PermissionDenied):
-        world.do(api, members.join_benchmark, site.bm)
+        world.do(api, members.join_benchmark, site.bm, True)
     assert counts(world) == before
 
 
@@ -238,11 +238,11 @@ def test_a_removed_participant_cannot_rejoin(world: World, site: Site, published
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
     if published:
         site.as_owner(lifecycle.publish_benchmark)
-    site.as_user(site.bob, members.join_benchmark)
+    site.as_user(site.bob, members.join_benchmark, True)
     site.as_owner(members.set_participant_status, site.bob, "removed")
     before = counts(world)
     with pytest.raises(Conflict) as err:
-        site.as_user(site.bob, members.join_benchmark)
+        site.as_user(site.bob, members.join_benchmark, True)
     assert "removed you" in err.value.message
     assert counts(world) == before
     [member] = site.as_owner(members.list_participants)
@@ -254,16 +254,16 @@ def test_a_removed_participant_cannot_rejoin(world: World, site: Site, published
 
 def test_joining_a_deleted_benchmark_is_not_found(world: World, site: Site) -> None:
     site.as_owner(lifecycle.publish_benchmark)
-    site.as_user(site.bob, members.join_benchmark)
+    site.as_user(site.bob, members.join_benchmark, True)
     site.as_owner(lifecycle.delete_benchmark)
     for user in (site.bob, site.eve):
         with pytest.raises(NotFound):
-            site.as_user(user, members.join_benchmark)
+            site.as_user(user, members.join_benchmark, True)
 
 
 def test_the_owner_can_let_a_removed_participant_back(world: World, site: Site) -> None:
     site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
-    site.as_user(site.bob, members.join_benchmark)
+    site.as_user(site.bob, members.join_benchmark, True)
     site.as_owner(members.set_participant_status, site.bob, "removed")
     site.as_owner(members.set_participant_status, site.bob, "active")
     assert site.as_user(site.bob, lifecycle.get_benchmark).roles == ["participant"]
@@ -278,7 +278,7 @@ def test_joining_is_done_in_the_web_app_only(world: World, site: Site) -> None:
     site.as_owner(lifecycle.publish_benchmark)
     for kind in (PrincipalKind.API, PrincipalKind.AGENT):
         with pytest.raises(PermissionDenied):
-            world.do(world.principal(kind, site.eve), members.join_benchmark, site.bm)
+            world.do(world.principal(kind, site.eve), members.join_benchmark, site.bm, True)
     assert site.as_owner(members.list_participants) == []
 
 
@@ -290,7 +290,7 @@ def crowd(world: World, site: Site) -> Site:
     """Bob and Dan active, Cat removed."""
     site.as_owner(members.add_whitelist_entries, ["bob@example.com", "@partner.org"])
     for user in (site.bob, site.cat, site.dan):
-        site.as_user(user, members.join_benchmark)
+        site.as_user(user, members.join_benchmark, True)
     site.as_owner(members.set_participant_status, site.cat, "removed")
     return site
 
@@ -495,3 +495,11 @@ def test_only_the_operator_or_an_admin_reads_and_delivers_the_outbox(
     for call in (outbox.list_outbox, outbox.deliver_outbox):
         with pytest.raises(PermissionDenied):
             world.do(Principal.web(crowd.owner), call)
+
+
+def test_joining_without_accepting_the_terms_joins_nothing(site: Site) -> None:
+    site.as_owner(members.add_whitelist_entries, ["bob@example.com"])
+    with pytest.raises(InvalidInput):
+        site.as_user(site.bob, members.join_benchmark, False)
+    assert site.as_owner(members.list_participants) == []
+    assert site.as_user(site.bob, members.join_benchmark, True).status == "active"

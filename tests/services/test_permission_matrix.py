@@ -229,8 +229,8 @@ def build_cast(world: World, tag: str, admin: bool) -> Cast:
     world.do(as_owner, members.add_collaborator, private, email("collaborator"))
     entries = [email("participant"), email("removed"), f"@invited-{tag}.example.com"]
     world.do(as_owner, members.add_whitelist_entries, private, entries)
-    world.do(Principal.web(participant), members.join_benchmark, private)
-    world.do(Principal.web(removed), members.join_benchmark, private)
+    world.do(Principal.web(participant), members.join_benchmark, private, True)
+    world.do(Principal.web(removed), members.join_benchmark, private, True)
     world.do(as_owner, members.set_participant_status, private, removed, "removed")
     world.do(as_owner, lifecycle.publish_benchmark, published)
     owner_run = world.do(as_owner, launch.start_run, private, BASELINE).id

@@ -145,7 +145,7 @@ def test_rescore_rules(world: World, runtime: Runtime) -> None:
     ana, pia = world.user("ana@example.com"), world.user("pia@example.com")
     bm = world.benchmark(ana, SPELLING)
     world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
-    world.do(Principal.web(pia), members.join_benchmark, bm)
+    world.do(Principal.web(pia), members.join_benchmark, bm, True)
     theirs = finished_run(world, runtime, pia, bm, ECHO)
     own = world.do(Principal.web(pia), rescoring.rescore_run, theirs)
     assert own.changes == [] and "accuracy" in own.after  # aggregates only, no per-question diff

@@ -128,7 +128,7 @@ def test_participants_are_strangers_too(world: World, clock: ManualClock) -> Non
     pia = world.user("pia@example.com")
     private = world.benchmark(owner, MCQ)
     world.do(Principal.web(owner), members.add_whitelist_entries, private, ["pia@example.com"])
-    world.do(Principal.web(pia), members.join_benchmark, private)
+    world.do(Principal.web(pia), members.join_benchmark, private, True)
     first = clock.now()
     for _ in range(DEFAULT):
         start(world, Principal.web(pia), private)

@@ -319,7 +319,7 @@ def test_who_sees_what(world: World, runtime: Runtime) -> None:
     ana, pia, sam = (world.user(f"{n}@example.com") for n in ("ana", "pia", "sam"))
     bm = world.benchmark(ana, MCQ)
     world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
-    world.do(Principal.web(pia), members.join_benchmark, bm)
+    world.do(Principal.web(pia), members.join_benchmark, bm, True)
     theirs = world.do(Principal.web(pia), launch.start_run, bm, FIRST)
     work_all(runtime)
     own_view = world.do(Principal.web(pia), launch.get_run, theirs.id)

@@ -62,7 +62,7 @@ def build(world: World, users: list[str], emails: list[str], plan: Plan) -> None
     for i in plan.collaborators - {plan.owner}:
         world.do(owner, members.add_collaborator, bm, emails[i])
     for i in plan.joined:
-        _attempt(world, web[i], lambda c, b=bm: members.join_benchmark(c, b))
+        _attempt(world, web[i], lambda c, b=bm: members.join_benchmark(c, b, True))
     for i in plan.removed & plan.joined:
         _attempt(
             world,

@@ -97,7 +97,7 @@ def test_collaborators_whitelist_and_participants(site: Site) -> None:
     bad = site.ana.post(f"{path}/whitelist", {"entries": "@partner.org, not-an-entry"})
     assert bad.status_code == 422 and "not-an-entry" in bad.text
     assert site.ana.post(f"{path}/whitelist", {"entries": "cy@example.com"}).status_code == 303
-    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm)
+    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm, True)
     listed = site.ana.page(path)
     assert "cy@example.com" in listed.get_text()
     status = site.ana.post(f"{path}/participants", {"user_id": site.cy_id, "status": "removed"})
@@ -108,7 +108,7 @@ def test_collaborators_whitelist_and_participants(site: Site) -> None:
 def test_email_participants_with_a_preview_then_the_record(site: Site) -> None:
     bm = _fresh(site, "Mailing")
     site.world.do(Principal.web(site.ana_id), lifecycle.publish_benchmark, bm)
-    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm)
+    site.world.do(Principal.web(site.cy_id), members.join_benchmark, bm, True)
     path = f"/benchmarks/{bm}/participants/email"
     message = {"subject": f"News {HOSTILE}", "body": f"Hello {HOSTILE}", "statuses": "active"}
     preview = site.ana.post(path, {**message, "step": "preview"})

@@ -139,10 +139,21 @@ def list_whitelist(ctx: Context, benchmark_id: str) -> list[str]:
     )
 
 
-def join_benchmark(ctx: Context, benchmark_id: str) -> Member:
-    """Join as a participant: allowed when the whitelist admits you, or the benchmark is published.
+# What a participant agrees to; joining without accepting it is refused, whichever door asks.
+TERMS = (
+    "By joining you become a participant: the owner sees your name and email address, may "
+    "email you about this benchmark, and may remove you. You see the questions, never the "
+    "answer key, and your runs count against the benchmark's daily limit for people outside "
+    "its team."
+)
+
+
+def join_benchmark(ctx: Context, benchmark_id: str, accept_terms: bool) -> Member:
+    """Join as a participant, accepting `TERMS`: allowed when the whitelist admits you, or the
+    benchmark is published.
 
     Raises:
+        InvalidInput: the terms were not accepted.
         NotFound: the benchmark is private and the whitelist does not admit you.
         PermissionDenied: a token or the agent asked (joining is done in the web app).
         Conflict: already a participant, or removed by the owner.
@@ -154,6 +165,8 @@ def join_benchmark(ctx: Context, benchmark_id: str) -> Member:
         # no role at all), so the check above refuses them; say why instead.
         _refuse_rejoin(ctx, benchmark_id)
         raise
+    if not accept_terms:
+        raise invalid(["accept_terms"], "accept the terms to join")
     user = access.live_user(ctx)
     assert user is not None  # require() above only allows a live user
     _refuse_rejoin(ctx, benchmark.id)

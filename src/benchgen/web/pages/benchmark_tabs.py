@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied
+from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle, members, phases
 from benchgen.services.benchmarks.lifecycle import BenchmarkView
@@ -22,12 +22,6 @@ from benchgen.web.templating import render
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 RUNS_PAGE = 25
 CHART_TOP = 10
-TERMS = (
-    "By joining you become a participant: the owner sees your name and email address, may "
-    "email you about this benchmark, and may remove you. You see the questions, never the "
-    "answer key, and your runs count against the benchmark's daily limit for people outside "
-    "its team."
-)
 _JOINERS = frozenset({"public", "invitee"})
 _MEMBERS = frozenset({"owner", "collaborator", "participant"})
 PhaseQuery = Annotated[str | None, Query(max_length=64)]
@@ -55,7 +49,7 @@ def _overview(
         status_code,
         quota=ratelimits.run_quota(ctx, benchmark_id),
         can_join=_can_join(found),
-        terms=TERMS,
+        terms=members.TERMS,
         join_error=join_error,
     )
 
@@ -78,7 +72,7 @@ def _invitation(
         "benchmarks/invitation.html",
         status_code,
         invitation=invitation,
-        terms=TERMS,
+        terms=members.TERMS,
         join_error=join_error,
     )
 
@@ -96,12 +90,12 @@ def join(
     accept_terms: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
     """Join as a participant, once the terms are accepted."""
-    if accept_terms != "yes":
-        message = "Tick the box to accept the terms before joining."
-        return _overview(request, ctx, benchmark_id, 422, message)
     try:
         with undo_on_error(ctx):
-            members.join_benchmark(ctx, benchmark_id)
+            members.join_benchmark(ctx, benchmark_id, accept_terms == "yes")
+    except InvalidInput:
+        message = "Tick the box to accept the terms before joining."
+        return _overview(request, ctx, benchmark_id, 422, message)
     except Conflict as exc:
         return back_to(request, "benchmark", exc.message, benchmark_id=benchmark_id)
     return back_to(request, "benchmark", "You joined as a participant.", benchmark_id=benchmark_id)
