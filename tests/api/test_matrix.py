@@ -38,9 +38,11 @@ from benchgen.db.tables import ApiToken
 from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.accounts import tokens
+from benchgen.services.benchmarks import bundles
 from benchgen.services.chat import conversations
-from benchgen.services.runs import launch
+from benchgen.services.runs import launch, submissions
 from benchgen.services.runtime import Runtime
+from tests.bundle_factory import bundle, competition, results
 from tests.support import MCQ, OPERATOR, World
 
 pytestmark = pytest.mark.both_backends  # the visibility filters are SQL
@@ -99,10 +101,21 @@ class Seed:
     model: str  # ana's own model endpoint
     conversation: str  # ana's conversation with the agent
     turn: str  # its first, finished turn
+    custom: str  # ana's private custom benchmark (a bundle without solutions: nothing runs)
+    submission: str  # ana's queued submission to it
 
     @property
     def private_ids(self) -> tuple[str, ...]:
-        return (self.benchmark, self.run, self.queued, self.model, self.conversation, self.turn)
+        return (
+            self.benchmark,
+            self.run,
+            self.queued,
+            self.model,
+            self.conversation,
+            self.turn,
+            self.custom,
+            self.submission,
+        )
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,8 @@ class Call:
     url: str
     json: Any = None
     params: dict[str, str] = field(default_factory=dict)
+    files: dict[str, tuple[str, bytes, str]] | None = None  # a multipart body (with `data`)
+    data: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,14 @@ class Row:
 JSONL = '{"prompt": "2+2?", "answer": "4"}\n{"prompt": "3+3?", "answer": "6"}\n'
 NEW_QA = {"title": "Sums", "format": "qa", "questions": [{"prompt": "1+1?", "answer": "2"}]}
 NEW_MODEL = {"name": "Mine too", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+# A bundle with no solutions: uploading it runs no program, so the matrix needs no sandbox.
+BUNDLE = bundle(competition(solutions=[]))
+SUBMISSION = results({"q1": "paris"})
+
+
+def _zip(field: str, data: bytes) -> dict[str, tuple[str, bytes, str]]:
+    return {field: (f"{field}.zip", data, "application/zip")}
+
 
 ROUTES: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/me"): Row(lambda s: Call("GET", "/api/v1/me"), owned=False),
@@ -166,6 +189,34 @@ ROUTES: dict[tuple[str, str], Row] = {
     ),
     ("POST", "/api/v1/benchmarks/{benchmark_id}/publish"): Row(
         lambda s: Call("POST", f"/api/v1/benchmarks/{s.benchmark}/publish")
+    ),
+    ("POST", "/api/v1/benchmarks/bundles"): Row(
+        lambda s: Call("POST", "/api/v1/benchmarks/bundles", files=_zip("bundle", BUNDLE)),
+        ok=201,
+        owned=False,
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/bundle"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.custom}/bundle")
+    ),
+    ("POST", "/api/v1/benchmarks/{benchmark_id}/bundle"): Row(
+        lambda s: Call(
+            "POST", f"/api/v1/benchmarks/{s.custom}/bundle", files=_zip("bundle", BUNDLE)
+        )
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/bundle/download"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.custom}/bundle/download")
+    ),
+    ("POST", "/api/v1/benchmarks/{benchmark_id}/submissions"): Row(
+        lambda s: Call(
+            "POST",
+            f"/api/v1/benchmarks/{s.custom}/submissions",
+            files=_zip("submission", SUBMISSION),
+            data={"phase": "0", "kind": "results"},
+        ),
+        ok=202,
+    ),
+    ("GET", "/api/v1/runs/{run_id}/program-output"): Row(
+        lambda s: Call("GET", f"/api/v1/runs/{s.submission}/program-output")
     ),
     ("GET", "/api/v1/runs"): Row(lambda s: Call("GET", "/api/v1/runs"), owned=False),
     ("GET", "/api/v1/runs/estimate"): Row(
@@ -255,7 +306,21 @@ def seed(world: World, runtime: Runtime) -> Seed:
     conversation = world.do(web, conversations.create_conversation).id
     hello = MessageIn(text="hello")
     turn = complete_turn(begin_turn(runtime, web, conversation, hello), BRAIN)
-    return Seed(ana, bob, benchmark, done.id, queued.id, model.id, conversation, turn.id)
+    custom = world.do(web, bundles.upload_bundle, BUNDLE, "seed.zip").benchmark.id
+    # Left queued: no worker runs in the matrix, so no program runs either.
+    submitted = world.do(web, submissions.submit, custom, SUBMISSION, "seed.zip")
+    return Seed(
+        ana,
+        bob,
+        benchmark,
+        done.id,
+        queued.id,
+        model.id,
+        conversation,
+        turn.id,
+        custom,
+        submitted.id,
+    )
 
 
 def _expired(world: World, user_id: str) -> str:
@@ -333,7 +398,13 @@ def _problems(response: Response, expected: int, case: str, seed: Seed) -> list[
 
 def _send(client: TestClient, call: Call, headers: dict[str, str]) -> Response:
     return client.request(
-        call.method, call.url, json=call.json, params=call.params, headers=headers
+        call.method,
+        call.url,
+        json=call.json,
+        params=call.params,
+        files=call.files,
+        data=call.data,
+        headers=headers,
     )
 
 
@@ -351,6 +422,8 @@ def _ghosts(seed: Seed) -> Seed:
             model=new_id("mdl"),
             conversation=new_id("conv"),
             turn=new_id("turn"),
+            custom=new_id("bm"),
+            submission=new_id("run"),
         )
     return _GHOSTS[seed]
 

@@ -34,6 +34,7 @@ MIRRORS: dict[type, str] = {
     shapes.Model: "ModelView",
     shapes.Estimate: "Estimate",
     shapes.Run: "RunView",
+    shapes.Bundle: "BundleView",
     shapes.LogLine: "LogLine",
     shapes.Rescore: "Rescore",
     shapes.Conversation: "ConversationView",
@@ -70,6 +71,11 @@ CALLS: dict[str, dict[str, Any]] = {
     "log": {"run_id": "run_1"},
     "cancel": {"run_id": "run_1"},
     "rescore": {"run_id": "run_1"},
+    "upload_bundle": {"bundle": b"PK"},
+    "get_bundle": {"benchmark_id": "bm_1"},
+    "upload_bundle_version": {"benchmark_id": "bm_1", "bundle": b"PK"},
+    "submit": {"benchmark_id": "bm_1", "submission": b"PK", "phase": 0},
+    "program_output": {"run_id": "run_1"},
     "create_conversation": {},
     "list_conversations": {},
     "get_conversation": {"conversation_id": "conv_1"},
@@ -82,6 +88,7 @@ NOT_CALLS = {
     "wait_for_run": "polls `run`",
     "wait_for_turn": "polls `get_turn`",
     "export": "returns the file's text (JSON lines or CSV), not a JSON body",
+    "download_bundle": "returns the zip's bytes, not a JSON body",
 }
 
 

@@ -19,7 +19,7 @@ from benchgen.jobs.worker import Worker
 from benchgen.services import audit, models
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import launch, leaderboards, rescoring
-from benchgen.services.runs.leaderboards import rank_key
+from benchgen.services.runs.leaderboards import Column, rank_key
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import OPERATOR, QA, World
@@ -214,11 +214,18 @@ def test_rank_key_puts_missing_scores_last() -> None:
         "high_late": ({"accuracy": 0.8}, t0 + timedelta(hours=1)),
         "high_early": ({"accuracy": 0.8}, t0),
     }
-    order = sorted(entries, key=lambda k: rank_key(entries[k][0], ("accuracy",), entries[k][1]))
+    accuracy = [Column("accuracy", "Accuracy")]
+    order = sorted(entries, key=lambda k: rank_key(entries[k][0], accuracy, entries[k][1]))
     assert order[:3] == ["high_early", "high_late", "low"]
     assert set(order[3:]) == {"none", "nan"}
     two = sorted(
         [({"a": 0.5, "b": 0.1}, t0), ({"a": 0.5, "b": None}, t0), ({"a": 0.5, "b": 0.9}, t0)],
-        key=lambda e: rank_key(e[0], ("a", "b"), e[1]),
+        key=lambda e: rank_key(e[0], [Column("a", "A"), Column("b", "B")], e[1]),
     )
     assert [e[0]["b"] for e in two] == [0.9, 0.1, None]
+    # A column where lower is better (errors, time) ranks its smallest value first.
+    ascending = sorted(
+        [({"t": 3.0}, t0), ({"t": None}, t0), ({"t": 1.0}, t0)],
+        key=lambda e: rank_key(e[0], [Column("t", "Time", sorting="asc")], e[1]),
+    )
+    assert [e[0]["t"] for e in ascending] == [1.0, 3.0, None]

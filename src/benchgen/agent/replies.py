@@ -10,6 +10,8 @@ _DONE = {
     "create_benchmark": "Created benchmark {benchmark_id}. It is private until you publish it.",
     "edit_benchmark": "Changed benchmark {benchmark_id}; it is now at version {version}.",
     "publish_benchmark": "Published benchmark {benchmark_id}: everyone can see it now.",
+    "change_bundle": "Uploaded the changed bundle: benchmark {benchmark_id} is now at bundle "
+    "version {version}.",
     "start_run": "Started run {run_id} (up to {estimated_cost} credits). Ask me "
     '"is it done?" whenever you like: runs do not announce themselves here.',
 }

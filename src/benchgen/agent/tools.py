@@ -179,12 +179,12 @@ def propose_create_benchmark(
     arguments = {"title": title, "format": format, "description": description, "questions": drafted}
     part_size = ctx.deps.part_size
     if len(questions) <= part_size:
-        return _propose(ctx.deps, "propose_create_benchmark", "create_benchmark", arguments)
+        return propose_action(ctx.deps, "propose_create_benchmark", "create_benchmark", arguments)
     # A18: a large benchmark is proposed part by part; the rest waits in the conversation's plan
     # and is proposed as an edit after each approved part, so it is created (and counted
     # against the creation limit) once.
     first = {**arguments, "questions": drafted[:part_size]}
-    answer = _propose(ctx.deps, "propose_create_benchmark", "create_benchmark", first)
+    answer = propose_action(ctx.deps, "propose_create_benchmark", "create_benchmark", first)
     if "proposal_id" in answer:  # this call's proposal, not a refusal
         parts.start_plan(ctx.deps, title, drafted)
     return answer
@@ -209,7 +209,7 @@ def propose_edit_benchmark(
     if questions is not None:
         change["questions"] = [question.model_dump() for question in questions]
     arguments = {"benchmark_id": benchmark_id, "change": change}
-    return _propose(ctx.deps, "propose_edit_benchmark", "edit_benchmark", arguments)
+    return propose_action(ctx.deps, "propose_edit_benchmark", "edit_benchmark", arguments)
 
 
 def propose_publish(ctx: Deps, benchmark_id: Id) -> Any:
@@ -219,7 +219,7 @@ def propose_publish(ctx: Deps, benchmark_id: Id) -> Any:
         benchmark_id: the benchmark's id (bm_…).
     """
     arguments = {"benchmark_id": benchmark_id}
-    return _propose(ctx.deps, "propose_publish", "publish_benchmark", arguments)
+    return propose_action(ctx.deps, "propose_publish", "publish_benchmark", arguments)
 
 
 def propose_run(ctx: Deps, benchmark_id: Id, model_id: Id) -> Any:
@@ -231,7 +231,7 @@ def propose_run(ctx: Deps, benchmark_id: Id, model_id: Id) -> Any:
         model_id: the model's id (mdl_…).
     """
     arguments = {"benchmark_id": benchmark_id, "model_id": model_id}
-    return _propose(ctx.deps, "propose_run", "start_run", arguments)
+    return propose_action(ctx.deps, "propose_run", "start_run", arguments)
 
 
 def ask_user(
@@ -259,7 +259,7 @@ def ask_user(
     return {"asked": True, "note": "The user sees the question; the turn ends."}
 
 
-def _propose(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
+def propose_action(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
     with state.asking:
         if state.waiting:
             return state.remember(tool, arguments, "waiting_for_user")

@@ -22,6 +22,7 @@ from benchgen.agent.brains import Brain
 from benchgen.agent.credential import TurnCredential
 from benchgen.agent.instructions import instructions
 from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_assent, is_continue
+from benchgen.agent.scratch_tools import SCRATCH_TOOLS
 from benchgen.agent.state import TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.core.context import Context, Principal
@@ -274,7 +275,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     agent = Agent(
         brain.model,
         deps_type=TurnState,
-        tools=TOOLS,
+        tools=[*TOOLS, *SCRATCH_TOOLS],
         instructions=[instructions(started.runtime.settings), _notes],
         retries=2,
     )

@@ -66,6 +66,14 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
     for name, value in request.query_params.multi_items():
         require_storable(name, ["query", name])
         require_storable(value, ["query", name])
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        # The framework parsed the form from the stream and kept no raw body; the parsed form
+        # is kept instead. Field values and file names are stored (kinds, bundle file names).
+        form = await request.form()
+        for name, value in form.multi_items():
+            text = value if isinstance(value, str) else value.filename or ""
+            require_storable(text, ["body", name])
+        return
     raw = await request.body()  # already read and kept by the framework
     if raw:
         try:

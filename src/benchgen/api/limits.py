@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 
 from starlette.datastructures import Headers
@@ -29,13 +30,28 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, default: int, by_path: Mapping[str, int]) -> None:
         self.app = app
         self.default = default
-        self.by_path = dict(by_path)
+        self.by_path = {path: n for path, n in by_path.items() if "{" not in path}
+        # Route templates (`/api/v1/benchmarks/{benchmark_id}/submissions`): one segment each.
+        self.by_template = [
+            (re.compile(re.sub(r"\\\{[^/]*?\\\}", "[^/]+", re.escape(path))), n)
+            for path, n in by_path.items()
+            if "{" in path
+        ]
+
+    def limit_for(self, path: str) -> int:
+        """The body limit of the route at `path`."""
+        if path in self.by_path:
+            return self.by_path[path]
+        for pattern, limit in self.by_template:
+            if pattern.fullmatch(path):
+                return limit
+        return self.default
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.by_path.get(scope["path"], self.default)
+        limit = self.limit_for(scope["path"])
         if _declared_length(scope) > limit:
             # Refused before a byte of the body is read: the server closes the connection
             # rather than draining what the client still wants to send.

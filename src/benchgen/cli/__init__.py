@@ -1,4 +1,4 @@
-"""The `benchgen` command: serve, chat, db, demo and operator administration."""
+"""The `benchgen` command: serve, chat, runs, custom benchmarks, db, demo and administration."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchgen.cli import admin, chat, demo, evaluation
+from benchgen.cli import admin, benchmarks, chat, demo, evaluation
 from benchgen.cli.common import console, open_runtime, prepare
 
 # Commands import what only they need (the web server, the agent's model libraries) when they
@@ -23,6 +23,7 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(admin.app, name="admin")
+app.add_typer(benchmarks.app, name="benchmarks")
 app.command(name="demo")(demo.seed_demo)
 app.command(name="chat", help=chat.HELP)(chat.chat_command)
 app.command(name="run")(evaluation.run)

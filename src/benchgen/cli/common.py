@@ -18,6 +18,21 @@ from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 console = Console(soft_wrap=True)
 As = Annotated[str, typer.Option("--as", help="Act as this user (audited as the cli door).")]
+# Commands that work here or on a server take one or the other: `--as` (this machine's database)
+# or `--url` with `--token` (a server's API).
+AsHere = Annotated[
+    str | None,
+    typer.Option(
+        "--as", metavar="EMAIL", help="Act as this user on this machine (audited as the cli door)."
+    ),
+]
+Url = Annotated[
+    str | None, typer.Option(metavar="URL", help="A remote server, e.g. https://bench.example")
+]
+Token = Annotated[
+    str | None,
+    typer.Option(envvar="BENCHGEN_TOKEN", metavar="TOKEN", help="Personal API token for --url."),
+]
 errors = Console(stderr=True)
 OPERATOR = Principal.cli()
 

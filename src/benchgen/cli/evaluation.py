@@ -37,22 +37,23 @@ def run(
             started = launch.start_run(ctx, benchmark, model)
         console.print(f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits.")
         if wait:
-            _follow(runtime, as_email, started.id, started.question_count)
+            current = follow_run(runtime, as_email, started.id, started.question_count)
+            accuracy = current.summary.get("accuracy")
+            shown = "—" if accuracy is None else f"{accuracy:.1%}"
+            console.print(
+                f"{current.status}: accuracy {shown}, {current.error_count} errors, "
+                f"{current.cost} credits"
+            )
 
 
-def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
+def follow_run(runtime: Runtime, email: str, run_id: str, total: int) -> launch.RunView:
+    """Work on a queued run in this process, with a progress bar, until it ends."""
     # Read-only polls as a principal resolved once: the worker thread shares this process (and
     # its interpreter lock) with the progress bar, which should cost it next to nothing.
     principal = cli_principal(runtime, email)
     workers = start_workers(runtime, 1)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
     try:
-        with Progress(*columns, console=console) as progress:
+        with progress_bar() as progress:
             task = progress.add_task("Processing", total=total)
             while True:
                 with transaction(runtime, principal, write=False) as ctx:
@@ -63,11 +64,13 @@ def _follow(runtime: Runtime, email: str, run_id: str, total: int) -> None:
                 time.sleep(0.25)
     finally:
         stop_workers(workers)
-    accuracy = current.summary.get("accuracy")
-    shown = "—" if accuracy is None else f"{accuracy:.1%}"
-    console.print(
-        f"{current.status}: accuracy {shown}, {current.error_count} errors, {current.cost} credits"
-    )
+    return current
+
+
+def progress_bar() -> Progress:
+    """The bar that follows a run: questions (or tasks) done, and the time it has taken."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=console)
 
 
 def rescore(

@@ -24,6 +24,14 @@ Example:
             print(done["status"], done["summary"].get("accuracy"))
             for row in bg.results(done["id"]):
                 print(row["position"], row["raw"])
+
+    A custom benchmark from a Codabench v2 bundle, and a submission to it::
+
+        created = bg.upload_bundle("competition.zip")
+        bundle = bg.get_bundle(created["benchmark"]["id"])
+        print([(s["name"], s["ok"], s["scores"]) for s in bundle["solutions"] or []])
+        run = bg.submit(created["benchmark"]["id"], "predictions.zip")
+        print(bg.wait_for_run(run["id"])["scores"])
 """
 
 from benchgen.client.benchmarks import as_input
@@ -49,6 +57,7 @@ from benchgen.client.errors import (
 from benchgen.client.runs import FINAL_STATUSES
 from benchgen.client.shapes import (
     Benchmark,
+    Bundle,
     Button,
     ChangePreview,
     Conversation,
@@ -75,6 +84,7 @@ __all__ = [
     "FINAL_STATUSES",
     "BenchGen",
     "Benchmark",
+    "Bundle",
     "Button",
     "ChangePreview",
     "ClientError",

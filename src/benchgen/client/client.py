@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from benchgen.client.account import AccountCalls
 from benchgen.client.benchmarks import BenchmarkCalls
+from benchgen.client.bundles import BundleCalls
 from benchgen.client.chat import ChatCalls
 from benchgen.client.models import ModelCalls
 from benchgen.client.runs import RunCalls
 
 
-class BenchGen(AccountCalls, BenchmarkCalls, ModelCalls, RunCalls, ChatCalls):
+class BenchGen(AccountCalls, BenchmarkCalls, BundleCalls, ModelCalls, RunCalls, ChatCalls):
     """A synchronous client for one BenchGen server and one personal API token.
 
     Use it as a context manager (or call `close()`) to release its connections. Every method

@@ -16,6 +16,8 @@ from benchgen.client.errors import ClientError, Unreachable, error_from_response
 from benchgen.client.shapes import QuotaStatus
 
 API_PREFIX = "/api/v1"
+FilePart = tuple[str, bytes, str]
+"""One file of a multipart body: its name, its bytes and its media type."""
 # Page sizes below each route's maximum: the server fetches one row more than asked to learn
 # whether another page follows, and some services refuse that extra row at the maximum.
 PAGE = 100
@@ -85,9 +87,15 @@ class Connection:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         timeout: float | None = None,
+        files: Mapping[str, FilePart] | None = None,
+        data: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        # Passed only when set: httpx reads an explicit `timeout=None` as "wait for ever".
+        # Passed only when set: httpx reads an explicit `timeout=None` as "wait for ever", and
+        # `files`/`data` make the body multipart/form-data instead of JSON.
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if files is not None:
+            extra["files"] = dict(files)
+            extra["data"] = dict(data or {})
         try:
             response = self._http.request(method, path, params=params, json=json, **extra)
         except httpx.TransportError as exc:

@@ -110,12 +110,15 @@ class LeaderboardRow(TypedDict):
 
 
 class Leaderboard(TypedDict):
-    """A phase's leaderboard: its columns (primary first) and ranked rows."""
+    """A phase's leaderboard: its columns (primary first) and ranked rows; each column's
+    `titles` and `sorting` (`desc` or `asc`, as a custom benchmark's bundle sets them)."""
 
     benchmark_id: str
     phase_id: str
     columns: list[str]
     rows: list[LeaderboardRow]
+    titles: dict[str, str]
+    sorting: dict[str, str]
 
 
 class Model(TypedDict):
@@ -151,7 +154,7 @@ class Run(TypedDict):
     id: str
     benchmark_id: str
     phase_id: str
-    model_id: str
+    model_id: str | None  # None for a submission to a custom benchmark: no model answered
     model_name: str
     status: RunStatus
     benchmark_version: int
@@ -175,6 +178,26 @@ class Run(TypedDict):
     started_at: str | None
     finished_at: str | None
     detail_visible: bool
+
+
+class Bundle(TypedDict):
+    """A custom benchmark's Codabench bundle: pages, phases and leaderboard columns for every
+    reader (`competition`); `warnings`, `solutions` (each `{"index", "name", "ok", "scores",
+    "error"}`) and `versions` only for its owner and collaborators (None for others)."""
+
+    benchmark_id: str
+    version: int
+    filename: str
+    sha256: str
+    size: int
+    docker_image: str | None
+    pages: list[dict[str, str]]
+    terms_html: str
+    competition: dict[str, Any]
+    warnings: list[dict[str, Any]] | None
+    solutions: list[dict[str, Any]] | None
+    versions: list[dict[str, Any]] | None
+    uploaded_at: str
 
 
 class LogLine(TypedDict):

@@ -106,6 +106,33 @@ class Settings(BaseSettings):
         32 * 1024 * 1024, ge=1024, description="Largest request body of a benchmark import."
     )
 
+    max_bundle_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024, description="Largest Codabench bundle upload."
+    )
+    max_submission_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest submission (results or code zip)."
+    )
+    sandbox_runtime: Path = Field(
+        Path(".sandbox-venv"),
+        description="The Python environment organisers' programs run with (`make sandbox`), "
+        "kept apart from the server's own.",
+    )
+    allow_unsandboxed_programs: bool = Field(
+        False,
+        description="Run bundle programs with resource limits only where no sandbox can be "
+        "made (no bubblewrap or namespaces). Off: such programs do not run at all.",
+    )
+    program_wall_seconds: int = Field(
+        600, ge=1, description="Longest a scoring or ingestion program may run."
+    )
+    program_memory_mib: int = Field(4096, ge=64, description="Memory one program may use.")
+    custom_run_model_calls: int = Field(
+        200,
+        ge=1,
+        description="Model calls reserved for a custom benchmark run whose ingestion program "
+        "talks to the model (the proxy stops at the reservation).",
+    )
+
     def resolved_database_url(self) -> str:
         """The configured URL, or the SQLite file inside the data directory."""
         if self.database_url:

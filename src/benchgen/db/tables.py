@@ -120,6 +120,42 @@ class Benchmark(Base):
     updated_at: Mapped[datetime]
 
 
+class BundleVersion(Base):
+    """One uploaded Codabench bundle of a custom benchmark: the bytes live in artifact storage
+    under `storage_key`; the parsed competition and the solutions' results are kept here."""
+
+    __tablename__ = "bundle_versions"
+    __table_args__ = (UniqueConstraint("benchmark_id", "version"),)
+    id: Mapped[str] = _id()
+    benchmark_id: Mapped[str] = _benchmark_fk()
+    version: Mapped[int]
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int]
+    storage_key: Mapped[str] = mapped_column(String(300))
+    filename: Mapped[str] = mapped_column(String(300), default="bundle.zip")
+    competition: Mapped[dict[str, Any]] = mapped_column()
+    warnings: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    solutions: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    uploaded_by: Mapped[str] = _user_fk()
+    created_at: Mapped[datetime]
+
+
+class ScratchCopy(Base):
+    """The agent's working copy of a custom benchmark's bundle, owned by one conversation."""
+
+    __tablename__ = "scratch_copies"
+    __table_args__ = (UniqueConstraint("conversation_id", "benchmark_id"),)
+    id: Mapped[str] = _id()
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[str] = _user_fk()
+    benchmark_id: Mapped[str] = _benchmark_fk()
+    base_version: Mapped[int]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
 class Question(Base):
     __tablename__ = "questions"
     __table_args__ = (UniqueConstraint("benchmark_id", "position"),)
@@ -141,6 +177,8 @@ class Phase(Base):
     position: Mapped[int]
     starts_at: Mapped[datetime | None]
     ends_at: Mapped[datetime | None]
+    # A bundle's phase rules: description, max_submissions, max_submissions_per_day.
+    rules: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class Task(Base):
@@ -288,7 +326,9 @@ class Run(Base):
     id: Mapped[str] = _id()
     benchmark_id: Mapped[str] = _benchmark_fk()
     phase_id: Mapped[str] = mapped_column(ForeignKey("phases.id"))
-    model_id: Mapped[str] = mapped_column(ForeignKey("models.id"), index=True)
+    # None for an uploaded submission, which brings its own predictions or code.
+    model_id: Mapped[str | None] = mapped_column(ForeignKey("models.id"), index=True)
+    submission: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     launched_by: Mapped[str] = _user_fk()
     door: Mapped[str] = mapped_column(String(80))
     status: Mapped[str] = mapped_column(String(16), index=True)

@@ -13,7 +13,7 @@ from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
 from benchgen.services.queue import Claimed
-from benchgen.services.runs import execution
+from benchgen.services.runs import bundle_execution, execution
 from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
 
@@ -109,4 +109,26 @@ def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
         execution.abandon_run(ctx, str(job.payload["run_id"]), error)
 
 
-HANDLERS: dict[str, Handler] = {"run": Handler(execute_run, abandon_run)}
+def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
+    """Evaluate a custom benchmark's run in the sandbox, then record its scores."""
+    run_id = str(job.payload["run_id"])
+    with transaction(runtime, WORKER) as ctx:
+        plan = bundle_execution.begin_bundle_run(ctx, run_id)
+    if plan is None:
+        return
+
+    def log(lines: list[str]) -> None:
+        with transaction(runtime, WORKER) as ctx:
+            bundle_execution.log_progress(ctx, run_id, lines)
+
+    report = bundle_execution.perform_bundle_run(
+        runtime.settings, plan, log, _cancel_probe(runtime, run_id)
+    )
+    with transaction(runtime, WORKER) as ctx:
+        bundle_execution.finish_bundle_run(ctx, run_id, report)
+
+
+HANDLERS: dict[str, Handler] = {
+    "run": Handler(execute_run, abandon_run),
+    "bundle_run": Handler(execute_bundle_run, abandon_run),
+}

@@ -17,7 +17,7 @@ from benchgen.db.tables import Model
 from benchgen.evals.adapters import builtin
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.netguard import check_endpoint
-from benchgen.evals.scorers.registry import MCQ, QA
+from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import Line, Title, parse
@@ -25,7 +25,7 @@ from benchgen.services.specs import Line, Title, parse
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, "local_gguf", "builtin")
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
-READER_FORMATS = frozenset({QA, MCQ})
+READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
 
 
 class ModelIn(BaseModel):

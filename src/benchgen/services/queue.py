@@ -25,7 +25,7 @@ from benchgen.services import access
 from benchgen.services.accounts import users
 
 # Which grant a system principal needs to work on each kind of job.
-JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE}
+JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE, "bundle_run": Action.RUN_EXECUTE}
 BACKOFF_BASE_S = 5
 
 

@@ -12,6 +12,7 @@ from benchgen.web.pages import (
     admin,
     admin_review,
     benchmark_access,
+    benchmark_bundle,
     benchmark_email,
     benchmark_evaluate,
     benchmark_questions,
@@ -36,6 +37,7 @@ PAGES = (
     invites,
     home,
     benchmarks,  # before the benchmark pages: /benchmarks/new is not a benchmark's id
+    benchmark_bundle,  # before them too: /benchmarks/upload is not a benchmark's id either
     benchmark_tabs,
     benchmark_questions,
     benchmark_evaluate,

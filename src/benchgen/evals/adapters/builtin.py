@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 
 from benchgen.evals.prompts import LABELS
-from benchgen.evals.scorers.registry import MCQ, QA
+from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 _PUNCTUATION = ".,;:!?\"'()[]{}"
@@ -61,7 +61,7 @@ _BASELINES: dict[str, Callable[[Item, str, int], str]] = {
 # The benchmark formats each baseline can answer: "always A" means nothing without choices, so
 # offering it for free-answer questions would only waste a run.
 FORMATS: dict[str, frozenset[str]] = {
-    "random": frozenset({QA, MCQ}),
+    "random": frozenset({QA, MCQ, CUSTOM}),
     "first-choice": frozenset({MCQ}),
-    "echo": frozenset({QA, MCQ}),
+    "echo": frozenset({QA, MCQ, CUSTOM}),
 }

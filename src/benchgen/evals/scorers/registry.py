@@ -17,6 +17,7 @@ AnswerScorer = Callable[[Answer, Key, Mapping[str, Any]], Scored]
 StoredScorer = Callable[[str | None, str | None, dict[str, float] | None, Key], Scored]
 
 QA, MCQ = "qa", "mcq"
+CUSTOM = "custom"  # a bundle's own programs score it; no scorer here
 JUDGE = "judge"
 DEFAULT_METHOD = {QA: "exact", MCQ: "choice"}
 

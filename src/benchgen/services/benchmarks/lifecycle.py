@@ -16,7 +16,7 @@ from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import _question_store, phases, questions
+from benchgen.services.benchmarks import _bundle_versions, _question_store, phases, questions
 from benchgen.services.specs import (
     MAX_LIST,
     MAX_QUESTIONS,
@@ -317,13 +317,16 @@ def publish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
     Raises:
         NotFound: not visible to the principal.
         PermissionDenied: not the owner or a collaborator, or the token lacks the publish scope.
-        Conflict: a benchmark with no questions cannot be published.
+        Conflict: a benchmark with no questions cannot be published, nor a custom one while
+            a solution of its bundle fails.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_PUBLISH)
     if row.visibility == "published":
         return _view(ctx, row)
     if row.format in FROZEN_FORMATS and _question_count(ctx, row.id) == 0:
         raise Conflict("A benchmark with no questions cannot be published.", {"id": row.id})
+    if row.format == "custom":
+        _bundle_versions.require_solutions_pass(ctx, row.id)
     row.visibility, row.published_at, row.updated_at = "published", ctx.now(), ctx.now()
     audit.record(ctx, audit.AuditAction.BENCHMARK_PUBLISH, "benchmark", row.id)
     return _view(ctx, row)

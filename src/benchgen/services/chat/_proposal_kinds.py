@@ -19,14 +19,14 @@ from benchgen.core.errors import Conflict, invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Question
 from benchgen.services import access
-from benchgen.services.benchmarks import lifecycle, questions
-from benchgen.services.chat import previews
+from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
+from benchgen.services.chat import previews, scratch
 from benchgen.services.runs import launch
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
 # here and never can be: there is no kind for them, so no proposal for them can exist.
-KINDS = ("create_benchmark", "edit_benchmark", "publish_benchmark", "start_run")
+KINDS = ("create_benchmark", "edit_benchmark", "publish_benchmark", "start_run", "change_bundle")
 
 _Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -56,6 +56,15 @@ class RunArgs(BaseModel):
     benchmark_id: str = Field(max_length=40)
     model_id: str = Field(max_length=40)
     phase_id: str | None = Field(None, max_length=40)
+
+
+class BundleArgs(BaseModel):
+    """Arguments of a `change_bundle` proposal: the scratch copy of one conversation."""
+
+    model_config = _Strict
+
+    benchmark_id: str = Field(max_length=40)
+    conversation_id: str = Field(max_length=40)
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,8 @@ def prepare(ctx: Context, kind: str, arguments: dict[str, Any], agent_pick: bool
         prepared = _prepare_edit(ctx, arguments)
     elif kind == "publish_benchmark":
         prepared = _prepare_publish(ctx, arguments)
+    elif kind == "change_bundle":
+        prepared = _prepare_bundle(ctx, arguments)
     else:
         prepared = _prepare_run(ctx, arguments, agent_pick)
     # Kept as parsed back from the canonical text, so what is stored is exactly what is hashed.
@@ -186,6 +197,30 @@ def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> P
     return Prepared({**spec.model_dump(), "max_credits": estimate.credits}, preview)
 
 
+def _prepare_bundle(ctx: Context, arguments: dict[str, Any]) -> Prepared:
+    spec = parse(BundleArgs, arguments)
+    row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_EDIT)
+    copy, data, sha256 = scratch.scratch_for_change(ctx, spec.conversation_id, row.id)
+    # Validated (and its solutions scored) now, so the user never approves a broken bundle.
+    inspected = _bundle_versions.inspect_bundle(ctx, data, "scratch.zip")
+    bundles.require_structure_allowed(ctx, row, inspected.competition)
+    changes = scratch.diff_against_current(ctx, copy, data)
+    if not changes["diff"] and not changes["binary_changes"]:
+        raise Conflict("The scratch copy is the same as the current bundle: nothing to approve.")
+    preview = {
+        "benchmark_id": row.id,
+        "title": row.title,
+        "sha256": sha256,
+        "solutions": inspected.solutions,
+        "warnings": [w.as_error() for w in inspected.competition.warnings],
+        **changes,
+    }
+    preview["text"] = previews.bundle_text(preview)
+    # The hash binds approval to these exact bytes; execution rebuilds and compares (A9).
+    canonical = {**spec.model_dump(), "sha256": sha256, "version": row.version}
+    return Prepared(canonical, preview)
+
+
 def _question_args(checked: list[questions.Canonical]) -> list[dict[str, Any]]:
     """Validated questions back in the input shape, so running them re-validates to the same."""
     return [
@@ -254,7 +289,21 @@ def _require_version(ctx: Context, arguments: dict[str, Any], action: Action) ->
         )
 
 
+def _perform_bundle(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
+    _require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    benchmark_id = arguments["benchmark_id"]
+    _, data, sha256 = scratch.scratch_for_change(ctx, arguments["conversation_id"], benchmark_id)
+    if sha256 != arguments["sha256"]:
+        raise Conflict(
+            "The scratch copy changed after the preview; nothing was uploaded. Propose it again.",
+            {"approved": arguments["sha256"], "now": sha256},
+        )
+    view = bundles.upload_bundle_version(ctx, benchmark_id, data, "scratch.zip")
+    return {"benchmark_id": benchmark_id, "version": view.version}
+
+
 _PERFORMERS: dict[str, Callable[[Context, dict[str, Any]], dict[str, Any]]] = {
+    "change_bundle": _perform_bundle,
     "create_benchmark": _perform_create,
     "edit_benchmark": _perform_edit,
     "publish_benchmark": _perform_publish,

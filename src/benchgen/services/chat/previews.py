@@ -112,3 +112,20 @@ def _warning(warning: dict[str, Any]) -> str:
     """A validation warning (a duplicate prompt, say) as a note under the preview."""
     where = ".".join(str(part) for part in warning["loc"])
     return f"Note: {where}: {warning['msg']}"
+
+
+def bundle_text(preview: dict[str, Any]) -> str:
+    """The preview of a bundle change: the benchmark, the exact bytes' hash, the diff, and the
+    solutions' results with the changed bundle."""
+    lines = [
+        f"Upload the scratch copy of {quote(preview['title'])} ({preview['benchmark_id']}) as "
+        f"bundle version {preview['base_version'] + 1} (sha256 {preview['sha256'][:16]}…).",
+    ]
+    if preview["binary_changes"]:
+        lines.append("Binary files changed: " + ", ".join(preview["binary_changes"]))
+    for solution in preview["solutions"]:
+        state = "passes" if solution["ok"] else f"FAILS: {solution['error']}"
+        lines.append(f"Solution {solution['index']} {state} {solution['scores']}")
+    lines.append("Diff:")
+    lines.append(preview["diff"] or "(no text changes)")
+    return "\n".join(lines)

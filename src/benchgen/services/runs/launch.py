@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -14,16 +14,17 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
-from benchgen.db.tables import Benchmark, Judge, Model, Phase, Question, Run
+from benchgen.db.tables import Benchmark, Judge, Model, Phase, PhaseTask, Question, Run
 from benchgen.services import _enqueue, _model_specs, access, audit, models
 from benchgen.services.accounts import _ledger, ratelimits
 from benchgen.services.benchmarks import lifecycle, scoring
-from benchgen.services.runs import _log_writer
+from benchgen.services.runs import _log_writer, leaderboards
 from benchgen.services.specs import MAX_LIST, check_window
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
 EXPECTED_OUTPUT_TOKENS = 512
 CHARS_PER_TOKEN = 4
+CUSTOM_PROMPT_TOKENS = 1000  # assumed per model call of a custom benchmark's harness
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class RunView:
     id: str
     benchmark_id: str
     phase_id: str
-    model_id: str
+    model_id: str | None
     model_name: str
     status: RunStatus
     benchmark_version: int
@@ -81,8 +82,18 @@ def estimate_run(ctx: Context, benchmark_id: str, model_id: str) -> Estimate:
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     model = _model_specs.usable_model(ctx, model_id)
     models.require_answerable(model, benchmark.format)
+    if benchmark.format == "custom":
+        return _custom_estimate(ctx, benchmark, model)
     count, prompt_chars = _question_stats(ctx, benchmark.id)
     return _estimate(benchmark, model, count, prompt_chars)
+
+
+def _custom_estimate(ctx: Context, benchmark: Benchmark, model: Model) -> Estimate:
+    """A custom run may make up to `custom_run_model_calls` model calls (the proxy stops there),
+    each priced as a question with a long prompt."""
+    calls = ctx.settings.custom_run_model_calls
+    estimate = _estimate(benchmark, model, calls, calls * CUSTOM_PROMPT_TOKENS * CHARS_PER_TOKEN)
+    return replace(estimate, basis=f"up to {calls} model calls: " + estimate.basis)
 
 
 def _estimate(benchmark: Benchmark, model: Model, count: int, prompt_chars: int) -> Estimate:
@@ -114,10 +125,10 @@ def start_run(
     model = _model_specs.usable_model(ctx, model_id)
     if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
-    if benchmark.format not in lifecycle.FROZEN_FORMATS:
-        raise Conflict("Runs on custom-format benchmarks are not available yet.")
     models.require_answerable(model, benchmark.format)
-    phase = _open_phase(ctx, benchmark, phase_id)
+    phase = open_phase(ctx, benchmark, phase_id)
+    if benchmark.format == "custom":
+        return _start_custom_run(ctx, benchmark, phase, model)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
     if settings.get("method") == "choice_logprob" and model.kind != "local_gguf":
@@ -134,7 +145,7 @@ def start_run(
     ratelimits.consume_run(ctx, benchmark, run_id)
     reservation = _ledger.reserve_credits(ctx, estimate.credits, run_id)
     lifecycle.freeze_questions(ctx, benchmark.id)
-    run = _new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
+    run = new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
     run.reservation_id = reservation
     run.job_id = _enqueue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
     _log_writer.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
@@ -149,12 +160,45 @@ def start_run(
     return view(ctx, run)
 
 
-def _new_run(
+def _start_custom_run(ctx: Context, benchmark: Benchmark, phase: Phase, model: Model) -> RunView:
+    """A catalogue model on a custom benchmark: the bundle's programs drive it through the
+    per-run proxy (or the platform's engine over JSONL input), within the reservation."""
+    estimate = _custom_estimate(ctx, benchmark, model)
+    run_id = new_id("run")
+    ratelimits.consume_run(ctx, benchmark, run_id)
+    reservation = _ledger.reserve_credits(ctx, estimate.credits, run_id)
+    tasks = phase_task_count(ctx, phase)
+    run = new_run(ctx, run_id, benchmark, phase, model, {}, tasks, estimate.credits)
+    run.reservation_id = reservation
+    run.job_id = _enqueue.enqueue(ctx, "bundle_run", {"run_id": run_id}, user_id=run.launched_by)
+    _log_writer.append(ctx, run_id, f"Queued: {tasks} task(s), up to {estimate.credits} credits")
+    audit.record(
+        ctx,
+        audit.AuditAction.RUN_START,
+        "run",
+        run_id,
+        benchmark_id=benchmark.id,
+        model_id=model.id,
+    )
+    return view(ctx, run)
+
+
+def phase_task_count(ctx: Context, phase: Phase) -> int:
+    """How many tasks a phase runs."""
+    return int(
+        ctx.session.scalar(
+            select(func.count()).select_from(PhaseTask).where(PhaseTask.phase_id == phase.id)
+        )
+        or 0
+    )
+
+
+def new_run(
     ctx: Context,
     run_id: str,
     benchmark: Benchmark,
     phase: Phase,
-    model: Model,
+    model: Model | None,
     settings: dict[str, Any],
     count: int,
     estimate: int,
@@ -165,7 +209,7 @@ def _new_run(
         id=run_id,
         benchmark_id=benchmark.id,
         phase_id=phase.id,
-        model_id=model.id,
+        model_id=model.id if model else None,
         launched_by=user_id,
         door=ctx.principal.door,
         status=RunStatus.QUEUED,
@@ -182,7 +226,14 @@ def _new_run(
     return run
 
 
-def _open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phase:
+def open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phase:
+    """The chosen phase (the first by default), refused unless open now (the server's clock
+    decides, whatever the bundle's dates say to a client).
+
+    Raises:
+        NotFound: no such phase.
+        Conflict: the phase has not started or has ended.
+    """
     query = select(Phase).where(Phase.benchmark_id == benchmark.id)
     query = query.where(Phase.id == phase_id) if phase_id else query.order_by(Phase.position)
     phase = ctx.session.scalars(query.limit(1)).first()
@@ -252,7 +303,8 @@ def list_runs(
 def _views(ctx: Context, rows: list[Run]) -> list[RunView]:
     """Views of a page of runs in a fixed number of queries: their models and benchmarks are
     loaded together, and the caller's roles on those benchmarks looked up in one batch."""
-    model_ids, benchmark_ids = {r.model_id for r in rows}, {r.benchmark_id for r in rows}
+    model_ids = {r.model_id for r in rows if r.model_id}
+    benchmark_ids = {r.benchmark_id for r in rows}
     models_ = ctx.session.scalars(select(Model).where(Model.id.in_(model_ids)))
     by_model = {model.id: model for model in models_}
     benchmarks = list(ctx.session.scalars(select(Benchmark).where(Benchmark.id.in_(benchmark_ids))))
@@ -260,7 +312,7 @@ def _views(ctx: Context, rows: list[Run]) -> list[RunView]:
     roles = access.roles_on_many(ctx, user, benchmarks) if user else {}
     by_benchmark = {benchmark.id: benchmark for benchmark in benchmarks}
     return [
-        view(ctx, run, by_model.get(run.model_id), by_benchmark.get(run.benchmark_id), roles)
+        view(ctx, run, by_model.get(run.model_id or ""), by_benchmark.get(run.benchmark_id), roles)
         for run in rows
     ]
 
@@ -300,7 +352,7 @@ def view(
 ) -> RunView:
     """The public shape of a run for the acting principal (a list passes what it loaded for
     the whole page: the run's model and benchmark, and the caller's roles by benchmark)."""
-    model = model or ctx.session.get(Model, run.model_id)
+    model = model or (ctx.session.get(Model, run.model_id) if run.model_id else None)
     benchmark = benchmark or ctx.session.get(Benchmark, run.benchmark_id)
     known = roles.get(run.benchmark_id) if roles is not None else None
     detail = bool(benchmark) and access.can(
@@ -311,7 +363,7 @@ def view(
         benchmark_id=run.benchmark_id,
         phase_id=run.phase_id,
         model_id=run.model_id,
-        model_name=model.name if model else run.model_id,
+        model_name=leaderboards.entrant_name(run, model.name if model else None),
         status=RunStatus(run.status),
         benchmark_version=run.benchmark_version,
         scoring=dict(run.scoring),

@@ -16,10 +16,40 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
-from benchgen.db.tables import LeaderboardEntry, Model, Phase, Run, User
+from benchgen.db.tables import Benchmark, LeaderboardEntry, Model, Phase, Run, User
 from benchgen.services import access, audit
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: its key in the runs' scores, title, and which way is better."""
+
+    key: str
+    title: str
+    sorting: str = "desc"
+    hidden: bool = False
+    precision: int | None = None
+
+
+def columns_of(benchmark: Benchmark) -> list[Column]:
+    """The benchmark's leaderboard columns, primary first: accuracy for qa and mcq, the
+    bundle's columns (in index order, hidden ones included for ranking) for custom ones."""
+    declared = benchmark.scoring.get("leaderboard") if benchmark.format == "custom" else None
+    if not declared:
+        return [Column(c, c.capitalize()) for c in COLUMNS]
+    ordered = sorted(declared.get("columns", []), key=lambda c: c.get("index", 0))
+    return [
+        Column(
+            str(c["key"]),
+            str(c.get("title") or c["key"]),
+            str(c.get("sorting") or "desc"),
+            bool(c.get("hidden")),
+            c.get("precision"),
+        )
+        for c in ordered
+    ]
 
 
 @dataclass(frozen=True)
@@ -43,6 +73,8 @@ class Leaderboard:
     phase_id: str
     columns: list[str]
     rows: list[Row]
+    titles: dict[str, str]
+    sorting: dict[str, str]
 
 
 def add_to_leaderboard(ctx: Context, run_id: str) -> None:
@@ -53,7 +85,10 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
         Conflict: the run has not completed, has no score, or is already on it.
     """
     run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
-    if run.status != RunStatus.COMPLETED or run.scores.get(COLUMNS[0]) is None:
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    assert benchmark is not None  # require_run found it
+    primary = columns_of(benchmark)[0].key
+    if run.status != RunStatus.COMPLETED or run.scores.get(primary) is None:
         raise Conflict("Only completed, scored runs can be on a leaderboard.", {"id": run.id})
     if ctx.session.scalar(select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)):
         raise Conflict("The run is already on the leaderboard.", {"id": run.id})
@@ -104,42 +139,62 @@ def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None
     entries = ctx.session.execute(
         select(Run, Model.name, User.display_name)
         .join(LeaderboardEntry, LeaderboardEntry.run_id == Run.id)
-        .join(Model, Model.id == Run.model_id)
+        .outerjoin(Model, Model.id == Run.model_id)
         .join(User, User.id == Run.launched_by)
         .where(LeaderboardEntry.phase_id == phase.id)
     ).all()
+    columns = columns_of(benchmark)
     ranked = sorted(
-        entries, key=lambda entry: rank_key(entry[0].scores, COLUMNS, entry[0].finished_at)
+        entries, key=lambda entry: rank_key(entry[0].scores, columns, entry[0].finished_at)
     )
+    shown = [c for c in columns if not c.hidden]
     rows = [
         Row(
             index + 1,
             run.id,
-            model_name,
+            entrant_name(run, model_name),
             who,
-            {c: run.scores.get(c) for c in COLUMNS},
+            {c.key: run.scores.get(c.key) for c in shown},
             run.score_edit is not None,
             run.finished_at,
         )
         for index, (run, model_name, who) in enumerate(ranked)
     ]
-    return Leaderboard(benchmark.id, phase.id, list(COLUMNS), rows)
+    return Leaderboard(
+        benchmark.id,
+        phase.id,
+        [c.key for c in shown],
+        rows,
+        {c.key: c.title for c in shown},
+        {c.key: c.sorting for c in shown},
+    )
+
+
+def entrant_name(run: Run, model_name: str | None) -> str:
+    """Who a run evaluates: the model's name, or the uploaded submission's file."""
+    if model_name:
+        return model_name
+    if run.submission:
+        return f"Submission {run.submission.get('filename', '')}".strip()
+    return run.model_id or "unknown"
 
 
 def rank_key(
-    scores: dict[str, Any], columns: tuple[str, ...], finished_at: datetime | None
+    scores: dict[str, Any], columns: list[Column], finished_at: datetime | None
 ) -> tuple[Any, ...]:
-    """Sort key: each column descending with missing values last, then the earlier run.
+    """Sort key: each column in its own direction with missing values last, then the earlier
+    run.
 
     Missing is ranked explicitly rather than left to the database's NULL ordering, which put
     missing scores first on some platforms.
     """
     parts: list[Any] = []
     for column in columns:
-        value = scores.get(column)
+        value = scores.get(column.key)
         number = float(value) if isinstance(value, int | float) else math.nan
         missing = math.isnan(number)
-        parts += [missing, 0.0 if missing else -number]
+        signed = number if column.sorting == "asc" else -number
+        parts += [missing, 0.0 if missing else signed]
     parts.append(finished_at.timestamp() if finished_at else math.inf)
     return tuple(parts)
 
@@ -152,10 +207,17 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
         InvalidInput: unknown column, a value outside 0..1, or no reason.
     """
     run = access.require_run(ctx, run_id, Action.RUN_EDIT_SCORE)
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    assert benchmark is not None  # require_run found it
+    known = {c.key for c in columns_of(benchmark)}
+    # Bundle columns carry the scoring program's own units; accuracy is a fraction.
+    bounded = benchmark.format != "custom"
     for column, value in scores.items():
-        if column not in COLUMNS:
+        if column not in known:
             raise invalid(["scores", column], "unknown column")
-        if not isinstance(value, int | float) or not 0 <= value <= 1:
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise invalid(["scores", column], "must be a number")
+        if bounded and not 0 <= value <= 1:
             raise invalid(["scores", column], "must be a number from 0 to 1")
     if not reason.strip():
         raise invalid(["reason"], "say why the score is corrected")

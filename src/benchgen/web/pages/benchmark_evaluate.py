@@ -1,7 +1,9 @@
-"""The Evaluate tab: pick a model, see what the run may cost, start it."""
+"""The Evaluate tab: pick a model, see what the run may cost, start it; on a custom benchmark,
+also submit a results or code zip to one of its phases."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -13,15 +15,18 @@ from benchgen.core.errors import (
     InsufficientCredits,
     InvalidInput,
     NotFound,
+    PermissionDenied,
     RateLimited,
 )
 from benchgen.services import models
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle, phases
-from benchgen.services.runs import launch
+from benchgen.services.runs import launch, submissions
 from benchgen.services.runs.launch import Estimate
 from benchgen.services.runtime import undo_on_error
-from benchgen.web.pages.benchmark_frame import render_tab
+from benchgen.web.pages.benchmark_bundle import read_upload
+from benchgen.web.pages.benchmark_frame import FormDep, render_tab
+from benchgen.web.pages.question_form import Problems, text_of
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect
 
@@ -31,6 +36,23 @@ SOURCES = (("platform", "Platform models"), ("you", "My models"))
 # What can stop a run that the person can fix here: another model, more credits, waiting.
 _REFUSALS = (InvalidInput, Conflict, RateLimited, InsufficientCredits, NotFound)
 IdQuery = Annotated[str, Query(max_length=64)]
+# The body limit lets this page take a whole submission (app.py names it).
+SUBMIT_PAGE = "/benchmarks/{benchmark_id}/submissions"
+KINDS = (
+    ("auto", "Decide from the zip (code when it holds .py files and a task ingests code)"),
+    ("results", "Results (predictions the scoring program reads)"),
+    ("code", "Code (run by the bundle's ingestion program)"),
+)
+# What can stop a submission that the person can fix here: a closed phase, a used-up limit.
+_SUBMIT_REFUSALS = (InvalidInput, Conflict, RateLimited, NotFound, PermissionDenied)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """The submission form as sent: the phase's position and the kind of zip."""
+
+    phase: str = ""
+    kind: str = "auto"
 
 
 @router.get("/benchmarks/{benchmark_id}/evaluate", name="benchmark_evaluate")
@@ -58,6 +80,34 @@ def evaluate_start(
     return redirect(request, "run", flash="Run queued.", run_id=run.id)
 
 
+@router.post(SUBMIT_PAGE, name="benchmark_submit")
+def submit(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep) -> Response:
+    """Submit a results or code zip to a phase of a custom benchmark; it becomes a run."""
+    typed = Submission(text_of(form, "phase"), text_of(form, "kind") or "auto")
+    problems = Problems()
+    found = read_upload(form, "submission", ctx.settings.max_submission_bytes, problems)
+    phase = int(typed.phase) if typed.phase.isdigit() else None
+    if found is None:
+        return _page(
+            request, ctx, benchmark_id, "", status_code=422, submission=typed, problems=problems
+        )
+    try:
+        with undo_on_error(ctx):
+            run = submissions.submit(ctx, benchmark_id, *found, phase, typed.kind)
+    except _SUBMIT_REFUSALS as exc:
+        problems.add("submission", "", exc.message)
+        return _page(
+            request,
+            ctx,
+            benchmark_id,
+            "",
+            status_code=exc.http_status,
+            submission=typed,
+            problems=problems,
+        )
+    return redirect(request, "run", flash="Submission queued.", run_id=run.id)
+
+
 def _page(
     request: Request,
     ctx: Context,
@@ -65,6 +115,8 @@ def _page(
     model_id: str,
     error: str = "",
     status_code: int = 200,
+    submission: Submission | None = None,
+    problems: Problems | None = None,
 ) -> Response:
     found = lifecycle.get_benchmark(ctx, benchmark_id)
     choices = models.list_models(ctx, benchmark_id)
@@ -90,4 +142,8 @@ def _page(
         phases=phases.list_phases(ctx, benchmark_id),
         quota=ratelimits.run_quota(ctx, benchmark_id),
         balance=credits.get_balance(ctx),
+        submission=submission or Submission(),
+        problems=problems or Problems(),
+        kinds=KINDS,
+        max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
     )

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import lifecycle, members, phases
+from benchgen.services.benchmarks import bundles, lifecycle, members, phases
 from benchgen.services.benchmarks.lifecycle import BenchmarkView
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runs.leaderboards import Leaderboard
@@ -51,7 +51,17 @@ def _overview(
         can_join=_can_join(found),
         terms=members.TERMS,
         join_error=join_error,
+        bundle=bundles.get_bundle(ctx, benchmark_id) if found.format == "custom" else None,
+        board=_board_of(ctx, benchmark_id) if found.format == "custom" else None,
     )
+
+
+def _board_of(ctx: Context, benchmark_id: str) -> Leaderboard | None:
+    """The first phase's leaderboard, for its columns (none before any phase exists)."""
+    try:
+        return leaderboards.get_leaderboard(ctx, benchmark_id)
+    except NotFound:
+        return None
 
 
 def _invitation(
@@ -130,25 +140,30 @@ def leaderboard(
         "benchmark_leaderboard",
         board=board,
         phases=phases.list_phases(ctx, benchmark_id),
-        chart=chart_config(board),
+        chart=chart_config(board, percent=found.format != "custom"),
     )
 
 
-def chart_config(board: Leaderboard) -> dict[str, Any] | None:
-    """A Chart.js bar chart of the best scored runs on the primary column, in percent."""
+def chart_config(board: Leaderboard, percent: bool = True) -> dict[str, Any] | None:
+    """A Chart.js bar chart of the best scored runs on the primary column: in percent for
+    accuracy, in the column's own units for a bundle's columns (they are not fractions)."""
+    if not board.columns:
+        return None
     primary = board.columns[0]
     scored = [row for row in board.rows if isinstance(row.scores.get(primary), int | float)]
     top = scored[:CHART_TOP]
     if not top:
         return None
+    title = board.titles.get(primary, primary)
+    scale, digits = (100, 2) if percent else (1, 6)
     return {
         "type": "bar",
         "data": {
             "labels": [f"#{row.rank} {row.model_name}" for row in top],
             "datasets": [
                 {
-                    "label": f"{primary} (%)",
-                    "data": [round(float(row.scores[primary]) * 100, 2) for row in top],
+                    "label": f"{title} (%)" if percent else title,
+                    "data": [round(float(row.scores[primary]) * scale, digits) for row in top],
                     "backgroundColor": "#2357c6",
                 }
             ],
@@ -158,7 +173,7 @@ def chart_config(board: Leaderboard) -> dict[str, Any] | None:
             "responsive": True,
             "maintainAspectRatio": False,
             "animation": False,
-            "scales": {"x": {"min": 0, "max": 100}},
+            "scales": {"x": {"min": 0, "max": 100}} if percent else {},
             "plugins": {"legend": {"display": False}},
         },
     }

@@ -8,9 +8,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 
-from benchgen.core.errors import InvalidInput
+from benchgen.core.context import Context
+from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied
 from benchgen.core.statuses import RUN_FINAL
-from benchgen.services.runs import breakdown, launch, leaderboards, results, run_log
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.runs import (
+    breakdown,
+    bundle_execution,
+    launch,
+    leaderboards,
+    results,
+    run_log,
+)
 from benchgen.services.runs.breakdown import TagAccuracy
 from benchgen.services.runs.controls import run_controls
 from benchgen.web.pages import run_events
@@ -37,9 +46,10 @@ class Filters:
 class ScoreForm:
     """The score-correction form as typed, with any problems by field."""
 
-    accuracy: str = ""
+    accuracy: str = ""  # the value typed (a percentage, or a bundle column's own units)
     reason: str = ""
     problems: dict[str, str] = field(default_factory=dict)
+    column: str = ""  # a custom benchmark's column; empty for accuracy
 
 
 @router.get("/runs/{run_id}", name="run")
@@ -65,10 +75,13 @@ def _run_page(
 ) -> Response:
     run = launch.get_run(ctx, run_id)
     final = run.status in RUN_FINAL
+    controls = run_controls(ctx, run_id)
     values: dict[str, Any] = {
         "run": run,
-        "controls": run_controls(ctx, run_id),
+        "controls": controls,
         "final": final,
+        "columns": _columns(ctx, run, controls.benchmark_title is not None),
+        "program_output": _program_output(ctx, run_id),
         # A finished run's log is shown at once; a live one arrives over the event stream.
         "log": run_log.read_log(ctx, run_id, limit=SHOWN_LOG_LINES) if final else [],
         "progress": run_events.progress_of(run),
@@ -101,6 +114,40 @@ def _run_page(
             answers=answers[:PAGE_SIZE],
         )
     return render(request, "runs/run.html", status_code=status_code, **values)
+
+
+@dataclass(frozen=True)
+class ScoreColumns:
+    """How the run page shows scores: the benchmark's column titles and directions, in
+    leaderboard order; percent only for accuracy on qa and mcq (bundle scores are raw)."""
+
+    order: list[str]
+    titles: dict[str, str]
+    sorting: dict[str, str]
+    percent: bool
+
+
+def _columns(ctx: Context, run: launch.RunView, visible: bool) -> ScoreColumns:
+    # A custom run is a submission, or was scored against the bundle's leaderboard.
+    custom = run.model_id is None or "leaderboard" in run.scoring
+    if not visible:
+        return ScoreColumns(list(run.scores), {}, {}, not custom)
+    custom = lifecycle.get_benchmark(ctx, run.benchmark_id).format == "custom"
+    try:
+        board = leaderboards.get_leaderboard(ctx, run.benchmark_id, run.phase_id)
+    except NotFound:  # the run's phase was removed since
+        return ScoreColumns(list(run.scores), {}, {}, not custom)
+    order = board.columns + [key for key in run.scores if key not in board.columns]
+    return ScoreColumns(order, board.titles, board.sorting, not custom)
+
+
+def _program_output(ctx: Context, run_id: str) -> dict[str, str] | None:
+    """The bundle programs' output, for the benchmark's team only (a scoring program may print
+    reference data); None hides the section from everyone else."""
+    try:
+        return bundle_execution.program_output(ctx, run_id)
+    except (NotFound, PermissionDenied):
+        return None
 
 
 def tag_chart(stats: list[TagAccuracy]) -> dict[str, Any] | None:
@@ -173,19 +220,25 @@ def run_edit_score(
     run_id: str,
     accuracy: Annotated[str, Form(max_length=50)] = "",
     reason: Annotated[str, Form(max_length=2000)] = "",
+    column: Annotated[str, Form(max_length=200)] = "",
+    value: Annotated[str, Form(max_length=50)] = "",
 ) -> Response:
-    """Correct the run's score by hand (the benchmark's owner); the reason is required."""
+    """Correct the run's score by hand (the benchmark's owner); the reason is required. A
+    custom benchmark's form names a column and a value in its own units."""
+    typed = value if column else accuracy
     try:
-        value = float(accuracy.strip().rstrip("%")) / 100
+        number = float(typed.strip()) if column else float(typed.strip().rstrip("%")) / 100
     except ValueError:
-        value = float("nan")  # refused below, with the other problems
+        number = float("nan")  # refused below, with the other problems
     try:
-        leaderboards.edit_run_score(ctx, run_id, {"accuracy": value}, reason)
+        leaderboards.edit_run_score(ctx, run_id, {column or "accuracy": number}, reason)
     except InvalidInput as exc:
         problems = {_field_of(error): error.get("msg", "") for error in exc.errors}
         if "accuracy" in problems:
             problems["accuracy"] = "enter a percentage from 0 to 100"
-        form = ScoreForm(accuracy, reason, problems)
+        if column and column in problems:
+            problems["value"] = problems.pop(column)
+        form = ScoreForm(typed, reason, problems, column)
         return _run_page(request, ctx, run_id, Filters(), 422, form)
     return redirect(request, "run", flash="Score corrected.", run_id=run_id)
 

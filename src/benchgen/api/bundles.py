@@ -1,0 +1,130 @@
+"""`/api/v1/benchmarks/…` for custom formats: upload a Codabench bundle, new versions, download,
+submissions; `/api/v1/runs/{id}/program-output` for the team."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+
+from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON, responses
+from benchgen.api.schemas import CreatedBenchmark
+from benchgen.core.errors import invalid
+from benchgen.services.benchmarks import bundles
+from benchgen.services.benchmarks.bundles import BundleView
+from benchgen.services.runs import bundle_execution, submissions
+from benchgen.services.runs.launch import RunView
+
+router = APIRouter(prefix="/api/v1", tags=["custom formats"], responses=COMMON)
+# Bundles and submissions are whole archives: the body limit allows them more.
+UPLOAD_PATH = f"{router.prefix}/benchmarks/bundles"
+VERSION_PATH = f"{router.prefix}/benchmarks/{{benchmark_id}}/bundle"
+SUBMISSION_PATH = f"{router.prefix}/benchmarks/{{benchmark_id}}/submissions"
+ZIP: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/zip": {}}, "description": "The bundle as uploaded"}
+}
+
+
+async def _read(upload: UploadFile, field: str, limit: int) -> bytes:
+    data = await upload.read(limit + 1)
+    if len(data) > limit:
+        raise invalid([field], f"is larger than {limit} bytes")
+    if not data:
+        raise invalid([field], "is empty")
+    return data
+
+
+@router.post(
+    "/benchmarks/bundles",
+    status_code=201,
+    response_model=CreatedBenchmark,
+    responses=responses(429),
+    openapi_extra={"x-scope": "create"},
+)
+async def upload_bundle(
+    ctx: ContextDep,
+    bundle: Annotated[UploadFile, File(description="A Codabench v2 bundle (.zip)")],
+) -> dict[str, Any]:
+    """Create a custom benchmark from a Codabench v2 bundle. Every problem comes back at once,
+    each with its place and line in competition.yaml; unknown keys are `warnings`."""
+    data = await _read(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    created = bundles.upload_bundle(ctx, data, bundle.filename or "bundle.zip")
+    return {"benchmark": created.benchmark, "warnings": created.warnings}
+
+
+@router.get(
+    "/benchmarks/{benchmark_id}/bundle",
+    response_model=BundleView,
+    openapi_extra={"x-scope": "read"},
+)
+def get_bundle(ctx: ContextDep, benchmark_id: str) -> BundleView:
+    """The current bundle: pages, phases and columns; solutions and versions for the team."""
+    return bundles.get_bundle(ctx, benchmark_id)
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/bundle",
+    response_model=BundleView,
+    openapi_extra={"x-scope": "edit"},
+)
+async def upload_bundle_version(
+    ctx: ContextDep,
+    benchmark_id: str,
+    bundle: Annotated[UploadFile, File(description="The changed bundle (.zip)")],
+) -> BundleView:
+    """Upload a changed bundle as the next version. Adding or removing phases or tasks is
+    refused here (403): that is done in the web app."""
+    data = await _read(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    return bundles.upload_bundle_version(ctx, benchmark_id, data, bundle.filename or "bundle.zip")
+
+
+@router.get(
+    "/benchmarks/{benchmark_id}/bundle/download",
+    response_class=Response,
+    responses=ZIP,
+    openapi_extra={"x-scope": "read"},
+)
+def download_bundle(
+    ctx: ContextDep, benchmark_id: str, version: Annotated[int | None, Query(ge=1)] = None
+) -> Response:
+    """The bundle zip exactly as uploaded (owner and collaborators only)."""
+    found = bundles.download_bundle(ctx, benchmark_id, version)
+    return Response(
+        found.data,
+        media_type="application/zip",
+        headers={
+            "Content-Disposition": f'attachment; filename="{found.filename}"',
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/submissions",
+    status_code=202,
+    response_model=RunView,
+    responses=responses(429),
+    openapi_extra={"x-scope": "runs"},
+)
+async def submit(
+    ctx: ContextDep,
+    benchmark_id: str,
+    submission: Annotated[UploadFile, File(description="A results zip or a code zip")],
+    phase: Annotated[int | None, Form(ge=0, description="Phase index (default: first)")] = None,
+    kind: Annotated[str, Form(description="auto, results or code")] = "auto",
+) -> RunView:
+    """Submit to a custom benchmark as Codabench participants do; it becomes a run."""
+    data = await _read(submission, "submission", ctx.settings.max_submission_bytes)
+    name = submission.filename or "submission.zip"
+    return submissions.submit(ctx, benchmark_id, data, name, phase, kind)
+
+
+@router.get(
+    "/runs/{run_id}/program-output",
+    response_model=dict[str, str],
+    openapi_extra={"x-scope": "read"},
+)
+def program_output(ctx: ContextDep, run_id: str) -> dict[str, str]:
+    """The bundle programs' output per task (the benchmark's owner and collaborators only)."""
+    return bundle_execution.program_output(ctx, run_id)

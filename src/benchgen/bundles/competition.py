@@ -1,0 +1,817 @@
+"""Parse and validate a Codabench v2 competition.yaml into frozen values, reporting every problem.
+
+Dates: ISO (`2026-01-01`, `2026-01-01 12:00`, `2026-01-01T12:00:00+02:00`) or month-day-year
+(`1-31-2026`, `1/31/2026`, as in Codabench's published examples); a date without a zone is UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from benchgen.core.errors import InvalidInput
+
+Loc = tuple[str | int, ...]
+Lines = dict[Loc, int]
+
+MAX_YAML_BYTES = 1 << 20
+# Anchors/aliases let a few lines expand to gigabytes ("billion laughs"); real bundles use none.
+_MAX_ALIASES = 32
+_MAX_PLAIN_NODES = 50_000
+_MAX_DEPTH = 32
+COMPUTATIONS = ("sum", "avg", "min", "max")
+SORTINGS = ("desc", "asc")
+
+_TOP_USED = frozenset(
+    {"version", "title", "description", "image", "docker_image", "terms", "pages", "phases"}
+    | {"tasks", "solutions", "leaderboard", "leaderboards"}
+)
+# Codabench keys this platform does not act on: kept in `extra`, no warning.
+_TOP_KNOWN = frozenset(
+    {"registration_auto_approve", "enable_detailed_results", "queue", "fact_sheet", "reward"}
+    | {"show_detailed_results_in_submission_panel", "show_detailed_results_in_leaderboard"}
+    | {"auto_run_submissions", "can_participants_make_submissions_public", "contact_email"}
+    | {"make_programs_available", "make_input_data_available", "report", "forum_enabled"}
+)
+ACCEPTED_TOP_LEVEL_KEYS = _TOP_USED | _TOP_KNOWN
+_PHASE_USED = frozenset(
+    {"index", "name", "description", "start", "end", "tasks", "max_submissions"}
+    | {"max_submissions_per_day", "execution_time_limit"}
+)
+_PHASE_KNOWN = frozenset(
+    {"starting_kit", "public_data", "solutions", "auto_migrate_to_this_phase", "hide_output"}
+    | {"hide_prediction_output", "hide_score_output", "has_max_submissions", "is_final_phase"}
+    | {"max_submissions_per_person", "status"}
+)
+_TASK_USED = frozenset(
+    {"index", "name", "description", "scoring_program", "ingestion_program", "reference_data"}
+    | {"input_data", "ingestion_only_during_scoring"}
+)
+_TASK_KNOWN = frozenset({"is_public", "key", "created_when"})
+_SOLUTION_KEYS = frozenset({"index", "name", "path", "tasks"})
+_SOLUTION_KNOWN = frozenset({"description", "key", "md5"})
+_BOARD_USED = frozenset({"index", "key", "title", "columns"})
+_BOARD_KNOWN = frozenset({"submission_rule", "hidden"})
+_COLUMN_USED = frozenset(
+    {"key", "title", "index", "sorting", "computation", "computation_indexes", "precision"}
+    | {"hidden"}
+)
+_PAGE_USED = frozenset({"title", "file"})
+
+_DATE = re.compile(
+    r"(?:(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+    r"|(?P<m2>\d{1,2})(?P<sep>[-/])(?P<d2>\d{1,2})(?P=sep)(?P<y2>\d{4}))"
+    r"(?:[Tt ]+(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<f>\d+))?)?)?"
+    r"\s*(?P<tz>[Zz]|[+-]\d{1,2}(?::?\d{2})?)?"
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error or warning, at a place in the YAML (`loc`) and its 1-based line."""
+
+    loc: Loc
+    line: int | None
+    msg: str
+
+    def as_error(self) -> dict[str, Any]:
+        return {"loc": list(self.loc), "line": self.line, "msg": self.msg}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Problem:
+        return cls(tuple(data["loc"]), data["line"], data["msg"])
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A leaderboard column: a score the scoring program writes, or a computation over others."""
+
+    key: str
+    title: str
+    index: int
+    sorting: str = "desc"
+    computation: str | None = None
+    computation_indexes: tuple[int, ...] = ()
+    precision: int | None = None
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class LeaderboardSpec:
+    index: int
+    key: str
+    title: str
+    columns: tuple[ColumnSpec, ...]
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    index: int
+    name: str
+    description: str
+    start: datetime | None
+    end: datetime | None
+    tasks: tuple[int, ...]
+    max_submissions: int | None = None
+    max_submissions_per_day: int | None = None
+    execution_time_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Bundle-relative paths (normalised, no trailing slash) to folders or zips."""
+
+    index: int
+    name: str
+    description: str
+    scoring_program: str | None
+    ingestion_program: str | None = None
+    reference_data: str | None = None
+    input_data: str | None = None
+    ingestion_only_during_scoring: bool = False
+
+
+@dataclass(frozen=True)
+class SolutionSpec:
+    index: int
+    name: str
+    path: str
+    tasks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    title: str
+    path: str
+
+
+@dataclass(frozen=True)
+class CompetitionSpec:
+    """A validated competition.yaml; `extra` keeps top-level keys this platform does not model."""
+
+    title: str
+    description: str
+    image: str | None
+    docker_image: str | None
+    terms: str | None
+    pages: tuple[PageSpec, ...]
+    phases: tuple[PhaseSpec, ...]
+    tasks: tuple[TaskSpec, ...]
+    solutions: tuple[SolutionSpec, ...]
+    leaderboards: tuple[LeaderboardSpec, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[Problem, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (dates as ISO text) that `from_json` turns back into an equal spec."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["pages"] = [_fields(p) for p in self.pages]
+        data["phases"] = [_phase_json(p) for p in self.phases]
+        data["tasks"] = [_fields(t) for t in self.tasks]
+        data["solutions"] = [_fields(s) | {"tasks": list(s.tasks)} for s in self.solutions]
+        data["leaderboards"] = [_board_json(b) for b in self.leaderboards]
+        data["warnings"] = [w.as_error() for w in self.warnings]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CompetitionSpec:
+        return cls(
+            **{k: data[k] for k in ("title", "description", "image", "docker_image", "terms")},
+            pages=tuple(PageSpec(**p) for p in data["pages"]),
+            phases=tuple(_phase_from_json(p) for p in data["phases"]),
+            tasks=tuple(TaskSpec(**t) for t in data["tasks"]),
+            solutions=tuple(
+                SolutionSpec(**(s | {"tasks": tuple(s["tasks"])})) for s in data["solutions"]
+            ),
+            leaderboards=tuple(_board_from_json(b) for b in data["leaderboards"]),
+            extra=dict(data["extra"]),
+            warnings=tuple(Problem.from_json(w) for w in data["warnings"]),
+        )
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return {name: getattr(value, name) for name in value.__dataclass_fields__}
+
+
+def _phase_json(phase: PhaseSpec) -> dict[str, Any]:
+    data = _fields(phase) | {"tasks": list(phase.tasks)}
+    for name in ("start", "end"):
+        data[name] = data[name].isoformat() if data[name] else None
+    return data
+
+
+def _phase_from_json(data: dict[str, Any]) -> PhaseSpec:
+    dates = {k: datetime.fromisoformat(data[k]) if data[k] else None for k in ("start", "end")}
+    return PhaseSpec(**(data | dates | {"tasks": tuple(data["tasks"])}))
+
+
+def _board_json(board: LeaderboardSpec) -> dict[str, Any]:
+    columns = [
+        _fields(c) | {"computation_indexes": list(c.computation_indexes)} for c in board.columns
+    ]
+    return _fields(board) | {"columns": columns}
+
+
+def _board_from_json(data: dict[str, Any]) -> LeaderboardSpec:
+    columns = tuple(
+        ColumnSpec(**(c | {"computation_indexes": tuple(c["computation_indexes"])}))
+        for c in data["columns"]
+    )
+    return LeaderboardSpec(data["index"], data["key"], data["title"], columns)
+
+
+def parse_competition(text: str) -> CompetitionSpec:
+    """Parse competition.yaml text.
+
+    Raises:
+        InvalidInput: "competition.yaml has N problems", one error (loc, line, msg) per problem.
+    """
+    return parse_competition_with_lines(text)[0]
+
+
+def parse_competition_with_lines(text: str) -> tuple[CompetitionSpec, Lines]:
+    """Like `parse_competition`, plus the 1-based line of every key and list item, by loc."""
+    reader = _Reader()
+    spec = reader.competition(_compose(text))
+    if reader.errors:
+        problems = sorted(reader.errors, key=lambda p: (p.line or 0, [str(x) for x in p.loc]))
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        raise InvalidInput(f"competition.yaml has {count} {noun}", [p.as_error() for p in problems])
+    return spec, reader.lines
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """SafeLoader refusing more than `max_aliases` aliases or nesting deeper than `_MAX_DEPTH`.
+
+    Both checks run as nodes are composed, so a hostile document is refused before PyYAML's
+    scanner (quadratic in nesting depth) or its recursive composer get far into it.
+    """
+
+    max_aliases = _MAX_ALIASES
+    aliases = 0
+    depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > self.max_aliases:
+                raise yaml.YAMLError(f"more than {self.max_aliases} aliases (*name) are refused")
+        self.depth += 1
+        try:
+            if self.depth > _MAX_DEPTH:
+                raise yaml.YAMLError(f"nested more than {_MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _compose(text: str) -> Node:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+        raise _single([], None, f"competition.yaml is larger than {MAX_YAML_BYTES} bytes")
+    loader = BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise _single([], line, f"not valid YAML: {exc.problem or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise _single([], None, f"not valid YAML: {exc}") from exc
+    finally:
+        loader.dispose()
+    if node is None:
+        raise _single([], None, "competition.yaml is empty")
+    return node
+
+
+def _single(loc: list[str | int], line: int | None, msg: str) -> InvalidInput:
+    return InvalidInput("competition.yaml has 1 problem", [{"loc": loc, "line": line, "msg": msg}])
+
+
+def _line(node: Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def safe_relative_path(text: str) -> str | None:
+    """The normalised bundle-relative form of `text`, or None if it could leave the bundle."""
+    if not text or "\\" in text or _CONTROL.search(text) or text.startswith("/"):
+        return None
+    if re.match(r"^[A-Za-z]:", text):
+        return None
+    parts = [part for part in text.split("/") if part not in {"", "."}]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def parse_date(text: str) -> datetime | None:
+    """A timezone-aware UTC datetime from the accepted date forms (module docstring), or None."""
+    match = _DATE.fullmatch(text.strip())
+    if not match:
+        return None
+    g = match.groupdict()
+    year, month, day = (int(g[a] or g[b]) for a, b in (("y", "y2"), ("m", "m2"), ("d", "d2")))
+    micro = int((g["f"] or "0")[:6].ljust(6, "0"))
+    try:
+        moment = datetime(
+            year, month, day, int(g["H"] or 0), int(g["M"] or 0), int(g["S"] or 0), micro
+        )
+        zone = _zone(g["tz"])
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=zone).astimezone(UTC)
+
+
+def _zone(text: str | None) -> timezone:
+    if not text or text in {"Z", "z"}:
+        return UTC
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    hours, minutes = (digits, "0") if len(digits) <= 2 else (digits[:-2], digits[-2:])
+    return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
+
+
+@dataclass(frozen=True)
+class _Section:
+    """A YAML mapping being read: its place, the line it starts on, and its values by key."""
+
+    loc: Loc
+    line: int
+    values: dict[str, Node]
+
+
+class _Reader:
+    """Walks the composed YAML once, recording lines, errors and warnings as it goes."""
+
+    def __init__(self) -> None:
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self.lines: Lines = {}
+        self._plain_left = _MAX_PLAIN_NODES
+        self._constructor = SafeConstructor()
+
+    def error(self, loc: Loc, line: int | None, msg: str) -> None:
+        self.errors.append(Problem(loc, line, msg))
+
+    def line_of(self, loc: Loc, fallback: int) -> int:
+        return self.lines.get(loc, fallback)
+
+    # -- generic readers -------------------------------------------------------------------
+
+    def section(
+        self, node: Node, loc: Loc, used: frozenset[str], known: frozenset[str]
+    ) -> _Section:
+        if not isinstance(node, MappingNode):
+            self.error(loc, _line(node), "expected a mapping of keys to values")
+            return _Section(loc, _line(node), {})
+        values: dict[str, Node] = {}
+        for key_node, value in node.value:
+            if not isinstance(key_node, ScalarNode):
+                self.error(loc, _line(key_node), "keys must be plain text")
+                continue
+            key = str(key_node.value)
+            self.lines[(*loc, key)] = _line(key_node)
+            if key in values:
+                self.warn((*loc, key), key_node, f"'{key}' appears twice; the last one is used")
+            elif key not in used and key not in known:
+                self.warn((*loc, key), key_node, f"unknown key '{key}' is not used")
+            values[key] = value
+        return _Section(loc, _line(node), values)
+
+    def warn(self, loc: Loc, node: Node, msg: str) -> None:
+        self.warnings.append(Problem(loc, _line(node), msg))
+
+    def scalar(self, node: Node, loc: Loc, expected: str) -> tuple[bool, Any]:
+        if not isinstance(node, ScalarNode) or node.tag not in _SCALAR_TAGS:
+            self.error(loc, _line(node), f"expected {expected}")
+            return False, None
+        # Dates are parsed from their text here, with this module's rules, not YAML 1.1's.
+        if node.tag.endswith(":timestamp"):
+            return True, str(node.value)
+        return True, self._constructor.construct_object(node)
+
+    def value(self, s: _Section, key: str) -> Node | None:
+        node = s.values.get(key)
+        if node is None or (isinstance(node, ScalarNode) and node.tag.endswith(":null")):
+            return None
+        return node
+
+    def text(self, s: _Section, key: str, *, required: bool = False) -> str | None:
+        node, loc = self.value(s, key), (*s.loc, key)
+        if node is None:
+            if required:
+                self.error(loc, self.line_of(loc, s.line), f"'{key}' is required")
+            return None
+        ok, _ = self.scalar(node, loc, "text")
+        if not ok:
+            return None
+        if required and not str(node.value).strip():
+            self.error(loc, _line(node), f"'{key}' must not be empty")
+        return str(node.value)
+
+    def integer(self, s: _Section, key: str, minimum: int = 0) -> int | None:
+        node, loc = self.value(s, key), (*s.loc, key)
+        if node is None:
+            return None
+        ok, value = self.scalar(node, loc, "a whole number")
+        if not ok:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.error(loc, _line(node), "expected a whole number")
+            return None
+        if value < minimum:
+            self.error(loc, _line(node), f"must be {minimum} or more")
+            return None
+        return value
+
+    def flag(self, s: _Section, key: str) -> bool:
+        node, loc = self.value(s, key), (*s.loc, key)
+        if node is None:
+            return False
+        ok, value = self.scalar(node, loc, "true or false")
+        if ok and not isinstance(value, bool):
+            self.error(loc, _line(node), "expected true or false")
+        return value is True
+
+    def indexes(self, s: _Section, key: str) -> tuple[int, ...]:
+        node, loc = self.value(s, key), (*s.loc, key)
+        if node is None:
+            return ()
+        if not isinstance(node, SequenceNode):
+            self.error(loc, _line(node), "expected a list of indexes")
+            return ()
+        found: list[int] = []
+        for position, item in enumerate(node.value):
+            self.lines[(*loc, position)] = _line(item)
+            ok, value = self.scalar(item, (*loc, position), "an index (a whole number)")
+            if ok and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                found.append(value)
+            elif ok:
+                self.error((*loc, position), _line(item), "expected an index (0 or more)")
+        return tuple(found)
+
+    def date(self, s: _Section, key: str) -> datetime | None:
+        text = self.text(s, key)
+        if text is None:
+            return None
+        moment = parse_date(text)
+        if moment is None:
+            loc = (*s.loc, key)
+            self.error(
+                loc, self.line_of(loc, s.line), "expected a date like 2026-01-31 or 1-31-2026"
+            )
+        return moment
+
+    def path(self, s: _Section, key: str, *, required: bool = False) -> str | None:
+        text = self.text(s, key, required=required)
+        if text is None:
+            return None
+        path = safe_relative_path(text.strip())
+        if path is None:
+            loc = (*s.loc, key)
+            msg = "must be a path inside the bundle (no '..', leading '/' or backslashes)"
+            self.error(loc, self.line_of(loc, s.line), msg)
+        return path
+
+    def choice(self, s: _Section, key: str, options: tuple[str, ...]) -> str | None:
+        text = self.text(s, key)
+        if text is None or text.strip().lower() in options:
+            return None if text is None else text.strip().lower()
+        loc = (*s.loc, key)
+        self.error(loc, self.line_of(loc, s.line), f"must be one of: {', '.join(options)}")
+        return None
+
+    def items(self, s: _Section, key: str) -> list[tuple[Loc, Node]]:
+        node, loc = self.value(s, key), (*s.loc, key)
+        if node is None:
+            return []
+        if not isinstance(node, SequenceNode):
+            self.error(loc, _line(node), "expected a list")
+            return []
+        for position, item in enumerate(node.value):
+            self.lines[(*loc, position)] = _line(item)
+        return [((*loc, position), item) for position, item in enumerate(node.value)]
+
+    def plain(self, node: Node, loc: Loc, depth: int = 0) -> Any:
+        """A JSON-able copy of a value this parser does not model (kept in `extra`)."""
+        self._plain_left -= 1
+        if depth > _MAX_DEPTH or self._plain_left < 0:
+            if self._plain_left == -1 or depth == _MAX_DEPTH + 1:
+                self.error(loc, _line(node), "value nested too deeply or too large")
+            return None
+        if isinstance(node, MappingNode):
+            return {
+                str(k.value): self.plain(v, (*loc, str(k.value)), depth + 1)
+                for k, v in node.value
+                if isinstance(k, ScalarNode)
+            }
+        if isinstance(node, SequenceNode):
+            return [self.plain(v, (*loc, i), depth + 1) for i, v in enumerate(node.value)]
+        return self.scalar(node, loc, "a plain value")[1]
+
+    # -- the competition -------------------------------------------------------------------
+
+    def competition(self, root: Node) -> CompetitionSpec:
+        top = self.section(root, (), _TOP_USED, _TOP_KNOWN)
+        self.version(top)
+        tasks = self.unique([self.task(loc, node) for loc, node in self.items(top, "tasks")])
+        phases = self.unique([self.phase(loc, node) for loc, node in self.items(top, "phases")])
+        solutions = [self.solution(loc, node) for loc, node in self.items(top, "solutions")]
+        boards = self.leaderboards(top)
+        self.require_some(top, "tasks", tasks, "at least one task is required")
+        self.require_some(top, "phases", phases, "at least one phase is required")
+        known_tasks = {spec.index for spec, _ in tasks}
+        for spec, s in [*phases, *self.unique(solutions)]:
+            self.check_task_refs(s, spec.tasks, known_tasks)
+        return CompetitionSpec(
+            title=self.text(top, "title", required=True) or "",
+            description=self.text(top, "description") or "",
+            image=self.path(top, "image"),
+            docker_image=self.text(top, "docker_image"),
+            terms=self.path(top, "terms"),
+            pages=tuple(self.page(loc, node) for loc, node in self.items(top, "pages")),
+            phases=_specs(phases),
+            tasks=_specs(tasks),
+            solutions=_specs(solutions),
+            leaderboards=_specs(boards),
+            extra={k: self.plain(v, (k,)) for k, v in top.values.items() if k not in _TOP_USED},
+            warnings=tuple(sorted(self.warnings, key=lambda p: p.line or 0)),
+        )
+
+    def version(self, top: _Section) -> None:
+        node = top.values.get("version")
+        if node is None or not isinstance(node, ScalarNode) or str(node.value).strip() != "2":
+            line = self.line_of(("version",), top.line)
+            self.error(("version",), line, "only Codabench v2 bundles are accepted: 'version: 2'")
+
+    def require_some(self, top: _Section, key: str, found: list[Any], msg: str) -> None:
+        if not found:
+            self.error((key,), self.line_of((key,), top.line), msg)
+
+    def unique(self, found: list[tuple[Any, _Section]], attr: str = "index") -> list[Any]:
+        seen: set[Any] = set()
+        for spec, s in found:
+            value = getattr(spec, attr)
+            if value in seen:
+                loc = (*s.loc, attr)
+                self.error(loc, self.line_of(loc, s.line), f"{attr} {value!r} is used twice")
+            seen.add(value)
+        return found
+
+    def check_task_refs(self, s: _Section, refs: tuple[int, ...], known: set[int]) -> None:
+        for position, ref in enumerate(refs):
+            if ref not in known:
+                loc = (*s.loc, "tasks", position)
+                self.error(loc, self.line_of(loc, s.line), f"no task has index {ref}")
+
+    def index(self, s: _Section) -> int:
+        found = self.integer(s, "index")
+        position = s.loc[-1]
+        return found if found is not None else position if isinstance(position, int) else 0
+
+    def task(self, loc: Loc, node: Node) -> tuple[TaskSpec, _Section]:
+        s = self.section(node, loc, _TASK_USED, _TASK_KNOWN)
+        index = self.index(s)
+        spec = TaskSpec(
+            index=index,
+            name=self.text(s, "name") or f"Task {index}",
+            description=self.text(s, "description") or "",
+            scoring_program=self.path(s, "scoring_program", required=True),
+            ingestion_program=self.path(s, "ingestion_program"),
+            reference_data=self.path(s, "reference_data"),
+            input_data=self.path(s, "input_data"),
+            ingestion_only_during_scoring=self.flag(s, "ingestion_only_during_scoring"),
+        )
+        return spec, s
+
+    def phase(self, loc: Loc, node: Node) -> tuple[PhaseSpec, _Section]:
+        s = self.section(node, loc, _PHASE_USED, _PHASE_KNOWN)
+        index = self.index(s)
+        start, end = self.date(s, "start"), self.date(s, "end")
+        if start and end and start > end:
+            end_loc = (*loc, "end")
+            self.error(end_loc, self.line_of(end_loc, s.line), "the phase ends before it starts")
+        tasks = self.indexes(s, "tasks")
+        listed = self.value(s, "tasks")
+        if listed is None or (isinstance(listed, SequenceNode) and not listed.value):
+            tasks_loc = (*loc, "tasks")
+            self.error(
+                tasks_loc, self.line_of(tasks_loc, s.line), "a phase needs at least one task"
+            )
+        spec = PhaseSpec(
+            index=index,
+            name=self.text(s, "name") or f"Phase {index}",
+            description=self.text(s, "description") or "",
+            start=start,
+            end=end,
+            tasks=tasks,
+            max_submissions=self.integer(s, "max_submissions"),
+            max_submissions_per_day=self.integer(s, "max_submissions_per_day"),
+            execution_time_limit=self.integer(s, "execution_time_limit", minimum=1),
+        )
+        return spec, s
+
+    def solution(self, loc: Loc, node: Node) -> tuple[SolutionSpec, _Section]:
+        s = self.section(node, loc, _SOLUTION_KEYS, _SOLUTION_KNOWN)
+        index = self.index(s)
+        name = self.text(s, "name") or f"Solution {index}"
+        spec = SolutionSpec(
+            index, name, self.path(s, "path", required=True) or "", self.indexes(s, "tasks")
+        )
+        return spec, s
+
+    def page(self, loc: Loc, node: Node) -> PageSpec:
+        s = self.section(node, loc, _PAGE_USED, frozenset())
+        return PageSpec(
+            self.text(s, "title", required=True) or "", self.path(s, "file", required=True) or ""
+        )
+
+    def leaderboards(self, top: _Section) -> list[tuple[LeaderboardSpec, _Section]]:
+        keys = [key for key in ("leaderboards", "leaderboard") if key in top.values]
+        if len(keys) == 2:
+            loc = ("leaderboard",)
+            self.error(
+                loc, self.line_of(loc, top.line), "use 'leaderboards' or 'leaderboard', not both"
+            )
+        key = keys[0] if keys else "leaderboards"
+        node = self.value(top, key)
+        # `leaderboard:` sometimes holds one mapping rather than a list of them.
+        found = [((key, 0), node)] if isinstance(node, MappingNode) else self.items(top, key)
+        boards = self.unique([self.leaderboard(loc, n) for loc, n in found])
+        self.require_some(top, key, boards, "at least one leaderboard is required")
+        return self.unique(boards, "key")
+
+    def leaderboard(self, loc: Loc, node: Node) -> tuple[LeaderboardSpec, _Section]:
+        s = self.section(node, loc, _BOARD_USED, _BOARD_KNOWN)
+        key = self.text(s, "key", required=True) or ""
+        found = [self.column(c_loc, c_node) for c_loc, c_node in self.items(s, "columns")]
+        columns = self.unique(self.unique(found), "key")
+        if not columns:
+            self.error(
+                (*loc, "columns"),
+                self.line_of((*loc, "columns"), s.line),
+                "a leaderboard needs at least one column",
+            )
+        for spec, c in columns:
+            self.check_computation(spec, c, {other.index for other, _ in columns})
+        spec = LeaderboardSpec(self.index(s), key, self.text(s, "title") or key, _specs(columns))
+        return spec, s
+
+    def column(self, loc: Loc, node: Node) -> tuple[ColumnSpec, _Section]:
+        s = self.section(node, loc, _COLUMN_USED, frozenset())
+        key = self.text(s, "key", required=True) or ""
+        spec = ColumnSpec(
+            key=key,
+            title=self.text(s, "title") or key,
+            index=self.index(s),
+            sorting=self.choice(s, "sorting", SORTINGS) or "desc",
+            computation=self.choice(s, "computation", COMPUTATIONS),
+            computation_indexes=self.indexes(s, "computation_indexes"),
+            precision=self.integer(s, "precision"),
+            hidden=self.flag(s, "hidden"),
+        )
+        return spec, s
+
+    def check_computation(self, spec: ColumnSpec, s: _Section, indexes: set[int]) -> None:
+        loc = (*s.loc, "computation_indexes")
+        if spec.computation and not spec.computation_indexes:
+            self.error(loc, self.line_of(loc, s.line), "a computation needs computation_indexes")
+        for position, ref in enumerate(spec.computation_indexes):
+            if ref not in indexes or ref == spec.index:
+                at = (*loc, position)
+                self.error(at, self.line_of(at, s.line), f"no other column has index {ref}")
+
+
+def _specs(found: list[tuple[Any, _Section]]) -> tuple[Any, ...]:
+    # File order, not index order: a spec's position is its place in `loc` (and in `lines`).
+    return tuple(spec for spec, _ in found)
+
+
+def bundle_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of the competition.yaml this parser accepts.
+
+    Unknown keys are allowed (they are warnings, not errors), so objects stay open.
+    """
+    text = {"type": "string"}
+    whole = {"type": ["integer", "null"], "minimum": 0}
+    path = {"$ref": "#/$defs/path"}
+    indexes = {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}}
+    known = {key: {"description": "Codabench setting kept, not used"} for key in _TOP_KNOWN}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://benchgen.dev/schemas/codabench-bundle.json",
+        "title": "Codabench v2 competition.yaml as accepted by BenchGen",
+        "type": "object",
+        "required": ["version", "title", "phases", "tasks"],
+        "oneOf": [{"required": ["leaderboards"]}, {"required": ["leaderboard"]}],
+        "properties": {
+            "version": {"enum": [2, "2"]},
+            "title": {"type": "string", "minLength": 1},
+            "description": text,
+            "image": path,
+            "docker_image": text,
+            "terms": path,
+            "pages": {"type": ["array", "null"], "items": {"$ref": "#/$defs/page"}},
+            "phases": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/phase"}},
+            "tasks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/task"}},
+            "solutions": {"type": ["array", "null"], "items": {"$ref": "#/$defs/solution"}},
+            "leaderboards": {"$ref": "#/$defs/leaderboards"},
+            "leaderboard": {"$ref": "#/$defs/leaderboards"},
+            **dict(sorted(known.items())),
+        },
+        "$defs": {
+            "path": {
+                "type": "string",
+                "description": "Bundle-relative folder, .zip or file; no '..', '/' or '\\\\'",
+                "pattern": r"^(?!/)(?![A-Za-z]:)(?!.*\\)(?!(.*/)?\.\.(/|$)).+$",
+            },
+            "date": {
+                "type": ["string", "null"],
+                "description": "2026-01-31[ 12:00[:00]][Z|+hh:mm], or month-day-year 1-31-2026 "
+                "or 1/31/2026; no zone means UTC",
+                "pattern": r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}([-/])\d{1,2}\2\d{4})",
+            },
+            "page": {
+                "type": "object",
+                "required": ["title", "file"],
+                "properties": {"title": text, "file": path},
+            },
+            "phase": {
+                "type": "object",
+                "required": ["tasks"],
+                "properties": {
+                    "index": whole,
+                    "name": text,
+                    "description": text,
+                    "start": {"$ref": "#/$defs/date"},
+                    "end": {"$ref": "#/$defs/date"},
+                    "tasks": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                    "max_submissions": whole,
+                    "max_submissions_per_day": whole,
+                    "execution_time_limit": {"type": ["integer", "null"], "minimum": 1},
+                },
+            },
+            "task": {
+                "type": "object",
+                "required": ["scoring_program"],
+                "properties": {
+                    "index": whole,
+                    "name": text,
+                    "description": text,
+                    **{k: path for k in ("scoring_program", "ingestion_program")},
+                    **{k: path for k in ("reference_data", "input_data")},
+                    "ingestion_only_during_scoring": {"type": ["boolean", "null"]},
+                },
+            },
+            "solution": {
+                "type": "object",
+                "required": ["path"],
+                "properties": {"index": whole, "name": text, "path": path, "tasks": indexes},
+            },
+            "leaderboards": {
+                "oneOf": [
+                    {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/board"}},
+                    {"$ref": "#/$defs/board"},
+                ]
+            },
+            "board": {
+                "type": "object",
+                "required": ["key", "columns"],
+                "properties": {
+                    "index": whole,
+                    "key": text,
+                    "title": text,
+                    "columns": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"$ref": "#/$defs/column"},
+                    },
+                },
+            },
+            "column": {
+                "type": "object",
+                "required": ["key"],
+                "properties": {
+                    "index": whole,
+                    "key": text,
+                    "title": text,
+                    "sorting": {"enum": [*SORTINGS, None]},
+                    "computation": {"enum": [*COMPUTATIONS, None]},
+                    "computation_indexes": indexes,
+                    "precision": whole,
+                    "hidden": {"type": ["boolean", "null"]},
+                },
+            },
+        },
+    }

@@ -1,0 +1,150 @@
+"""Uploaded submissions to a custom benchmark: a results zip or a code zip, exactly as Codabench
+participants submit; each becomes a run, within the phase's submission limits."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, RateLimited, invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Benchmark, Phase, Run
+from benchgen.services import _enqueue, access, audit
+from benchgen.services._artifacts import store_for
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import _bundle_versions
+from benchgen.services.runs import _log_writer, launch
+from benchgen.services.runs.launch import RunView
+
+DAY = timedelta(days=1)
+KINDS = ("auto", "results", "code")
+
+
+def submit(
+    ctx: Context,
+    benchmark_id: str,
+    data: bytes,
+    filename: str,
+    phase_index: int | None = None,
+    kind: str = "auto",
+) -> RunView:
+    """Submit a results zip or a code zip to a phase of a custom benchmark; it is scored in the
+    sandbox by the bundle's programs like any run.
+
+    `kind` "auto" treats the zip as code when the phase's tasks have an ingestion program and
+    the zip holds Python files, else as results.
+
+    Raises:
+        NotFound: the benchmark or phase is not visible.
+        PermissionDenied: the principal may not run on it.
+        Conflict: not a custom benchmark, the phase is not open, or its `max_submissions` is used.
+        InvalidInput: not a zip, too large, or an unknown kind.
+        RateLimited: the phase's submissions per day, or the strangers' run quota, is used up.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
+    if benchmark.format != "custom":
+        raise Conflict("Submissions are for custom benchmarks; run a model instead.")
+    if kind not in KINDS:
+        raise invalid(["kind"], f"must be one of {', '.join(KINDS)}")
+    _check_zip(ctx, data)
+    phase = _phase(ctx, benchmark, phase_index)
+    _check_phase_limits(ctx, phase)
+    run_id = new_id("run")
+    ratelimits.consume_run(ctx, benchmark, run_id)
+    sha256 = hashlib.sha256(data).hexdigest()
+    key = f"submissions/{benchmark.id}/{run_id}.zip"
+    store_for(ctx.settings).put_bytes(key, data)
+    tasks = launch.phase_task_count(ctx, phase)
+    run = launch.new_run(ctx, run_id, benchmark, phase, None, {}, tasks, 0)
+    run.submission = {
+        "kind": _kind(ctx, benchmark.id, data, kind),
+        "key": key,
+        "filename": filename.rsplit("/", 1)[-1][:200] or "submission.zip",
+        "size": len(data),
+        "sha256": sha256,
+    }
+    run.job_id = _enqueue.enqueue(ctx, "bundle_run", {"run_id": run_id}, user_id=run.launched_by)
+    _log_writer.append(ctx, run_id, f"Queued: submission {run.submission['filename']}")
+    audit.record(
+        ctx,
+        audit.AuditAction.SUBMISSION_CREATE,
+        "run",
+        run_id,
+        benchmark_id=benchmark.id,
+        phase_id=phase.id,
+        sha256=sha256,
+    )
+    return launch.view(ctx, run)
+
+
+def _check_zip(ctx: Context, data: bytes) -> None:
+    if len(data) > ctx.settings.max_submission_bytes:
+        raise invalid(["submission"], f"is larger than {ctx.settings.max_submission_bytes} bytes")
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise invalid(["submission"], "must be a .zip file (results or code)")
+
+
+def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
+    if phase_index is None:
+        return launch.open_phase(ctx, benchmark, None)
+    phase = ctx.session.scalars(
+        select(Phase).where(Phase.benchmark_id == benchmark.id, Phase.position == phase_index)
+    ).first()
+    if phase is None:
+        raise invalid(["phase"], f"there is no phase {phase_index}")
+    return launch.open_phase(ctx, benchmark, phase.id)
+
+
+def _check_phase_limits(ctx: Context, phase: Phase) -> None:
+    """The bundle's `max_submissions` and `max_submissions_per_day`, counted per user and
+    phase over submissions that did not fail through the platform."""
+    user_id = ctx.principal.user_id
+    mine = (
+        select(func.count())
+        .select_from(Run)
+        .where(Run.phase_id == phase.id, Run.launched_by == user_id, Run.model_id.is_(None))
+    )
+    total_cap = phase.rules.get("max_submissions")
+    if total_cap is not None and int(ctx.session.scalar(mine) or 0) >= int(total_cap):
+        raise Conflict(
+            f"You have used the {total_cap} submissions phase {phase.name!r} allows.",
+            {"phase_id": phase.id, "max_submissions": total_cap},
+        )
+    daily_cap = phase.rules.get("max_submissions_per_day")
+    if daily_cap is None:
+        return
+    since = ctx.now() - DAY
+    times = list(
+        ctx.session.scalars(
+            select(Run.created_at)
+            .where(Run.phase_id == phase.id, Run.launched_by == user_id)
+            .where(Run.model_id.is_(None), Run.created_at > since)
+            .order_by(Run.created_at)
+        )
+    )
+    if len(times) >= int(daily_cap):
+        retry_at = times[len(times) - int(daily_cap)] + DAY
+        raise RateLimited(
+            f"Phase {phase.name!r} allows {daily_cap} submissions per day; allowed again at "
+            f"{retry_at:%Y-%m-%d %H:%M:%S} UTC.",
+            retry_at,
+            int(daily_cap),
+            "day",
+        )
+
+
+def _kind(ctx: Context, benchmark_id: str, data: bytes, kind: str) -> str:
+    if kind != "auto":
+        return kind
+    version = _bundle_versions.latest_version(ctx, benchmark_id)
+    spec = _bundle_versions.competition_of(version) if version else None
+    has_ingestion = bool(spec and any(t.ingestion_program for t in spec.tasks))
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        has_code = any(name.endswith(".py") for name in archive.namelist())
+    return "code" if has_ingestion and has_code else "results"

@@ -1,0 +1,127 @@
+"""A16–A17 with a scripted brain: the agent copies a custom benchmark's bundle to scratch, fixes
+its scorer there, proves the fix by rescoring locally, and proposes it as a diff — nothing on
+the platform changes until the user approves, and approval uploads exactly what was shown."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchgen.bundles.sandbox import sandbox_problem
+from benchgen.core.context import Principal
+from benchgen.core.errors import NotFound, PermissionDenied
+from benchgen.services.benchmarks import bundles, lifecycle
+from benchgen.services.chat import scratch
+from benchgen.services.runs import launch, submissions
+from tests.agent.scripted import Script, new_conversation, say
+from tests.bundle_factory import SCORER, bundle, results
+from tests.services.test_runs import work_all
+from tests.support import World
+
+# Compares case-sensitively: "Paris" is marked wrong against "paris".
+BUGGY = SCORER.replace(".strip().lower() == v.lower()", ".strip() == v")
+FIXED_PATH = "scoring_program/score.py"
+
+
+@pytest.fixture(autouse=True)
+def _sandbox() -> None:
+    problem = sandbox_problem(Path(".sandbox-venv").resolve())
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the sandbox must work under CI: {problem}")
+        pytest.skip(f"no sandbox here: {problem}")
+
+
+def _setup(world: World, ana: str) -> tuple[str, str]:
+    assert BUGGY != SCORER
+    web = Principal.web(ana)
+    bm = world.do(web, bundles.upload_bundle, bundle(scorer=BUGGY), "b.zip").benchmark.id
+    run = world.do(web, submissions.submit, bm, results({"q1": "Paris", "q2": "4"}), "r.zip")
+    work_all(world.rt)
+    assert world.do(web, launch.get_run, run.id).scores["accuracy"] == 0.5
+    return bm, run.id
+
+
+def test_scratch_fix_is_proved_locally_then_approved_as_a_new_version(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm, run_id = _setup(world, ana)
+    conv = new_conversation(world.rt, api)
+    steps = [
+        [("copy_bundle_to_scratch", {"benchmark_id": bm})],
+        [("read_scratch_file", {"benchmark_id": bm, "path": FIXED_PATH})],
+        [("write_scratch_file", {"benchmark_id": bm, "path": FIXED_PATH, "content": SCORER})],
+        [("rescore_in_scratch", {"benchmark_id": bm, "run_id": run_id})],
+        [("propose_bundle_change", {"benchmark_id": bm})],
+    ]
+    script = Script(steps)
+    turn = say(world.rt, api, conv, script.brain(), "fix the case bug in the scorer")
+    assert turn.status == "awaiting_approval", turn.reply
+    rescored = next(c for c in turn.tool_calls if c["tool"] == "rescore_in_scratch")
+    assert rescored["ok"], rescored
+    assert "'scores_with_scratch': {'accuracy': 1.0" in script.seen[-1]
+    # Nothing changed on the platform: same version, same run score.
+    web = Principal.web(ana)
+    assert world.do(web, bundles.get_bundle, bm).version == 1
+    assert world.do(web, launch.get_run, run_id).scores["accuracy"] == 0.5
+    preview = turn.proposal.preview if turn.proposal else {}
+    assert (
+        "-right = sum(1 for k, v in ref.items() if str(found.get(k, '')).strip() == v)"
+        in (preview["diff"])
+    )
+    assert preview["solutions"][0]["ok"]
+    approved = say(world.rt, api, conv, Script().brain(), action=dict(turn.buttons[0]["action"]))
+    assert "version 2" in approved.reply, approved.reply
+    view = world.do(web, bundles.get_bundle, bm)
+    assert view.version == 2 and view.sha256 == preview["sha256"]
+    # The old run keeps its version and score; the leaderboard never moved.
+    old = world.do(web, launch.get_run, run_id)
+    assert (old.benchmark_version, old.scores["accuracy"]) == (1, 0.5)
+
+
+def test_changing_the_scratch_after_the_preview_voids_the_approval(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm, _ = _setup(world, ana)
+    conv = new_conversation(world.rt, api)
+    steps = [
+        [("copy_bundle_to_scratch", {"benchmark_id": bm})],
+        [("write_scratch_file", {"benchmark_id": bm, "path": FIXED_PATH, "content": SCORER})],
+        [("propose_bundle_change", {"benchmark_id": bm})],
+    ]
+    turn = say(world.rt, api, conv, Script(steps).brain(), "fix it")
+    assert turn.status == "awaiting_approval", turn.reply
+    # Someone (the agent, in another step) edits the copy after the user saw the diff.
+    world.do(api, scratch.write_scratch_file, conv, bm, "extra.txt", "sneaky")
+    approved = say(world.rt, api, conv, Script().brain(), action=dict(turn.buttons[0]["action"]))
+    assert "changed after the preview" in approved.reply
+    assert world.do(Principal.web(ana), bundles.get_bundle, bm).version == 1
+
+
+def test_scratch_paths_are_confined_and_copies_private(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm, _ = _setup(world, ana)
+    conv = new_conversation(world.rt, api)
+    world.do(api, scratch.open_scratch, conv, bm)
+    hostile = [
+        [("read_scratch_file", {"benchmark_id": bm, "path": "../../../etc/passwd"})],
+        [("write_scratch_file", {"benchmark_id": bm, "path": "/etc/x", "content": "x"})],
+        [("write_scratch_file", {"benchmark_id": bm, "path": "a/../../b", "content": "x"})],
+        [("read_scratch_file", {"benchmark_id": bm, "path": "..\\secret.key"})],
+    ]
+    turn = say(world.rt, api, conv, Script(hostile).brain(), "try")
+    calls = [c for c in turn.tool_calls if c["tool"].endswith("scratch_file")]
+    assert len(calls) == 4 and not any(c["ok"] for c in calls), calls
+    # Another user cannot reach ana's copy, even naming her conversation.
+    bob = world.user("bob@example.com")
+    bob_api = world.api(world.token(bob, ["read", "edit", "runs", "create", "publish"]))
+    with pytest.raises((NotFound, PermissionDenied)):
+        world.do(bob_api, scratch.read_scratch_file, conv, bm, FIXED_PATH)
+    # A published benchmark's stranger cannot copy its bundle (it holds the reference data).
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    bob_conv = new_conversation(world.rt, bob_api)
+    with pytest.raises(PermissionDenied):
+        world.do(bob_api, scratch.open_scratch, bob_conv, bm)

@@ -1,0 +1,162 @@
+"""Custom formats through HTTP: multipart uploads, their errors and limits, downloads as
+attachments, submissions that become scored runs, and what a token may not do."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from benchgen.app import create_app
+from benchgen.bundles.sandbox import sandbox_problem
+from benchgen.services.runtime import Runtime
+from tests.bundle_factory import bundle, competition, results
+from tests.services.test_runs import work_all
+from tests.support import World
+
+ALL = ["read", "runs", "create", "edit", "publish"]
+
+
+def require_sandbox() -> None:
+    """Skip (fail under CI) where the bundle programs cannot run isolated."""
+    problem = sandbox_problem(Path(".sandbox-venv").resolve())
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the sandbox must work under CI: {problem}")
+        pytest.skip(f"no sandbox here: {problem}")
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(runtime.settings, runtime)) as test_client:
+        yield test_client
+
+
+def bearer(world: World, user_id: str, scopes: list[str] = ALL) -> dict[str, str]:
+    return {"Authorization": f"Bearer {world.token(user_id, scopes)}"}
+
+
+def upload(client: TestClient, headers: dict[str, str], data: bytes, name: str = "tiny.zip") -> Any:
+    files = {"bundle": (name, data, "application/zip")}
+    return client.post("/api/v1/benchmarks/bundles", files=files, headers=headers)
+
+
+def test_upload_creates_a_custom_benchmark_with_warnings(client: TestClient, world: World) -> None:
+    require_sandbox()
+    ana = bearer(world, world.user("ana@example.com"))
+    answer = upload(client, ana, bundle(competition(mystery_key="?")))
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["benchmark"]["format"] == "custom" and body["benchmark"]["title"] == "Tiny custom"
+    assert any("mystery_key" in w["loc"] for w in body["warnings"]), body["warnings"]
+    got = client.get(f"/api/v1/benchmarks/{body['benchmark']['id']}/bundle", headers=ana).json()
+    assert got["version"] == 1 and got["solutions"][0]["ok"], got["solutions"]
+    assert got["solutions"][0]["scores"]["accuracy"] == 1.0
+
+
+def test_broken_bundle_lists_every_problem_with_place_and_line(
+    client: TestClient, world: World
+) -> None:
+    ana = bearer(world, world.user("ana@example.com"))
+    broken = competition()
+    broken["phases"][0]["tasks"] = [5]
+    del broken["leaderboards"][0]["columns"][0]["key"]
+    answer = upload(client, ana, bundle(broken))
+    assert answer.status_code == 422, answer.text
+    problems = answer.json()["error"]["details"]["errors"]
+    assert len(problems) >= 2, problems
+    for problem in problems:
+        assert problem["loc"] and isinstance(problem["line"], int), problem
+    not_zip = upload(client, ana, b"not a zip at all")
+    assert not_zip.status_code == 422
+
+
+def test_a_token_without_the_create_scope_cannot_upload(client: TestClient, world: World) -> None:
+    reader = bearer(world, world.user("ana@example.com"), ["read", "runs"])
+    answer = upload(client, reader, bundle())
+    assert answer.status_code == 403, answer.text
+    assert answer.json()["error"]["code"] == "permission_denied"
+
+
+def test_submission_becomes_a_scored_run(
+    client: TestClient, world: World, runtime: Runtime
+) -> None:
+    require_sandbox()
+    ana = bearer(world, world.user("ana@example.com"))
+    bm = upload(client, ana, bundle()).json()["benchmark"]["id"]
+    files = {"submission": ("half.zip", results({"q1": "paris"}), "application/zip")}
+    sent = client.post(
+        f"/api/v1/benchmarks/{bm}/submissions",
+        files=files,
+        data={"phase": "0", "kind": "results"},
+        headers=ana,
+    )
+    assert sent.status_code == 202, sent.text
+    run = sent.json()
+    assert run["model_id"] is None and run["status"] == "queued"
+    work_all(runtime)
+    done = client.get(f"/api/v1/runs/{run['id']}", headers=ana).json()
+    assert done["status"] == "completed", done["error"]
+    assert done["scores"] == {"accuracy": 0.5, "errors": 1.0, "combined": 1.5}
+    output = client.get(f"/api/v1/runs/{run['id']}/program-output", headers=ana)
+    assert output.status_code == 200 and "scored 2 items" in output.json()["task-0"]
+    no_phase = client.post(
+        f"/api/v1/benchmarks/{bm}/submissions", files=files, data={"phase": "9"}, headers=ana
+    )
+    assert no_phase.status_code == 422, no_phase.text
+
+
+def test_download_is_an_attachment_for_the_team_only(client: TestClient, world: World) -> None:
+    require_sandbox()
+    ana = bearer(world, world.user("ana@example.com"))
+    bob = bearer(world, world.user("bob@example.com"))
+    data = bundle()
+    bm = upload(client, ana, data).json()["benchmark"]["id"]
+    got = client.get(f"/api/v1/benchmarks/{bm}/bundle/download", headers=ana)
+    assert got.status_code == 200 and got.content == data
+    assert got.headers["content-type"] == "application/zip"
+    assert got.headers["content-disposition"] == f'attachment; filename="{bm}-v1.zip"'
+    assert got.headers["x-content-type-options"] == "nosniff"
+    missing = client.get(f"/api/v1/benchmarks/{bm}/bundle/download?version=2", headers=ana)
+    assert missing.status_code == 404
+    hidden = client.get(f"/api/v1/benchmarks/{bm}/bundle/download", headers=bob)
+    assert hidden.status_code == 404  # private: bob may not know it exists
+    publish = client.post(f"/api/v1/benchmarks/{bm}/publish", headers=ana)
+    assert publish.status_code == 200, publish.text
+    refused = client.get(f"/api/v1/benchmarks/{bm}/bundle/download", headers=bob)
+    assert refused.status_code == 403  # published: he sees it, never its reference data
+    public = client.get(f"/api/v1/benchmarks/{bm}/bundle", headers=bob).json()
+    assert public["solutions"] is None and public["versions"] is None
+    assert "solutions" not in public["competition"]
+
+
+def test_a_body_over_the_bundle_limit_is_413(runtime: Runtime, world: World) -> None:
+    runtime.settings = runtime.settings.model_copy(update={"max_bundle_bytes": 1024})
+    ana = bearer(world, world.user("ana@example.com"))
+    with TestClient(create_app(runtime.settings, runtime)) as small:
+        answer = upload(small, ana, os.urandom(200 * 1024))
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["error"]["code"] == "too_large"
+
+
+def test_a_token_cannot_add_a_phase_with_a_new_version(client: TestClient, world: World) -> None:
+    require_sandbox()
+    ana = bearer(world, world.user("ana@example.com"))
+    bm = upload(client, ana, bundle()).json()["benchmark"]["id"]
+    two = competition()
+    two["phases"].append({**two["phases"][0], "index": 1, "name": "Final", "start": "1-1-2021"})
+    files = {"bundle": ("two.zip", bundle(two), "application/zip")}
+    answer = client.post(f"/api/v1/benchmarks/{bm}/bundle", files=files, headers=ana)
+    assert answer.status_code == 403, answer.text
+    error = answer.json()["error"]
+    # The refusal names where to do it instead (access puts the page in the details).
+    assert error["details"]["page"].endswith(f"/benchmarks/{bm}/settings/phases"), error
+    assert "web app" in error["message"]
+    same = {"bundle": ("v2.zip", bundle(competition(title="Tiny v2")), "application/zip")}
+    changed = client.post(f"/api/v1/benchmarks/{bm}/bundle", files=same, headers=ana)
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["version"] == 2 and len(changed.json()["versions"]) == 2

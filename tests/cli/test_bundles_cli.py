@@ -1,0 +1,151 @@
+"""`benchgen benchmarks …`: bundles uploaded, versioned, downloaded and submitted to, on this
+machine (`--as`) and through a server's API (`--url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+import benchgen.client as client_package
+from benchgen.app import create_app
+from benchgen.cli import app
+from benchgen.client import BenchGen
+from benchgen.core.config import Settings
+from benchgen.services.runtime import Runtime
+from tests.api.test_bundles_api import require_sandbox
+from tests.bundle_factory import bundle, competition, results
+from tests.support import World
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
+    yield
+
+
+def _file(folder: Path, name: str, data: bytes) -> str:
+    path = folder / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def _new_id(output: str) -> str:
+    return output.split("Created custom benchmark ", 1)[1].split(":")[0].strip()
+
+
+def test_help_explains_where_and_each_command() -> None:
+    group = runner.invoke(app, ["benchmarks", "--help"], env=WIDE)
+    assert group.exit_code == 0
+    for needed in ("upload", "download-bundle", "submit", "--as EMAIL", "--url", "BENCHGEN_TOKEN"):
+        assert needed in group.output
+    upload = runner.invoke(app, ["benchmarks", "upload", "--help"], env=WIDE)
+    assert "--to" in upload.output and "line" in upload.output
+    submit = runner.invoke(app, ["benchmarks", "submit", "--help"], env=WIDE)
+    for needed in ("--phase", "--kind", "auto", "results", "code", "--wait"):
+        assert needed in submit.output
+
+
+def test_upload_version_download_and_submit_here(world: World, tmp_path: Path) -> None:
+    require_sandbox()
+    world.user("ana@example.com")
+    here = ["--as", "ana@example.com"]
+    made = runner.invoke(
+        app,
+        ["benchmarks", "upload", _file(tmp_path, "tiny.zip", bundle(competition(odd=1))), *here],
+        env=WIDE,
+    )
+    assert made.exit_code == 0, made.output
+    assert "Warning: odd" in made.output and "ok" in made.output and "accuracy 1" in made.output
+    bm = _new_id(made.output)
+    v2 = _file(tmp_path, "v2.zip", bundle(competition(title="Tiny v2")))
+    again = runner.invoke(app, ["benchmarks", "upload", v2, "--to", bm, *here], env=WIDE)
+    assert again.exit_code == 0 and "Bundle version 2" in again.output, again.output
+    target = tmp_path / "saved.zip"
+    saved = runner.invoke(
+        app, ["benchmarks", "download-bundle", bm, "--version", "1", "-o", str(target), *here]
+    )
+    assert saved.exit_code == 0, saved.output
+    assert target.read_bytes() == (tmp_path / "tiny.zip").read_bytes()
+    kept = runner.invoke(app, ["benchmarks", "download-bundle", bm, "-o", str(target), *here])
+    assert kept.exit_code == 1 and "--force" in kept.output
+    answer = _file(tmp_path, "half.zip", results({"q1": "paris"}))
+    sent = runner.invoke(app, ["benchmarks", "submit", bm, answer, "--wait", *here], env=WIDE)
+    assert sent.exit_code == 0, sent.output
+    assert "completed" in sent.output and "accuracy" in sent.output and "0.5" in sent.output
+
+
+def test_an_invalid_bundle_prints_each_problem_and_fails(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    broken = competition()
+    broken["phases"][0]["tasks"] = [5]
+    del broken["leaderboards"][0]["columns"][0]["key"]
+    path = _file(tmp_path, "broken.zip", bundle(broken))
+    result = runner.invoke(app, ["benchmarks", "upload", path, "--as", "ana@example.com"], env=WIDE)
+    assert result.exit_code == 1
+    assert "phases[0].tasks[0] (line" in result.output and "no task has index 5" in result.output
+    assert "leaderboards[0]" in result.output
+
+
+def test_either_here_or_remote(world: World, tmp_path: Path) -> None:
+    path = _file(tmp_path, "tiny.zip", bundle())
+    neither = runner.invoke(app, ["benchmarks", "upload", path])
+    assert neither.exit_code == 2 and "--as" in neither.output
+    no_token = runner.invoke(app, ["benchmarks", "upload", path, "--url", "http://127.0.0.1:9"])
+    assert no_token.exit_code == 2 and "BENCHGEN_TOKEN" in no_token.output
+
+
+def test_remote_upload_submit_wait_and_download(
+    world: World, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_sandbox()
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ["read", "runs", "create", "edit"])
+    # An embedded worker: the command's --wait polls the API while the server runs the job.
+    runtime.settings = runtime.settings.model_copy(update={"worker_threads": 1})
+    with TestClient(create_app(runtime.settings, runtime)) as server:
+
+        def relay(request: httpx.Request) -> httpx.Response:
+            answer = server.request(
+                request.method, str(request.url), headers=request.headers, content=request.content
+            )
+            return httpx.Response(
+                answer.status_code, headers=answer.headers, content=answer.content
+            )
+
+        def connect(url: str, token: str | None) -> BenchGen:
+            assert (url, token) == ("http://testserver", secret)
+            return BenchGen(url, token, transport=httpx.MockTransport(relay))
+
+        monkeypatch.setattr(client_package, "BenchGen", connect)
+        there = ["--url", "http://testserver", "--token", secret]
+        path = _file(tmp_path, "tiny.zip", bundle())
+        made = runner.invoke(app, ["benchmarks", "upload", path, *there], env=WIDE)
+        assert made.exit_code == 0, made.output
+        bm = _new_id(made.output)
+        answer = _file(tmp_path, "full.zip", results({"q1": "paris", "q2": "4"}))
+        # The token from BENCHGEN_TOKEN this time.
+        options = ["--phase", "0", "--kind", "results", "--wait", "--url", "http://testserver"]
+        sent = runner.invoke(
+            app,
+            ["benchmarks", "submit", bm, answer, *options],
+            env={**WIDE, "BENCHGEN_TOKEN": secret},
+        )
+        assert sent.exit_code == 0, sent.output
+        assert "completed" in sent.output and "accuracy" in sent.output
+        target = tmp_path / "copy.zip"
+        saved = runner.invoke(app, ["benchmarks", "download-bundle", bm, "-o", str(target), *there])
+        assert saved.exit_code == 0, saved.output
+        assert target.read_bytes() == Path(path).read_bytes()
+        refused = runner.invoke(app, ["benchmarks", "download-bundle", "bm_nowhere", *there])
+        assert refused.exit_code == 1 and "No such" in refused.output

@@ -1,0 +1,209 @@
+"""Custom benchmarks end to end at the service level: upload → submission → scores →
+leaderboard; a built-in model through an ingestion program and the proxy; versions; limits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from benchgen.bundles.sandbox import sandbox_problem
+from benchgen.core.context import Principal, PrincipalKind
+from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from benchgen.core.permissions import Scope
+from benchgen.services.benchmarks import bundles, lifecycle
+from benchgen.services.runs import bundle_execution, launch, leaderboards, submissions
+from benchgen.services.runtime import Runtime
+from tests.bundle_factory import (
+    CODE_INGESTION,
+    INGESTION,
+    MODEL_CODE,
+    bundle,
+    competition,
+    results,
+    zip_of,
+)
+from tests.services.test_runs import work_all
+from tests.support import World
+
+RUNTIME = Path(".sandbox-venv").resolve()
+
+
+@pytest.fixture(autouse=True)
+def _sandbox() -> None:
+    problem = sandbox_problem(RUNTIME)
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the sandbox must work under CI: {problem}")
+        pytest.skip(f"no sandbox here: {problem}")
+
+
+def _upload(world: World, owner: str, data: bytes) -> str:
+    created = world.do(Principal.web(owner), bundles.upload_bundle, data, "tiny.zip")
+    return created.benchmark.id
+
+
+def test_upload_makes_a_custom_benchmark_with_phases_pages_and_passing_solution(
+    world: World,
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    view = world.do(Principal.web(ana), lifecycle.get_benchmark, bm)
+    assert view.format == "custom" and view.title == "Tiny custom"
+    got = world.do(Principal.web(ana), bundles.get_bundle, bm)
+    assert got.version == 1 and got.docker_image == "codalab/codalab-legacy:py39"
+    assert got.solutions and got.solutions[0]["ok"], got.solutions
+    assert got.solutions[0]["scores"]["accuracy"] == 1.0
+    assert "<script" not in got.terms_html and "nice" in got.terms_html
+    assert got.pages[0]["title"] == "Overview" and "<em>questions</em>" in got.pages[0]["html"]
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+
+
+def test_results_submission_is_scored_and_ranked_with_bundle_columns(
+    world: World, runtime: Runtime
+) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    bm = _upload(world, ana, bundle())
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    half = world.do(
+        Principal.web(bob), submissions.submit, bm, results({"q1": "paris"}), "half.zip"
+    )
+    full = world.do(
+        Principal.web(ana), submissions.submit, bm, results({"q1": "Paris", "q2": "4"}), "f.zip"
+    )
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, full.id)
+    assert done.status == "completed", done.error
+    assert done.scores == {"accuracy": 1.0, "errors": 0.0, "combined": 1.0}
+    assert done.model_name == "Submission f.zip"
+    assert world.do(Principal.web(bob), launch.get_run, half.id).scores["accuracy"] == 0.5
+    for run_id in (half.id, full.id):
+        world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
+    board = world.do(Principal.web(bob), leaderboards.get_leaderboard, bm)
+    assert board.columns == ["accuracy", "errors", "combined"]
+    assert board.titles["errors"] == "Errors" and board.sorting["errors"] == "asc"
+    assert [row.run_id for row in board.rows] == [full.id, half.id]
+    output = world.do(Principal.web(ana), bundle_execution.program_output, full.id)
+    assert "scored 2 items" in output["task-0"]
+    with pytest.raises((NotFound, PermissionDenied)):
+        world.do(Principal.web(bob), bundle_execution.program_output, half.id)
+
+
+def test_builtin_model_answers_through_the_ingestion_program_and_proxy(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com", credits_=100)
+    bm = _upload(world, ana, bundle(ingestion=INGESTION))
+    run = world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_echo")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "completed", done.error
+    # echo answers the prompt itself: "paris" is right, "5" is not "4".
+    assert done.scores["accuracy"] == 0.5 and done.scores["errors"] == 1.0
+    output = world.do(Principal.web(ana), bundle_execution.program_output, run.id)
+    assert "asked 2" in output["task-0"]
+
+
+def test_model_without_ingestion_answers_jsonl_input_through_the_engine(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com", credits_=100)
+    bm = _upload(world, ana, bundle())
+    run = world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_echo")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "completed", done.error
+    assert done.scores["accuracy"] == 0.5
+
+
+def test_code_submission_runs_through_the_ingestion_program(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(ingestion=CODE_INGESTION))
+    code = zip_of({"model.py": MODEL_CODE})
+    run = world.do(Principal.web(ana), submissions.submit, bm, code, "code.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "completed", done.error
+    assert done.scores["accuracy"] == 1.0
+
+
+def test_failing_solution_blocks_publishing_with_why(world: World) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(solution={"q1": "rome"}, scorer="raise SystemExit(3)"))
+    got = world.do(Principal.web(ana), bundles.get_bundle, bm)
+    assert got.solutions is not None and not got.solutions[0]["ok"]
+    with pytest.raises(Conflict, match="solution 0"):
+        world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+
+
+def test_broken_bundle_is_refused_whole_with_places(world: World) -> None:
+    ana = world.user("ana@example.com")
+    comp = competition(phases=[{"name": "P", "tasks": [7]}])
+    with pytest.raises(InvalidInput) as caught:
+        world.do(Principal.web(ana), bundles.upload_bundle, bundle(comp), "bad.zip")
+    assert any(e["loc"][:2] == ["phases", 0] for e in caught.value.errors)
+    mine = world.do(Principal.web(ana), lifecycle.list_benchmarks, True, "", 50, 0)
+    assert mine == []
+
+
+def test_new_version_keeps_old_runs_and_token_cannot_change_phases(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    first = world.do(Principal.web(ana), submissions.submit, bm, results({"q1": "paris"}), "a.zip")
+    work_all(runtime)
+    changed = competition(title="Tiny custom v2")
+    token = world.principal(PrincipalKind.API, ana)
+    view = world.do(token, bundles.upload_bundle_version, bm, bundle(changed), "v2.zip")
+    assert view.version == 2
+    assert world.do(Principal.web(ana), launch.get_run, first.id).benchmark_version == 1
+    two_phases = competition(
+        phases=[
+            {"index": 0, "name": "Dev", "tasks": [0]},
+            {"index": 1, "name": "Final", "tasks": [0]},
+        ]
+    )
+    with pytest.raises(PermissionDenied) as refused:
+        world.do(token, bundles.upload_bundle_version, bm, bundle(two_phases), "v3.zip")
+    assert refused.value.details["page"] == f"/benchmarks/{bm}/settings/phases"
+    web_view = world.do(
+        Principal.web(ana), bundles.upload_bundle_version, bm, bundle(two_phases), "v3.zip"
+    )
+    assert web_view.version == 3
+    download = world.do(Principal.web(ana), bundles.download_bundle, bm, 1)
+    assert download.data[:2] == b"PK"
+
+
+def test_strangers_cannot_download_and_max_submissions_holds(
+    world: World, runtime: Runtime
+) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    comp = competition()
+    comp["phases"][0]["max_submissions"] = 1
+    bm = _upload(world, ana, bundle(comp))
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    with pytest.raises(PermissionDenied):
+        world.do(Principal.web(bob), bundles.download_bundle, bm)
+    world.do(Principal.web(bob), submissions.submit, bm, results({}), "one.zip")
+    with pytest.raises(Conflict, match="1 submissions"):
+        world.do(Principal.web(bob), submissions.submit, bm, results({}), "two.zip")
+    public = world.do(Principal.web(bob), bundles.get_bundle, bm)
+    assert public.solutions is None and "solutions" not in public.competition
+
+
+def test_phase_dates_are_enforced_by_the_server(world: World) -> None:
+    ana = world.user("ana@example.com")
+    comp = competition()
+    comp["phases"][0]["start"] = "2999-01-01"
+    bm = _upload(world, ana, bundle(comp))
+    with pytest.raises(Conflict, match="not open"):
+        world.do(Principal.web(ana), submissions.submit, bm, results({}), "early.zip")
+
+
+def test_scope_guard_on_upload(world: World) -> None:
+    ana = world.user("ana@example.com")
+    reader = world.principal(PrincipalKind.API, ana, frozenset({Scope.READ}))
+    with pytest.raises(PermissionDenied):
+        world.do(reader, bundles.upload_bundle, bundle(), "tiny.zip")
