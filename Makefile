@@ -43,12 +43,14 @@ clean:
 
 # The runtime that organisers' scoring and ingestion programs see inside the sandbox: kept apart
 # from the server's .venv so a program never runs with (or can read) the server's packages.
-# The scientific stack mirrors Codabench's default image.
+# The scientific stack mirrors Codabench's default image (Pillow, psutil and matplotlib: published
+# bundles and the legacy Codalab helpers they ship import them).
 SANDBOX_VENV := .sandbox-venv
+SANDBOX_PACKAGES := numpy scipy pandas scikit-learn pyyaml pillow psutil matplotlib
 .PHONY: sandbox
 sandbox: $(SANDBOX_VENV)/.installed-stamp
 
-$(SANDBOX_VENV)/.installed-stamp:
+$(SANDBOX_VENV)/.installed-stamp: Makefile
 	test -x $(SANDBOX_VENV)/bin/python || $(PYTHON) -m venv $(SANDBOX_VENV)
-	$(SANDBOX_VENV)/bin/python -m pip install --quiet numpy scipy pandas scikit-learn pyyaml
+	$(SANDBOX_VENV)/bin/python -m pip install --quiet $(SANDBOX_PACKAGES)
 	touch $@

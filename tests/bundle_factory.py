@@ -5,10 +5,29 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+from benchgen.bundles.sandbox import sandbox_problem
+
+SANDBOX_RUNTIME = Path(__file__).resolve().parents[1] / ".sandbox-venv"
+
+
+def require_sandbox() -> Path:
+    """The sandbox's Python runtime; skips where programs cannot run isolated, and fails
+    instead under CI=true (no skip, no unsandboxed fallback there)."""
+    problem = sandbox_problem(SANDBOX_RUNTIME)
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"programs must run sandboxed under CI: {problem}")
+        pytest.skip(f"programs cannot run sandboxed here: {problem}")
+    return SANDBOX_RUNTIME
+
 
 SCORER = """
 import json, os, pathlib

@@ -4,19 +4,15 @@ the platform changes until the user approves, and approval uploads exactly what 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from benchgen.bundles.sandbox import sandbox_problem
 from benchgen.core.context import Principal
 from benchgen.core.errors import NotFound, PermissionDenied
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.chat import scratch
 from benchgen.services.runs import launch, submissions
 from tests.agent.scripted import Script, new_conversation, say
-from tests.bundle_factory import SCORER, bundle, results
+from tests.bundle_factory import SCORER, bundle, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
 
@@ -27,11 +23,7 @@ FIXED_PATH = "scoring_program/score.py"
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    problem = sandbox_problem(Path(".sandbox-venv").resolve())
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work under CI: {problem}")
-        pytest.skip(f"no sandbox here: {problem}")
+    require_sandbox()
 
 
 def _setup(world: World, ana: str) -> tuple[str, str]:

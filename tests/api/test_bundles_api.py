@@ -4,7 +4,9 @@ attachments, submissions that become scored runs, and what a token may not do.""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,22 +14,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
-from benchgen.bundles.sandbox import sandbox_problem
+from benchgen.bundles.proxy import new_proxy_key
+from benchgen.core.secrets import redact_secrets
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import bundle, competition, results
+from tests.bundle_factory import bundle, competition, require_sandbox, results, zip_of
 from tests.services.test_runs import work_all
 from tests.support import World
 
 ALL = ["read", "runs", "create", "edit", "publish"]
-
-
-def require_sandbox() -> None:
-    """Skip (fail under CI) where the bundle programs cannot run isolated."""
-    problem = sandbox_problem(Path(".sandbox-venv").resolve())
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work under CI: {problem}")
-        pytest.skip(f"no sandbox here: {problem}")
 
 
 @pytest.fixture
@@ -160,3 +154,66 @@ def test_a_token_cannot_add_a_phase_with_a_new_version(client: TestClient, world
     changed = client.post(f"/api/v1/benchmarks/{bm}/bundle", files=same, headers=ana)
     assert changed.status_code == 200, changed.text
     assert changed.json()["version"] == 2 and len(changed.json()["versions"]) == 2
+
+
+HOSTILE_SCORERS = {
+    "endless loop": "while True:\n    pass\n",
+    "memory hog": "blob = bytearray(8 << 30)\n",
+    "fork bomb": "import os\nwhile True:\n    os.fork()\n",
+    "network": "import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)\n",
+    "outside its folder": "open('/app/program/../../etc/hostile', 'w').write('x')\n",
+    "huge output": "while True:\n    print('x' * 10000)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_SCORERS))
+def test_a_hostile_scoring_program_is_stopped_while_the_server_answers(
+    runtime: Runtime, world: World, name: str
+) -> None:
+    require_sandbox()
+    settings = runtime.settings.model_copy(
+        update={"worker_threads": 1, "program_wall_seconds": 4, "program_memory_mib": 512}
+    )
+    with TestClient(create_app(settings, replace(runtime, settings=settings))) as client:
+        owner = world.user("ana@example.com")
+        ana = bearer(world, owner)
+        # Without solutions the upload runs nothing; the submission meets the hostile scorer.
+        comp = competition(solutions=[])
+        made = upload(client, ana, bundle(comp, scorer=HOSTILE_SCORERS[name])).json()
+        bm = made["benchmark"]["id"]
+        files = {"submission": ("r.zip", results({"q1": "paris"}), "application/zip")}
+        run = client.post(f"/api/v1/benchmarks/{bm}/submissions", files=files, headers=ana)
+        assert run.status_code == 202, run.text
+        answered = 0
+        for _ in range(300):
+            assert client.get("/healthz").status_code == 200
+            state = client.get(f"/api/v1/runs/{run.json()['id']}", headers=ana).json()
+            answered += 1
+            if state["status"] in ("completed", "failed"):
+                break
+            time.sleep(0.1)
+        assert state["status"] == "failed", state
+        assert "scoring program" in state["error"], state["error"]
+        assert answered >= 1
+    assert not Path("/etc/hostile").exists()
+
+
+def test_a_run_proxy_key_is_refused_by_the_api_and_screened(
+    client: TestClient, world: World
+) -> None:
+    key = new_proxy_key()
+    answer = client.get("/api/v1/benchmarks", headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 401
+    assert key not in redact_secrets(f"the ingestion program printed {key}")
+
+
+def test_an_unsafe_archive_is_refused_before_anything_is_kept(
+    client: TestClient, world: World
+) -> None:
+    ana = bearer(world, world.user("ana@example.com"))
+    slip = zip_of({"competition.yaml": b"version: 2\n", "../escaped.txt": b"x"})
+    answer = upload(client, ana, slip)
+    assert answer.status_code == 422, answer.text
+    assert "escaped.txt" in answer.text
+    listed = client.get("/api/v1/benchmarks?mine=true", headers=ana).json()
+    assert listed["items"] == []

@@ -13,10 +13,10 @@ import pytest
 from benchgen.bundles.competition import (
     ACCEPTED_TOP_LEVEL_KEYS,
     CompetitionSpec,
-    bundle_json_schema,
     parse_competition,
     parse_date,
 )
+from benchgen.bundles.schema import bundle_json_schema
 from benchgen.core.errors import InvalidInput
 
 BASE = """\

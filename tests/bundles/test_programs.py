@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 from pathlib import Path
 
@@ -16,21 +15,16 @@ from benchgen.bundles.programs import (
     read_scores,
     run_program,
 )
-from benchgen.bundles.sandbox import Limits, sandbox_problem
+from benchgen.bundles.sandbox import Limits
 from benchgen.core.errors import InvalidInput
+from tests.bundle_factory import require_sandbox
 
-RUNTIME = Path(__file__).resolve().parents[2] / ".sandbox-venv"
 LIMITS = Limits(wall_seconds=20, cpu_seconds=10, memory_bytes=1 << 30, processes=32)
 
 
 @pytest.fixture(scope="module")
 def runtime() -> Path:
-    problem = sandbox_problem(RUNTIME)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"programs must run sandboxed under CI: {problem}")
-        pytest.skip(f"programs cannot run sandboxed here: {problem}")
-    return RUNTIME
+    return require_sandbox()
 
 
 def folder(root: Path, name: str, files: dict[str, str] | None = None) -> Path:

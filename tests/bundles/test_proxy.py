@@ -185,12 +185,29 @@ def test_exit_cuts_idle_keep_alive_connections(sock: Path, key: str) -> None:
         conn.connect(str(sock))
         request = b"GET /v1/models HTTP/1.1\r\nHost: p\r\nAuthorization: Bearer " + key.encode()
         conn.sendall(request + b"\r\n\r\n")
-        assert b"200 OK" in conn.recv(4096)
-    conn.settimeout(5)
+        conn.settimeout(5)
+        head, body = _read_response(conn)
+        assert b"200 OK" in head and b"benchgen-model" in body
     assert conn.recv(4096) == b""  # the proxy closed the kept-alive connection on exit
     conn.close()
     assert proxy.calls == 0
     assert not sock.exists()
+
+
+def _read_response(conn: socket.socket) -> tuple[bytes, bytes]:
+    """One whole response (the head, then a body of Content-Length bytes), however it arrives."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(4096)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += conn.recv(4096)
+    return head, body
 
 
 # The command run behind the relay: a plain urllib client, as an ingestion program might be.

@@ -16,23 +16,18 @@ from typing import Any
 
 import pytest
 
-from benchgen.bundles import sandbox
+from benchgen.bundles import bwrap, sandbox
 from benchgen.bundles.sandbox import Limits, Mount, Outcome, run_sandboxed, sandbox_problem
 from benchgen.core.errors import Conflict
+from tests.bundle_factory import require_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
-RUNTIME = REPO / ".sandbox-venv"
 SMALL = Limits(wall_seconds=10, cpu_seconds=5, memory_bytes=512 << 20, processes=32)
 
 
 @pytest.fixture(scope="module")
 def runtime() -> Path:
-    problem = sandbox_problem(RUNTIME)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"programs must run sandboxed under CI: {problem}")
-        pytest.skip(f"programs cannot run sandboxed here: {problem}")
-    return RUNTIME
+    return require_sandbox()
 
 
 def run_python(
@@ -206,7 +201,7 @@ def test_host_secrets_and_environment_stay_hidden(
     """
     result = run_json(tmp_path, runtime, code)
     assert result["seen"] == []
-    prefix = sandbox._base_prefix(runtime)
+    prefix = bwrap._base_prefix(runtime)
     # Only the path to the base interpreter's prefix may show under /root (a pyenv install).
     allowed = [prefix.relative_to("/root").parts[0]] if prefix.is_relative_to("/root") else []
     assert result["root"] == allowed

@@ -17,8 +17,7 @@ from benchgen.cli import app
 from benchgen.client import BenchGen
 from benchgen.core.config import Settings
 from benchgen.services.runtime import Runtime
-from tests.api.test_bundles_api import require_sandbox
-from tests.bundle_factory import bundle, competition, results
+from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.support import World
 
 runner = CliRunner()

@@ -13,8 +13,7 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.client import BenchGen, InvalidInput, NotFound, PermissionDenied
 from benchgen.services.runtime import Runtime
-from tests.api.test_bundles_api import require_sandbox
-from tests.bundle_factory import bundle, competition, results
+from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
 

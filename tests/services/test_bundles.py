@@ -3,17 +3,13 @@ leaderboard; a built-in model through an ingestion program and the proxy; versio
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from benchgen.bundles.sandbox import sandbox_problem
 from benchgen.core.context import Principal, PrincipalKind
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Scope
 from benchgen.services.benchmarks import bundles, lifecycle
-from benchgen.services.runs import bundle_execution, launch, leaderboards, submissions
+from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import (
     CODE_INGESTION,
@@ -21,22 +17,17 @@ from tests.bundle_factory import (
     MODEL_CODE,
     bundle,
     competition,
+    require_sandbox,
     results,
     zip_of,
 )
 from tests.services.test_runs import work_all
 from tests.support import World
 
-RUNTIME = Path(".sandbox-venv").resolve()
-
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    problem = sandbox_problem(RUNTIME)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work under CI: {problem}")
-        pytest.skip(f"no sandbox here: {problem}")
+    require_sandbox()
 
 
 def _upload(world: World, owner: str, data: bytes) -> str:
@@ -207,3 +198,12 @@ def test_scope_guard_on_upload(world: World) -> None:
     reader = world.principal(PrincipalKind.API, ana, frozenset({Scope.READ}))
     with pytest.raises(PermissionDenied):
         world.do(reader, bundles.upload_bundle, bundle(), "tiny.zip")
+
+
+def test_rescoring_a_custom_run_says_how_to_fix_scoring(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    run = world.do(Principal.web(ana), submissions.submit, bm, results({"q1": "paris"}), "a.zip")
+    work_all(runtime)
+    with pytest.raises(Conflict, match="new version"):
+        world.do(Principal.web(ana), rescoring.rescore_run, run.id)

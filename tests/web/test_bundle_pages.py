@@ -3,11 +3,9 @@ bundle columns on the leaderboard, the team's bundle settings, versions and down
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,27 +13,21 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
-from benchgen.bundles.sandbox import sandbox_problem
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import bundle, competition, results
+from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
 from tests.web.benchmark_site import assert_escaped
 from tests.web.support import WebUser
 
-RUNTIME = Path(".sandbox-venv").resolve()
 ZIP = "application/zip"
 
 
 @pytest.fixture(autouse=True)
 def _sandbox() -> None:
-    problem = sandbox_problem(RUNTIME)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the sandbox must work under CI: {problem}")
-        pytest.skip(f"no sandbox here: {problem}")
+    require_sandbox()
 
 
 @dataclass

@@ -21,6 +21,7 @@ router = APIRouter(prefix="/api/v1", tags=["custom formats"], responses=COMMON)
 UPLOAD_PATH = f"{router.prefix}/benchmarks/bundles"
 VERSION_PATH = f"{router.prefix}/benchmarks/{{benchmark_id}}/bundle"
 SUBMISSION_PATH = f"{router.prefix}/benchmarks/{{benchmark_id}}/submissions"
+MAX_INDEX = 2**31 - 1  # versions and phase indexes are 32-bit integers in the database
 ZIP: dict[int | str, dict[str, Any]] = {
     200: {"content": {"application/zip": {}}, "description": "The bundle as uploaded"}
 }
@@ -66,6 +67,7 @@ def get_bundle(ctx: ContextDep, benchmark_id: str) -> BundleView:
 @router.post(
     "/benchmarks/{benchmark_id}/bundle",
     response_model=BundleView,
+    responses=responses(409),
     openapi_extra={"x-scope": "edit"},
 )
 async def upload_bundle_version(
@@ -86,7 +88,9 @@ async def upload_bundle_version(
     openapi_extra={"x-scope": "read"},
 )
 def download_bundle(
-    ctx: ContextDep, benchmark_id: str, version: Annotated[int | None, Query(ge=1)] = None
+    ctx: ContextDep,
+    benchmark_id: str,
+    version: Annotated[int | None, Query(ge=1, le=MAX_INDEX)] = None,
 ) -> Response:
     """The bundle zip exactly as uploaded (owner and collaborators only)."""
     found = bundles.download_bundle(ctx, benchmark_id, version)
@@ -104,14 +108,16 @@ def download_bundle(
     "/benchmarks/{benchmark_id}/submissions",
     status_code=202,
     response_model=RunView,
-    responses=responses(429),
+    responses=responses(409, 429),
     openapi_extra={"x-scope": "runs"},
 )
 async def submit(
     ctx: ContextDep,
     benchmark_id: str,
     submission: Annotated[UploadFile, File(description="A results zip or a code zip")],
-    phase: Annotated[int | None, Form(ge=0, description="Phase index (default: first)")] = None,
+    phase: Annotated[
+        int | None, Form(ge=0, le=MAX_INDEX, description="Phase index (default: first)")
+    ] = None,
     kind: Annotated[str, Form(description="auto, results or code")] = "auto",
 ) -> RunView:
     """Submit to a custom benchmark as Codabench participants do; it becomes a run."""

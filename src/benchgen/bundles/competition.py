@@ -11,20 +11,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-import yaml
-from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from benchgen.bundles.yaml_nodes import Lines, Loc, NodeReader, Problem, Section, compose
 from benchgen.core.errors import InvalidInput
 
-Loc = tuple[str | int, ...]
-Lines = dict[Loc, int]
-
-MAX_YAML_BYTES = 1 << 20
-# Anchors/aliases let a few lines expand to gigabytes ("billion laughs"); real bundles use none.
-_MAX_ALIASES = 32
-_MAX_PLAIN_NODES = 50_000
-_MAX_DEPTH = 32
 COMPUTATIONS = ("sum", "avg", "min", "max")
 SORTINGS = ("desc", "asc")
 
@@ -33,13 +24,13 @@ _TOP_USED = frozenset(
     | {"tasks", "solutions", "leaderboard", "leaderboards"}
 )
 # Codabench keys this platform does not act on: kept in `extra`, no warning.
-_TOP_KNOWN = frozenset(
+KEPT_TOP_LEVEL_KEYS = frozenset(
     {"registration_auto_approve", "enable_detailed_results", "queue", "fact_sheet", "reward"}
     | {"show_detailed_results_in_submission_panel", "show_detailed_results_in_leaderboard"}
     | {"auto_run_submissions", "can_participants_make_submissions_public", "contact_email"}
     | {"make_programs_available", "make_input_data_available", "report", "forum_enabled"}
 )
-ACCEPTED_TOP_LEVEL_KEYS = _TOP_USED | _TOP_KNOWN
+ACCEPTED_TOP_LEVEL_KEYS = _TOP_USED | KEPT_TOP_LEVEL_KEYS
 _PHASE_USED = frozenset(
     {"index", "name", "description", "start", "end", "tasks", "max_submissions"}
     | {"max_submissions_per_day", "execution_time_limit"}
@@ -71,25 +62,6 @@ _DATE = re.compile(
     r"\s*(?P<tz>[Zz]|[+-]\d{1,2}(?::?\d{2})?)?"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_SCALAR_TAGS = {
-    "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
-}
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One error or warning, at a place in the YAML (`loc`) and its 1-based line."""
-
-    loc: Loc
-    line: int | None
-    msg: str
-
-    def as_error(self) -> dict[str, Any]:
-        return {"loc": list(self.loc), "line": self.line, "msg": self.msg}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Problem:
-        return cls(tuple(data["loc"]), data["line"], data["msg"])
 
 
 @dataclass(frozen=True)
@@ -242,65 +214,13 @@ def parse_competition(text: str) -> CompetitionSpec:
 def parse_competition_with_lines(text: str) -> tuple[CompetitionSpec, Lines]:
     """Like `parse_competition`, plus the 1-based line of every key and list item, by loc."""
     reader = _Reader()
-    spec = reader.competition(_compose(text))
+    spec = reader.competition(compose(text))
     if reader.errors:
         problems = sorted(reader.errors, key=lambda p: (p.line or 0, [str(x) for x in p.loc]))
         count = len(problems)
         noun = "problem" if count == 1 else "problems"
         raise InvalidInput(f"competition.yaml has {count} {noun}", [p.as_error() for p in problems])
     return spec, reader.lines
-
-
-class BoundedLoader(yaml.SafeLoader):
-    """SafeLoader refusing more than `max_aliases` aliases or nesting deeper than `_MAX_DEPTH`.
-
-    Both checks run as nodes are composed, so a hostile document is refused before PyYAML's
-    scanner (quadratic in nesting depth) or its recursive composer get far into it.
-    """
-
-    max_aliases = _MAX_ALIASES
-    aliases = 0
-    depth = 0
-
-    def compose_node(self, parent: Node | None, index: int) -> Node | None:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > self.max_aliases:
-                raise yaml.YAMLError(f"more than {self.max_aliases} aliases (*name) are refused")
-        self.depth += 1
-        try:
-            if self.depth > _MAX_DEPTH:
-                raise yaml.YAMLError(f"nested more than {_MAX_DEPTH} levels deep")
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-
-def _compose(text: str) -> Node:
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
-        raise _single([], None, f"competition.yaml is larger than {MAX_YAML_BYTES} bytes")
-    loader = BoundedLoader(text)
-    try:
-        node = loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise _single([], line, f"not valid YAML: {exc.problem or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise _single([], None, f"not valid YAML: {exc}") from exc
-    finally:
-        loader.dispose()
-    if node is None:
-        raise _single([], None, "competition.yaml is empty")
-    return node
-
-
-def _single(loc: list[str | int], line: int | None, msg: str) -> InvalidInput:
-    return InvalidInput("competition.yaml has 1 problem", [{"loc": loc, "line": line, "msg": msg}])
-
-
-def _line(node: Node) -> int:
-    return int(node.start_mark.line) + 1
 
 
 def safe_relative_path(text: str) -> str | None:
@@ -342,126 +262,10 @@ def _zone(text: str | None) -> timezone:
     return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
 
 
-@dataclass(frozen=True)
-class _Section:
-    """A YAML mapping being read: its place, the line it starts on, and its values by key."""
+class _Reader(NodeReader):
+    """Walks the composed YAML once into a CompetitionSpec, by Codabench's rules."""
 
-    loc: Loc
-    line: int
-    values: dict[str, Node]
-
-
-class _Reader:
-    """Walks the composed YAML once, recording lines, errors and warnings as it goes."""
-
-    def __init__(self) -> None:
-        self.errors: list[Problem] = []
-        self.warnings: list[Problem] = []
-        self.lines: Lines = {}
-        self._plain_left = _MAX_PLAIN_NODES
-        self._constructor = SafeConstructor()
-
-    def error(self, loc: Loc, line: int | None, msg: str) -> None:
-        self.errors.append(Problem(loc, line, msg))
-
-    def line_of(self, loc: Loc, fallback: int) -> int:
-        return self.lines.get(loc, fallback)
-
-    # -- generic readers -------------------------------------------------------------------
-
-    def section(
-        self, node: Node, loc: Loc, used: frozenset[str], known: frozenset[str]
-    ) -> _Section:
-        if not isinstance(node, MappingNode):
-            self.error(loc, _line(node), "expected a mapping of keys to values")
-            return _Section(loc, _line(node), {})
-        values: dict[str, Node] = {}
-        for key_node, value in node.value:
-            if not isinstance(key_node, ScalarNode):
-                self.error(loc, _line(key_node), "keys must be plain text")
-                continue
-            key = str(key_node.value)
-            self.lines[(*loc, key)] = _line(key_node)
-            if key in values:
-                self.warn((*loc, key), key_node, f"'{key}' appears twice; the last one is used")
-            elif key not in used and key not in known:
-                self.warn((*loc, key), key_node, f"unknown key '{key}' is not used")
-            values[key] = value
-        return _Section(loc, _line(node), values)
-
-    def warn(self, loc: Loc, node: Node, msg: str) -> None:
-        self.warnings.append(Problem(loc, _line(node), msg))
-
-    def scalar(self, node: Node, loc: Loc, expected: str) -> tuple[bool, Any]:
-        if not isinstance(node, ScalarNode) or node.tag not in _SCALAR_TAGS:
-            self.error(loc, _line(node), f"expected {expected}")
-            return False, None
-        # Dates are parsed from their text here, with this module's rules, not YAML 1.1's.
-        if node.tag.endswith(":timestamp"):
-            return True, str(node.value)
-        return True, self._constructor.construct_object(node)
-
-    def value(self, s: _Section, key: str) -> Node | None:
-        node = s.values.get(key)
-        if node is None or (isinstance(node, ScalarNode) and node.tag.endswith(":null")):
-            return None
-        return node
-
-    def text(self, s: _Section, key: str, *, required: bool = False) -> str | None:
-        node, loc = self.value(s, key), (*s.loc, key)
-        if node is None:
-            if required:
-                self.error(loc, self.line_of(loc, s.line), f"'{key}' is required")
-            return None
-        ok, _ = self.scalar(node, loc, "text")
-        if not ok:
-            return None
-        if required and not str(node.value).strip():
-            self.error(loc, _line(node), f"'{key}' must not be empty")
-        return str(node.value)
-
-    def integer(self, s: _Section, key: str, minimum: int = 0) -> int | None:
-        node, loc = self.value(s, key), (*s.loc, key)
-        if node is None:
-            return None
-        ok, value = self.scalar(node, loc, "a whole number")
-        if not ok:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool):
-            self.error(loc, _line(node), "expected a whole number")
-            return None
-        if value < minimum:
-            self.error(loc, _line(node), f"must be {minimum} or more")
-            return None
-        return value
-
-    def flag(self, s: _Section, key: str) -> bool:
-        node, loc = self.value(s, key), (*s.loc, key)
-        if node is None:
-            return False
-        ok, value = self.scalar(node, loc, "true or false")
-        if ok and not isinstance(value, bool):
-            self.error(loc, _line(node), "expected true or false")
-        return value is True
-
-    def indexes(self, s: _Section, key: str) -> tuple[int, ...]:
-        node, loc = self.value(s, key), (*s.loc, key)
-        if node is None:
-            return ()
-        if not isinstance(node, SequenceNode):
-            self.error(loc, _line(node), "expected a list of indexes")
-            return ()
-        found: list[int] = []
-        for position, item in enumerate(node.value):
-            self.lines[(*loc, position)] = _line(item)
-            ok, value = self.scalar(item, (*loc, position), "an index (a whole number)")
-            if ok and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                found.append(value)
-            elif ok:
-                self.error((*loc, position), _line(item), "expected an index (0 or more)")
-        return tuple(found)
-
-    def date(self, s: _Section, key: str) -> datetime | None:
+    def date(self, s: Section, key: str) -> datetime | None:
         text = self.text(s, key)
         if text is None:
             return None
@@ -473,7 +277,7 @@ class _Reader:
             )
         return moment
 
-    def path(self, s: _Section, key: str, *, required: bool = False) -> str | None:
+    def path(self, s: Section, key: str, *, required: bool = False) -> str | None:
         text = self.text(s, key, required=required)
         if text is None:
             return None
@@ -484,46 +288,8 @@ class _Reader:
             self.error(loc, self.line_of(loc, s.line), msg)
         return path
 
-    def choice(self, s: _Section, key: str, options: tuple[str, ...]) -> str | None:
-        text = self.text(s, key)
-        if text is None or text.strip().lower() in options:
-            return None if text is None else text.strip().lower()
-        loc = (*s.loc, key)
-        self.error(loc, self.line_of(loc, s.line), f"must be one of: {', '.join(options)}")
-        return None
-
-    def items(self, s: _Section, key: str) -> list[tuple[Loc, Node]]:
-        node, loc = self.value(s, key), (*s.loc, key)
-        if node is None:
-            return []
-        if not isinstance(node, SequenceNode):
-            self.error(loc, _line(node), "expected a list")
-            return []
-        for position, item in enumerate(node.value):
-            self.lines[(*loc, position)] = _line(item)
-        return [((*loc, position), item) for position, item in enumerate(node.value)]
-
-    def plain(self, node: Node, loc: Loc, depth: int = 0) -> Any:
-        """A JSON-able copy of a value this parser does not model (kept in `extra`)."""
-        self._plain_left -= 1
-        if depth > _MAX_DEPTH or self._plain_left < 0:
-            if self._plain_left == -1 or depth == _MAX_DEPTH + 1:
-                self.error(loc, _line(node), "value nested too deeply or too large")
-            return None
-        if isinstance(node, MappingNode):
-            return {
-                str(k.value): self.plain(v, (*loc, str(k.value)), depth + 1)
-                for k, v in node.value
-                if isinstance(k, ScalarNode)
-            }
-        if isinstance(node, SequenceNode):
-            return [self.plain(v, (*loc, i), depth + 1) for i, v in enumerate(node.value)]
-        return self.scalar(node, loc, "a plain value")[1]
-
-    # -- the competition -------------------------------------------------------------------
-
     def competition(self, root: Node) -> CompetitionSpec:
-        top = self.section(root, (), _TOP_USED, _TOP_KNOWN)
+        top = self.section(root, (), _TOP_USED, KEPT_TOP_LEVEL_KEYS)
         self.version(top)
         tasks = self.unique([self.task(loc, node) for loc, node in self.items(top, "tasks")])
         phases = self.unique([self.phase(loc, node) for loc, node in self.items(top, "phases")])
@@ -549,17 +315,17 @@ class _Reader:
             warnings=tuple(sorted(self.warnings, key=lambda p: p.line or 0)),
         )
 
-    def version(self, top: _Section) -> None:
+    def version(self, top: Section) -> None:
         node = top.values.get("version")
         if node is None or not isinstance(node, ScalarNode) or str(node.value).strip() != "2":
             line = self.line_of(("version",), top.line)
             self.error(("version",), line, "only Codabench v2 bundles are accepted: 'version: 2'")
 
-    def require_some(self, top: _Section, key: str, found: list[Any], msg: str) -> None:
+    def require_some(self, top: Section, key: str, found: list[Any], msg: str) -> None:
         if not found:
             self.error((key,), self.line_of((key,), top.line), msg)
 
-    def unique(self, found: list[tuple[Any, _Section]], attr: str = "index") -> list[Any]:
+    def unique(self, found: list[tuple[Any, Section]], attr: str = "index") -> list[Any]:
         seen: set[Any] = set()
         for spec, s in found:
             value = getattr(spec, attr)
@@ -569,18 +335,18 @@ class _Reader:
             seen.add(value)
         return found
 
-    def check_task_refs(self, s: _Section, refs: tuple[int, ...], known: set[int]) -> None:
+    def check_task_refs(self, s: Section, refs: tuple[int, ...], known: set[int]) -> None:
         for position, ref in enumerate(refs):
             if ref not in known:
                 loc = (*s.loc, "tasks", position)
                 self.error(loc, self.line_of(loc, s.line), f"no task has index {ref}")
 
-    def index(self, s: _Section) -> int:
+    def index(self, s: Section) -> int:
         found = self.integer(s, "index")
         position = s.loc[-1]
         return found if found is not None else position if isinstance(position, int) else 0
 
-    def task(self, loc: Loc, node: Node) -> tuple[TaskSpec, _Section]:
+    def task(self, loc: Loc, node: Node) -> tuple[TaskSpec, Section]:
         s = self.section(node, loc, _TASK_USED, _TASK_KNOWN)
         index = self.index(s)
         spec = TaskSpec(
@@ -595,7 +361,7 @@ class _Reader:
         )
         return spec, s
 
-    def phase(self, loc: Loc, node: Node) -> tuple[PhaseSpec, _Section]:
+    def phase(self, loc: Loc, node: Node) -> tuple[PhaseSpec, Section]:
         s = self.section(node, loc, _PHASE_USED, _PHASE_KNOWN)
         index = self.index(s)
         start, end = self.date(s, "start"), self.date(s, "end")
@@ -622,7 +388,7 @@ class _Reader:
         )
         return spec, s
 
-    def solution(self, loc: Loc, node: Node) -> tuple[SolutionSpec, _Section]:
+    def solution(self, loc: Loc, node: Node) -> tuple[SolutionSpec, Section]:
         s = self.section(node, loc, _SOLUTION_KEYS, _SOLUTION_KNOWN)
         index = self.index(s)
         name = self.text(s, "name") or f"Solution {index}"
@@ -637,7 +403,7 @@ class _Reader:
             self.text(s, "title", required=True) or "", self.path(s, "file", required=True) or ""
         )
 
-    def leaderboards(self, top: _Section) -> list[tuple[LeaderboardSpec, _Section]]:
+    def leaderboards(self, top: Section) -> list[tuple[LeaderboardSpec, Section]]:
         keys = [key for key in ("leaderboards", "leaderboard") if key in top.values]
         if len(keys) == 2:
             loc = ("leaderboard",)
@@ -652,7 +418,7 @@ class _Reader:
         self.require_some(top, key, boards, "at least one leaderboard is required")
         return self.unique(boards, "key")
 
-    def leaderboard(self, loc: Loc, node: Node) -> tuple[LeaderboardSpec, _Section]:
+    def leaderboard(self, loc: Loc, node: Node) -> tuple[LeaderboardSpec, Section]:
         s = self.section(node, loc, _BOARD_USED, _BOARD_KNOWN)
         key = self.text(s, "key", required=True) or ""
         found = [self.column(c_loc, c_node) for c_loc, c_node in self.items(s, "columns")]
@@ -668,7 +434,7 @@ class _Reader:
         spec = LeaderboardSpec(self.index(s), key, self.text(s, "title") or key, _specs(columns))
         return spec, s
 
-    def column(self, loc: Loc, node: Node) -> tuple[ColumnSpec, _Section]:
+    def column(self, loc: Loc, node: Node) -> tuple[ColumnSpec, Section]:
         s = self.section(node, loc, _COLUMN_USED, frozenset())
         key = self.text(s, "key", required=True) or ""
         spec = ColumnSpec(
@@ -683,7 +449,7 @@ class _Reader:
         )
         return spec, s
 
-    def check_computation(self, spec: ColumnSpec, s: _Section, indexes: set[int]) -> None:
+    def check_computation(self, spec: ColumnSpec, s: Section, indexes: set[int]) -> None:
         loc = (*s.loc, "computation_indexes")
         if spec.computation and not spec.computation_indexes:
             self.error(loc, self.line_of(loc, s.line), "a computation needs computation_indexes")
@@ -693,125 +459,6 @@ class _Reader:
                 self.error(at, self.line_of(at, s.line), f"no other column has index {ref}")
 
 
-def _specs(found: list[tuple[Any, _Section]]) -> tuple[Any, ...]:
+def _specs(found: list[tuple[Any, Section]]) -> tuple[Any, ...]:
     # File order, not index order: a spec's position is its place in `loc` (and in `lines`).
     return tuple(spec for spec, _ in found)
-
-
-def bundle_json_schema() -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of the competition.yaml this parser accepts.
-
-    Unknown keys are allowed (they are warnings, not errors), so objects stay open.
-    """
-    text = {"type": "string"}
-    whole = {"type": ["integer", "null"], "minimum": 0}
-    path = {"$ref": "#/$defs/path"}
-    indexes = {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}}
-    known = {key: {"description": "Codabench setting kept, not used"} for key in _TOP_KNOWN}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://benchgen.dev/schemas/codabench-bundle.json",
-        "title": "Codabench v2 competition.yaml as accepted by BenchGen",
-        "type": "object",
-        "required": ["version", "title", "phases", "tasks"],
-        "oneOf": [{"required": ["leaderboards"]}, {"required": ["leaderboard"]}],
-        "properties": {
-            "version": {"enum": [2, "2"]},
-            "title": {"type": "string", "minLength": 1},
-            "description": text,
-            "image": path,
-            "docker_image": text,
-            "terms": path,
-            "pages": {"type": ["array", "null"], "items": {"$ref": "#/$defs/page"}},
-            "phases": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/phase"}},
-            "tasks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/task"}},
-            "solutions": {"type": ["array", "null"], "items": {"$ref": "#/$defs/solution"}},
-            "leaderboards": {"$ref": "#/$defs/leaderboards"},
-            "leaderboard": {"$ref": "#/$defs/leaderboards"},
-            **dict(sorted(known.items())),
-        },
-        "$defs": {
-            "path": {
-                "type": "string",
-                "description": "Bundle-relative folder, .zip or file; no '..', '/' or '\\\\'",
-                "pattern": r"^(?!/)(?![A-Za-z]:)(?!.*\\)(?!(.*/)?\.\.(/|$)).+$",
-            },
-            "date": {
-                "type": ["string", "null"],
-                "description": "2026-01-31[ 12:00[:00]][Z|+hh:mm], or month-day-year 1-31-2026 "
-                "or 1/31/2026; no zone means UTC",
-                "pattern": r"^(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}([-/])\d{1,2}\2\d{4})",
-            },
-            "page": {
-                "type": "object",
-                "required": ["title", "file"],
-                "properties": {"title": text, "file": path},
-            },
-            "phase": {
-                "type": "object",
-                "required": ["tasks"],
-                "properties": {
-                    "index": whole,
-                    "name": text,
-                    "description": text,
-                    "start": {"$ref": "#/$defs/date"},
-                    "end": {"$ref": "#/$defs/date"},
-                    "tasks": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-                    "max_submissions": whole,
-                    "max_submissions_per_day": whole,
-                    "execution_time_limit": {"type": ["integer", "null"], "minimum": 1},
-                },
-            },
-            "task": {
-                "type": "object",
-                "required": ["scoring_program"],
-                "properties": {
-                    "index": whole,
-                    "name": text,
-                    "description": text,
-                    **{k: path for k in ("scoring_program", "ingestion_program")},
-                    **{k: path for k in ("reference_data", "input_data")},
-                    "ingestion_only_during_scoring": {"type": ["boolean", "null"]},
-                },
-            },
-            "solution": {
-                "type": "object",
-                "required": ["path"],
-                "properties": {"index": whole, "name": text, "path": path, "tasks": indexes},
-            },
-            "leaderboards": {
-                "oneOf": [
-                    {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/board"}},
-                    {"$ref": "#/$defs/board"},
-                ]
-            },
-            "board": {
-                "type": "object",
-                "required": ["key", "columns"],
-                "properties": {
-                    "index": whole,
-                    "key": text,
-                    "title": text,
-                    "columns": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {"$ref": "#/$defs/column"},
-                    },
-                },
-            },
-            "column": {
-                "type": "object",
-                "required": ["key"],
-                "properties": {
-                    "index": whole,
-                    "key": text,
-                    "title": text,
-                    "sorting": {"enum": [*SORTINGS, None]},
-                    "computation": {"enum": [*COMPUTATIONS, None]},
-                    "computation_indexes": indexes,
-                    "precision": whole,
-                    "hidden": {"type": ["boolean", "null"]},
-                },
-            },
-        },
-    }

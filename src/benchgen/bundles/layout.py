@@ -12,16 +12,9 @@ from typing import Any
 import yaml
 
 from benchgen.bundles.archive import DEFAULT_LIMITS, ArchiveLimits, extract_zip, is_zip
-from benchgen.bundles.competition import (
-    MAX_YAML_BYTES,
-    BoundedLoader,
-    CompetitionSpec,
-    Lines,
-    Loc,
-    TaskSpec,
-    parse_competition_with_lines,
-)
+from benchgen.bundles.competition import CompetitionSpec, TaskSpec, parse_competition_with_lines
 from benchgen.bundles.pages import render_page
+from benchgen.bundles.yaml_nodes import MAX_YAML_BYTES, BoundedLoader, Lines, Loc
 from benchgen.core.errors import InvalidInput
 
 _YAML_NAMES = ("competition.yaml", "competition.yml")

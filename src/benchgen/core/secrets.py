@@ -25,6 +25,7 @@ class SecretKind(StrEnum):
     # The values name kinds of secret, not secrets: hence the S105 waivers.
     BENCHGEN_TOKEN = "benchgen_token"  # noqa: S105
     BENCHGEN_LOOKALIKE = "benchgen_lookalike"
+    RUN_PROXY_KEY = "run_proxy_key"
     ANTHROPIC_KEY = "anthropic_key"
     OPENAI_KEY = "openai_key"
     AWS_ACCESS_KEY_ID = "aws_access_key_id"
@@ -51,6 +52,7 @@ class SecretKind(StrEnum):
 _LABELS = {
     SecretKind.BENCHGEN_TOKEN: "BenchGen token",
     SecretKind.BENCHGEN_LOOKALIKE: "possible BenchGen token",
+    SecretKind.RUN_PROXY_KEY: "BenchGen run proxy key",
     SecretKind.ANTHROPIC_KEY: "Anthropic key",
     SecretKind.OPENAI_KEY: "OpenAI key",
     SecretKind.AWS_ACCESS_KEY_ID: "AWS access key id",
@@ -186,6 +188,8 @@ PATTERNS: tuple[SecretPattern, ...] = (
         r"(?![A-Za-z0-9])",
         _is_benchgen_lookalike,
     ),
+    # The per-run key a bundle's ingestion program gets for the model proxy (bundles/proxy.py).
+    _row(SecretKind.RUN_PROXY_KEY, _L + r"bgr_[A-Za-z0-9_\-]{40}" + _R),
     _row(
         SecretKind.ANTHROPIC_KEY, _L + r"sk-ant-[a-z]+[0-9]*-[A-Za-z0-9_\-]{32,}" + _R, _mixed_case
     ),

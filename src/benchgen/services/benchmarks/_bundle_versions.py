@@ -31,6 +31,8 @@ from benchgen.core.ids import new_id
 from benchgen.db.tables import BundleVersion
 from benchgen.services._artifacts import store_for
 
+MAX_VERSION = 2**31 - 1  # a 32-bit column
+
 
 @dataclass(frozen=True)
 class Inspected:
@@ -179,6 +181,8 @@ def version_row(ctx: Context, benchmark_id: str, version: int | None) -> BundleV
     """
     if version is None:
         row = latest_version(ctx, benchmark_id)
+    elif not 1 <= version <= MAX_VERSION:
+        row = None
     else:
         row = ctx.session.scalars(
             select(BundleVersion).where(

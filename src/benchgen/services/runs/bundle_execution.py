@@ -29,6 +29,7 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import Action
+from benchgen.core.secrets import redact_secrets
 from benchgen.core.statuses import RUN_FINAL, RunStatus
 from benchgen.db.tables import BundleVersion, Model, PhaseTask, Run, Task
 from benchgen.evals.types import ModelSpec
@@ -178,7 +179,8 @@ def _keep_predictions(settings: Settings, run_id: str, index: int, folder: Path)
 
 
 def _text(outcome: TaskOutcome) -> bytes:
-    return "\n".join(outcome.log).encode("utf-8", "replace")
+    # A program may print its environment: the per-run proxy key never reaches storage.
+    return redact_secrets("\n".join(outcome.log)).encode("utf-8", "replace")
 
 
 def log_progress(ctx: Context, run_id: str, lines: list[str]) -> None:

@@ -70,8 +70,9 @@ def rescore_run(
         NotFound: the run is not visible.
         PermissionDenied: other settings from someone outside the benchmark's team.
         InvalidInput: bad settings.
-        Conflict: the run has not finished, the settings need a model (AI judge), the run has
-            answers to questions the benchmark no longer has, or another apply took over.
+        Conflict: the run has not finished or is on a custom benchmark, the settings need a
+            model (AI judge), the run has answers to questions the benchmark no longer has, or
+            another apply took over.
     """
     run, chosen, detail = _checked(ctx, run_id, settings)
     before = dict(run.summary)
@@ -97,6 +98,12 @@ def _checked(
     run = access.require_run(ctx, run_id, Action.RUN_RESCORE)
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
     assert benchmark is not None  # require_run found it
+    if benchmark.format == "custom":
+        raise Conflict(
+            "Runs on custom benchmarks are scored by their bundle's program: upload a fixed "
+            "bundle as a new version and run or submit again (the agent can prove a fix on a "
+            "scratch copy first)."
+        )
     if settings is not None:
         access.require(ctx, Action.RUN_RESCORE_SETTINGS, benchmark, run)
     chosen = scoring.validated(benchmark.format, settings) if settings else dict(run.scoring)

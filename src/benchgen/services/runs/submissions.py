@@ -24,6 +24,7 @@ from benchgen.services.runs.launch import RunView
 
 DAY = timedelta(days=1)
 KINDS = ("auto", "results", "code")
+MAX_PHASE_INDEX = 10_000
 
 
 def submit(
@@ -93,9 +94,14 @@ def _check_zip(ctx: Context, data: bytes) -> None:
 def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
     if phase_index is None:
         return launch.open_phase(ctx, benchmark, None)
-    phase = ctx.session.scalars(
-        select(Phase).where(Phase.benchmark_id == benchmark.id, Phase.position == phase_index)
-    ).first()
+    found = 0 <= phase_index <= MAX_PHASE_INDEX
+    phase = (
+        ctx.session.scalars(
+            select(Phase).where(Phase.benchmark_id == benchmark.id, Phase.position == phase_index)
+        ).first()
+        if found
+        else None
+    )
     if phase is None:
         raise invalid(["phase"], f"there is no phase {phase_index}")
     return launch.open_phase(ctx, benchmark, phase.id)
