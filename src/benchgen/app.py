@@ -10,7 +10,20 @@ from fastapi import FastAPI
 from benchgen import __version__
 from benchgen.agent.brains import Brain, configured_brain
 from benchgen.agent.runner import TurnRunner
-from benchgen.api import account, benchmarks, bundles, chat, errors, models, runs
+from benchgen.api import (
+    account,
+    benchmarks,
+    bundles,
+    chat,
+    compare,
+    downloads,
+    errors,
+    exports,
+    models,
+    notifications,
+    runs,
+    scoring,
+)
 from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
 from benchgen.jobs.worker import start_workers, stop_workers
@@ -72,6 +85,7 @@ def create_app(
         default=active.settings.max_body_bytes,
         by_path={
             benchmarks.IMPORT_PATH: active.settings.max_import_bytes,
+            exports.IMPORT_FILE_PATH: active.settings.max_import_bytes + UPLOAD_SLACK,
             web_benchmarks.IMPORT_PAGE: active.settings.max_import_bytes,
             bundles.UPLOAD_PATH: active.settings.max_bundle_bytes + UPLOAD_SLACK,
             bundles.VERSION_PATH: active.settings.max_bundle_bytes + UPLOAD_SLACK,
@@ -81,7 +95,19 @@ def create_app(
             web_evaluate.SUBMIT_PAGE: active.settings.max_submission_bytes + UPLOAD_SLACK,
         },
     )
-    for module in (account, bundles, benchmarks, runs, models, chat):
+    for module in (
+        account,
+        notifications,
+        downloads,
+        bundles,
+        compare,
+        scoring,
+        exports,
+        benchmarks,
+        runs,
+        models,
+        chat,
+    ):
         app.include_router(module.router)
     web_routes.install(app)
 

@@ -503,7 +503,7 @@ def test_training_is_not_available(world: World, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["what is the meaning of life", "remove question 2 from Capitals", "bake me a cake"]
+    "text", ["what is the meaning of life", "sing me a song about Capitals", "bake me a cake"]
 )
 def test_unknown_says_what_it_can_do(world: World, text: str) -> None:
     turn = Chat(world).say(text)

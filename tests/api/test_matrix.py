@@ -59,7 +59,7 @@ CASES = (
     "other_user",
     "allowed",
 )
-ERROR_CODES = {401: "unauthenticated", 403: "permission_denied", 404: "not_found"}
+ERROR_CODES = {401: "unauthenticated", 403: "permission_denied", 404: "not_found", 409: "conflict"}
 
 
 def api_routes(app: FastAPI) -> dict[tuple[str, str], str | None]:
@@ -154,6 +154,17 @@ def _zip(field: str, data: bytes) -> dict[str, tuple[str, bytes, str]]:
 ROUTES: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/me"): Row(lambda s: Call("GET", "/api/v1/me"), owned=False),
     ("GET", "/api/v1/credits"): Row(lambda s: Call("GET", "/api/v1/credits"), owned=False),
+    ("GET", "/api/v1/me/notifications"): Row(
+        lambda s: Call("GET", "/api/v1/me/notifications"), owned=False
+    ),
+    ("PUT", "/api/v1/me/notifications"): Row(
+        lambda s: Call("PUT", "/api/v1/me/notifications", {"email_on_finish": True}), owned=False
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/leaderboard/export"): Row(
+        lambda s: Call(
+            "GET", f"/api/v1/benchmarks/{s.benchmark}/leaderboard/export", params={"format": "csv"}
+        )
+    ),
     ("GET", "/api/v1/benchmarks"): Row(lambda s: Call("GET", "/api/v1/benchmarks"), owned=False),
     ("POST", "/api/v1/benchmarks"): Row(
         lambda s: Call("POST", "/api/v1/benchmarks", NEW_QA), ok=201, owned=False
@@ -167,6 +178,21 @@ ROUTES: dict[tuple[str, str], Row] = {
         ok=201,
         owned=False,
     ),
+    ("POST", "/api/v1/benchmarks/import/file"): Row(
+        lambda s: Call(
+            "POST",
+            "/api/v1/benchmarks/import/file",
+            files={"file": ("qs.jsonl", JSONL.encode(), "application/x-ndjson")},
+            data={"title": "Imported file"},
+        ),
+        ok=201,
+        owned=False,
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/export"): Row(
+        lambda s: Call(
+            "GET", f"/api/v1/benchmarks/{s.benchmark}/export", params={"format": "jsonl"}
+        )
+    ),
     ("GET", "/api/v1/benchmarks/{benchmark_id}"): Row(
         lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}")
     ),
@@ -178,6 +204,12 @@ ROUTES: dict[tuple[str, str], Row] = {
     ),
     ("GET", "/api/v1/benchmarks/{benchmark_id}/leaderboard"): Row(
         lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/leaderboard")
+    ),
+    ("GET", "/api/v1/benchmarks/{benchmark_id}/scoring"): Row(
+        lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/scoring")
+    ),
+    ("PUT", "/api/v1/benchmarks/{benchmark_id}/scoring"): Row(
+        lambda s: Call("PUT", f"/api/v1/benchmarks/{s.benchmark}/scoring", {"method": "includes"})
     ),
     ("PATCH", "/api/v1/benchmarks/{benchmark_id}"): Row(
         lambda s: Call("PATCH", f"/api/v1/benchmarks/{s.benchmark}", {"title": "Renamed"})
@@ -227,6 +259,18 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("POST", "/api/v1/runs"): Row(
         lambda s: Call("POST", "/api/v1/runs", {"benchmark_id": s.benchmark, "model_id": FIRST}),
         ok=202,
+    ),
+    ("POST", "/api/v1/runs/estimate"): Row(
+        lambda s: Call(
+            "POST", "/api/v1/runs/estimate", {"benchmark_id": s.benchmark, "model_id": FIRST}
+        )
+    ),
+    # The seed's run has no errors: its owner gets as far as the conflict.
+    ("POST", "/api/v1/runs/{run_id}/retry"): Row(
+        lambda s: Call("POST", f"/api/v1/runs/{s.run}/retry"), ok=409
+    ),
+    ("GET", "/api/v1/runs/compare"): Row(
+        lambda s: Call("GET", "/api/v1/runs/compare", params={"a": s.run, "b": s.run})
     ),
     ("GET", "/api/v1/runs/{run_id}"): Row(lambda s: Call("GET", f"/api/v1/runs/{s.run}")),
     ("GET", "/api/v1/runs/{run_id}/results"): Row(

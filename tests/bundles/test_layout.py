@@ -281,8 +281,10 @@ def test_the_sanitiser_keeps_safe_content() -> None:
     assert '<a href="https://e.com" rel="noopener noreferrer">link</a>' in html
     assert '<img src="https://e.com/i.png" alt="i">' in html
     assert '<img alt="rel">' in html
-    for tag in ("<h2>", "<blockquote>", "<pre><code>", "<ul>", "<hr>"):
+    # Headings start below the site's own h1 (the benchmark) and h2 (the page's title).
+    for tag in ("<h4>", "<blockquote>", "<pre><code>", "<ul>", "<hr>"):
         assert tag in html
+    assert render_page("p.md", b"# A\n\n###### F").split("\n")[:2] == ["<h3>A</h3>", "<h6>F</h6>"]
 
 
 def test_pages_that_are_not_utf8_or_not_markdown() -> None:

@@ -6,10 +6,12 @@ import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
+from benchgen.cli.demo import DEMO_EMAIL as DEMO
 from benchgen.core.config import Settings
 from benchgen.core.permissions import ALL_SCOPES
-from benchgen.services.benchmarks import lifecycle
-from tests.support import World
+from benchgen.services.accounts import users
+from benchgen.services.benchmarks import lifecycle, scoring
+from tests.support import OPERATOR, World
 
 runner = CliRunner()
 
@@ -33,3 +35,12 @@ def test_the_demo_token_holds_every_scope_and_can_publish(world: World) -> None:
     demo = world.do(principal, lifecycle.list_benchmarks, True)[0]
     published = world.do(principal, lifecycle.publish_benchmark, demo.id)
     assert published.visibility == "published"
+
+
+def test_the_qa_demo_scores_sentences_with_includes(world: World) -> None:
+    assert runner.invoke(app, ["demo"]).exit_code == 0
+    ana = world.api(world.token(world.do(OPERATOR, users.get_user_by_email, DEMO).id, ["read"]))
+    found = {b.format: b.id for b in world.do(ana, lifecycle.list_benchmarks, True)}
+    # A small model answers "The capital of Australia is Canberra."; exact match scored it 0 %.
+    assert world.do(ana, scoring.get_scoring, found["qa"])["method"] == "includes"
+    assert world.do(ana, scoring.get_scoring, found["mcq"])["method"] == "choice"

@@ -34,9 +34,17 @@ INVOCATIONS = {
     "admin set-run-quota": ["admin", "set-run-quota", "bm_x", "3", *AS],
     "admin outbox": ["admin", "outbox"],
     "models list": ["models", "list", *AS],
+    "models add": ["models", "add", *AS, "--name", "m", "--endpoint-model", "m"],
     "leaderboard add": ["leaderboard", "add", "run_x", *AS],
     "leaderboard remove": ["leaderboard", "remove", "run_x", *AS],
     "judge set": ["judge", "set", "bm_x", *AS, "--model", "m"],
+    "scoring": ["scoring", "bm_x", *AS],
+    "compare": ["compare", "run_a", "run_b", *AS],
+    "benchmarks upload": ["benchmarks", "upload", "bundle.zip", *AS],
+    "benchmarks download-bundle": ["benchmarks", "download-bundle", "bm_x", *AS],
+    "benchmarks submit": ["benchmarks", "submit", "bm_x", "results.zip", *AS],
+    "benchmarks import": ["benchmarks", "import", "data.jsonl", *AS],
+    "benchmarks export": ["benchmarks", "export", "bm_x", "--format", "jsonl", *AS],
 }
 
 
@@ -44,6 +52,10 @@ INVOCATIONS = {
 def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A private data dir: a command that wrongly went on would not touch a real database."""
     monkeypatch.setenv("BENCHGEN_DATA_DIR", str(tmp_path / "data"))
+    # Commands that take a file check it exists before anything else.
+    monkeypatch.chdir(tmp_path)
+    for name in ("bundle.zip", "results.zip", "data.jsonl"):
+        (tmp_path / name).write_bytes(b"")
     yield
 
 

@@ -15,7 +15,19 @@ def answer(raw: str | None, error: str | None = None) -> Answer:
 
 
 def test_defaults_are_filled_in() -> None:
-    assert validate_scoring("qa", {}) == {"method": "exact", "options": {}}
+    steps = {
+        "nfkc": True,
+        "case": True,
+        "punctuation": True,
+        "articles": True,
+        "whitespace": True,
+        "number_words": False,
+    }
+    assert validate_scoring("qa", {}) == {"method": "exact", "options": steps}
+    assert validate_scoring("qa", {"method": "includes", "options": {"number_words": True}}) == {
+        "method": "includes",
+        "options": {**steps, "number_words": True},
+    }
     assert validate_scoring("mcq", {"options": None}) == {"method": "choice", "options": {}}
     assert validate_scoring("qa", {"method": "f1"}) == {
         "method": "f1",

@@ -44,6 +44,7 @@ class Row:
     scope: Scope | None
     target: Target
     roles: frozenset[Role] = frozenset()
+    agent: bool = True  # False: a token with the scope may, a turn credential never
 
 
 def _roles(*roles: Role) -> frozenset[Role]:
@@ -82,6 +83,9 @@ EXPECTED: dict[str, Row] = {
     "training.launch": Row(Scope.TRAIN, _OWN),
     "credits.read": Row(Scope.READ, _OWN),
     "chat.use": Row(Scope.READ, _OWN),
+    # Issue 14: where run notifications go (a webhook's address) is set by the user or their
+    # token, never by the agent.
+    "notifications.manage": Row(Scope.RUNS, _OWN, agent=False),
     # Session-only: joining happens in the web app; the rest is the "never" list of A13.
     "benchmark.join": Row(None, _BM, _roles(_I, _PUB)),
     "benchmark.unpublish": Row(None, _BM, _roles(_O)),
@@ -177,6 +181,8 @@ def expected_outcome(
         if row.scope is None or row.scope not in scopes:
             return DENIED
         if kind == "agent" and row.scope in switched_off:
+            return DENIED
+        if kind == "agent" and not row.agent:
             return DENIED
     if row.target is Target.PLATFORM:
         return ALLOWED if admin else DENIED

@@ -18,7 +18,12 @@ from tests.support import OPERATOR, World
 from tests.web.support import PASSWORD, WebUser, csrf_of
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(1)>'
-PAGES = ("/settings/account", "/settings/tokens", "/settings/billing")
+PAGES = (
+    "/settings/account",
+    "/settings/tokens",
+    "/settings/notifications",
+    "/settings/billing",
+)
 
 
 def second_browser(runtime: Runtime, password: str = PASSWORD) -> WebUser:

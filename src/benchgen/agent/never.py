@@ -6,7 +6,7 @@ from benchgen.core.config import Settings
 from benchgen.core.permissions import Action, page_for
 
 # A13, in the product's words. None of these has a tool or a proposal kind, and none can be
-# carried by a turn credential (they are session-only in the permission vocabulary).
+# carried by a turn credential (session-only in the permission vocabulary, or marked agent=False).
 NEVER: dict[Action, str] = {
     Action.BENCHMARK_DELETE: "delete a benchmark",
     Action.BENCHMARK_UNPUBLISH: "unpublish a benchmark",
@@ -21,6 +21,7 @@ NEVER: dict[Action, str] = {
     Action.BILLING_MANAGE: "handle billing or buy credits",
     Action.TOKENS_MANAGE: "create, read or revoke API tokens",
     Action.LEADERBOARD_MANAGE: "add a run to a leaderboard or take it off",
+    Action.NOTIFICATIONS_MANAGE: "set up run notifications (mail or a webhook)",
 }
 
 

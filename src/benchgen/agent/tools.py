@@ -18,6 +18,7 @@ from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import proposals
 from benchgen.services.runs import launch, results
+from benchgen.services.runs.settings import RunSettings, Subset
 from benchgen.services.specs import MAX_DESCRIPTION, MAX_QUESTIONS, MAX_TITLE, QuestionIn
 
 MAX_OPTIONS = 10
@@ -222,15 +223,30 @@ def propose_publish(ctx: Deps, benchmark_id: Id) -> Any:
     return propose_action(ctx.deps, "propose_publish", "publish_benchmark", arguments)
 
 
-def propose_run(ctx: Deps, benchmark_id: Id, model_id: Id) -> Any:
-    """Propose running a model on a benchmark; the user sees the estimated credits and decides.
-    When the user did not say which model or benchmark, ask with `ask_user` first.
+def propose_run(
+    ctx: Deps,
+    benchmark_id: Id,
+    model_id: Id,
+    settings: RunSettings | None = None,
+    subset: Subset | None = None,
+) -> Any:
+    """Propose running a model on a benchmark; the user sees the estimated credits, the
+    settings and the subset, and decides. When the user did not say which model or benchmark,
+    ask with `ask_user` first.
 
     Args:
         benchmark_id: the benchmark's id (bm_…).
         model_id: the model's id (mdl_…).
+        settings: only what the user asked for (temperature, samples, few-shot…); omit for the
+            defaults.
+        subset: only when the user asked for part of the benchmark, e.g. the first 20
+            questions: {"kind": "first", "n": 20}.
     """
-    arguments = {"benchmark_id": benchmark_id, "model_id": model_id}
+    arguments: dict[str, Any] = {"benchmark_id": benchmark_id, "model_id": model_id}
+    if settings is not None:
+        arguments["settings"] = settings.model_dump()
+    if subset is not None:
+        arguments["subset"] = subset.model_dump()
     return propose_action(ctx.deps, "propose_run", "start_run", arguments)
 
 

@@ -20,6 +20,7 @@ from pydantic_ai.usage import UsageLimits
 from benchgen.agent import parts, replies
 from benchgen.agent.brains import Brain
 from benchgen.agent.credential import TurnCredential
+from benchgen.agent.insight_tools import INSIGHT_TOOLS
 from benchgen.agent.instructions import instructions
 from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_assent, is_continue
 from benchgen.agent.scratch_tools import SCRATCH_TOOLS
@@ -275,7 +276,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     agent = Agent(
         brain.model,
         deps_type=TurnState,
-        tools=[*TOOLS, *SCRATCH_TOOLS],
+        tools=[*TOOLS, *INSIGHT_TOOLS, *SCRATCH_TOOLS],
         instructions=[instructions(started.runtime.settings), _notes],
         retries=2,
     )

@@ -60,7 +60,7 @@ def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> 
     """Create a qa or mcq benchmark with its questions (at most 10 a day and 3 a minute,
     together with the agent's). Duplicates come back as `warnings`."""
     created = lifecycle.create_benchmark(ctx, body)
-    _quota_headers(ctx, response)
+    quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
 
 
@@ -74,12 +74,13 @@ def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> 
 def import_benchmark(ctx: ContextDep, body: ImportIn, response: Response) -> dict[str, Any]:
     """Create a benchmark from a JSONL or CSV file's text (counts against the creation limit)."""
     created = imports.import_benchmark(ctx, body)
-    _quota_headers(ctx, response)
+    quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
 
 
-def _quota_headers(ctx: Context, response: Response) -> None:
-    """The tighter of the two creation windows, so scripts can pace themselves."""
+def quota_headers(ctx: Context, response: Response) -> None:
+    """The tighter of the two creation windows, so scripts can pace themselves (every route
+    that creates a benchmark sends them)."""
     quota = ratelimits.creation_quota(ctx)
     response.headers["X-RateLimit-Limit"] = str(quota.limit)
     response.headers["X-RateLimit-Remaining"] = str(quota.remaining)

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
+from benchgen.api.benchmarks import CREATION, quota_headers
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
+from benchgen.api.files import attachment, read_upload
 from benchgen.api.schemas import CreatedBenchmark
-from benchgen.core.errors import invalid
 from benchgen.services.benchmarks import bundles
 from benchgen.services.benchmarks.bundles import BundleView
 from benchgen.services.runs import bundle_execution, submissions
@@ -27,30 +28,23 @@ ZIP: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _read(upload: UploadFile, field: str, limit: int) -> bytes:
-    data = await upload.read(limit + 1)
-    if len(data) > limit:
-        raise invalid([field], f"is larger than {limit} bytes")
-    if not data:
-        raise invalid([field], "is empty")
-    return data
-
-
 @router.post(
     "/benchmarks/bundles",
     status_code=201,
     response_model=CreatedBenchmark,
-    responses=responses(429),
+    responses=CREATION,
     openapi_extra={"x-scope": "create"},
 )
 async def upload_bundle(
     ctx: ContextDep,
+    response: Response,
     bundle: Annotated[UploadFile, File(description="A Codabench v2 bundle (.zip)")],
 ) -> dict[str, Any]:
     """Create a custom benchmark from a Codabench v2 bundle. Every problem comes back at once,
     each with its place and line in competition.yaml; unknown keys are `warnings`."""
-    data = await _read(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    data = await read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
     created = bundles.upload_bundle(ctx, data, bundle.filename or "bundle.zip")
+    quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
 
 
@@ -77,7 +71,7 @@ async def upload_bundle_version(
 ) -> BundleView:
     """Upload a changed bundle as the next version. Adding or removing phases or tasks is
     refused here (403): that is done in the web app."""
-    data = await _read(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    data = await read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
     return bundles.upload_bundle_version(ctx, benchmark_id, data, bundle.filename or "bundle.zip")
 
 
@@ -94,14 +88,7 @@ def download_bundle(
 ) -> Response:
     """The bundle zip exactly as uploaded (owner and collaborators only)."""
     found = bundles.download_bundle(ctx, benchmark_id, version)
-    return Response(
-        found.data,
-        media_type="application/zip",
-        headers={
-            "Content-Disposition": f'attachment; filename="{found.filename}"',
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+    return attachment(found.data, found.filename, "application/zip")
 
 
 @router.post(
@@ -121,7 +108,7 @@ async def submit(
     kind: Annotated[str, Form(description="auto, results or code")] = "auto",
 ) -> RunView:
     """Submit to a custom benchmark as Codabench participants do; it becomes a run."""
-    data = await _read(submission, "submission", ctx.settings.max_submission_bytes)
+    data = await read_upload(submission, "submission", ctx.settings.max_submission_bytes)
     name = submission.filename or "submission.zip"
     return submissions.submit(ctx, benchmark_id, data, name, phase, kind)
 

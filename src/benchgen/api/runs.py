@@ -1,4 +1,4 @@
-"""`/api/v1/runs`: estimate, start, read, results, log, export, cancel, rescore."""
+"""`/api/v1/runs`: estimate, start, read, results, log, export, cancel, retry, rescore."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from fastapi import APIRouter, Body, Query, Response
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
+from benchgen.api.files import attachment
 from benchgen.api.paging import page
 from benchgen.api.schemas import LogLine, Page, StartRun
-from benchgen.services.runs import launch, rescoring, results, run_log
+from benchgen.services.runs import launch, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
 from benchgen.services.runs.rescoring import Rescore
 
@@ -36,6 +37,13 @@ def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
     return launch.estimate_run(ctx, benchmark_id, model_id)
 
 
+@router.post("/estimate", response_model=Estimate, openapi_extra={"x-scope": "read"})
+def estimate_run_with(ctx: ContextDep, body: StartRun) -> Estimate:
+    """The most a run with these settings, samples and subset would cost; settings the model's
+    provider does not support are refused here (422)."""
+    return launch.estimate_run(ctx, body.benchmark_id, body.model_id, body.options())
+
+
 @router.post(
     "",
     status_code=202,
@@ -44,9 +52,9 @@ def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
     openapi_extra={"x-scope": "runs"},
 )
 def start_run(ctx: ContextDep, body: StartRun) -> RunView:
-    """Queue a run: reserves the estimate (402 if the balance cannot cover it) and freezes the
-    benchmark's questions."""
-    return launch.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id)
+    """Queue a run: reserves the estimate (402 if the balance cannot cover it, 409 if it
+    exceeds `max_credits`) and freezes the benchmark's questions."""
+    return launch.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id, body.options())
 
 
 @router.get("/{run_id}", response_model=RunView, openapi_extra={"x-scope": "read"})
@@ -90,8 +98,7 @@ def export_results(
 ) -> Response:
     """Download predictions and the per-question breakdown as JSONL or CSV."""
     media, text = results.export_results(ctx, run_id, format)
-    filename = f'attachment; filename="{run_id}.{format}"'
-    return Response(text, media_type=media, headers={"Content-Disposition": filename})
+    return attachment(text, f"{run_id}.{format}", media)
 
 
 @router.post(
@@ -103,6 +110,19 @@ def export_results(
 def cancel_run(ctx: ContextDep, run_id: str) -> RunView:
     """Cancel a queued run (refunded) or stop a running one (settles what it used)."""
     return launch.cancel_run(ctx, run_id)
+
+
+@router.post(
+    "/{run_id}/retry",
+    status_code=202,
+    response_model=RunView,
+    responses=responses(402, 409),
+    openapi_extra={"x-scope": "runs"},
+)
+def retry_run(ctx: ContextDep, run_id: str) -> RunView:
+    """Ask a finished run's errored questions again as a new run linked to it (`retry_of`);
+    the original is never changed. Launched like any run: quota, credits reserved."""
+    return retries.retry_errored(ctx, run_id)
 
 
 @router.post(

@@ -9,6 +9,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
+from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
 
 Item = TypeVar("Item")
 
@@ -47,11 +48,26 @@ class EditedBenchmark(BaseModel):
 
 
 class StartRun(BaseModel):
-    """Which model to run on which benchmark (phase: the first one unless given)."""
+    """Which model to run on which benchmark (phase: the first one unless given), with optional
+    generation settings, a subset (the run is then partial), the response cache and a spending
+    cap (a run whose estimate exceeds `max_credits` does not start)."""
 
     benchmark_id: str = Field(examples=["bm_3kQ9xZ0aB1cD2eF3gH4i"])
     model_id: str = Field(examples=["mdl_builtin_first"])
     phase_id: str | None = None
+    settings: RunSettings | None = None
+    subset: Subset | None = None
+    cache: bool = False
+    max_credits: int | None = Field(None, ge=0)
+
+    def options(self) -> RunOptions:
+        """The run's options as the services take them."""
+        return RunOptions(
+            settings=self.settings or RunSettings(),
+            subset=self.subset,
+            cache=self.cache,
+            max_credits=self.max_credits,
+        )
 
 
 class Question(BaseModel):

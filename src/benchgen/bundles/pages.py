@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 import nh3
@@ -26,6 +27,7 @@ _ATTRIBUTES = {
 # javascript:, data: and every other scheme are removed by nh3; mailto only makes sense on links.
 _URL_SCHEMES = {"http", "https", "mailto"}
 _MARKDOWN_SUFFIXES = (".md", ".markdown")
+_HEADING = re.compile(r"<(/?)h([1-6])(?=[\s>])")
 _HTML_SUFFIXES = (".html", ".htm")
 
 
@@ -41,7 +43,14 @@ def render_page(name: str, raw: bytes) -> str:
     else:
         # Any other file is shown as the text it is, never interpreted.
         html = f"<pre>{escape(text)}</pre>"
-    return sanitize_html(html)
+    return _demote_headings(sanitize_html(html))
+
+
+def _demote_headings(html: str) -> str:
+    # A page is shown under the benchmark's own title (h1) and the page's title (h2): its
+    # headings start at h3, so the document outline stays the site's. nh3's output has
+    # lower-case tag names, so matching the tags themselves is exact.
+    return _HEADING.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + 2, 6)}", html)
 
 
 def sanitize_html(html: str) -> str:

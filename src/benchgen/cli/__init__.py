@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchgen.cli import admin, benchmarks, chat, demo, evaluation
+from benchgen.cli import admin, benchmarks, chat, compare, demo, evaluation, scoring
 from benchgen.cli.common import console, open_runtime, prepare
 
 # Commands import what only they need (the web server, the agent's model libraries) when they
@@ -28,6 +28,8 @@ app.command(name="demo")(demo.seed_demo)
 app.command(name="chat", help=chat.HELP)(chat.chat_command)
 app.command(name="run")(evaluation.run)
 app.command(name="rescore")(evaluation.rescore)
+app.command(name="scoring")(scoring.scoring_command)
+app.command(name="compare", help=compare.HELP)(compare.compare_command)
 app.command(name="worker")(evaluation.worker)
 app.add_typer(evaluation.models_app, name="models")
 app.add_typer(evaluation.leaderboard_app, name="leaderboard")

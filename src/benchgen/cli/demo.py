@@ -12,7 +12,7 @@ from benchgen.cli.common import as_operator, as_user, console, open_runtime, pre
 from benchgen.core.errors import NotFound
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, tokens, users
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks import lifecycle, scoring
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "benchgen-demo"  # noqa: S105 - a documented demo login, not a secret
@@ -43,7 +43,11 @@ def seed_demo(
             existing = {bm.title for bm in lifecycle.list_benchmarks(ctx, mine_only=True)}
             for spec in _demo_specs():
                 if spec["title"] not in existing:
-                    lifecycle.create_benchmark(ctx, spec)
+                    # A small model answers in sentences: the qa demo scores with `includes`.
+                    settings = spec.pop("scoring", None)
+                    made = lifecycle.create_benchmark(ctx, spec).benchmark
+                    if settings:
+                        scoring.set_scoring(ctx, made.id, settings)
             # Every scope a user may hold, so the demo token can try every door (publish too).
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")

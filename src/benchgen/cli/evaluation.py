@@ -16,7 +16,7 @@ from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services import models
 from benchgen.services.benchmarks import judges
-from benchgen.services.runs import launch, leaderboards, rescoring
+from benchgen.services.runs import launch, leaderboards, rescoring, retries
 from benchgen.services.runtime import Runtime, transaction
 
 models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
@@ -26,15 +26,35 @@ leaderboard_app = typer.Typer(
 
 
 def run(
-    benchmark: Annotated[str, typer.Option(help="Benchmark id (bm_…).")],
-    model: Annotated[str, typer.Option(help="Model id (mdl_…); see `benchgen models list`.")],
     as_email: As,
+    benchmark: Annotated[str, typer.Option(help="Benchmark id (bm_…).")] = "",
+    model: Annotated[str, typer.Option(help="Model id (mdl_…); see `benchgen models list`.")] = "",
     wait: Annotated[bool, typer.Option(help="Work on it here and show progress.")] = True,
+    retry: Annotated[
+        str, typer.Option(help="Ask a finished run's errored questions again (run_…).")
+    ] = "",
+    first: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    samples: Annotated[int, typer.Option(help="Answers asked per question (1-20).")] = 1,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
+    cache: Annotated[bool, typer.Option(help="Reuse your cached replies.")] = False,
+    max_credits: Annotated[int | None, typer.Option(help="Refuse to start above this.")] = None,
 ) -> None:
     """Launch a run (credits are reserved up front) and follow it with a progress bar."""
+    options = {
+        "settings": {"samples": samples, "temperature": temperature, "seed": seed},
+        "subset": {"kind": "first", "n": first} if first else None,
+        "cache": cache,
+        "max_credits": max_credits,
+    }
     with open_runtime() as runtime:
         with as_user(runtime, as_email) as ctx:
-            started = launch.start_run(ctx, benchmark, model)
+            if retry:
+                started = retries.retry_errored(ctx, retry)
+            elif benchmark and model:
+                started = launch.start_run(ctx, benchmark, model, None, options)
+            else:
+                raise typer.BadParameter("give --benchmark and --model, or --retry RUN_ID")
         console.print(f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits.")
         if wait:
             current = follow_run(runtime, as_email, started.id, started.question_count)
@@ -94,6 +114,36 @@ def rescore(
         console.print(
             f"  #{change['position']}: {change['before']['outcome']} → {change['after']['outcome']}"
         )
+
+
+@models_app.command("add")
+def add_model(
+    as_email: As,
+    name: Annotated[str, typer.Option(help="A name for it in the catalogue.")],
+    endpoint_model: Annotated[
+        str, typer.Option(help="The model's name at the endpoint (e.g. qwen2.5-7b-instruct).")
+    ],
+    base_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible endpoint, e.g. https://…/v1.")
+    ] = None,
+    kind: Annotated[str, typer.Option(help="openai_compat or anthropic.")] = "openai_compat",
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="The environment variable holding its API key (never typed here)."),
+    ] = None,
+) -> None:
+    """Register your own model endpoint; its key is stored encrypted and never shown again."""
+    spec: dict[str, object] = {"name": name, "kind": kind, "endpoint_model": endpoint_model}
+    if base_url:
+        spec["base_url"] = base_url
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise typer.BadParameter(f"{api_key_env} is not set", param_hint="--api-key-env")
+        spec["api_key"] = key
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        made = models.create_model(ctx, spec)
+    console.print(f"Added model [bold]{made.name}[/] ({made.id}).")
 
 
 @models_app.command("list")

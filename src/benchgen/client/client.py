@@ -6,11 +6,24 @@ from benchgen.client.account import AccountCalls
 from benchgen.client.benchmarks import BenchmarkCalls
 from benchgen.client.bundles import BundleCalls
 from benchgen.client.chat import ChatCalls
+from benchgen.client.compare import CompareCalls
+from benchgen.client.formats import FormatCalls
 from benchgen.client.models import ModelCalls
 from benchgen.client.runs import RunCalls
+from benchgen.client.settings import SettingsCalls
 
 
-class BenchGen(AccountCalls, BenchmarkCalls, BundleCalls, ModelCalls, RunCalls, ChatCalls):
+class BenchGen(
+    AccountCalls,
+    BenchmarkCalls,
+    FormatCalls,
+    BundleCalls,
+    ModelCalls,
+    RunCalls,
+    CompareCalls,
+    SettingsCalls,
+    ChatCalls,
+):
     """A synchronous client for one BenchGen server and one personal API token.
 
     Use it as a context manager (or call `close()`) to release its connections. Every method

@@ -22,37 +22,74 @@ _LOG_PAGE = 5000
 class RunCalls(Connection):
     """Runs of a model on a benchmark, from estimate to results."""
 
-    def estimate(self, benchmark_id: str, model_id: str) -> Estimate:
+    def estimate(
+        self,
+        benchmark_id: str,
+        model_id: str,
+        settings: dict[str, Any] | None = None,
+        subset: dict[str, Any] | None = None,
+    ) -> Estimate:
         """The most a run would cost, in credits.
 
         Args:
             benchmark_id: The benchmark's id.
             model_id: The model's id.
+            settings: Generation settings (temperature, top_p, max_tokens, stop, system_prompt,
+                few_shot, chain_of_thought, seed, samples); see docs/run-settings.md.
+            subset: Part of the benchmark: `{"kind": "first", "n": 20}`, `{"kind": "random",
+                "n": 50, "seed": 0}` or `{"kind": "tags", "tags": ["geo"]}`.
 
         Returns:
             The estimate and how it was computed.
-        """
-        params = {"benchmark_id": benchmark_id, "model_id": model_id}
-        return cast(Estimate, self._json("GET", "/runs/estimate", params=params))
 
-    def start_run(self, benchmark_id: str, model_id: str, phase_id: str | None = None) -> Run:
+        Raises:
+            InvalidInput: A setting the model's provider does not support, or out of range.
+        """
+        if settings is None and subset is None:
+            params = {"benchmark_id": benchmark_id, "model_id": model_id}
+            return cast(Estimate, self._json("GET", "/runs/estimate", params=params))
+        body = _run_body(benchmark_id, model_id, None, settings, subset, False, None)
+        return cast(Estimate, self._json("POST", "/runs/estimate", json=body))
+
+    def start_run(
+        self,
+        benchmark_id: str,
+        model_id: str,
+        phase_id: str | None = None,
+        settings: dict[str, Any] | None = None,
+        subset: dict[str, Any] | None = None,
+        cache: bool = False,
+        max_credits: int | None = None,
+    ) -> Run:
         """Queue a run; reserves the estimate and freezes the benchmark's questions.
 
         Args:
             benchmark_id: The benchmark's id.
             model_id: The model's id, e.g. the baseline `mdl_builtin_first`.
             phase_id: The phase (the first one when None).
+            settings: Generation settings, as for `estimate`.
+            subset: Part of the benchmark, as for `estimate` (the run is then partial and never
+                on a leaderboard).
+            cache: Reuse your own earlier replies to the same prompts and settings.
+            max_credits: Refuse to start when the estimate is higher.
 
         Returns:
             The queued run.
 
         Raises:
             InsufficientCredits: The balance cannot cover the estimate.
+            Conflict: The estimate is above `max_credits`.
         """
-        body: dict[str, Any] = {"benchmark_id": benchmark_id, "model_id": model_id}
-        if phase_id is not None:
-            body["phase_id"] = phase_id
+        body = _run_body(benchmark_id, model_id, phase_id, settings, subset, cache, max_credits)
         return cast(Run, self._json("POST", "/runs", json=body))
+
+    def retry(self, run_id: str) -> Run:
+        """Ask a finished run's errored questions again, as a new run linked to it.
+
+        Returns:
+            The new, queued run (its `retry_of` is `run_id`); the original never changes.
+        """
+        return cast(Run, self._json("POST", f"/runs/{segment(run_id)}/retry"))
 
     def list_runs(self, benchmark_id: str | None = None) -> list[Run]:
         """Runs you launched and runs on benchmarks you own or collaborate on (every page).
@@ -186,3 +223,25 @@ class RunCalls(Connection):
         params = {"apply": "true" if apply else "false"}
         path = f"/runs/{segment(run_id)}/rescore"
         return cast(Rescore, self._json("POST", path, params=params, json=body))
+
+
+def _run_body(
+    benchmark_id: str,
+    model_id: str,
+    phase_id: str | None,
+    settings: dict[str, Any] | None,
+    subset: dict[str, Any] | None,
+    cache: bool,
+    max_credits: int | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"benchmark_id": benchmark_id, "model_id": model_id}
+    optional = {
+        "phase_id": phase_id,
+        "settings": settings,
+        "subset": subset,
+        "max_credits": max_credits,
+    }
+    body.update({key: value for key, value in optional.items() if value is not None})
+    if cache:
+        body["cache"] = True
+    return body

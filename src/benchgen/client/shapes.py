@@ -107,6 +107,7 @@ class LeaderboardRow(TypedDict):
     scores: dict[str, Any]
     score_edited: bool
     finished_at: str | None
+    settings: str  # the run's settings that differ from the defaults, in words
 
 
 class Leaderboard(TypedDict):
@@ -146,6 +147,8 @@ class Estimate(TypedDict):
     question_count: int
     credits: int
     basis: str
+    settings: str  # the settings that differ from the defaults, in words
+    partial: bool  # a subset: never eligible for a leaderboard
 
 
 class Run(TypedDict):
@@ -178,6 +181,63 @@ class Run(TypedDict):
     started_at: str | None
     finished_at: str | None
     detail_visible: bool
+    settings: dict[str, Any]  # generation settings, samples, subset, prompt version
+    partial: bool  # asked part of the benchmark (a subset or a retry): no leaderboard
+    retry_of: str | None  # the run whose errored questions this one asked again
+
+
+class TagDifference(TypedDict):
+    """How two compared runs did on the paired questions with one tag."""
+
+    tag: str
+    n: int
+    accuracy_a: float
+    accuracy_b: float
+    difference: float
+    only_a: int
+    only_b: int
+
+
+class PairedItem(TypedDict):
+    """One question both compared runs answered, and how each did on it."""
+
+    position: int
+    prompt: str
+    tags: list[str]
+    outcome_a: str
+    outcome_b: str
+    category: Literal["both_right", "both_wrong", "only_a", "only_b"]
+
+
+class Comparison(TypedDict):
+    """Run B against run A on the questions both answered: accuracies, the difference B − A
+    with its paired bootstrap interval (`ci_low`, `ci_high`), the exact McNemar `p_value` and
+    the four counts; `tags` and `items` only for the benchmark's team (None for others)."""
+
+    benchmark_id: str
+    benchmark_version: int
+    run_a: str
+    run_b: str
+    model_a: str
+    model_b: str
+    n: int
+    accuracy_a: float
+    accuracy_b: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    resamples: int
+    p_value: float
+    both_right: int
+    both_wrong: int
+    only_a: int
+    only_b: int
+    unpaired_a: int
+    unpaired_b: int
+    detail_visible: bool
+    tags: list[TagDifference] | None
+    items: list[PairedItem] | None
 
 
 class Bundle(TypedDict):
@@ -295,3 +355,20 @@ class QuotaStatus:
     limit: int
     remaining: int
     reset_at: datetime
+
+
+class Scoring(TypedDict):
+    """How a benchmark's future runs are scored: the method and every one of its options."""
+
+    method: str
+    options: dict[str, Any]
+
+
+class Notifications(TypedDict):
+    """Where my run notifications go; `webhook_secret` only in the answer that made it."""
+
+    email_on_finish: bool
+    webhook_url: str | None
+    has_webhook_secret: bool
+    webhook_secret: NotRequired[str | None]
+    updated_at: NotRequired[str | None]

@@ -106,6 +106,7 @@ class Action(StrEnum):
     RUN_EXECUTE = "run.execute"
     CHAT_RECORD = "chat.record"
     MAIL_SEND = "mail.send"
+    NOTIFICATIONS_MANAGE = "notifications.manage"
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ class ActionRule:
 
     `scope` None means session-only: no token or turn credential can ever carry it.
     `page` is the web-app page where a person does it (refusals link there).
+    `agent` False: a personal token with the scope may do it, a turn credential never.
     """
 
     scope: Scope | None
@@ -121,6 +123,7 @@ class ActionRule:
     roles: frozenset[Role] = frozenset()
     page: str = "/"
     summary: str = ""
+    agent: bool = True
 
 
 _R = Role
@@ -205,6 +208,17 @@ RULES: dict[Action, ActionRule] = {
         None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
     ),
     Action.MAIL_SEND: ActionRule(None, Target.JOB, frozenset(), "/", "send queued account mail"),
+    # A webhook sends the user's run results to an address of their choosing: the user sets it
+    # in the web app or with their own token, never the agent, whom a hostile text could talk
+    # into pointing it elsewhere.
+    Action.NOTIFICATIONS_MANAGE: ActionRule(
+        Scope.RUNS,
+        OWN,
+        frozenset(),
+        "/settings/notifications",
+        "set where run notifications go (mail, webhook)",
+        agent=False,
+    ),
 }
 
 

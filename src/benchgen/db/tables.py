@@ -353,6 +353,14 @@ class Run(Base):
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    # Generation settings, samples, subset and prompt version as the run was launched.
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The question positions asked (None: all); a partial run never reaches a leaderboard.
+    positions: Mapped[list[int] | None] = mapped_column(JSON)
+    partial: Mapped[bool] = mapped_column(default=False)
+    retry_of: Mapped[str | None] = mapped_column(String(40), index=True)
+    # Answered model calls (cache hits excluded): what the per-question price is charged on.
+    calls: Mapped[int] = mapped_column(default=0)
 
 
 class RunResult(Base):
@@ -548,3 +556,67 @@ class ReportedReply(Base):
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime]
     resolved_at: Mapped[datetime | None]
+
+
+class NotificationSetting(Base):
+    """Where a user's run notifications go: mail to their own address, and/or a signed webhook
+    (its secret encrypted with the deployment's key, like third-party API keys)."""
+
+    __tablename__ = "notification_settings"
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id"), primary_key=True)
+    email_on_finish: Mapped[bool] = mapped_column(default=False)
+    webhook_url: Mapped[str | None] = mapped_column(String(2000))
+    webhook_secret_enc: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class RunNotification(Base):
+    """A run's end notified on one channel. The (run, channel) pair is unique, so the row is the
+    claim: a redelivered job finds it taken and sends nothing a second time."""
+
+    __tablename__ = "run_notifications"
+    __table_args__ = (
+        UniqueConstraint("run_id", "channel", name="uq_run_notifications_run_channel"),
+    )
+    id: Mapped[str] = _id()
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = _user_fk()
+    channel: Mapped[str] = mapped_column(String(16))  # mail | webhook
+    # pending -> sending (claimed by one worker) -> sent | failed | dropped
+    status: Mapped[str] = mapped_column(String(16))
+    outbox_id: Mapped[str | None] = mapped_column(String(40))  # the mail's outbox message
+    detail: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    sent_at: Mapped[datetime | None]
+
+
+class RunSample(Base):
+    """An extra sample (1 and up) of one question of a run; sample 0 is its RunResult. Stored
+    unscored: the summary scores every sample with the run's current scoring."""
+
+    __tablename__ = "run_samples"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(primary_key=True)
+    sample: Mapped[int] = mapped_column(primary_key=True)
+    prompt_sent: Mapped[str] = mapped_column(Text)
+    raw: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    input_tokens: Mapped[int] = mapped_column(default=0)
+    output_tokens: Mapped[int] = mapped_column(default=0)
+    attempts: Mapped[int] = mapped_column(default=1)
+
+
+class ResponseCacheEntry(Base):
+    """One user's cached model reply (opt-in per run), keyed by a SHA-256 of what was asked."""
+
+    __tablename__ = "response_cache"
+    __table_args__ = (UniqueConstraint("user_id", "key", name="uq_response_cache_user_key"),)
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(64))
+    reply: Mapped[str] = mapped_column(Text)
+    tokens: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime]

@@ -198,6 +198,7 @@ class _Run:
             output_tokens=0,
             latency_ms=_ms_since(started),
             attempts=attempts,
+            sample=item.sample,
         )
 
 
@@ -224,6 +225,7 @@ def _answered(
         latency_ms=_ms_since(started),
         attempts=attempts,
         letter_logprobs=completion.letter_logprobs,
+        sample=item.sample,
     )
 
 

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 
 from benchgen.evals.types import Item
 
 LABELS = string.ascii_uppercase
+# The templates' version, recorded on each run: a change to any wording below bumps it, so two
+# runs' prompts are known to match when their versions do.
+PROMPT_VERSION = 1
+# Chain-of-thought templates are a fixed choice, not free text: a run's settings never carry
+# instructions of their own into the question prompt beyond the system prompt.
+CHAIN_OF_THOUGHT = {
+    "step_by_step": "Think step by step first, then write the final ANSWER line.",
+}
 
 _QA_INSTRUCTION = (
     "Answer briefly. End your reply with a final line of the form:\nANSWER: <your answer>"
@@ -58,3 +67,32 @@ def letter_only_prompt(item: Item) -> str:
 def _question_with_choices(question: str, choices: tuple[str, ...]) -> str:
     lines = [f"{label}. {text.strip()}" for label, text in zip(LABELS, choices, strict=False)]
     return question.strip() + "\n\n" + "\n".join(lines)
+
+
+def compose_prompt(
+    prompt: str, examples: Sequence[tuple[Item, str]] = (), chain_of_thought: str | None = None
+) -> str:
+    """`prompt` (a rendered question) after worked examples, with a chain-of-thought line.
+
+    Args:
+        prompt: the question as `render_prompt` or `letter_only_prompt` made it.
+        examples: (question, its accepted answer) pairs shown before the question.
+        chain_of_thought: a key of CHAIN_OF_THOUGHT, or None.
+
+    Raises:
+        KeyError: an unknown chain-of-thought template.
+    """
+    parts = [_example(number, item, answer) for number, (item, answer) in enumerate(examples, 1)]
+    if parts:
+        parts.append("Now the question to answer:")
+    parts.append(prompt)
+    if chain_of_thought:
+        parts.append(CHAIN_OF_THOUGHT[chain_of_thought])
+    return "\n\n".join(parts)
+
+
+def _example(number: int, item: Item, answer: str) -> str:
+    shown = item.prompt.strip()
+    if item.choices is not None:
+        shown = _question_with_choices(item.prompt, item.choices)
+    return f"Example {number}:\n{shown}\nANSWER: {answer.strip()}"

@@ -15,6 +15,7 @@ class Item:
     index: int
     prompt: str
     choices: tuple[str, ...] | None = None
+    sample: int = 0  # which of a question's samples this asking is (0 unless sampling)
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,9 @@ class Answer:
     input_tokens: int
     output_tokens: int
     latency_ms: int
-    attempts: int
+    attempts: int  # 0 for a reply reused from a response cache (no call made)
     letter_logprobs: dict[str, float] | None = None
+    sample: int = 0
 
 
 @dataclass(frozen=True)

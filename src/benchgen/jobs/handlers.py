@@ -13,7 +13,7 @@ from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
 from benchgen.services.queue import Claimed
-from benchgen.services.runs import bundle_execution, execution
+from benchgen.services.runs import bundle_execution, execution, notifications
 from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
 
@@ -35,6 +35,7 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
     with transaction(runtime, WORKER) as ctx:
         plan = execution.begin_run(ctx, run_id)
     if plan is None:
+        _notify(runtime, run_id)  # a redelivered job still sends what the first one claimed
         return
     cancelled = _cancel_probe(runtime, run_id)
     report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
@@ -46,6 +47,18 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
             report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
     with transaction(runtime, WORKER) as ctx:
         execution.finish_run(ctx, run_id, report.cancelled)
+    _notify(runtime, run_id)
+
+
+def _notify(runtime: Runtime, run_id: str) -> None:
+    """Send the run's claimed notifications once its end has committed, each in its own write:
+    a slow or failing receiver holds no lock and never fails the job."""
+    with transaction(runtime, WORKER) as ctx:
+        deliveries = notifications.claim_deliveries(ctx, run_id)
+    for delivery in deliveries:
+        error = notifications.send_delivery(runtime.settings, delivery)
+        with transaction(runtime, WORKER) as ctx:
+            notifications.record_delivery(ctx, delivery, error)
 
 
 def _recorder(runtime: Runtime, plan: RunPlan) -> Callable[[list[Answer]], None]:
@@ -107,6 +120,7 @@ def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
     """The run failed through the platform: record it and refund."""
     with transaction(runtime, WORKER) as ctx:
         execution.abandon_run(ctx, str(job.payload["run_id"]), error)
+    _notify(runtime, str(job.payload["run_id"]))
 
 
 def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
@@ -115,6 +129,7 @@ def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
     with transaction(runtime, WORKER) as ctx:
         plan = bundle_execution.begin_bundle_run(ctx, run_id)
     if plan is None:
+        _notify(runtime, run_id)
         return
 
     def log(lines: list[str]) -> None:
@@ -126,6 +141,7 @@ def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
     )
     with transaction(runtime, WORKER) as ctx:
         bundle_execution.finish_bundle_run(ctx, run_id, report)
+    _notify(runtime, run_id)
 
 
 HANDLERS: dict[str, Handler] = {

@@ -99,6 +99,8 @@ def _delegation_denial(ctx: Context, action: Action) -> str | None:
     kind = "this agent" if ctx.principal.kind is PrincipalKind.AGENT else "an API token"
     if rule.scope is None:
         return f"{kind} can never {rule.summary}; do it in the web app"
+    if ctx.principal.kind is PrincipalKind.AGENT and not rule.agent:
+        return f"{kind} can never {rule.summary}; do it in the web app or with an API token"
     switch = AGENT_SWITCHABLE.get(rule.scope)
     # The switch is named first: a credential minted while it was off lacks the scope too, and
     # the user should learn that the deployment, not their token, is why.

@@ -41,6 +41,7 @@ class AuditAction(StrEnum):
     MODEL_CREATE_PLATFORM = "model.create_platform"
     MODEL_DELETE = "model.delete"
     MODEL_UPDATE = "model.update"
+    NOTIFICATIONS_SET = "notifications.set"
     PARTICIPANT_JOIN = "participant.join"
     PARTICIPANT_STATUS = "participant.status"
     PARTICIPANTS_EMAIL = "participants.email"

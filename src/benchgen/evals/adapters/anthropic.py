@@ -18,11 +18,13 @@ DEFAULT_MAX_TOKENS = 1024
 
 
 class AnthropicAdapter:
-    """Calls `{base_url}/messages` with one user message at temperature 0.
+    """Calls `{base_url}/messages` with one user message at temperature 0 by default.
 
     `spec.base_url` defaults to "https://api.anthropic.com/v1". Params as for the
-    OpenAI-compatible adapter: `timeout_s`, `max_tokens`, `concurrency`, `max_reply_bytes`;
-    connections are checked against `spec.host_allowlist` as there.
+    OpenAI-compatible adapter: `timeout_s`, `max_tokens`, `concurrency`, `max_reply_bytes`,
+    and a run's `temperature`, `top_p`, `stop` and `system_prompt` (the Messages API has no
+    seed: runs refuse one at the estimate); connections are checked against
+    `spec.host_allowlist` as there.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -31,6 +33,7 @@ class AnthropicAdapter:
         self._url = (spec.base_url or DEFAULT_BASE_URL).rstrip("/") + "/messages"
         self._model = spec.name
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
+        self._params = spec.params
         headers = {"x-api-key": spec.api_key, "anthropic-version": API_VERSION}
         self._http = HttpPool(
             float(spec.params.get("timeout_s", 60)),
@@ -43,12 +46,18 @@ class AnthropicAdapter:
 
     async def complete(self, item: Item, prompt: str) -> Completion:
         """Send the prompt; `HttpPool.post_json` says which failures are retryable."""
-        payload = {
+        payload: dict[str, Any] = {
             "model": self._model,
             "max_tokens": self._max_tokens,
-            "temperature": 0,
+            "temperature": self._params.get("temperature", 0),
             "messages": [{"role": "user", "content": prompt}],
         }
+        if self._params.get("system_prompt"):
+            payload["system"] = str(self._params["system_prompt"])
+        if self._params.get("top_p") is not None:
+            payload["top_p"] = self._params["top_p"]
+        if self._params.get("stop"):
+            payload["stop_sequences"] = list(self._params["stop"])
         body = await self._http.post_json(self._url, payload)
         usage = body.get("usage")
         return Completion(

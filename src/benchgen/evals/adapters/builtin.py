@@ -15,7 +15,8 @@ _PUNCTUATION = ".,;:!?\"'()[]{}"
 class BuiltinAdapter:
     """One of the baselines `random`, `first-choice` or `echo`, chosen by `spec.name`.
 
-    `random` reads `spec.params["seed"]` (0): the same seed and item give the same answer.
+    `random` reads `spec.params["seed"]` (0): the same seed, item and sample give the same
+    answer. No baseline reads the other generation settings (runs refuse them).
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -36,7 +37,9 @@ class BuiltinAdapter:
 
 def _random(item: Item, prompt: str, seed: int) -> str:
     # Seeded by the question, not by call order, so concurrency cannot change the answers.
-    rng = random.Random(f"{seed}:{item.index}")  # noqa: S311 - a baseline, not a secret
+    # Sample 0 keeps the seed string of runs made before sampling, so their answers stay.
+    salt = f"{seed}:{item.index}" + (f":{item.sample}" if item.sample else "")
+    rng = random.Random(salt)  # noqa: S311 - a baseline, not a secret
     if item.choices:
         return f"ANSWER: {rng.choice(LABELS[: len(item.choices)])}"
     # The question's own words, so a change to the instruction template cannot change answers.

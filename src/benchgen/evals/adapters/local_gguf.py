@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.adapters.transport import token_count
 from benchgen.evals.prompts import LABELS
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
@@ -24,6 +25,7 @@ _N_CTX = 4096
 _N_THREADS = 2
 _TOP_LOGPROBS = 20
 DEFAULT_MAX_TOKENS = 512
+_SAMPLING_TOP_K = 40
 
 
 @dataclass
@@ -50,9 +52,10 @@ def smollm2_path() -> str | None:
 class LocalGGUFAdapter:
     """Runs one GGUF model with greedy decoding on 2 threads, one call at a time per model.
 
-    `spec.name` is a `.gguf` path or "smollm2". Params: `max_tokens` (512) and
+    `spec.name` is a `.gguf` path or "smollm2". Params: `max_tokens` (512),
     `letter_logprobs`: for multiple choice, generate one token and return the first-token
-    log-probs of the valid choice letters (needs a letter-only prompt).
+    log-probs of the valid choice letters (needs a letter-only prompt); and a run's
+    `temperature`, `top_p`, `stop`, `seed` and `system_prompt`.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -60,13 +63,19 @@ class LocalGGUFAdapter:
         self._path = _model_path(spec.name)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
+        self._params = spec.params
         # Queue callers here rather than in worker threads, so waiting costs no thread.
         self._turn = asyncio.Lock()
 
     async def complete(self, item: Item, prompt: str) -> Completion:
         """Generate a reply in a worker thread (loading the model on first use)."""
         labels = LABELS[: len(item.choices)] if self._letter_logprobs and item.choices else None
-        request: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}]}
+        request: dict[str, Any] = {"messages": chat_messages(self._params, prompt)}
+        request |= sampling_fields(self._params, item.sample)
+        temperature = float(self._params.get("temperature") or 0)
+        if temperature > 0:
+            # The server decodes greedily (top_k 1) unless a request widens it.
+            request |= {"temperature": temperature, "top_k": _SAMPLING_TOP_K}
         if labels:
             request |= {"max_tokens": 1, "logprobs": True, "top_logprobs": _TOP_LOGPROBS}
         else:

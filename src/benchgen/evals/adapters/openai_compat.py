@@ -20,8 +20,10 @@ class OpenAICompatAdapter:
 
     Params read from `spec.params`: `timeout_s` (60), `max_tokens` (1024), `concurrency`
     (64: the most connections; keep it at least the engine's concurrency) and
-    `max_reply_bytes` (4 MiB: a longer reply fails its question). Connections go only to
-    addresses that pass netguard's rules with `spec.host_allowlist`.
+    `max_reply_bytes` (4 MiB: a longer reply fails its question); a run's generation
+    settings `temperature` (0), `top_p`, `stop`, `seed` (plus the sample's number, so samples
+    differ) and `system_prompt`. Connections go only to addresses that pass netguard's rules
+    with `spec.host_allowlist`.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
@@ -30,6 +32,7 @@ class OpenAICompatAdapter:
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._model = spec.name
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
+        self._params = spec.params
         headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
         self._http = HttpPool(
             float(spec.params.get("timeout_s", 60)),
@@ -42,12 +45,13 @@ class OpenAICompatAdapter:
 
     async def complete(self, item: Item, prompt: str) -> Completion:
         """Send the prompt; `HttpPool.post_json` says which failures are retryable."""
-        payload = {
+        payload: dict[str, Any] = {
             "model": self._model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": chat_messages(self._params, prompt),
             "max_tokens": self._max_tokens,
-            "temperature": 0,
+            "temperature": self._params.get("temperature", 0),
         }
+        payload |= sampling_fields(self._params, item.sample)
         body = await self._http.post_json(self._url, payload)
         usage = body.get("usage")
         return Completion(
@@ -59,6 +63,26 @@ class OpenAICompatAdapter:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
+
+
+def chat_messages(params: dict[str, Any], prompt: str) -> list[dict[str, str]]:
+    """The user's prompt, after the run's system prompt when it has one."""
+    system = params.get("system_prompt")
+    messages = [{"role": "system", "content": str(system)}] if system else []
+    return [*messages, {"role": "user", "content": prompt}]
+
+
+def sampling_fields(params: dict[str, Any], sample: int) -> dict[str, Any]:
+    """`top_p`, `stop` and `seed` in the OpenAI shape, only those the run set."""
+    fields: dict[str, Any] = {}
+    if params.get("top_p") is not None:
+        fields["top_p"] = params["top_p"]
+    if params.get("stop"):
+        fields["stop"] = list(params["stop"])
+    if params.get("seed") is not None:
+        # One seed for every sample would make the samples one answer repeated.
+        fields["seed"] = int(params["seed"]) + sample
+    return fields
 
 
 def _message_text(body: dict[str, Any]) -> str:

@@ -10,6 +10,8 @@ from typing import Any
 from benchgen.evals.scorers import f1, numeric, regex
 from benchgen.evals.scorers.choice import score_choice, score_choice_logprob
 from benchgen.evals.scorers.exact import score_exact
+from benchgen.evals.scorers.includes import score_includes
+from benchgen.evals.scorers.normalize import DEFAULT_STEPS, STEP_NAMES
 from benchgen.evals.types import Answer, Key, Scored
 
 ReplyScorer = Callable[[str | None, Key, Mapping[str, Any]], Scored]
@@ -56,9 +58,12 @@ def _on_reply(
 
 
 _QA_ONLY, _MCQ_ONLY = frozenset({QA}), frozenset({MCQ})
+# The normalisation steps exact and includes apply before comparing, each switchable.
+_STEPS = {name: Option(getattr(DEFAULT_STEPS, name)) for name in STEP_NAMES}
 
 SCORERS: dict[str, Method] = {
-    "exact": _on_reply(_QA_ONLY, score_exact),
+    "exact": _on_reply(_QA_ONLY, score_exact, _STEPS),
+    "includes": _on_reply(_QA_ONLY, score_includes, _STEPS),
     "numeric": _on_reply(
         _QA_ONLY,
         numeric.score_numeric,

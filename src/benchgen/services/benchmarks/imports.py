@@ -1,4 +1,5 @@
-"""Benchmark import: questions from a JSONL or CSV file, checked line by line, then created."""
+"""Benchmark import: questions from a JSONL, CSV, Parquet or Hugging Face dataset file, mapped
+field by field, checked row by row, then created."""
 
 from __future__ import annotations
 
@@ -12,12 +13,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchgen.core.context import Context
-from benchgen.core.errors import InvalidInput
+from benchgen.core.errors import InvalidInput, invalid
 from benchgen.core.permissions import Action
 from benchgen.services import access
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks import lifecycle, mapping
 from benchgen.services.benchmarks.lifecycle import Created
-from benchgen.services.specs import MAX_DESCRIPTION, MAX_TITLE, Text, Title, parse
+from benchgen.services.benchmarks.mapping import FieldMap, Preset, RowProblem
+from benchgen.services.specs import (
+    MAX_DESCRIPTION,
+    MAX_QUESTIONS,
+    MAX_TITLE,
+    Text,
+    Title,
+    parse,
+)
 
 MAX_CONTENT = 50_000_000
 CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]
@@ -62,8 +71,172 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
     )
 
 
+FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
+# Decoded columns may be far larger than the compressed upload: past this many bytes in memory a
+# Parquet or Arrow file is refused, so a small file cannot expand into gigabytes.
+MAX_DECODED_BYTES = 200_000_000
+MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows lists 100
+_PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
+
+
+class FileImportIn(BaseModel):
+    """How to read an uploaded file of questions: its type, a preset and a field mapping.
+
+    `file_format` auto: by the file's name (.csv, .parquet, .arrow, else JSONL), or by its first
+    bytes. `hf` reads a Hugging Face `datasets` data file (Arrow, Parquet or JSON lines).
+    `format` qa or mcq; unset, mcq when the first row has choices."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    title: Title = Field(max_length=MAX_TITLE, examples=["Imported capitals"])
+    format: Literal["qa", "mcq"] | None = None
+    description: Text = Field("", max_length=MAX_DESCRIPTION)
+    file_format: FileFormat = "auto"
+    preset: Preset = "none"
+    mapping: FieldMap = Field(default_factory=FieldMap)
+
+
+def import_file(
+    ctx: Context, data: bytes, filename: str, spec: FileImportIn | dict[str, Any]
+) -> Created:
+    """Create a benchmark from an uploaded file through a field mapping; it counts against the
+    creation limit like any other. Nothing is stored unless every row is valid.
+
+    Raises:
+        PermissionDenied: the principal may not create benchmarks (checked before the file is
+            read at all).
+        InvalidInput: the file cannot be read, or rows are wrong: each problem's `loc` is
+            `["file", line or row number, field]`.
+        RateLimited: as for `lifecycle.create_benchmark`.
+    """
+    # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
+    access.require(ctx, Action.BENCHMARK_CREATE)
+    settings = parse(FileImportIn, spec)
+    kind = _file_kind(settings.file_format, filename, data)
+    rows = _read_rows(kind, data)
+    if not rows:
+        raise invalid(["file"], "has no rows")
+    if len(rows) > MAX_QUESTIONS:
+        raise invalid(["file"], f"at most {MAX_QUESTIONS} questions ({len(rows)} rows)")
+    fmt, questions = _mapped(settings, rows, kind)
+    body = {
+        "title": settings.title,
+        "format": fmt,
+        "description": settings.description,
+        "questions": questions,
+    }
+    try:
+        return lifecycle.create_benchmark(ctx, body)
+    except InvalidInput as exc:
+        raise _by_row(exc, [number for number, _ in rows], kind) from None
+
+
+def _file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
+    """jsonl, csv, parquet or arrow: what the bytes are read as."""
+    if chosen in ("jsonl", "csv", "parquet"):
+        return chosen
+    name = filename.lower()
+    if chosen == "auto" and name.endswith((".csv", ".tsv")):
+        return "csv"
+    if data.startswith(_PARQUET):
+        return "parquet"
+    if data.startswith((_ARROW_FILE, _ARROW_STREAM)):
+        return "arrow"
+    return "jsonl"
+
+
+def _read_rows(kind: str, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+    if kind in ("parquet", "arrow"):
+        records = _columnar(kind, data)
+        return [(number, record) for number, record in enumerate(records, start=1)]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise invalid(["file"], f"is not UTF-8 text (byte {exc.start})") from None
+    return _csv_records(text, "file") if kind == "csv" else _jsonl_rows(text, "file")
+
+
+def _columnar(kind: str, data: bytes) -> list[dict[str, Any]]:
+    """The rows of a Parquet or Arrow (IPC file or stream) file, read batch by batch."""
+    import pyarrow as pa  # loaded only for these files: it is large
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    decoded = 0
+    try:
+        if kind == "parquet":
+            batches = pq.ParquetFile(pa.BufferReader(data)).iter_batches(batch_size=1000)
+        elif data.startswith(_ARROW_FILE):
+            reader = pa.ipc.open_file(pa.BufferReader(data))
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            batches = iter(pa.ipc.open_stream(pa.BufferReader(data)))
+        for batch in batches:
+            # Checked per batch as it is decoded: a compressed column could otherwise expand
+            # into far more memory than the upload limit suggests.
+            decoded += batch.nbytes
+            if decoded > MAX_DECODED_BYTES or len(rows) > MAX_QUESTIONS:
+                raise invalid(["file"], "decodes to too many rows or bytes")
+            rows.extend(batch.to_pylist())
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise invalid(["file"], f"is not a readable {kind} file ({exc})") from None
+    return rows
+
+
+def _mapped(
+    settings: FileImportIn, rows: list[tuple[int, dict[str, Any]]], kind: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """The benchmark's format and its questions; every row's problems at once."""
+    flat = kind == "csv"
+    try:
+        fields, forced_mcq = mapping.resolve(settings.preset, settings.mapping, rows[0][1], flat)
+    except RowProblem as problem:
+        raise invalid([problem.field], problem.message) from None
+    fmt = settings.format or (
+        "mcq" if forced_mcq or mapping.has_choices(fields, rows[0][1]) else "qa"
+    )
+    questions, problems = [], []
+    for number, row in rows:
+        try:
+            questions.append(mapping.to_question(fields, row, fmt, flat))
+        except RowProblem as problem:
+            problems.append({"loc": ["file", number, problem.field], "msg": problem.message})
+            if len(problems) >= MAX_ROW_PROBLEMS:
+                break
+    if problems:
+        raise _summary(problems, kind)
+    return fmt, questions
+
+
+def _by_row(exc: InvalidInput, numbers: list[int], kind: str) -> InvalidInput:
+    """Validation's places (`questions.3.answer`) as the file's (`file`, line 5, `answer`)."""
+    problems = []
+    for problem in exc.errors:
+        loc = list(problem.get("loc", []))
+        if loc[:1] == ["questions"] and len(loc) >= 2 and isinstance(loc[1], int):
+            loc = ["file", numbers[loc[1]], *loc[2:]]
+        problems.append({**problem, "loc": loc})
+    return _summary(problems, kind) if problems else exc
+
+
+def _summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
+    word = "line" if kind in ("jsonl", "csv") else "row"
+    first = problems[0]["loc"]
+    if len(first) >= 2 and first[0] == "file":
+        where = f"{word} {first[1]}" + "".join(f".{part}" for part in first[2:])
+    else:
+        where = ".".join(str(part) for part in first)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return InvalidInput(f"{where}: {problems[0]['msg']}{more}", problems)
+
+
 def _jsonl(content: str) -> list[dict[str, Any]]:
-    questions = []
+    return [item for _, item in _jsonl_rows(content, "content")]
+
+
+def _jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
+    """Each JSON object with its line number."""
+    rows = []
     # "\n" only: str.splitlines would also split inside a JSON string at U+2028 and friends.
     for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
@@ -71,13 +244,13 @@ def _jsonl(content: str) -> list[dict[str, Any]]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise _bad(number, f"not valid JSON ({exc.msg})") from None
+            raise _bad(number, f"not valid JSON ({exc.msg})", field) from None
         except RecursionError:
-            raise _bad(number, "nested too deeply") from None
+            raise _bad(number, "nested too deeply", field) from None
         if not isinstance(item, dict):
-            raise _bad(number, "each line must be one JSON object")
-        questions.append(item)
-    return questions
+            raise _bad(number, "each line must be one JSON object", field)
+        rows.append((number, item))
+    return rows
 
 
 def _csv(content: str) -> list[dict[str, Any]]:
@@ -87,6 +260,20 @@ def _csv(content: str) -> list[dict[str, Any]]:
     except csv.Error as exc:
         # Too long a field, a stray quote, a NUL: the reader stops on the line it was given last.
         raise _bad(lines.number, f"not valid CSV ({exc})") from None
+
+
+def _csv_records(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
+    """Each CSV record as a dict of its cells, with the line it ends on."""
+    lines = _Lines(content)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        for row in csv.DictReader(lines):
+            if None in row:
+                raise _bad(lines.number, "more cells than header columns", field)
+            rows.append((lines.number, dict(row)))
+    except csv.Error as exc:
+        raise _bad(lines.number, f"not valid CSV ({exc})", field) from None
+    return rows
 
 
 def _csv_rows(rows: csv.DictReader[str]) -> list[dict[str, Any]]:
@@ -128,7 +315,5 @@ class _Lines:
         return line
 
 
-def _bad(line: int, message: str) -> InvalidInput:
-    return InvalidInput(
-        f"content line {line}: {message}", [{"loc": ["content", line], "msg": message}]
-    )
+def _bad(line: int, message: str, field: str = "content") -> InvalidInput:
+    return InvalidInput(f"{field} line {line}: {message}", [{"loc": [field, line], "msg": message}])

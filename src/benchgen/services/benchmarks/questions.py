@@ -41,6 +41,8 @@ class Canonical:
             shown["choices"] = dict(zip(LABELS, self.choices, strict=False))
         if with_answer:
             shown["answer"] = self.answers[0] if self.choices is not None else list(self.answers)
+            # The team's own notes on a question may explain its answer: theirs to see only.
+            shown["metadata"] = json.loads(self.metadata)
         return shown
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchgen.core.context import Context
-from benchgen.core.errors import invalid
+from benchgen.core.errors import Conflict, invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark
 from benchgen.evals.scorers import registry
@@ -33,14 +33,45 @@ def validated(fmt: str, settings: dict[str, Any]) -> dict[str, Any]:
         raise invalid(["scoring"], str(exc)) from None
 
 
+def get_scoring(ctx: Context, benchmark_id: str) -> dict[str, Any]:
+    """How the benchmark's future runs are scored (its settings with every option filled in).
+
+    Raises:
+        NotFound: not visible to the principal.
+        Conflict: a custom benchmark, which its bundle's programs score.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    _require_questions_format(benchmark)
+    return validated(benchmark.format, settings_for(benchmark))
+
+
+def method_choices(fmt: str) -> dict[str, dict[str, Any]]:
+    """The methods a format offers without a model and their options' defaults (for forms)."""
+    return {
+        name: {option: spec.default for option, spec in method.options.items()}
+        for name, method in registry.SCORERS.items()
+        if fmt in method.formats and method.scorer is not None
+    }
+
+
+def _require_questions_format(benchmark: Benchmark) -> None:
+    if benchmark.format not in registry.DEFAULT_METHOD:
+        raise Conflict(
+            "A custom benchmark is scored by its bundle's programs; change them with a new "
+            "bundle version."
+        )
+
+
 def set_scoring(ctx: Context, benchmark_id: str, settings: dict[str, Any]) -> dict[str, Any]:
     """Change how future runs are scored (past runs keep theirs until rescored and applied).
 
     Raises:
         NotFound / PermissionDenied: as for editing the benchmark.
+        Conflict: a custom benchmark.
         InvalidInput: bad settings.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    _require_questions_format(benchmark)
     checked = validated(benchmark.format, settings)
     benchmark.scoring, benchmark.updated_at = checked, ctx.now()
     audit.record(

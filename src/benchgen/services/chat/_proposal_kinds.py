@@ -22,6 +22,7 @@ from benchgen.services import access
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
 from benchgen.services.chat import previews, scratch
 from benchgen.services.runs import launch
+from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
@@ -49,13 +50,23 @@ class PublishArgs(BaseModel):
 
 
 class RunArgs(BaseModel):
-    """Arguments of a `start_run` proposal."""
+    """Arguments of a `start_run` proposal: the settings, subset and cache are part of what the
+    user approves (they are in the canonical arguments the approval's hash covers)."""
 
     model_config = _Strict
 
     benchmark_id: str = Field(max_length=40)
     model_id: str = Field(max_length=40)
     phase_id: str | None = Field(None, max_length=40)
+    settings: RunSettings = Field(default_factory=RunSettings)
+    subset: Subset | None = None
+    cache: bool = False
+
+    def options(self, max_credits: int | None = None) -> RunOptions:
+        """The run's options, capped at `max_credits` when given."""
+        return RunOptions(
+            settings=self.settings, subset=self.subset, cache=self.cache, max_credits=max_credits
+        )
 
 
 class BundleArgs(BaseModel):
@@ -179,7 +190,7 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
 def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
     spec = parse(RunArgs, arguments)
     row = access.require_benchmark(ctx, spec.benchmark_id, Action.RUN_LAUNCH)
-    estimate = launch.estimate_run(ctx, row.id, spec.model_id)
+    estimate = launch.estimate_run(ctx, row.id, spec.model_id, spec.options())
     preview: dict[str, Any] = {
         "benchmark_id": row.id,
         "benchmark_title": row.title,
@@ -190,6 +201,8 @@ def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> P
         "question_count": estimate.question_count,
         "estimated_credits": estimate.credits,
         "basis": estimate.basis,
+        "settings": estimate.settings,
+        "partial": estimate.partial,
     }
     preview["text"] = previews.run_text(preview)
     # The estimate the user saw is bound into the arguments: a run that would now cost more
@@ -267,14 +280,17 @@ def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _perform_run(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
-    estimate = launch.estimate_run(ctx, benchmark_id, model_id)
+    # Proposals made before runs had settings lack these keys: they ran with the defaults.
+    approved = {k: v for k, v in arguments.items() if k not in ("max_credits", "version")}
+    options = parse(RunArgs, approved).options(arguments["max_credits"])
+    estimate = launch.estimate_run(ctx, benchmark_id, model_id, options)
     if estimate.credits > arguments["max_credits"]:
         raise Conflict(
             f"The run would now cost up to {estimate.credits} credits, more than the "
             f"{arguments['max_credits']} shown when it was approved; nothing started.",
             {"estimate": estimate.credits, "approved": arguments["max_credits"]},
         )
-    run = launch.start_run(ctx, benchmark_id, model_id, arguments["phase_id"])
+    run = launch.start_run(ctx, benchmark_id, model_id, arguments["phase_id"], options)
     return {"run_id": run.id, "estimated_cost": run.estimated_cost}
 
 

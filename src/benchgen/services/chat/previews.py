@@ -94,13 +94,18 @@ def publish_text(title: str, benchmark_id: str, question_count: int) -> str:
 
 
 def run_text(preview: dict[str, Any]) -> str:
-    """The preview of a run: the benchmark, the model (and whose pick it was), the credits."""
+    """The preview of a run: the benchmark, the model (and whose pick it was), the credits, and
+    the settings and subset when they differ from the defaults."""
     text = (
         f"Run model {quote(preview['model_name'])} ({preview['model_id']}) on benchmark "
         f"{quote(preview['benchmark_title'])} ({preview['benchmark_id']}): "
         f"{preview['question_count']} questions, estimated at up to "
         f"{preview['estimated_credits']} credits ({preview['basis']})."
     )
+    if preview.get("settings"):
+        text += f" Settings: {preview['settings']}."
+    if preview.get("partial"):
+        text += " Only part of the benchmark: a partial run never goes on a leaderboard."
     if preview["phase_id"]:
         text += f" Phase: {preview['phase_id']}."
     if preview["agent_pick"]:

@@ -3,15 +3,18 @@ execution and rescoring, which have required their actions first."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.orm import Session, object_session
 
 from benchgen.core.context import Context
 from benchgen.db.session import execute_many
-from benchgen.db.tables import Run, RunResult
-from benchgen.evals import aggregate
-from benchgen.evals.types import Outcome, Scored
+from benchgen.db.tables import Question, Run, RunResult, RunSample
+from benchgen.evals import aggregate, sampling
+from benchgen.evals.scorers import registry
+from benchgen.evals.types import Key, Outcome, Scored
 from benchgen.services.benchmarks import _question_store
 
 
@@ -66,6 +69,48 @@ def stored_verdicts(ctx: Context, run_id: str) -> tuple[list[Scored], list[int]]
 
 
 def set_summary(run: Run, summary: dict[str, Any]) -> None:
-    """Store aggregates and derive the leaderboard columns from them."""
+    """Store aggregates and derive the leaderboard columns from them. A run with several
+    samples per question also gets pass@k and majority vote, every sample scored again with
+    the run's scoring as it is now (so rescoring, which sets it first, updates them too)."""
+    session = object_session(run)
+    if int((run.settings or {}).get("samples", 1)) > 1 and session is not None:
+        figures = _sampling(session, run)
+        if figures is not None:
+            summary = {**summary, "sampling": figures}
     run.summary = summary
     run.scores = {"accuracy": summary.get("accuracy")}
+
+
+def _sampling(session: Session, run: Run) -> dict[str, Any] | None:
+    """pass@k and majority vote over every question's samples (sample 0 is its result row)."""
+    keys = [
+        Key(tuple(answers), tuple(choices) if choices is not None else None)
+        for answers, choices in session.execute(
+            select(Question.answers, Question.choices)
+            .where(Question.benchmark_id == run.benchmark_id)
+            .order_by(Question.position)
+        )
+    ]
+    try:
+        score = registry.stored_scorer(run.scoring)
+    except ValueError:  # the AI judge grades one answer per question: no sample figures
+        return None
+    by_position: dict[int, dict[int, Scored]] = defaultdict(dict)
+    first = session.execute(
+        select(RunResult.position, RunResult.raw, RunResult.error, RunResult.letter_logprobs).where(
+            RunResult.run_id == run.id
+        )
+    )
+    for position, raw, error, letters in first:
+        by_position[position][0] = score(raw, error, letters, keys[position])
+    extra = session.execute(
+        select(RunSample.position, RunSample.sample, RunSample.raw, RunSample.error).where(
+            RunSample.run_id == run.id
+        )
+    )
+    for position, number, raw, error in extra:
+        by_position[position][number] = score(raw, error, None, keys[position])
+    if not by_position:
+        return None
+    ordered = [[samples[n] for n in sorted(samples)] for _, samples in sorted(by_position.items())]
+    return sampling.summarize_samples(ordered)

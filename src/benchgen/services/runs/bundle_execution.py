@@ -37,7 +37,7 @@ from benchgen.services import _model_specs, access
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import _bundle_versions
-from benchgen.services.runs import _log_writer, _model_calls
+from benchgen.services.runs import _log_writer, _model_calls, notifications
 
 
 @dataclass(frozen=True)
@@ -234,6 +234,7 @@ def _close(ctx: Context, run: Run, status: RunStatus, report: BundleReport) -> N
         f"{status.capitalize()}: {run.done_count}/{run.question_count} task(s), "
         f"{report.calls} model call(s), {run.cost} credits{detail}",
     )
+    notifications.notify_run_finished(ctx, run.id)
 
 
 def program_output(ctx: Context, run_id: str) -> dict[str, str]:

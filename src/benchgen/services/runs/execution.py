@@ -12,8 +12,8 @@ from sqlalchemy import insert, select, update
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
-from benchgen.db.tables import Model, Run, RunResult
-from benchgen.evals.prompts import letter_only_prompt, render_prompt
+from benchgen.db.tables import Model, Run, RunResult, RunSample
+from benchgen.evals.prompts import compose_prompt, letter_only_prompt, render_prompt
 from benchgen.evals.scorers import registry
 from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.scorers.judge import judge_prompt, read_verdict
@@ -22,7 +22,9 @@ from benchgen.evals.types import Answer, Item, Key, ModelSpec, Scored
 from benchgen.services import _model_specs, access
 from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import _question_store, judges, scoring
-from benchgen.services.runs import _log_writer, _verdicts
+from benchgen.services.benchmarks.questions import Canonical
+from benchgen.services.runs import _log_writer, _response_cache, _verdicts, notifications
+from benchgen.services.runs.settings import RunSettings, provider_params
 
 PENDING = "pending"  # stored answer awaiting the AI judge
 LOGPROB = "choice_logprob"  # scores the letter's log-probability: a letter-only prompt
@@ -39,11 +41,13 @@ class RunPlan:
     work: list[tuple[Item, str]]
     keys: dict[int, Key]
     total: int
+    cache: _response_cache.Scope | None = None  # the launcher's cache, when the run uses it
 
 
 def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
-    """Mark the run running and plan the questions not yet answered (so a re-claimed run
-    resumes instead of starting over). None when there is nothing to do."""
+    """Mark the run running and plan the answers not yet given (so a re-claimed run resumes
+    instead of starting over); replies found in the launcher's response cache are recorded at
+    once, without calling the model. None when there is nothing to do."""
     access.require(ctx, Action.RUN_EXECUTE)
     run = ctx.session.get(Run, run_id)
     if run is None or run.status in RUN_FINAL:
@@ -53,40 +57,104 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
         return None
     model = ctx.session.get(Model, run.model_id)
     assert model is not None  # runs keep their model row (models are only soft-deleted)
-    done = set(ctx.session.scalars(select(RunResult.position).where(RunResult.run_id == run.id)))
+    settings = run_settings(run)
     stored = _question_store.load_canonical(ctx, run.benchmark_id)
-    by_logprob = run.scoring.get("method") == LOGPROB
-    render = letter_only_prompt if by_logprob else render_prompt
-    work, keys = [], {}
-    for position, question in enumerate(stored):
-        keys[position] = scoring.key_for(question)
-        if position not in done:
-            item = Item(position, question.prompt, question.choices)
-            work.append((item, render(item)))
+    asked = run.positions if run.positions is not None else list(range(len(stored)))
+    work = _work(ctx, run, stored, asked, settings)
+    keys = {position: scoring.key_for(question) for position, question in enumerate(stored)}
     if run.status == RunStatus.QUEUED:
         run.status, run.started_at = RunStatus.RUNNING, ctx.now()
-        _log_writer.append(ctx, run.id, f"Started: {len(stored)} questions")
+        _log_writer.append(ctx, run.id, f"Started: {len(asked)} questions")
     else:
-        _log_writer.append(ctx, run.id, f"Resumed: {len(work)} questions left")
+        left = len({item.index for item, _ in work})
+        _log_writer.append(ctx, run.id, f"Resumed: {left} questions left")
     spec = _model_specs.model_spec(ctx, model)
-    if by_logprob:
+    spec = replace(spec, params={**spec.params, **provider_params(settings)})
+    if run.scoring.get("method") == LOGPROB:
         spec = replace(spec, params={**spec.params, "letter_logprobs": True})
-    return RunPlan(run.id, spec, dict(run.scoring), work, keys, len(stored))
+    cache = None
+    if run.settings.get("cache"):
+        described = {"id": model.id, "endpoint": model.endpoint_model, "url": spec.base_url}
+        cache = _response_cache.scope_for(run.launched_by, described, spec.params)
+    plan = RunPlan(run.id, spec, dict(run.scoring), work, keys, len(asked), cache)
+    return _answer_from_cache(ctx, plan) if cache else plan
+
+
+def run_settings(run: Run) -> RunSettings:
+    """A run's generation settings (the defaults for runs launched before there were any)."""
+    known = {k: v for k, v in (run.settings or {}).items() if k in RunSettings.model_fields}
+    return RunSettings.model_validate(known)
+
+
+def _work(
+    ctx: Context, run: Run, stored: list[Canonical], asked: list[int], settings: RunSettings
+) -> list[tuple[Item, str]]:
+    """(item, prompt) for every sample of every asked question not answered yet."""
+    done = {
+        (p, 0)
+        for p in ctx.session.scalars(select(RunResult.position).where(RunResult.run_id == run.id))
+    }
+    samples = select(RunSample.position, RunSample.sample).where(RunSample.run_id == run.id)
+    done |= {(position, sample) for position, sample in ctx.session.execute(samples)}
+    render = letter_only_prompt if run.scoring.get("method") == LOGPROB else render_prompt
+    examples = [
+        (Item(p, stored[p].prompt, stored[p].choices), stored[p].answers[0])
+        for p in run.settings.get("few_shot_positions") or []
+    ]
+    work = []
+    for position in asked:
+        question = stored[position]
+        item = Item(position, question.prompt, question.choices)
+        prompt = render(item)
+        if examples or settings.chain_of_thought:
+            prompt = compose_prompt(prompt, examples, settings.chain_of_thought)
+        work += [
+            (replace(item, sample=sample), prompt)
+            for sample in range(settings.samples)
+            if (position, sample) not in done
+        ]
+    return work
+
+
+def _answer_from_cache(ctx: Context, plan: RunPlan) -> RunPlan:
+    """Record the replies the cache holds; the plan keeps only the asks it does not."""
+    assert plan.cache is not None  # only cached runs come here
+    keyed = [(_response_cache.key_of(plan.cache, p, i.sample), i, p) for i, p in plan.work]
+    found = _response_cache.lookup(ctx, plan.cache, [key for key, _, _ in keyed])
+    if not found:
+        return plan
+    reused = [
+        Answer(item.index, prompt, found[key], None, 0, 0, 0, 0, sample=item.sample)
+        for key, item, prompt in keyed
+        if key in found
+    ]
+    _log_writer.append(ctx, plan.run_id, f"Reused {len(reused)} answers from your cache")
+    record_answers(ctx, plan, reused)
+    left = [(item, prompt) for key, item, prompt in keyed if key not in found]
+    return replace(plan, work=left)
 
 
 def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
-    """Score and store one batch with a single bulk insert; returns questions done so far."""
+    """Score and store one batch with bulk inserts (a question's first sample is its result,
+    later ones are kept apart); returns questions done so far."""
     access.require(ctx, Action.RUN_EXECUTE)
-    rows = [_row(plan, answer, _verdict(plan, answer)) for answer in answers]
+    first = [answer for answer in answers if answer.sample == 0]
+    rows = [_row(plan, answer, _verdict(plan, answer)) for answer in first]
     if rows:
         ctx.session.execute(insert(RunResult), rows)
-    errors = sum(1 for answer in answers if answer.error is not None)
+    extra = [_sample_row(plan, answer) for answer in answers if answer.sample > 0]
+    if extra:
+        ctx.session.execute(insert(RunSample), extra)
+    called = [a for a in answers if a.error is None and a.attempts > 0]
+    if plan.cache is not None:
+        _response_cache.store(ctx, plan.cache, _cacheable(plan.cache, called))
     ctx.session.execute(
         update(Run)
         .where(Run.id == plan.run_id)
         .values(
-            done_count=Run.done_count + len(answers),
-            error_count=Run.error_count + errors,
+            done_count=Run.done_count + len(first),
+            error_count=Run.error_count + sum(1 for a in answers if a.error is not None),
+            calls=Run.calls + len(called),
             input_tokens=Run.input_tokens + sum(a.input_tokens for a in answers),
             output_tokens=Run.output_tokens + sum(a.output_tokens for a in answers),
         )
@@ -97,6 +165,31 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
         ctx, plan.run_id, f"Processing: {done}/{plan.total} ({percent}%)", _secrets(plan)
     )
     return done
+
+
+def _cacheable(scope: _response_cache.Scope, answers: list[Answer]) -> list[tuple[str, str, int]]:
+    return [
+        (
+            _response_cache.key_of(scope, a.prompt_sent, a.sample),
+            a.raw or "",
+            a.input_tokens + a.output_tokens,
+        )
+        for a in answers
+    ]
+
+
+def _sample_row(plan: RunPlan, answer: Answer) -> dict[str, Any]:
+    return {
+        "run_id": plan.run_id,
+        "position": answer.index,
+        "sample": answer.sample,
+        "prompt_sent": answer.prompt_sent,
+        "raw": answer.raw,
+        "error": answer.error,
+        "input_tokens": answer.input_tokens,
+        "output_tokens": answer.output_tokens,
+        "attempts": answer.attempts,
+    }
 
 
 def _verdict(plan: RunPlan, answer: Answer) -> Scored | None:
@@ -210,11 +303,12 @@ def abandon_run(ctx: Context, run_id: str, error: str) -> None:
         run.reservation_id = None
     run.status, run.cost, run.finished_at = RunStatus.FAILED, 0, ctx.now()
     _log_writer.append(ctx, run.id, f"Failed: {error[:300]} — credits refunded")
+    notifications.notify_run_finished(ctx, run.id)
 
 
 def _close(ctx: Context, run: Run, status: str) -> None:
     model = ctx.session.get(Model, run.model_id)
-    answered = run.done_count - run.error_count
+    answered = run.calls  # replies reused from the cache cost nothing
     tokens = run.input_tokens + run.output_tokens
     price_q, price_t = (model.price_per_question, model.price_per_1k_tokens) if model else (0, 0)
     run.cost = min(answered * price_q + math.ceil(tokens * price_t / 1000), run.estimated_cost)
@@ -227,6 +321,7 @@ def _close(ctx: Context, run: Run, status: str) -> None:
         f"{status.capitalize()}: {run.done_count}/{run.question_count}"
         f" answered, {run.error_count} errors, {run.cost} credits",
     )
+    notifications.notify_run_finished(ctx, run.id)
 
 
 def _secrets(plan: RunPlan) -> tuple[str, ...]:

@@ -10,16 +10,17 @@ from typing import Any
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
-from benchgen.db.tables import Benchmark, Judge, Model, Phase, PhaseTask, Question, Run
+from benchgen.db.tables import Benchmark, Judge, Model, Phase, PhaseTask, Run
 from benchgen.services import _enqueue, _model_specs, access, audit, models
 from benchgen.services.accounts import _ledger, ratelimits
 from benchgen.services.benchmarks import lifecycle, scoring
-from benchgen.services.runs import _log_writer, leaderboards
-from benchgen.services.specs import MAX_LIST, check_window
+from benchgen.services.runs import _asking, _log_writer, leaderboards
+from benchgen.services.runs.settings import RunOptions, check_supported, describe, recorded
+from benchgen.services.specs import MAX_LIST, check_window, parse
 
 # Until a run reports real usage, assume this many tokens per question beyond the prompt.
 EXPECTED_OUTPUT_TOKENS = 512
@@ -37,6 +38,8 @@ class Estimate:
     question_count: int
     credits: int
     basis: str
+    settings: str  # the settings that differ from the defaults, in words
+    partial: bool  # a subset: never eligible for a leaderboard
 
 
 @dataclass(frozen=True)
@@ -70,47 +73,93 @@ class RunView:
     started_at: datetime | None
     finished_at: datetime | None
     detail_visible: bool
+    settings: dict[str, Any]
+    partial: bool
+    retry_of: str | None
 
 
-def estimate_run(ctx: Context, benchmark_id: str, model_id: str) -> Estimate:
-    """The credits a run would reserve: per-question price plus token price, rounded up.
+def estimate_run(
+    ctx: Context,
+    benchmark_id: str,
+    model_id: str,
+    options: RunOptions | dict[str, Any] | None = None,
+) -> Estimate:
+    """The credits a run would reserve: per-question price plus token price, rounded up, for
+    every sample of every asked question (few-shot examples and other prompt additions
+    counted in the prompt's length).
 
     Raises:
         NotFound: benchmark or model not visible to the principal.
-        InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline).
+        InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline),
+            or a setting is out of range or not supported by the model's provider.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     model = _model_specs.usable_model(ctx, model_id)
     models.require_answerable(model, benchmark.format)
+    chosen = _options(options)
+    _check_options(chosen, benchmark, model)
     if benchmark.format == "custom":
         return _custom_estimate(ctx, benchmark, model)
-    count, prompt_chars = _question_stats(ctx, benchmark.id)
-    return _estimate(benchmark, model, count, prompt_chars)
+    asked = _asked(ctx, benchmark, chosen)
+    return _estimate(benchmark, model, asked, chosen)
+
+
+def _options(options: RunOptions | dict[str, Any] | None) -> RunOptions:
+    return parse(RunOptions, options) if options is not None else RunOptions()
+
+
+def _check_options(options: RunOptions, benchmark: Benchmark, model: Model) -> None:
+    method = str(scoring.settings_for(benchmark).get("method", ""))
+    check_supported(options.settings, model.kind, model.endpoint_model, benchmark.format, method)
+    if benchmark.format == "custom" and options.subset is not None:
+        raise invalid(["subset"], "a custom benchmark's tasks run whole")
+
+
+def _asked(
+    ctx: Context, benchmark: Benchmark, options: RunOptions, chosen: list[int] | None = None
+) -> _asking.Asked:
+    may_read_key = access.can(ctx, Action.BENCHMARK_READ_KEY, benchmark)
+    return _asking.plan_questions(ctx, benchmark.id, options, may_read_key, chosen)
 
 
 def _custom_estimate(ctx: Context, benchmark: Benchmark, model: Model) -> Estimate:
     """A custom run may make up to `custom_run_model_calls` model calls (the proxy stops there),
     each priced as a question with a long prompt."""
     calls = ctx.settings.custom_run_model_calls
-    estimate = _estimate(benchmark, model, calls, calls * CUSTOM_PROMPT_TOKENS * CHARS_PER_TOKEN)
+    prompt_chars = calls * CUSTOM_PROMPT_TOKENS * CHARS_PER_TOKEN
+    asked = _asking.Asked(None, [], calls, prompt_chars, False)
+    estimate = _estimate(benchmark, model, asked, RunOptions())
     return replace(estimate, basis=f"up to {calls} model calls: " + estimate.basis)
 
 
-def _estimate(benchmark: Benchmark, model: Model, count: int, prompt_chars: int) -> Estimate:
-    max_tokens = int(model.params.get("max_tokens", EXPECTED_OUTPUT_TOKENS))
-    tokens = prompt_chars // CHARS_PER_TOKEN + count * max_tokens
-    cost = count * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
+def _estimate(
+    benchmark: Benchmark, model: Model, asked: _asking.Asked, options: RunOptions
+) -> Estimate:
+    settings = options.settings
+    samples, count = settings.samples, asked.count
+    max_tokens = settings.max_tokens or int(model.params.get("max_tokens", EXPECTED_OUTPUT_TOKENS))
+    calls = count * samples
+    tokens = samples * asked.prompt_chars // CHARS_PER_TOKEN + calls * max_tokens
+    cost = calls * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
+    times = f" × {samples} samples" if samples > 1 else ""
     basis = (
-        f"{count} questions × {model.price_per_question} + up to {tokens} tokens × "
+        f"{count} questions{times} × {model.price_per_question} + up to {tokens} tokens × "
         f"{model.price_per_1k_tokens}/1k"
     )
-    return Estimate(benchmark.id, model.id, model.name, count, cost, basis)
+    shown = describe(recorded(options, asked.few_shot_positions, asked.partial))
+    return Estimate(benchmark.id, model.id, model.name, count, cost, basis, shown, asked.partial)
 
 
 def start_run(
-    ctx: Context, benchmark_id: str, model_id: str, phase_id: str | None = None
+    ctx: Context,
+    benchmark_id: str,
+    model_id: str,
+    phase_id: str | None = None,
+    options: RunOptions | dict[str, Any] | None = None,
 ) -> RunView:
-    """Launch a run: reserve the estimate, freeze the questions, queue the work.
+    """Launch a run: reserve the estimate, freeze the questions, queue the work. `options`
+    carries generation settings, samples, a subset (the run is then partial), the response
+    cache and a spending cap: a run whose estimate exceeds `max_credits` does not start.
 
     Raises:
         NotFound: benchmark, model or phase not visible to the principal.
@@ -120,12 +169,33 @@ def start_run(
         RateLimited: someone outside the benchmark's team used up its runs per day; `retry_at`
             says when they may run again.
         InsufficientCredits: the balance cannot cover the estimate; nothing starts.
+        InvalidInput: a setting is out of range or not supported by the model's provider.
+        Conflict: the estimate exceeds `max_credits`.
+    """
+    return launch_run(ctx, benchmark_id, model_id, phase_id, _options(options))
+
+
+def launch_run(
+    ctx: Context,
+    benchmark_id: str,
+    model_id: str,
+    phase_id: str | None,
+    options: RunOptions,
+    chosen: list[int] | None = None,
+    retry_of: str | None = None,
+) -> RunView:
+    """`start_run` with checked options, asking only the `chosen` positions when given (a
+    retry, linked to the run `retry_of`).
+
+    Raises:
+        See `start_run`.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
     model = _model_specs.usable_model(ctx, model_id)
     if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
     models.require_answerable(model, benchmark.format)
+    _check_options(options, benchmark, model)
     phase = open_phase(ctx, benchmark, phase_id)
     if benchmark.format == "custom":
         return _start_custom_run(ctx, benchmark, phase, model)
@@ -136,10 +206,12 @@ def start_run(
             "Letter log-prob scoring needs a local GGUF model; this one is "
             f"{model.kind}. Use the 'choice' method for it."
         )
-    count, prompt_chars = _question_stats(ctx, benchmark.id)
+    asked = _asked(ctx, benchmark, options, chosen)
+    count = asked.count
     if count == 0:
         raise Conflict("This benchmark has no questions to run.", {"id": benchmark.id})
-    estimate = _estimate(benchmark, model, count, prompt_chars)
+    estimate = _estimate(benchmark, model, asked, options)
+    _check_cap(estimate, options)
     run_id = new_id("run")
     # Aggregate scores leak the key bit by bit: outsiders get a few runs a day (docs/permissions).
     ratelimits.consume_run(ctx, benchmark, run_id)
@@ -147,17 +219,23 @@ def start_run(
     lifecycle.freeze_questions(ctx, benchmark.id)
     run = new_run(ctx, run_id, benchmark, phase, model, settings, count, estimate.credits)
     run.reservation_id = reservation
-    run.job_id = _enqueue.enqueue(ctx, "run", {"run_id": run_id}, user_id=run.launched_by)
-    _log_writer.append(ctx, run_id, f"Queued: {count} questions, up to {estimate.credits} credits")
-    audit.record(
-        ctx,
-        audit.AuditAction.RUN_START,
-        "run",
-        run_id,
-        benchmark_id=benchmark.id,
-        model_id=model.id,
-    )
+    partial = asked.partial or retry_of is not None
+    run.settings = recorded(options, asked.few_shot_positions, partial)
+    run.positions, run.partial, run.retry_of = asked.positions, partial, retry_of
+    note = f"{count} questions, up to {estimate.credits} credits"
+    queue_run(ctx, run, "run", note, audit.AuditAction.RUN_START, model_id=model.id)
     return view(ctx, run)
+
+
+def _check_cap(estimate: Estimate, options: RunOptions) -> None:
+    """The spending cap refuses at the start: the reservation already bounds what a run can
+    cost, so a run under its cap never needs stopping halfway."""
+    if options.max_credits is not None and estimate.credits > options.max_credits:
+        raise Conflict(
+            f"The run may cost up to {estimate.credits} credits, above your cap of "
+            f"{options.max_credits}; nothing started.",
+            {"estimate": estimate.credits, "max_credits": options.max_credits},
+        )
 
 
 def _start_custom_run(ctx: Context, benchmark: Benchmark, phase: Phase, model: Model) -> RunView:
@@ -170,17 +248,18 @@ def _start_custom_run(ctx: Context, benchmark: Benchmark, phase: Phase, model: M
     tasks = phase_task_count(ctx, phase)
     run = new_run(ctx, run_id, benchmark, phase, model, {}, tasks, estimate.credits)
     run.reservation_id = reservation
-    run.job_id = _enqueue.enqueue(ctx, "bundle_run", {"run_id": run_id}, user_id=run.launched_by)
-    _log_writer.append(ctx, run_id, f"Queued: {tasks} task(s), up to {estimate.credits} credits")
-    audit.record(
-        ctx,
-        audit.AuditAction.RUN_START,
-        "run",
-        run_id,
-        benchmark_id=benchmark.id,
-        model_id=model.id,
-    )
+    note = f"{tasks} task(s), up to {estimate.credits} credits"
+    queue_run(ctx, run, "bundle_run", note, audit.AuditAction.RUN_START, model_id=model.id)
     return view(ctx, run)
+
+
+def queue_run(
+    ctx: Context, run: Run, job: str, note: str, action: audit.AuditAction, **details: Any
+) -> None:
+    """Hand an accepted run to the workers: queue its job, log it, audit who started it."""
+    run.job_id = _enqueue.enqueue(ctx, job, {"run_id": run.id}, user_id=run.launched_by)
+    _log_writer.append(ctx, run.id, f"Queued: {note}")
+    audit.record(ctx, action, "run", run.id, benchmark_id=run.benchmark_id, **details)
 
 
 def phase_task_count(ctx: Context, phase: Phase) -> int:
@@ -259,15 +338,6 @@ def _check_judge(ctx: Context, benchmark: Benchmark, settings: dict[str, Any]) -
         raise PermissionDenied(
             "This benchmark's AI judge is paid by its owner and is not open to other users."
         )
-
-
-def _question_stats(ctx: Context, benchmark_id: str) -> tuple[int, int]:
-    count, chars = ctx.session.execute(
-        select(func.count(), func.coalesce(func.sum(func.length(Question.prompt)), 0)).where(
-            Question.benchmark_id == benchmark_id
-        )
-    ).one()
-    return int(count), int(chars)
 
 
 def get_run(ctx: Context, run_id: str) -> RunView:
@@ -386,4 +456,7 @@ def view(
         started_at=run.started_at,
         finished_at=run.finished_at,
         detail_visible=detail,
+        settings=dict(run.settings or {}),
+        partial=run.partial,
+        retry_of=run.retry_of,
     )

@@ -18,6 +18,7 @@ from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
 from benchgen.db.tables import Benchmark, LeaderboardEntry, Model, Phase, Run, User
 from benchgen.services import access, audit
+from benchgen.services.runs import settings
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
 
@@ -63,6 +64,7 @@ class Row:
     scores: dict[str, Any]
     score_edited: bool
     finished_at: datetime | None
+    settings: str  # the run's generation settings that differ from the defaults
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,8 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
 
     Raises:
         NotFound / PermissionDenied: not the benchmark's team, or a token or the agent asked.
-        Conflict: the run has not completed, has no score, or is already on it.
+        Conflict: the run has not completed, has no score, is partial (a subset or a
+            retry: it did not answer the whole benchmark), or is already on it.
     """
     run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
@@ -90,6 +93,12 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
     primary = columns_of(benchmark)[0].key
     if run.status != RunStatus.COMPLETED or run.scores.get(primary) is None:
         raise Conflict("Only completed, scored runs can be on a leaderboard.", {"id": run.id})
+    if run.partial:
+        raise Conflict(
+            "This run asked only part of the benchmark (a subset or a retry of errors); "
+            "partial runs cannot be on a leaderboard.",
+            {"id": run.id},
+        )
     if ctx.session.scalar(select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)):
         raise Conflict("The run is already on the leaderboard.", {"id": run.id})
     assert ctx.principal.user_id is not None  # a session principal acting for a user
@@ -157,6 +166,7 @@ def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None
             {c.key: run.scores.get(c.key) for c in shown},
             run.score_edit is not None,
             run.finished_at,
+            settings.describe(run.settings or {}),
         )
         for index, (run, model_name, who) in enumerate(ranked)
     ]

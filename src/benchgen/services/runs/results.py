@@ -17,6 +17,7 @@ from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.services import access
 from benchgen.services.benchmarks import _question_store
+from benchgen.services.runs import exports
 from benchgen.services.specs import MAX_RESULTS, check_window
 
 PUBLIC_FIELDS = (
@@ -118,4 +119,5 @@ def _detail(ctx: Context, run: Run) -> bool:
 
 
 def _cell(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, list | dict) else value
+    # Answers come from models and questions from authors: neither may become a formula.
+    return exports.spreadsheet_safe(value)

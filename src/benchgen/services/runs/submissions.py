@@ -15,11 +15,11 @@ from benchgen.core.errors import Conflict, RateLimited, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, Phase, Run
-from benchgen.services import _enqueue, access, audit
+from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import _bundle_versions
-from benchgen.services.runs import _log_writer, launch
+from benchgen.services.runs import launch
 from benchgen.services.runs.launch import RunView
 
 DAY = timedelta(days=1)
@@ -70,14 +70,12 @@ def submit(
         "size": len(data),
         "sha256": sha256,
     }
-    run.job_id = _enqueue.enqueue(ctx, "bundle_run", {"run_id": run_id}, user_id=run.launched_by)
-    _log_writer.append(ctx, run_id, f"Queued: submission {run.submission['filename']}")
-    audit.record(
+    launch.queue_run(
         ctx,
+        run,
+        "bundle_run",
+        f"submission {run.submission['filename']}",
         audit.AuditAction.SUBMISSION_CREATE,
-        "run",
-        run_id,
-        benchmark_id=benchmark.id,
         phase_id=phase.id,
         sha256=sha256,
     )

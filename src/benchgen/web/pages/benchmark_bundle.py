@@ -14,6 +14,7 @@ from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.runtime import undo_on_error
+from benchgen.web.files import attachment
 from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
 from benchgen.web.pages.question_form import Problems
 from benchgen.web.session import WebContext, csrf_checked, runtime_of
@@ -83,15 +84,7 @@ def bundle_download(
 ) -> Response:
     """The bundle zip as uploaded (the team only: it holds reference data and solutions)."""
     found = bundles.download_bundle(ctx, benchmark_id, version)
-    return Response(
-        found.data,
-        media_type="application/zip",
-        headers={
-            "Content-Disposition": f'attachment; filename="{found.filename}"',
-            # A zip must never be sniffed into something a browser would render.
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+    return attachment(found.data, found.filename, "application/zip")
 
 
 def read_upload(

@@ -3,8 +3,9 @@ also submit a results or code zip to one of its phases."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
@@ -43,6 +44,28 @@ KINDS = (
     ("results", "Results (predictions the scoring program reads)"),
     ("code", "Code (run by the bundle's ingestion program)"),
 )
+# The Advanced section: generation settings passed to the service as typed, then the rest.
+SETTING_FIELDS = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "system_prompt",
+    "few_shot",
+    "chain_of_thought",
+    "seed",
+    "samples",
+)
+ADVANCED = (
+    *SETTING_FIELDS,
+    "stop",
+    "subset_kind",
+    "subset_n",
+    "subset_seed",
+    "subset_tags",
+    "cache",
+    "max_credits",
+)
+MAX_FIELD_CHARS = 5000  # above every setting's own limit: the service says what is too long
 # What can stop a submission that the person can fix here: a closed phase, a used-up limit.
 _SUBMIT_REFUSALS = (InvalidInput, Conflict, RateLimited, NotFound, PermissionDenied)
 
@@ -59,8 +82,10 @@ class Submission:
 def evaluate(
     request: Request, ctx: WebContext, benchmark_id: str, model_id: IdQuery = ""
 ) -> Response:
-    """The model picker; with a model chosen, the estimate and the start button."""
-    return _page(request, ctx, benchmark_id, model_id)
+    """The model picker with its Advanced settings; with a model chosen, the estimate for
+    those settings and the start button."""
+    advanced = advanced_fields(request.query_params)
+    return _page(request, ctx, benchmark_id, model_id, advanced=advanced)
 
 
 @router.post("/benchmarks/{benchmark_id}/evaluate", name="benchmark_evaluate_start")
@@ -68,16 +93,51 @@ def evaluate_start(
     request: Request,
     ctx: WebContext,
     benchmark_id: str,
+    form: FormDep,
     model_id: Annotated[str, Form(max_length=64)],
     phase_id: Annotated[str, Form(max_length=64)] = "",
 ) -> Response:
     """Start the run (credits reserved, questions frozen) and go to its page."""
+    advanced = advanced_fields(form)
     try:
         with undo_on_error(ctx):
-            run = launch.start_run(ctx, benchmark_id, model_id, phase_id or None)
+            options = run_options(advanced)
+            run = launch.start_run(ctx, benchmark_id, model_id, phase_id or None, options)
     except _REFUSALS as exc:
-        return _page(request, ctx, benchmark_id, model_id, exc.message, exc.http_status)
+        return _page(
+            request, ctx, benchmark_id, model_id, exc.message, exc.http_status, advanced=advanced
+        )
     return redirect(request, "run", flash="Run queued.", run_id=run.id)
+
+
+def advanced_fields(source: Mapping[str, Any]) -> dict[str, str]:
+    """The Advanced section's fields that were filled in, as sent (to refill the form)."""
+    values = {name: source.get(name) for name in ADVANCED}
+    return {
+        name: value.strip()[:MAX_FIELD_CHARS]
+        for name, value in values.items()
+        if isinstance(value, str) and value.strip()
+    }
+
+
+def run_options(fields: dict[str, str]) -> dict[str, Any]:
+    """The run's options from the Advanced fields; the service validates every value (a
+    number that is not one is refused there with its field's name)."""
+    settings: dict[str, Any] = {name: fields[name] for name in SETTING_FIELDS if name in fields}
+    if "stop" in fields:
+        settings["stop"] = [line for line in fields["stop"].splitlines() if line]
+    options: dict[str, Any] = {"settings": settings, "cache": fields.get("cache") == "on"}
+    kind = fields.get("subset_kind", "")
+    if kind:
+        options["subset"] = {
+            "kind": kind,
+            "n": fields.get("subset_n") or None,
+            "seed": fields.get("subset_seed") or 0,
+            "tags": [t.strip() for t in fields.get("subset_tags", "").split(",") if t.strip()],
+        }
+    if "max_credits" in fields:
+        options["max_credits"] = fields["max_credits"]
+    return options
 
 
 @router.post(SUBMIT_PAGE, name="benchmark_submit")
@@ -117,6 +177,7 @@ def _page(
     status_code: int = 200,
     submission: Submission | None = None,
     problems: Problems | None = None,
+    advanced: dict[str, str] | None = None,
 ) -> Response:
     found = lifecycle.get_benchmark(ctx, benchmark_id)
     choices = models.list_models(ctx, benchmark_id)
@@ -124,9 +185,10 @@ def _page(
         (label, [model for model in choices if model.owner == source]) for source, label in SOURCES
     ]
     estimate: Estimate | None = None
+    advanced = advanced or {}
     if model_id and not error:
         try:
-            estimate = launch.estimate_run(ctx, benchmark_id, model_id)
+            estimate = launch.estimate_run(ctx, benchmark_id, model_id, run_options(advanced))
         except (NotFound, InvalidInput) as exc:
             error, status_code = exc.message, exc.http_status
     return render_tab(
@@ -146,4 +208,5 @@ def _page(
         problems=problems or Problems(),
         kinds=KINDS,
         max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
+        advanced=advanced,
     )

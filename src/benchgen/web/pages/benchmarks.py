@@ -135,72 +135,103 @@ def _created(request: Request, created: Created) -> Response:
 
 # The body limit lets this page take as much as the API's import (a file of questions).
 IMPORT_PAGE = "/benchmarks/import"
+_TEXT_FIELDS = ("title", "description", "format", "file_format", "preset", "content")
+# The mapping's text inputs: `map_choices` names one column, or several separated by commas.
+_MAP_FIELDS = ("prompt", "answer", "choices", "tags", "id")
+_ANSWER_IS = ("auto", "index", "letter", "text")
 
 
 @router.get(IMPORT_PAGE, name="benchmark_import")
 def benchmark_import(request: Request, ctx: WebContext) -> Response:
-    """The import form: a JSONL or CSV file, or its pasted content."""
+    """The import form: an uploaded file (or pasted text), its type, a preset and a mapping."""
     return _import_form(request, {}, Problems())
 
 
 @router.post(IMPORT_PAGE, name="benchmark_import_submit")
 def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) -> Response:
-    """Create a benchmark from the file; each problem is shown with its line or question."""
-    typed = {
-        name: text_of(form, name)
-        for name in ("title", "description", "format", "content_format", "content")
-    }
+    """Create a benchmark from the file; each problem is shown with its line or row."""
+    typed = {name: text_of(form, name) for name in _TEXT_FIELDS}
+    typed |= {f"map_{name}": text_of(form, f"map_{name}") for name in (*_MAP_FIELDS, "answer_is")}
     problems = Problems()
-    content, content_format = _content(form, typed, problems)
-    if problems.summary:
+    found = _upload(form, typed, problems)
+    if found is None:
         return _import_form(request, typed, problems, 422)
-    data = {
+    spec = {
         "title": typed["title"],
         "description": typed["description"],
-        "format": typed["format"],
-        "content_format": content_format,
-        "content": content,
+        # Unknown choices go through as typed: the service refuses them by name.
+        "format": typed["format"] or None,
+        "file_format": typed["file_format"] or "auto",
+        "preset": typed["preset"] or "none",
+        "mapping": _mapping(typed),
     }
     try:
         with undo_on_error(ctx):
-            created = imports.import_benchmark(ctx, data)
+            created = imports.import_file(ctx, found[0], found[1], spec)
     except InvalidInput as exc:
-        return _import_form(request, typed, problems_of(exc, {}), 422)
+        return _import_form(request, typed, _file_problems(exc), 422)
     return _created(request, created)
 
 
-def _content(form: FormData, typed: dict[str, str], problems: Problems) -> tuple[str, str]:
-    """The file's text (an upload wins over pasted text) and which reader it needs."""
+def _upload(form: FormData, typed: dict[str, str], problems: Problems) -> tuple[bytes, str] | None:
+    """The file's bytes and name (an upload wins over pasted text), or None with the problem."""
     upload = form.get("file")
-    name, content = "", typed["content"]
     if isinstance(upload, UploadFile) and upload.filename:
-        name = upload.filename
-        try:
-            # The body limit has already bounded how much there is to read.
-            content = upload.file.read().decode("utf-8-sig")
-        except UnicodeDecodeError:
-            problems.add("content", "File", "must be UTF-8 text")
-    if not content.strip() and not problems.summary:
-        problems.add("content", "File", "choose a file or paste its content")
-    chosen = typed["content_format"]
-    if chosen not in ("jsonl", "csv"):
-        chosen = "csv" if name.lower().endswith(".csv") else "jsonl"
-    return content, chosen
+        # The body limit has already bounded how much there is to read.
+        data = upload.file.read()
+        if data:
+            return data, upload.filename.rsplit("/", 1)[-1]
+    elif typed["content"].strip():
+        pasted = "pasted.csv" if typed["file_format"] == "csv" else "pasted.jsonl"
+        return typed["content"].encode(), pasted
+    problems.add("file", "File", "choose a file or paste its content")
+    return None
+
+
+def _mapping(typed: dict[str, str]) -> dict[str, object]:
+    """The mapping's filled-in inputs; the preset or BenchGen's names fill the rest."""
+    mapping: dict[str, object] = {}
+    for name in _MAP_FIELDS:
+        value = typed[f"map_{name}"].strip()
+        if value and name == "choices":
+            mapping[name] = [column.strip() for column in value.split(",") if column.strip()]
+        elif value:
+            mapping[name] = value
+    if typed["map_answer_is"] not in ("", "auto"):
+        mapping["answer_is"] = typed["map_answer_is"]
+    return mapping
+
+
+def _file_problems(exc: InvalidInput) -> Problems:
+    """Each problem at its field; a file's by line (text files) or row (Parquet, Arrow), as
+    the service's message names the first one."""
+    word = "Row" if exc.message.startswith("row ") else "Line"
+    found = Problems()
+    for error in exc.details.get("errors") or [{"loc": [], "msg": exc.message}]:
+        loc, message = list(error.get("loc", [])), str(error.get("msg", ""))
+        if len(loc) >= 2 and loc[0] == "file" and isinstance(loc[1], int):
+            found.add("file", ", ".join([f"{word} {loc[1]}", *map(str, loc[2:])]), message)
+        elif loc and loc[0] in ("mapping", "preset"):
+            place = " ".join(str(part) for part in loc).capitalize()
+            found.add(str(loc[0]), place, message)
+        elif loc:
+            found.add(str(loc[0]), str(loc[0]).replace("_", " ").capitalize(), message)
+        else:
+            found.add("", "", message)
+    return found
 
 
 def _import_form(
     request: Request, typed: dict[str, str], problems: Problems, status_code: int = 200
 ) -> Response:
-    limit = runtime_of(request).settings.max_body_bytes
+    limit = runtime_of(request).settings.max_import_bytes
     return render(
         request,
         "benchmarks/import.html",
         status_code,
-        title=typed.get("title", ""),
-        description=typed.get("description", ""),
-        fmt=typed.get("format") or "qa",
-        content_format=typed.get("content_format") or "auto",
-        content=typed.get("content", ""),
+        typed={name: typed.get(name, "") for name in _TEXT_FIELDS},
+        mapped={name: typed.get(f"map_{name}", "") for name in (*_MAP_FIELDS, "answer_is")},
+        answer_is=_ANSWER_IS,
         problems=problems,
         max_mib=max(limit // (1024 * 1024), 1),
     )

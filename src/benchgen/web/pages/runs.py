@@ -18,10 +18,13 @@ from benchgen.services.runs import (
     launch,
     leaderboards,
     results,
+    retries,
     run_log,
+    settings,
 )
 from benchgen.services.runs.breakdown import TagAccuracy
 from benchgen.services.runs.controls import run_controls
+from benchgen.web.files import attachment
 from benchgen.web.pages import run_events
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
@@ -88,6 +91,8 @@ def _run_page(
         "filters": filters,
         "show_labels": SHOW_LABELS,
         "score_form": score_form or ScoreForm(),
+        "settings_text": settings.describe(run.settings),
+        "can_retry": final and run.error_count > 0 and run.launched_by == ctx.principal.user_id,
     }
     offset = (filters.page - 1) * PAGE_SIZE
     if run.detail_visible:
@@ -187,8 +192,7 @@ def _percent(value: float) -> float:
 def run_download(ctx: WebContext, run_id: str, fmt: str) -> Response:
     """The results as JSONL or CSV: what the viewer may see, as the API's export gives it."""
     media, text = results.export_results(ctx, run_id, fmt)
-    disposition = f'attachment; filename="{run_id}.{fmt}"'
-    return Response(text, media_type=media, headers={"Content-Disposition": disposition})
+    return attachment(text, f"{run_id}.{fmt}", media)
 
 
 @router.post("/runs/{run_id}/leaderboard", name="run_leaderboard_add")
@@ -203,6 +207,13 @@ def run_leaderboard_remove(request: Request, ctx: WebContext, run_id: str) -> Re
     """Take the run off its leaderboard."""
     leaderboards.remove_from_leaderboard(ctx, run_id)
     return redirect(request, "run", flash="The run is off the leaderboard.", run_id=run_id)
+
+
+@router.post("/runs/{run_id}/retry", name="run_retry")
+def run_retry(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """Ask the run's errored questions again as a new linked run, and go to it."""
+    retried = retries.retry_errored(ctx, run_id)
+    return redirect(request, "run", flash="Errored questions queued again.", run_id=retried.id)
 
 
 @router.post("/runs/{run_id}/cancel", name="run_cancel")

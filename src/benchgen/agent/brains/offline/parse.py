@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from benchgen.agent.brains.offline.forms import Form, read_form, read_questions_header
 from benchgen.agent.brains.offline.questions import Draft, read_draft
 from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
@@ -30,6 +31,13 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
             r"\b(?:api|access|personal|benchgen)[\s-]+(?:tokens?|keys?)\b"
             r"|\b(?:create|new|make|mint|revoke|rotate|generate|delete|read|list|show|see)\s+"
             r"(?:(?:me|my|an?|the|all|new|some)\s+)*tokens?\b(?!\s+(?:used|usage|count|spent))"
+        ),
+    ),
+    (
+        Action.NOTIFICATIONS_MANAGE,
+        re.compile(
+            r"\bweb-?hooks?\b|\bnotification\s+settings?\b"
+            r"|\b(?:notify|e-?mail|mail|ping|alert)\s+me\b.*\b(?:when|once|after)\b"
         ),
     ),
     (
@@ -84,7 +92,8 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
             r"\b(?:edit|change|set|fix|correct|adjust|override|overwrite|bump|raise|increase|lower"
             r"|decrease|update|alter|modify|manually|hand-?edit)\s+"
             r"(?:(?!benchmark)[\w'-]+\s+){0,4}(?:scores?|accuracy)\b"
-            r"|\bmark\b.*\bas\s+(?:correct|right|wrong)\b"
+            # "why was question 5 marked as wrong?" asks for an explanation, not a change.
+            r"|^(?!.*\bwhy\b).*\bmark\b.*\bas\s+(?:correct|right|wrong)\b"
         ),
     ),
     (
@@ -168,12 +177,15 @@ class Intent:
 
     Attributes:
         kind: create, ask_questions, continue, cancel, never, train, run, publish, status, results,
-            list_benchmarks, list_models, list_runs, show, help or unknown.
+            list_benchmarks, list_models, list_runs, show, help, unknown, or one of the forms
+            of `forms.Form` (compare, explain, rename, describe, add_questions,
+            replace_questions, remove_questions).
         text: the request as written.
         phrase: the part that names things ("first-choice on Capitals").
         mine: the request is about the user's own things only.
         action: for `never`, the A13 action asked for.
-        draft: for `create`, what the message holds.
+        draft: for `create`, `add_questions` and `replace_questions`, the questions written.
+        form: for the forms of `forms.Form`, what was read.
     """
 
     kind: str
@@ -182,6 +194,7 @@ class Intent:
     mine: bool = False
     action: Action | None = None
     draft: Draft | None = None
+    form: Form | None = None
 
 
 def read_intent(text: str) -> Intent:
@@ -189,6 +202,9 @@ def read_intent(text: str) -> Intent:
     in the message are a create request even when a question mentions a forbidden word."""
     draft = read_draft(text)
     if draft is not None:
+        edit = read_questions_header(_POLITE.sub("", draft.header).strip())
+        if edit is not None:
+            return Intent(edit.kind, text, phrase=edit.phrase, draft=draft, form=edit)
         return Intent("create", text, draft=draft)
     plain = _POLITE.sub("", " ".join(text.split())).strip()
     lowered = plain.casefold()
@@ -214,6 +230,9 @@ def never_action(lowered: str) -> Action | None:
 
 
 def _first_reading(text: str, plain: str, lowered: str) -> Intent:
+    form = read_form(plain)
+    if form is not None:
+        return Intent(form.kind, text, phrase=form.phrase, form=form)
     if _TRAIN.search(lowered):
         return Intent("train", text)
     run = _RUN.match(plain)

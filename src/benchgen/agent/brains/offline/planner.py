@@ -18,15 +18,22 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline import edits, insights, render, steps
 from benchgen.agent.brains.offline.parse import Intent, read_intent
 from benchgen.agent.brains.offline.questions import read_title
-from benchgen.agent.brains.offline.steps import STEPS, Ask, Step
+from benchgen.agent.brains.offline.steps import Ask, Step
 from benchgen.core.config import Settings
 
 MAX_TITLE = 200
 Event = tuple[str, Any]
-_WAITING_TOOLS = ("ask_user", "propose_create_benchmark", "propose_publish", "propose_run")
+_WAITING_TOOLS = (
+    "ask_user",
+    "propose_create_benchmark",
+    "propose_edit_benchmark",
+    "propose_publish",
+    "propose_run",
+)
+STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS}
 
 
 def offline_model(settings: Settings) -> FunctionModel:

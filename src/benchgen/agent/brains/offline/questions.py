@@ -44,12 +44,14 @@ class Question:
 
 @dataclass
 class Draft:
-    """What a message asks to create: a title (may be empty), the format and the questions."""
+    """What a message asks to create: a title (may be empty), the format and the questions,
+    with the words written before them (which may ask to add them to a benchmark instead)."""
 
     title: str
     format: str
     questions: list[dict[str, Any]]
     problems: list[str]
+    header: str = ""
 
 
 def read_draft(text: str) -> Draft | None:
@@ -61,7 +63,7 @@ def read_draft(text: str) -> Draft | None:
     fmt = "mcq" if any(len(q.choices) >= 2 for q in found) else "qa"
     problems = [_problem(i, q, fmt) for i, q in enumerate(found, 1)]
     questions = [_as_argument(q, fmt) for q in found]
-    return Draft(read_title(header), fmt, questions, [p for p in problems if p])
+    return Draft(read_title(header), fmt, questions, [p for p in problems if p], header)
 
 
 def read_title(text: str) -> str:

@@ -16,9 +16,16 @@ CAN_DO = (
     "- list your benchmarks, models or runs: `list my benchmarks`, `which models can I use?`, "
     "`show my runs`\n"
     "- show a benchmark: `show benchmark Capitals` (or its id, bm_…)\n"
-    "- run a model on a benchmark: `run Baseline: seeded random on Capitals`\n"
-    "- check a run: `is it done?`, `how did my last run do?`, `results of run_…`\n"
+    "- run a model on a benchmark: `run Baseline: seeded random on Capitals`, or on part of it: "
+    "`run … on the first 20 questions of Capitals`, `… on a random 50 of Capitals`, "
+    "`… on the questions tagged geo of Capitals`\n"
+    "- check a run: `is it done?`, `how did my last run do?`, `results of run_…`, "
+    "`why was question 5 wrong in run_…?`\n"
+    "- compare runs: `compare my last two runs`, `is run_… better than run_…?`\n"
     "- publish a benchmark: `publish Capitals`\n"
+    "- change a benchmark: `rename Capitals to World capitals`, `change the description of "
+    "Capitals to …`, `remove question 3 from Capitals`, `add these questions to Capitals:` or "
+    "`replace the questions of Capitals with:` followed by questions\n"
     "- create a qa or mcq benchmark from questions in your message: `Create a benchmark called "
     f'"Capitals":` followed by lines like\n{EXAMPLE_QA}\n  or\n{EXAMPLE_MCQ}\n'
     "- `continue` repeats your previous request"
@@ -36,6 +43,9 @@ _ACTIONS = {
     "run_results": "read the run's results",
     "propose_create_benchmark": "prepare the new benchmark",
     "propose_publish": "prepare publishing that benchmark",
+    "propose_edit_benchmark": "prepare that change",
+    "compare_runs": "compare those runs",
+    "explain_result": "explain that result",
     "propose_run": "prepare that run",
     "ask_user": "ask you",
 }
@@ -60,6 +70,10 @@ def error(tool: str, result: dict[str, Any]) -> str:
         lambda m: f"question {int(m.group(1)) + 1} ({m.group(2)})",
         message,
     )
+    # Services count positions from 0; people count questions from 1.
+    readable = re.sub(
+        r"\bat position (\d+)", lambda m: f"for question {int(m.group(1)) + 1}", readable
+    )
     return f"I could not {_ACTIONS.get(tool, tool)}: {readable}"
 
 
@@ -78,7 +92,7 @@ def benchmark_line(item: dict[str, Any]) -> str:
     count = item.get("question_count", 0)
     return (
         f"{item['title']} ({item['id']}): {item.get('format', '?')}, "
-        f"{_plural(count, 'question')}, {item.get('visibility', '?')}"
+        f"{plural(count, 'question')}, {item.get('visibility', '?')}"
     )
 
 
@@ -131,7 +145,7 @@ def benchmark(result: dict[str, Any]) -> str:
     frozen = ", questions frozen" if shown.get("questions_frozen") else ""
     lines = [
         f"{shown['title']} ({shown['id']}): {shown['format']}, {shown['visibility']}, "
-        f"{_plural(shown['question_count'], 'question')}{frozen}."
+        f"{plural(shown['question_count'], 'question')}{frozen}."
     ]
     if shown.get("description"):
         lines.append(str(shown["description"]))
@@ -142,7 +156,7 @@ def benchmark(result: dict[str, Any]) -> str:
 
 
 def _question_line(question: dict[str, Any]) -> str:
-    line = f"{question.get('position', 0) + 1}. {_short(question.get('prompt', ''))}"
+    line = f"{question.get('position', 0) + 1}. {short(question.get('prompt', ''))}"
     choices = question.get("choices")
     if isinstance(choices, dict) and choices:
         line += " " + " ".join(f"{label}) {text}" for label, text in choices.items())
@@ -163,7 +177,7 @@ def status(result: dict[str, Any]) -> str:
     )
     progress = f"{run.get('done_count', 0)}/{run.get('question_count', 0)} questions answered"
     errors = run.get("error_count", 0)
-    progress += f", {_plural(errors, 'error')}" if errors else ""
+    progress += f", {plural(errors, 'error')}" if errors else ""
     return "\n".join([f"{head}: {_state(run)}", f"Progress: {progress}.", *_outcome(run)])
 
 
@@ -187,9 +201,9 @@ def _outcome(run: dict[str, Any]) -> list[str]:
     if extra:
         lines.append("Scores: " + ", ".join(f"{k} {_number(v)}" for k, v in extra.items()))
     if run.get("cost") is not None:
-        lines.append(f"Cost: {_plural(run['cost'], 'credit')}.")
+        lines.append(f"Cost: {plural(run['cost'], 'credit')}.")
     else:
-        lines.append(f"Cost: up to {_plural(run.get('estimated_cost', 0), 'credit')} (estimate).")
+        lines.append(f"Cost: up to {plural(run.get('estimated_cost', 0), 'credit')} (estimate).")
     return lines
 
 
@@ -218,7 +232,7 @@ def results(result: dict[str, Any]) -> str:
 
 def _result_line(row: dict[str, Any]) -> str:
     answer = row.get("extracted") or row.get("raw") or row.get("error") or "(no answer)"
-    line = f"{row.get('position', 0) + 1}. {_short(row.get('prompt') or '')} → {_short(answer)}"
+    line = f"{row.get('position', 0) + 1}. {short(row.get('prompt') or '')} → {short(answer)}"
     if row.get("outcome"):
         expected = row.get("expected")
         shown = " | ".join(expected) if isinstance(expected, list) else expected
@@ -232,12 +246,14 @@ def _listing(head: str, lines: list[str]) -> str:
     return f"{head}:\n" + "\n".join(f"- {line}" for line in shown) + more
 
 
-def _short(text: Any) -> str:
+def short(text: Any) -> str:
+    """`text` on one line, cut to MAX_PROMPT_CHARS."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= MAX_PROMPT_CHARS else flat[: MAX_PROMPT_CHARS - 1] + "…"
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
+    """ "1 question", "2 questions"."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 

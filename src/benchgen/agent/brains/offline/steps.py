@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.forms import read_part
 from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned
 from benchgen.agent.never import refusal
 from benchgen.core.config import Settings
@@ -21,6 +22,8 @@ MAX_LABEL_NAME = 60
 MODEL_KEYS = ("name", "endpoint_model", "id")
 TITLE_KEYS = ("title", "id")
 _SLOTS = re.compile(r"(?:^|\s+)(?:on|against|over|with|using|in)\s+", re.I)
+# "show my runs on Capitals": the benchmark the runs are on, named after them.
+_RUNS_ON = re.compile(r"\bruns?\b.*?\s(?:on|of|for|in)\s+(?P<bm>.+?)[\s.!?]*$", re.I)
 # Where the web page for an A13 action lives: the kind of id its link is built from.
 _TARGETS = {
     Action.RUN_EDIT_SCORE: "run",
@@ -30,6 +33,7 @@ _TARGETS = {
     Action.TRAINING_DELETE: "train",
     Action.BILLING_MANAGE: "",
     Action.TOKENS_MANAGE: "",
+    Action.NOTIFICATIONS_MANAGE: "",
 }
 
 
@@ -58,12 +62,35 @@ def step_list(ask: Ask, intent: Intent) -> Step:
         args: dict[str, Any] = {}
         if tool == "list_benchmarks":
             args = {"mine_only": intent.mine}
-        elif tool == "list_runs" and find_id(ask.text, "bm"):
-            args = {"benchmark_id": find_id(ask.text, "bm")}
+        elif tool == "list_runs":
+            wanted = runs_filter(ask)
+            if not isinstance(wanted, dict):
+                return wanted
+            args = wanted
         return [(tool, args)]
     if tool == "list_benchmarks":
         return render.benchmarks(got, intent.mine)
     return render.models(got) if tool == "list_models" else render.runs(got)
+
+
+def runs_filter(ask: Ask) -> dict[str, Any] | Step:
+    """The `list_runs` arguments for the runs a request means: those on the benchmark it names
+    (by id, or by title after "runs on"), else all; or the step that finds that benchmark."""
+    benchmark_id = find_id(ask.text, "bm")
+    if benchmark_id is not None:
+        return {"benchmark_id": benchmark_id}
+    on = _RUNS_ON.search(ask.text)
+    if on is None:
+        return {}
+    listed = ask.result("list_benchmarks")
+    if listed is None:
+        return [("list_benchmarks", {"mine_only": False})]
+    found = find(on.group("bm"), listed["benchmarks"], TITLE_KEYS)
+    if len(found) == 1:
+        return {"benchmark_id": found[0]["id"]}
+    names = ", ".join(titled(b) for b in (found or listed["benchmarks"])[:MAX_OPTIONS])
+    known = f" Benchmarks you can see: {names}." if names else ""
+    return f'I found no single benchmark called "{on.group("bm")}".{known}'
 
 
 def step_show(ask: Ask, intent: Intent) -> Step:
@@ -136,7 +163,7 @@ def _offer_benchmarks(phrase: str, pool: list[dict[str, Any]], verb: str, label:
     if not pool:
         return render.benchmarks({"benchmarks": []}, mine=verb == "publish")
     lead = f'I found no single benchmark called "{phrase.strip()}". ' if phrase.strip() else ""
-    options = [f"{label} {_titled(b)}" for b in pool[:MAX_OPTIONS]]
+    options = [f"{label} {titled(b)}" for b in pool[:MAX_OPTIONS]]
     return [
         ("ask_user", {"question": f"{lead}Which benchmark should I {verb}?", "options": options})
     ]
@@ -176,15 +203,20 @@ def step_create(ask: Ask, intent: Intent) -> Step:
 
 
 def step_run(ask: Ask, intent: Intent) -> Step:
-    """Propose a run when both the model and the benchmark are clear; else offer candidates."""
+    """Propose a run (on the part of the benchmark asked for, if any) when both the model and
+    the benchmark are clear; else offer candidates, whose buttons keep the part in words."""
+    part = read_part(intent.phrase)
+    if part.problems:
+        return "I could not read that subset: " + "; ".join(part.problems) + "."
+    subset = {"subset": part.subset} if part.subset else {}
     model_id, benchmark_id = find_id(ask.text, "mdl"), find_id(ask.text, "bm")
     if model_id and benchmark_id:
-        return [("propose_run", {"benchmark_id": benchmark_id, "model_id": model_id})]
+        return [("propose_run", {"benchmark_id": benchmark_id, "model_id": model_id, **subset})]
     # Both lists, even for a side given by id: the question then names it in words.
     needed: list[Call] = [("list_models", {}), ("list_benchmarks", {"mine_only": False})]
     if any(ask.result(tool) is None for tool, _ in needed):
         return needed
-    first, second = _slots(intent.phrase)
+    first, second = _slots(part.phrase)
     # "run A on B" names the model first; "run B with A" the other way round; a phrase with no
     # connector ("run Capitals") may name either.
     orders = [(first, second), (second, first)] if second else [(first, first)]
@@ -198,8 +230,8 @@ def step_run(ask: Ask, intent: Intent) -> Step:
     for models, benchmarks in tried:
         if len(models) == 1 and len(benchmarks) == 1:
             arguments = {"benchmark_id": benchmarks[0]["id"], "model_id": models[0]["id"]}
-            return [("propose_run", arguments)]
-    return _offer_run(ask, *tried[0])
+            return [("propose_run", {**arguments, **subset})]
+    return _offer_run(ask, *tried[0], part.said)
 
 
 def _slots(phrase: str) -> tuple[str, str]:
@@ -220,9 +252,11 @@ def _pick(
     return find(part, entries, keys)
 
 
-def _offer_run(ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]]) -> Step:
+def _offer_run(
+    ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]], said: str
+) -> Step:
     if len(benchmarks) != 1:
-        return _offer_benchmarks_for(ask, models[0] if len(models) == 1 else None, benchmarks)
+        return _offer_benchmarks_for(ask, models[0] if len(models) == 1 else None, benchmarks, said)
     benchmark = benchmarks[0]
     listed = ask.result("list_models")["models"]
     if not listed:
@@ -230,14 +264,14 @@ def _offer_run(ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str
     # Only models that can answer its questions: a choice-only baseline is no use on qa.
     pool = _answering(models, benchmark) or _answering(listed, benchmark)
     if not pool:
-        return f"None of the models you can run answers {_titled(benchmark)}'s questions."
-    options = [f"Run {_named(m)} on {_titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
-    question = f"Which model should I run on {_titled(benchmark)}?"
+        return f"None of the models you can run answers {titled(benchmark)}'s questions."
+    options = [f"Run {_named(m)} on {said}{titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
+    question = f"Which model should I run on {titled(benchmark)}?"
     return [("ask_user", {"question": question, "options": options})]
 
 
 def _offer_benchmarks_for(
-    ask: Ask, model: dict[str, Any] | None, benchmarks: list[dict[str, Any]]
+    ask: Ask, model: dict[str, Any] | None, benchmarks: list[dict[str, Any]], said: str
 ) -> Step:
     listed = ask.result("list_benchmarks")["benchmarks"]
     if not listed:
@@ -249,7 +283,7 @@ def _offer_benchmarks_for(
             formats = " or ".join(model.get("formats") or ["no"])
             return f"{_named(model)} answers only {formats} benchmarks, and you can see none."
     named = f" {_named(model)}" if model is not None else ""
-    options = [f"Run{named} on {_titled(b)}" for b in pool[:MAX_OPTIONS]]
+    options = [f"Run{named} on {said}{titled(b)}" for b in pool[:MAX_OPTIONS]]
     question = f"Which benchmark should I run{named or ' it'} on?"
     return [("ask_user", {"question": question, "options": options})]
 
@@ -269,7 +303,8 @@ def _named(model: dict[str, Any]) -> str:
     return _labelled(model["name"], model["id"])
 
 
-def _titled(benchmark: dict[str, Any]) -> str:
+def titled(benchmark: dict[str, Any]) -> str:
+    """A benchmark's title and id, as a button or a list shows it."""
     return _labelled(benchmark["title"], benchmark["id"])
 
 

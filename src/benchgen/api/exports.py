@@ -1,0 +1,83 @@
+"""`/api/v1/benchmarks/import/file` and `/api/v1/benchmarks/{id}/export`: files in and out."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+
+from benchgen.api.benchmarks import CREATION, quota_headers
+from benchgen.api.deps import ContextDep
+from benchgen.api.errors import COMMON
+from benchgen.api.files import attachment, read_upload
+from benchgen.api.schemas import CreatedBenchmark
+from benchgen.core.errors import invalid
+from benchgen.services.benchmarks import exports, imports
+
+router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
+# An uploaded file of questions: the body limit allows it what the JSON import allows.
+IMPORT_FILE_PATH = f"{router.prefix}/import/file"
+FILES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"application/zip": {}, "application/x-ndjson": {}},
+        "description": "JSON lines, or a zipped task folder",
+    }
+}
+
+
+@router.post(
+    "/import/file",
+    status_code=201,
+    response_model=CreatedBenchmark,
+    responses=CREATION,
+    openapi_extra={"x-scope": "create"},
+)
+async def import_file(
+    ctx: ContextDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="JSONL, CSV, Parquet or a datasets file")],
+    title: Annotated[str, Form(max_length=200)],
+    description: Annotated[str, Form(max_length=5000)] = "",
+    format: Annotated[Literal["", "qa", "mcq"], Form(description="Unset: from the rows")] = "",
+    file_format: Annotated[imports.FileFormat, Form()] = "auto",
+    preset: Annotated[Literal["none", "inspect", "lm_eval_mcq"], Form()] = "none",
+    mapping: Annotated[
+        str, Form(max_length=10_000, description='JSON, e.g. {"prompt": "question"}')
+    ] = "{}",
+) -> dict[str, Any]:
+    """Create a benchmark from an uploaded file through a field mapping (counts against the
+    creation limit). Every row's problem comes back with its line or row number."""
+    data = await read_upload(file, "file", ctx.settings.max_import_bytes)
+    try:
+        fields = json.loads(mapping)
+    except json.JSONDecodeError as exc:
+        raise invalid(["mapping"], f"is not JSON ({exc.msg})") from None
+    spec = {
+        "title": title,
+        "description": description,
+        "format": format or None,
+        "file_format": file_format,
+        "preset": preset,
+        "mapping": fields,
+    }
+    created = imports.import_file(ctx, data, file.filename or "upload", spec)
+    quota_headers(ctx, response)
+    return {"benchmark": created.benchmark, "warnings": created.warnings}
+
+
+@router.get(
+    "/{benchmark_id}/export",
+    response_class=Response,
+    responses=FILES,
+    openapi_extra={"x-scope": "read"},
+)
+def export_benchmark(
+    ctx: ContextDep,
+    benchmark_id: str,
+    format: Annotated[exports.ExportFormat, Query()] = "jsonl",
+) -> Response:
+    """The benchmark with its answer key (owner and collaborators only): JSON lines, or an
+    Inspect AI or lm-evaluation-harness task folder (zip) that runs it unchanged."""
+    found = exports.export_benchmark(ctx, benchmark_id, format)
+    return attachment(found.data, found.filename, found.media_type)

@@ -1,0 +1,34 @@
+"""Files through the API: uploads read within their limit, downloads sent as attachments."""
+
+from __future__ import annotations
+
+from fastapi import Response, UploadFile
+
+from benchgen.core.errors import invalid
+
+
+async def read_upload(upload: UploadFile, field: str, limit: int) -> bytes:
+    """The uploaded file's bytes; refused when empty or larger than `limit`.
+
+    Raises:
+        InvalidInput: empty, or larger than the limit (the body limit allows a little more for
+            the multipart framing, so the file itself is measured here).
+    """
+    data = await upload.read(limit + 1)
+    if len(data) > limit:
+        raise invalid([field], f"is larger than {limit} bytes")
+    if not data:
+        raise invalid([field], "is empty")
+    return data
+
+
+def attachment(data: bytes | str, filename: str, media_type: str) -> Response:
+    """A download the browser saves rather than shows (file names are built from ids)."""
+    return Response(
+        data,
+        media_type=media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "X-Content-Type-Options": "nosniff",
+        },
+    )

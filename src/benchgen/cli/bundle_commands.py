@@ -1,0 +1,157 @@
+"""`benchgen benchmarks upload`, `download-bundle`, `submit`: benchmarks from Codabench bundles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from benchgen.cli.common import AsHere, Token, Url, console, errors
+from benchgen.cli.doors import Kind, Plain, door, place
+
+ZipFile = Annotated[
+    Path,
+    typer.Argument(
+        exists=True, dir_okay=False, readable=True, metavar="FILE", help="The .zip file to send."
+    ),
+]
+
+
+def upload(
+    bundle: ZipFile,
+    as_email: AsHere = None,
+    url: Url = None,
+    token: Token = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            metavar="BENCHMARK_ID",
+            help="Upload it as the next version of this custom benchmark instead (its runs "
+            "keep their version; adding or removing phases or tasks is done in the web app).",
+        ),
+    ] = None,
+) -> None:
+    """Create a custom benchmark from a Codabench v2 bundle (a .zip with competition.yaml at
+    its root), or upload a new version of one with --to.
+
+    The bundle is checked whole and its solutions are scored in the sandbox before anything is
+    kept: the command prints the benchmark's id, warnings (keys it ignores) and each solution's
+    scores. When the bundle is invalid it prints every problem with its place in
+    competition.yaml and its line, and exits with status 1. A new benchmark stays private
+    until published, which a failing solution prevents.
+    """
+    data = bundle.read_bytes()
+    with door(as_email, url, token) as where:
+        if to is None:
+            created, view = where.upload(data, bundle.name)
+            made = created["benchmark"]
+            console.print(
+                Text.assemble(
+                    "Created custom benchmark ", (made["id"], "bold"), f": {made['title']}"
+                )
+            )
+        else:
+            view = where.upload_version(to, data, bundle.name)
+        console.print(f"Bundle version {view['version']} ({view['size']} bytes).")
+    _show_bundle(view)
+
+
+def _show_bundle(view: Plain) -> None:
+    for warning in view.get("warnings") or []:
+        console.print(Text(f"Warning: {place(warning)}: {warning.get('msg', '')}", style="yellow"))
+    solutions = view.get("solutions") or []
+    if not solutions:
+        console.print("The bundle has no solutions to check it with.")
+        return
+    table = Table("solution", "result", "scores", title="Solutions")
+    for solution in solutions:
+        result = Text("ok", "green") if solution["ok"] else Text("failed", "red")
+        scores = ", ".join(f"{key} {value:g}" for key, value in solution["scores"].items())
+        table.add_row(
+            f"{solution['index']} {solution['name']}", result, scores or solution["error"]
+        )
+    console.print(table)
+    if not all(solution["ok"] for solution in solutions):
+        console.print(Text("A failing solution keeps the benchmark from being published.", "red"))
+
+
+def download_bundle(
+    benchmark_id: Annotated[str, typer.Argument(metavar="ID", help="Custom benchmark id (bm_…).")],
+    as_email: AsHere = None,
+    url: Url = None,
+    token: Token = None,
+    version: Annotated[
+        int | None, typer.Option(min=1, metavar="N", help="Which version (default: newest).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Where to write it (default: ID-vN.zip here)."
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
+) -> None:
+    """Save a custom benchmark's bundle exactly as it was uploaded (its owner and collaborators
+    only: it holds the reference data and the solutions)."""
+    with door(as_email, url, token) as where:
+        name, data = where.download(benchmark_id, version)
+    target = output or Path(name)
+    if target.exists() and not force:
+        errors.print(Text(f"Error: {target} exists; give --force to overwrite it.", style="red"))
+        raise typer.Exit(1)
+    target.write_bytes(data)
+    console.print(Text(f"Wrote {len(data)} bytes to {target}."))
+
+
+def submit(
+    benchmark_id: Annotated[str, typer.Argument(metavar="ID", help="Custom benchmark id (bm_…).")],
+    submission: ZipFile,
+    as_email: AsHere = None,
+    url: Url = None,
+    token: Token = None,
+    phase: Annotated[
+        int | None,
+        typer.Option(min=0, metavar="N", help="The phase's index (default: the open one)."),
+    ] = None,
+    kind: Annotated[
+        Kind,
+        typer.Option(
+            help="results (predictions for the scoring program), code (for the ingestion "
+            "program), or auto: code when the phase has an ingestion program and the zip holds "
+            "Python files."
+        ),
+    ] = Kind.AUTO,
+    wait: Annotated[
+        bool, typer.Option(help="Follow the run until it ends and print its scores.")
+    ] = False,
+) -> None:
+    """Submit a results zip or a code zip to a custom benchmark, as Codabench participants
+    do; it becomes a run, scored in the sandbox by the bundle's programs.
+
+    With --wait the command follows the run (here, it works on it in this process) and prints
+    its scores; it exits with status 1 when the run did not complete.
+    """
+    data = submission.read_bytes()
+    with door(as_email, url, token) as where:
+        run = where.submit(benchmark_id, data, submission.name, phase, kind.value)
+        console.print(Text.assemble("Submission queued as run ", (run["id"], "bold"), "."))
+        if wait:
+            run = where.follow(run)
+    if wait:
+        _show_run(run)
+
+
+def _show_run(run: Plain) -> None:
+    style = "green" if run["status"] == "completed" else "red"
+    console.print(Text.assemble((run["status"], style), f": run {run['id']}"))
+    if run["scores"]:
+        table = Table("score", "value")
+        for key, value in run["scores"].items():
+            table.add_row(key, f"{value:g}" if isinstance(value, float | int) else str(value))
+        console.print(table)
+    if run["status"] != "completed":
+        console.print(Text(run["error"] or "No scores.", style="red"))
+        raise typer.Exit(1)

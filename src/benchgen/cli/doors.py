@@ -1,0 +1,238 @@
+"""Where `benchgen` commands act: this machine's database (`--as`) or a server's API (`--url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+import typer
+from pydantic import TypeAdapter
+from rich.text import Text
+
+from benchgen.cli.common import cli_principal, errors, open_runtime
+from benchgen.cli.evaluation import follow_run, progress_bar
+from benchgen.core.errors import InvalidInput
+from benchgen.services.benchmarks import bundles, exports, imports
+from benchgen.services.runs import submissions
+from benchgen.services.runtime import Runtime, transaction
+
+# The HTTP client loads only for --url: commands run here never need it.
+if TYPE_CHECKING:
+    from benchgen.client import BenchGen
+
+WHERE = (
+    "\n\n[bold]Where:[/] --as EMAIL works on this machine's database (audited as the cli door); "
+    "--url URL with --token (or BENCHGEN_TOKEN) works on a remote server through its API, with "
+    "a personal token that has the scope the action needs. Give one or the other."
+)
+# A submission's programs may run for many minutes a task; past this, --wait gives up (the run
+# itself goes on, and `benchgen` can be asked about it later).
+WAIT_S = 6 * 3600.0
+Plain = dict[str, Any]
+
+
+class Kind(StrEnum):
+    """How a submission zip is read."""
+
+    AUTO = "auto"
+    RESULTS = "results"
+    CODE = "code"
+
+
+class ExportFormat(StrEnum):
+    """What a benchmark is exported as."""
+
+    JSONL = "jsonl"
+    INSPECT = "inspect"
+    LM_EVAL = "lm_eval"
+
+
+class Door(Protocol):
+    """Where commands act: this machine's services, or a server's API (answers as the API's)."""
+
+    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+        """A new benchmark from a file of questions, with its warnings."""
+
+    def export(self, benchmark_id: str, fmt: str) -> tuple[str, bytes]:
+        """A benchmark's export: its file name and bytes."""
+
+    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+        """A new custom benchmark: (the created benchmark with warnings, its bundle)."""
+
+    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+        """The bundle after a new version."""
+
+    def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
+        """A bundle version's file name and bytes."""
+
+    def submit(
+        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
+    ) -> Plain:
+        """The queued run of a submission."""
+
+    def follow(self, run: Plain) -> Plain:
+        """The run once it ended, showing progress meanwhile."""
+
+
+class LocalDoor:
+    """This machine's database, acting as a user through the cli door."""
+
+    def __init__(self, runtime: Runtime, email: str) -> None:
+        self.runtime, self.email = runtime, email
+        self.principal = cli_principal(runtime, email)
+
+    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+        with transaction(self.runtime, self.principal) as ctx:
+            created = imports.import_file(ctx, data, filename, spec)
+        return {"benchmark": plain(created.benchmark), "warnings": created.warnings}
+
+    def export(self, benchmark_id: str, fmt: str) -> tuple[str, bytes]:
+        with transaction(self.runtime, self.principal, write=False) as ctx:
+            found = exports.export_benchmark(ctx, benchmark_id, fmt)
+        return found.filename, found.data
+
+    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+        with transaction(self.runtime, self.principal) as ctx:
+            created = bundles.upload_bundle(ctx, data, filename)
+            view = bundles.get_bundle(ctx, created.benchmark.id)
+        return {"benchmark": plain(created.benchmark), "warnings": created.warnings}, plain(view)
+
+    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+        with transaction(self.runtime, self.principal) as ctx:
+            return plain(bundles.upload_bundle_version(ctx, benchmark_id, data, filename))
+
+    def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
+        with transaction(self.runtime, self.principal, write=False) as ctx:
+            found = bundles.download_bundle(ctx, benchmark_id, version)
+        return found.filename, found.data
+
+    def submit(
+        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
+    ) -> Plain:
+        with transaction(self.runtime, self.principal) as ctx:
+            return plain(submissions.submit(ctx, benchmark_id, data, filename, phase, kind))
+
+    def follow(self, run: Plain) -> Plain:
+        return plain(follow_run(self.runtime, self.email, run["id"], run["question_count"]))
+
+
+class RemoteDoor:
+    """A server's API, through the Python client and a personal token."""
+
+    def __init__(self, client: BenchGen) -> None:
+        self.client = client
+
+    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+        created = self.client.import_file(
+            data,
+            spec["title"],
+            spec["format"],
+            spec["file_format"],
+            spec["preset"],
+            spec["mapping"],
+            spec["description"],
+            filename,
+        )
+        return dict(created)
+
+    def export(self, benchmark_id: str, fmt: str) -> tuple[str, bytes]:
+        data = self.client.export_benchmark(benchmark_id, ExportFormat(fmt).value)
+        # Named as the server names it: the id, never the title, so no user text names a file.
+        if fmt == ExportFormat.JSONL:
+            return f"{benchmark_id}.jsonl", data
+        return f"{exports.task_name(benchmark_id)}_{fmt}.zip", data
+
+    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+        created = self.client.upload_bundle(data, filename)
+        return dict(created), dict(self.client.get_bundle(created["benchmark"]["id"]))
+
+    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+        return dict(self.client.upload_bundle_version(benchmark_id, data, filename))
+
+    def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
+        # Named as the server names it, which needs the version even when the newest is asked.
+        number = version or self.client.get_bundle(benchmark_id)["version"]
+        return f"{benchmark_id}-v{number}.zip", self.client.download_bundle(benchmark_id, number)
+
+    def submit(
+        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
+    ) -> Plain:
+        sent = self.client.submit(benchmark_id, data, phase, Kind(kind).value, filename)
+        return dict(sent)
+
+    def follow(self, run: Plain) -> Plain:
+        with progress_bar() as progress:
+            task = progress.add_task("Processing", total=run["question_count"])
+            done = self.client.wait_for_run(
+                run["id"],
+                timeout_s=WAIT_S,
+                on_progress=lambda now: progress.update(task, completed=now["done_count"]),
+            )
+        return dict(done)
+
+
+def plain(value: Any) -> Plain:
+    """A service's answer as the API sends it (JSON types), so both doors print alike."""
+    dumped: Plain = TypeAdapter(type(value)).dump_python(value, mode="json")
+    return dumped
+
+
+@contextmanager
+def door(as_email: str | None, url: str | None, token: str | None) -> Iterator[Door]:
+    """The door the options name; every refusal ends the command with its message."""
+    if (as_email is None) == (url is None):
+        errors.print("[red]Error:[/] give either --as EMAIL (this machine) or --url URL (remote).")
+        raise typer.Exit(2)
+    if as_email is not None:
+        with open_runtime() as runtime, reported():
+            yield LocalDoor(runtime, as_email)
+        return
+    from benchgen.client import BenchGen
+
+    try:
+        client = BenchGen(url or "", token)
+    except ValueError as exc:
+        errors.print(Text(f"Error: {exc}", style="red"))
+        raise typer.Exit(2) from None
+    with client, reported():
+        yield RemoteDoor(client)
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Invalid input shows every problem with its place and line; other failures their message
+    (domain errors here are left to `open_runtime`, which reports them the same way)."""
+    from benchgen.client import ClientError, RunTimeout
+    from benchgen.client import InvalidInput as RemoteInvalid
+
+    try:
+        yield
+    except (InvalidInput, RemoteInvalid) as exc:
+        errors.print(Text(f"Error: {exc.message}", style="red"))
+        # An imported file's problems are by line (text files) or row (Parquet, Arrow), as the
+        # message names the first one.
+        word = "row" if exc.message.startswith("row ") else "line"
+        for problem in exc.errors:
+            errors.print(Text(f"  {place(problem, word)}: {problem.get('msg', '')}"))
+        raise typer.Exit(1) from None
+    except ClientError as exc:
+        errors.print(Text(f"Error: {exc.message}", style="red"))
+        raise typer.Exit(1) from None
+    except RunTimeout as exc:
+        errors.print(Text(f"Error: {exc}", style="red"))
+        raise typer.Exit(1) from None
+
+
+def place(problem: Plain, word: str = "line") -> str:
+    """Where a problem is, e.g. `phases[0].tasks (line 12)`, or in an imported file
+    `line 3: answer`."""
+    loc = problem.get("loc", [])
+    if len(loc) >= 2 and loc[0] == "file" and isinstance(loc[1], int):
+        return ", ".join([f"{word} {loc[1]}", *(str(part) for part in loc[2:])])
+    where = ""
+    for part in loc:
+        where += f"[{part}]" if isinstance(part, int) else f"{'.' if where else ''}{part}"
+    line = problem.get("line")
+    return f"{where or 'bundle'}{f' (line {line})' if line else ''}"

@@ -1,0 +1,59 @@
+"""`benchgen scoring`: how a qa or mcq benchmark's future runs are scored."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from benchgen.cli.common import As, as_user, console, open_runtime
+from benchgen.services.benchmarks import scoring
+
+OPTION_HELP = (
+    "An option as NAME=VALUE (repeatable): normalisation steps nfkc, case, punctuation, "
+    "articles, whitespace, number_words take true/false; tolerances take numbers."
+)
+
+
+def scoring_command(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id (bm_…).")],
+    as_email: As,
+    method: Annotated[
+        str | None,
+        typer.Option(help="exact, includes, f1, numeric or regex (qa); choice (mcq)."),
+    ] = None,
+    option: Annotated[list[str] | None, typer.Option(help=OPTION_HELP)] = None,
+) -> None:
+    """Show the scoring of a benchmark, or change it with --method and --option.
+
+    Past runs keep their scoring until rescored (`benchgen rescore RUN --apply`).
+    """
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        if method is None and not option:
+            current = scoring.get_scoring(ctx, benchmark)
+        else:
+            settings = {"method": method or scoring.get_scoring(ctx, benchmark)["method"]}
+            current = scoring.set_scoring(ctx, benchmark, {**settings, "options": _parsed(option)})
+    console.print_json(json.dumps(current))
+
+
+def _parsed(options: list[str] | None) -> dict[str, bool | float]:
+    parsed: dict[str, bool | float] = {}
+    for text in options or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{text!r}: expected NAME=VALUE", param_hint="--option")
+        parsed[name.strip()] = _value(value.strip())
+    return parsed
+
+
+def _value(text: str) -> bool | float:
+    if text.lower() in ("true", "yes", "on"):
+        return True
+    if text.lower() in ("false", "no", "off"):
+        return False
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected true, false or a number") from None

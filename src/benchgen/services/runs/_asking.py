@@ -1,0 +1,88 @@
+"""Which questions a run asks and how long its prompts are, unguarded (launch has required
+reading the benchmark first): the subset, the few-shot examples left out of scoring, and the
+prompt length the estimate prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.db.tables import Question
+from benchgen.services.runs.settings import EXAMPLE_TAG, RunOptions, choose_positions
+from benchgen.services.runs.settings import extra_prompt_chars as _extra
+
+EXAMPLE_OVERHEAD_CHARS = 40  # "Example n:" and "ANSWER:" around each worked example
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The questions a run asks (None: all of them) and what pricing them needs."""
+
+    positions: list[int] | None
+    few_shot_positions: list[int]
+    count: int
+    prompt_chars: int  # of one sample of every asked question, additions included
+    partial: bool
+
+
+def plan_questions(
+    ctx: Context,
+    benchmark_id: str,
+    options: RunOptions,
+    may_read_key: bool,
+    chosen: list[int] | None = None,
+) -> Asked:
+    """The questions to ask: `chosen` positions (a retry), else the subset, else all; minus
+    the few-shot examples, which are shown, never scored.
+
+    Raises:
+        InvalidInput: more few-shot examples than the principal may draw.
+    """
+    settings = options.settings
+    if options.subset is None and chosen is None and settings.few_shot == 0:
+        count, chars = _totals(ctx, benchmark_id)
+        return Asked(None, [], count, chars + count * _extra(settings, 0), False)
+    rows = ctx.session.execute(
+        select(Question.tags, func.length(Question.prompt), Question.choices, Question.answers)
+        .where(Question.benchmark_id == benchmark_id)
+        .order_by(Question.position)
+    ).all()
+    tags = [tuple(row[0]) for row in rows]
+    sizes = [int(row[1]) + len(str(row[2] or "")) + len(str(row[3])) for row in rows]
+    examples = _examples(tags, settings.few_shot, may_read_key)
+    picked = chosen if chosen is not None else choose_positions(options.subset, tags)
+    asked = [p for p in (range(len(rows)) if picked is None else picked) if p not in examples]
+    example_chars = sum(sizes[p] + EXAMPLE_OVERHEAD_CHARS for p in examples)
+    chars = sum(int(rows[p][1]) for p in asked) + len(asked) * _extra(settings, example_chars)
+    partial = picked is not None
+    return Asked(asked if partial or examples else None, examples, len(asked), chars, partial)
+
+
+def _examples(tags: list[tuple[str, ...]], k: int, may_read_key: bool) -> list[int]:
+    """The few-shot examples: questions the owner tagged as public examples first; the rest,
+    only for those who may read the key, from the first questions (their answers are sent)."""
+    marked = [p for p, held in enumerate(tags) if EXAMPLE_TAG in held][:k]
+    if len(marked) == k:
+        return marked
+    if not may_read_key:
+        raise invalid(
+            ["settings", "few_shot"],
+            f"this benchmark has {len(marked)} question(s) tagged {EXAMPLE_TAG!r} as public "
+            "examples; only its owner and collaborators may draw other questions as examples",
+        )
+    rest = [p for p in range(len(tags)) if p not in marked][: k - len(marked)]
+    if len(marked) + len(rest) < k or len(tags) <= k:
+        raise invalid(["settings", "few_shot"], "more examples than the benchmark can spare")
+    return sorted(marked + rest)
+
+
+def _totals(ctx: Context, benchmark_id: str) -> tuple[int, int]:
+    count, chars = ctx.session.execute(
+        select(func.count(), func.coalesce(func.sum(func.length(Question.prompt)), 0)).where(
+            Question.benchmark_id == benchmark_id
+        )
+    ).one()
+    return int(count), int(chars)

@@ -1,0 +1,104 @@
+"""Sending one signed webhook request, without permission checks: for the notification service,
+which decided to send it. The connection goes through the model adapters' connect-time egress
+guard; no redirect is followed and the reply's body is never read."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ssl
+from dataclasses import dataclass
+
+import h11
+
+from benchgen.evals import netguard
+from benchgen.evals.adapters.egress import open_guarded
+from benchgen.evals.adapters.http11 import parse_origin
+from benchgen.evals.types import FatalModelError
+
+TIMEOUT_S = 5.0
+# Only the status line and headers are read, in small pieces: h11 refuses a head larger than
+# its own limit (16 KiB), so a hostile receiver cannot make the worker hold much.
+_READ_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """One request, as it goes out: the address, the exact body and its signature headers."""
+
+    url: str
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """`sha256=` and the hex HMAC-SHA256 of `timestamp + "." + body` under `secret`."""
+    signed = timestamp.encode() + b"." + body
+    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+def send(
+    webhook: Webhook,
+    allowlist: frozenset[str],
+    timeout_s: float = TIMEOUT_S,
+    tls: ssl.SSLContext | None = None,
+) -> tuple[int | None, str]:
+    """POST once; returns the reply's status (None when there was none) and "" when it was a
+    2xx, else why it failed ("HTTP 500", a refused address, a timeout). Never raises."""
+    try:
+        status = asyncio.run(_post(webhook, netguard.normalized(allowlist), timeout_s, tls))
+    except FatalModelError as exc:  # a bad URL, or an address the egress guard refused
+        return None, str(exc)
+    except TimeoutError:
+        return None, f"no reply within {timeout_s:g} s"
+    except (OSError, h11.ProtocolError) as exc:  # ssl.SSLError is an OSError
+        return None, f"connection failed: {type(exc).__name__}"
+    if 300 <= status < 400:
+        return status, f"HTTP {status}: redirect not followed"
+    return status, "" if 200 <= status < 300 else f"HTTP {status}"
+
+
+async def _post(
+    webhook: Webhook, allowed: frozenset[str], timeout_s: float, tls: ssl.SSLContext | None
+) -> int:
+    origin = parse_origin(webhook.url, webhook.headers)
+    async with asyncio.timeout(timeout_s):
+        context = None
+        if origin.scheme == "https":
+            context = tls or ssl.create_default_context(cafile=_certificates())
+        # Resolved and checked here, at connect time: a name that now points inside is refused
+        # even if it pointed outside when the user saved it.
+        reader, writer = await open_guarded(origin.host, origin.port, allowed, context)
+        try:
+            protocol = h11.Connection(h11.CLIENT)
+            length = ("content-length", str(len(webhook.body)))
+            head = h11.Request(
+                method="POST", target=origin.target, headers=[*origin.headers, length]
+            )
+            data = protocol.send(head) + protocol.send(h11.Data(data=webhook.body))
+            writer.write(data + protocol.send(h11.EndOfMessage()))
+            await writer.drain()
+            return await _status(reader, protocol)
+        finally:
+            # Abort without reading on: the body is not wanted, and nothing of it is kept.
+            writer.transport.abort()
+
+
+async def _status(reader: asyncio.StreamReader, protocol: h11.Connection) -> int:
+    while True:
+        event = protocol.next_event()
+        if event is h11.NEED_DATA:
+            chunk = await reader.read(_READ_BYTES)
+            protocol.receive_data(chunk)
+            continue
+        if isinstance(event, h11.Response):
+            return int(event.status_code)
+        if not isinstance(event, h11.InformationalResponse):
+            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a reply")
+
+
+def _certificates() -> str:
+    import certifi  # only for https receivers
+
+    return str(certifi.where())

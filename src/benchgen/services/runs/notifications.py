@@ -1,0 +1,320 @@
+"""Notifications when a run ends: the user's settings (mail, a signed webhook), and their delivery
+exactly once per run and channel — claimed in the database before anything is sent."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from secrets import token_urlsafe
+from urllib.parse import urlsplit
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from benchgen.core.config import Settings
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.core.statuses import RUN_FINAL
+from benchgen.core.text import require_line
+from benchgen.db.tables import (
+    Benchmark,
+    NotificationSetting,
+    OutboxEmail,
+    Run,
+    RunNotification,
+    User,
+)
+from benchgen.evals import netguard
+from benchgen.evals.types import FatalModelError
+from benchgen.services import _keyring, _model_specs, access, audit
+from benchgen.services.accounts import _mail_queue, mail
+from benchgen.services.accounts.mail import Letter
+from benchgen.services.runs import _log_writer, _webhook_delivery
+from benchgen.services.runs._webhook_delivery import Webhook
+
+MAIL, WEBHOOK = "mail", "webhook"
+MAX_URL = 2000
+EVENT = "run.finished"
+
+
+@dataclass(frozen=True)
+class NotificationSettings:
+    """Where my run notifications go. `webhook_secret` is only set in the answer that created or
+    rotated it: it is stored encrypted and never shown again."""
+
+    email_on_finish: bool
+    webhook_url: str | None
+    has_webhook_secret: bool
+    webhook_secret: str | None = None
+    updated_at: datetime | None = None
+
+
+def get_notification_settings(ctx: Context) -> NotificationSettings:
+    """My notification settings (all off until I set them).
+
+    Raises:
+        PermissionDenied: the agent asked, or a token without the `runs` scope.
+    """
+    access.require(ctx, Action.NOTIFICATIONS_MANAGE)
+    row = ctx.session.get(NotificationSetting, ctx.principal.user_id)
+    return _view(row)
+
+
+def update_notification_settings(
+    ctx: Context, email_on_finish: bool, webhook_url: str | None, rotate_secret: bool = False
+) -> NotificationSettings:
+    """Replace my settings. A webhook gets a new signing secret when it is first set or when
+    asked (`rotate_secret`); the answer carries it this once.
+
+    Raises:
+        PermissionDenied: the agent asked, or a token without the `runs` scope.
+        InvalidInput: the address is not an http(s) URL with a host, carries credentials, or
+            names an internal address the operator has not opened.
+    """
+    access.require(ctx, Action.NOTIFICATIONS_MANAGE)
+    user_id = ctx.principal.user_id
+    assert user_id is not None  # an own-account action: a user is acting
+    url = checked_url(ctx, webhook_url) if webhook_url and webhook_url.strip() else None
+    row = ctx.session.get(NotificationSetting, user_id)
+    if row is None:
+        row = NotificationSetting(user_id=user_id, created_at=ctx.now())
+        ctx.session.add(row)
+    secret = None
+    if url and (rotate_secret or not row.webhook_secret_enc):
+        secret = "whsec_" + token_urlsafe(32)
+        row.webhook_secret_enc = _keyring.encrypt(ctx, secret)
+    row.email_on_finish, row.webhook_url, row.updated_at = email_on_finish, url, ctx.now()
+    if url is None:
+        row.webhook_secret_enc = None  # a webhook set again later gets a fresh secret
+    audit.record(
+        ctx,
+        audit.AuditAction.NOTIFICATIONS_SET,
+        "user",
+        user_id,
+        email_on_finish=email_on_finish,
+        webhook_url=url,
+        secret_rotated=secret is not None,
+    )
+    return _view(row, secret)
+
+
+def checked_url(ctx: Context, raw: str) -> str:
+    """The webhook address, trimmed, if its shape is acceptable. Names are resolved and checked
+    when each request connects, not here: DNS may answer differently later.
+
+    Raises:
+        InvalidInput: not http(s) with a host and a valid port, user:password inside, a
+            fragment, over 2000 characters, or a literal internal address not allow-listed.
+    """
+    loc: list[str | int] = ["webhook_url"]
+    url = require_line(raw, loc)
+    if len(url) > MAX_URL:
+        raise invalid(loc, f"must be at most {MAX_URL} characters")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise invalid(loc, "must be an http:// or https:// address with a host")
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:
+        raise invalid(loc, "has an invalid port") from None
+    if parts.username or parts.password or parts.fragment:
+        # Credentials in the address would be shown on the settings page and in audit rows.
+        raise invalid(loc, "must not contain a user name, password or #fragment")
+    address = netguard.parse_address(parts.hostname)
+    if address is not None:
+        allowed = netguard.normalized(_model_specs.allowlist(ctx))
+        try:
+            netguard.check_addresses(parts.hostname, port, [address], allowed)
+        except FatalModelError as exc:
+            raise invalid(loc, str(exc)) from None
+    return url
+
+
+def notify_run_finished(ctx: Context, run_id: str) -> None:
+    """Claim, in the caller's transaction, the notifications the run's end calls for: a mail in
+    the outbox and/or a pending webhook. A (run, channel) already claimed is left alone, so a
+    redelivered job notifies nobody twice. Nothing is sent over the network here.
+
+    Raises:
+        PermissionDenied: the principal lacks the `run.execute` grant.
+    """
+    access.require(ctx, Action.RUN_EXECUTE)
+    run = ctx.session.get(Run, run_id)
+    if run is None or run.status not in RUN_FINAL:
+        return
+    setting = ctx.session.get(NotificationSetting, run.launched_by)
+    if setting is None:
+        return
+    if setting.email_on_finish:
+        _claim(ctx, run, MAIL)
+    if setting.webhook_url:
+        _claim(ctx, run, WEBHOOK)
+
+
+def _claim(ctx: Context, run: Run, channel: str) -> None:
+    taken = select(RunNotification.id).where(
+        RunNotification.run_id == run.id, RunNotification.channel == channel
+    )
+    if ctx.session.scalar(taken) is not None:
+        return
+    row = RunNotification(
+        id=new_id("ntf"),
+        run_id=run.id,
+        user_id=run.launched_by,
+        channel=channel,
+        status="pending",
+        created_at=ctx.now(),
+    )
+    try:
+        # The unique (run, channel) pair decides a race between two workers: the loser's
+        # savepoint is undone and it sends nothing.
+        with ctx.session.begin_nested():
+            ctx.session.add(row)
+            ctx.session.flush()
+    except IntegrityError:
+        return
+    if channel == MAIL:
+        user = ctx.session.get(User, run.launched_by)
+        assert user is not None  # runs keep their launcher (users are never deleted)
+        subject, body = _letter(ctx, run)
+        row.outbox_id = _mail_queue.record_mail(ctx, user.email, subject, body)
+        row.status = "queued"
+
+
+def _letter(ctx: Context, run: Run) -> tuple[str, str]:
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    title = benchmark.title if benchmark else run.benchmark_id
+    scores = ", ".join(f"{key} {value}" for key, value in sorted(run.scores.items())) or "none"
+    body = (
+        f"Your run {run.id} on “{title}” ended: {run.status}.\n"
+        f"Scores: {scores}\n\n{ctx.settings.link(f'/runs/{run.id}')}\n\n"
+        f"Change these notifications at {ctx.settings.link('/settings/notifications')}\n"
+    )
+    return f"BenchGen: your run {run.status}", body
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One claimed notification to send after the run's transaction committed."""
+
+    id: str
+    run_id: str
+    channel: str
+    webhook: Webhook | None = None
+    letter: Letter | None = None
+    allowlist: frozenset[str] = frozenset()
+
+
+def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
+    """Take the run's notifications still to send, each for this caller alone (a conditional
+    update that only one transaction can win). Mail waits in the outbox without SMTP.
+
+    Raises:
+        PermissionDenied: the principal lacks the `run.execute` grant.
+        Conflict: the webhook's secret can no longer be decrypted (the deployment's key changed).
+    """
+    access.require(ctx, Action.RUN_EXECUTE)
+    rows = ctx.session.scalars(
+        select(RunNotification).where(
+            RunNotification.run_id == run_id, RunNotification.status.in_(("pending", "queued"))
+        )
+    ).all()
+    claimed = []
+    for row in rows:
+        if row.channel == MAIL and not ctx.settings.smtp_url:
+            continue  # stays queued in the outbox, where the operator reads or sends it
+        won = ctx.session.execute(
+            update(RunNotification)
+            .where(RunNotification.id == row.id, RunNotification.status == row.status)
+            .values(status="sending")
+            .execution_options(synchronize_session=False)
+        )
+        if won.rowcount == 1:  # type: ignore[attr-defined]
+            claimed.append(_delivery(ctx, row))
+    return [delivery for delivery in claimed if delivery is not None]
+
+
+def _delivery(ctx: Context, row: RunNotification) -> Delivery | None:
+    if row.channel == MAIL:
+        message = ctx.session.get(OutboxEmail, row.outbox_id)
+        if message is None or message.status != "queued":
+            return None
+        letter = Letter(message.id, message.to_email, message.subject, message.body)
+        return Delivery(row.id, row.run_id, MAIL, letter=letter)
+    setting = ctx.session.get(NotificationSetting, row.user_id)
+    run = ctx.session.get(Run, row.run_id)
+    if setting is None or not setting.webhook_url or not setting.webhook_secret_enc or not run:
+        _mark(ctx, row.id, "dropped", "the webhook was removed before it was sent")
+        return None
+    secret = _keyring.decrypt(ctx, setting.webhook_secret_enc)
+    webhook = _webhook(ctx, run, setting, secret)
+    allowlist = _model_specs.allowlist(ctx)
+    return Delivery(row.id, row.run_id, WEBHOOK, webhook=webhook, allowlist=allowlist)
+
+
+def _webhook(ctx: Context, run: Run, setting: NotificationSetting, secret: str) -> Webhook:
+    payload = {
+        "event": EVENT,
+        "run_id": run.id,
+        "benchmark_id": run.benchmark_id,
+        "status": run.status,
+        "scores": run.scores,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+    body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+    # Unix seconds: receivers compare it with their clock to refuse replayed requests.
+    timestamp = str(int(ctx.now().timestamp()))
+    headers = (
+        ("x-benchgen-event", EVENT),
+        ("x-benchgen-timestamp", timestamp),
+        ("x-benchgen-signature", _webhook_delivery.signature(secret, timestamp, body)),
+    )
+    assert setting.webhook_url is not None  # checked by the caller
+    return Webhook(setting.webhook_url, body, headers)
+
+
+def send_delivery(settings: Settings, delivery: Delivery) -> str:
+    """Send one claimed notification, outside any transaction; "" or why it failed. Never
+    raises: a receiver that fails must not fail the run's job."""
+    if delivery.letter is not None:
+        return mail.send_letter(settings, delivery.letter)
+    assert delivery.webhook is not None  # a delivery is a letter or a webhook
+    # The operator's allow-list for model endpoints opens private addresses to webhooks too.
+    _, error = _webhook_delivery.send(delivery.webhook, delivery.allowlist)
+    return error
+
+
+def record_delivery(ctx: Context, delivery: Delivery, error: str) -> None:
+    """Mark a claimed notification sent or failed, and say so in the run's log.
+
+    Raises:
+        PermissionDenied: the principal lacks the `run.execute` grant.
+    """
+    access.require(ctx, Action.RUN_EXECUTE)
+    _mark(ctx, delivery.id, "failed" if error else "sent", error)
+    if delivery.letter is not None:
+        message = ctx.session.get(OutboxEmail, delivery.letter.id)
+        if message is not None and message.status == "queued":
+            message.status, message.error = ("failed", error) if error else ("sent", "")
+            message.sent_at = None if error else ctx.now()
+    outcome = f"{delivery.channel} failed: {error}" if error else f"{delivery.channel} sent"
+    _log_writer.append(ctx, delivery.run_id, f"Notification: {outcome}")
+
+
+def _mark(ctx: Context, notification_id: str, status: str, detail: str) -> None:
+    row = ctx.session.get(RunNotification, notification_id)
+    if row is not None:
+        row.status, row.detail = status, detail[:2000]
+        row.sent_at = ctx.now() if status == "sent" else None
+
+
+def _view(row: NotificationSetting | None, secret: str | None = None) -> NotificationSettings:
+    if row is None:
+        return NotificationSettings(False, None, False)
+    has_secret = row.webhook_secret_enc is not None
+    return NotificationSettings(
+        row.email_on_finish, row.webhook_url, has_secret, secret, row.updated_at
+    )

@@ -1,0 +1,151 @@
+"""Run settings through the HTTP API: the estimate with settings, a start carrying them, a
+provider's refusal as 422, the spending cap as 409, and retrying errors as a linked run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from benchgen.app import create_app
+from benchgen.core.permissions import Scope
+from benchgen.jobs.worker import Worker
+from benchgen.services import models
+from benchgen.services.runtime import Runtime
+from tests.evals.stub_openai import Fault, StubOpenAI
+from tests.support import OPERATOR, World
+
+FIRST = "mdl_builtin_first"
+RANDOM = "mdl_builtin_random"
+ALL_SCOPES = sorted(scope.value for scope in Scope)
+TWELVE = {
+    "title": "Twelve",
+    "format": "mcq",
+    "questions": [
+        {
+            "prompt": f"Question {i}: pick one",
+            "choices": [f"a{i}", f"b{i}", f"c{i}"],
+            "answer": "A",
+            "tags": ["even" if i % 2 == 0 else "odd"],
+        }
+        for i in range(12)
+    ],
+}
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
+    with TestClient(create_app(runtime.settings, runtime)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def setup(world: World) -> tuple[dict[str, str], str]:
+    ana = world.user("ana@example.com", credits_=100)
+    auth = {"Authorization": f"Bearer {world.token(ana, ALL_SCOPES)}"}
+    return auth, world.benchmark(ana, TWELVE)
+
+
+def drain(runtime: Runtime) -> None:
+    worker = Worker(runtime)
+    while worker.run_once():
+        pass
+
+
+def test_estimate_and_start_carry_settings_and_subsets(
+    client: TestClient, runtime: Runtime, setup: tuple[dict[str, str], str]
+) -> None:
+    auth, bm = setup
+    body = {
+        "benchmark_id": bm,
+        "model_id": RANDOM,
+        "settings": {"samples": 3, "seed": 5},
+        "subset": {"kind": "tags", "tags": ["odd"]},
+    }
+    estimate = client.post("/api/v1/runs/estimate", json=body, headers=auth)
+    assert estimate.status_code == 200, estimate.text
+    shown = estimate.json()
+    assert shown["question_count"] == 6 and shown["partial"] is True
+    assert "3 samples per question" in shown["settings"]
+    started = client.post("/api/v1/runs", json=body, headers=auth)
+    assert started.status_code == 202, started.text
+    run = started.json()
+    assert run["partial"] is True and run["settings"]["samples"] == 3
+    drain(runtime)
+    done = client.get(f"/api/v1/runs/{run['id']}", headers=auth).json()
+    assert done["status"] == "completed" and done["summary"]["sampling"]["samples"] == 3
+
+
+def test_unsupported_or_out_of_range_settings_are_422(
+    client: TestClient, setup: tuple[dict[str, str], str]
+) -> None:
+    auth, bm = setup
+    refused = client.post(
+        "/api/v1/runs/estimate",
+        json={"benchmark_id": bm, "model_id": FIRST, "settings": {"top_p": 0.5}},
+        headers=auth,
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"]["errors"][0]["loc"][-2:] == ["settings", "top_p"]
+    out_of_range = client.post(
+        "/api/v1/runs",
+        json={"benchmark_id": bm, "model_id": FIRST, "settings": {"temperature": 3}},
+        headers=auth,
+    )
+    assert out_of_range.status_code == 422
+
+
+def test_the_spending_cap_refuses_a_dearer_run(
+    client: TestClient, world: World, setup: tuple[dict[str, str], str]
+) -> None:
+    auth, bm = setup
+    with StubOpenAI() as stub:
+        spec = {
+            "name": "Priced",
+            "kind": "openai_compat",
+            "endpoint_model": "stub",
+            "base_url": stub.base_url,
+            "price_per_question": 2,
+            "params": {"max_tokens": 16},
+        }
+        model = world.do(OPERATOR, models.create_platform_model, spec).id
+        capped = client.post(
+            "/api/v1/runs",
+            json={"benchmark_id": bm, "model_id": model, "max_credits": 5},
+            headers=auth,
+        )
+    assert capped.status_code == 409 and "above your cap" in capped.json()["error"]["message"]
+
+
+def test_retry_makes_a_linked_run_of_the_errors(
+    client: TestClient, world: World, runtime: Runtime, setup: tuple[dict[str, str], str]
+) -> None:
+    auth, bm = setup
+    failing = StubOpenAI(
+        fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
+    )
+    with failing as stub:
+        spec = {
+            "name": "Flaky",
+            "kind": "openai_compat",
+            "endpoint_model": "stub",
+            "base_url": stub.base_url,
+            "params": {"max_tokens": 16},
+        }
+        model = world.do(OPERATOR, models.create_platform_model, spec).id
+        run = client.post(
+            "/api/v1/runs", json={"benchmark_id": bm, "model_id": model}, headers=auth
+        )
+        drain(runtime)
+        stub.fail = None
+        retried = client.post(f"/api/v1/runs/{run.json()['id']}/retry", headers=auth)
+        assert retried.status_code == 202, retried.text
+        drain(runtime)
+    linked = retried.json()
+    assert linked["retry_of"] == run.json()["id"] and linked["question_count"] == 1
+    rows = client.get(f"/api/v1/runs/{linked['id']}/results", headers=auth).json()["items"]
+    assert [row["position"] for row in rows] == [4] and rows[0]["error"] is None
+    again = client.post(f"/api/v1/runs/{linked['id']}/retry", headers=auth)
+    assert again.status_code == 409

@@ -1,0 +1,139 @@
+"""`benchgen compare`: two runs side by side on this machine (`--as`) and through a server's API
+(`--url`), as tables or JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+import benchgen.client as client_package
+from benchgen.app import create_app
+from benchgen.cli import app
+from benchgen.client import BenchGen
+from benchgen.core.config import Settings
+from benchgen.core.context import Principal
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.runtime import Runtime
+from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
+from tests.support import MCQ, World
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
+    yield
+
+
+@pytest.fixture
+def two_runs(world: World, runtime: Runtime) -> tuple[str, str, str]:
+    """(owner id, run A, run B): two finished runs of the owner's benchmark."""
+    owner = world.user("owner@example.com")
+    benchmark = world.benchmark(owner, TWELVE)
+    return (
+        owner,
+        finished(world, runtime, owner, benchmark, FIRST),
+        finished(world, runtime, owner, benchmark, RANDOM),
+    )
+
+
+def test_help_names_the_figures_and_where() -> None:
+    shown = runner.invoke(app, ["compare", "--help"], env=WIDE)
+    assert shown.exit_code == 0
+    for needed in ("McNemar", "bootstrap", "RUN_A", "RUN_B", "--as", "--url", "--json"):
+        assert needed in shown.output
+
+
+def test_the_owner_sees_the_figures_and_the_tags(two_runs: tuple[str, str, str]) -> None:
+    _, run_a, run_b = two_runs
+    shown = runner.invoke(app, ["compare", run_a, run_b, "--as", "owner@example.com"], env=WIDE)
+    assert shown.exit_code == 0, shown.output
+    for needed in (
+        "12 questions answered by both",
+        "33.3%",  # "always A" on keys A, B, C in turn
+        "difference",
+        "95% interval",
+        "McNemar exact p",
+        "both right",
+        "only B right",
+        "By tag",
+        "group0",
+        "three",
+    ):
+        assert needed in shown.output, needed
+
+
+def test_json_carries_every_figure_and_the_items(two_runs: tuple[str, str, str]) -> None:
+    _, run_a, run_b = two_runs
+    shown = runner.invoke(
+        app, ["compare", run_a, run_b, "--as", "owner@example.com", "--json"], env=WIDE
+    )
+    assert shown.exit_code == 0, shown.output
+    found = json.loads(shown.output)
+    assert (found["run_a"], found["run_b"], found["n"]) == (run_a, run_b, 12)
+    assert len(found["items"]) == 12 and found["detail_visible"] is True
+
+
+def test_a_stranger_sees_no_tags(world: World, runtime: Runtime) -> None:
+    owner = world.user("owner@example.com")
+    benchmark = world.benchmark(owner, TWELVE)
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark)
+    stranger = world.user("stranger@example.com")
+    run_a = finished(world, runtime, stranger, benchmark, FIRST)
+    run_b = finished(world, runtime, stranger, benchmark, RANDOM)
+    shown = runner.invoke(app, ["compare", run_a, run_b, "--as", "stranger@example.com"], env=WIDE)
+    assert shown.exit_code == 0, shown.output
+    assert "McNemar" in shown.output and "By tag" not in shown.output
+    assert "only to the benchmark's owner and collaborators" in shown.output
+
+
+def test_runs_that_do_not_compare_end_with_the_reason(world: World, runtime: Runtime) -> None:
+    owner = world.user("owner@example.com")
+    run_a = finished(world, runtime, owner, world.benchmark(owner, TWELVE), FIRST)
+    run_b = finished(world, runtime, owner, world.benchmark(owner, MCQ), FIRST)
+    shown = runner.invoke(app, ["compare", run_a, run_b, "--as", "owner@example.com"], env=WIDE)
+    assert shown.exit_code == 1 and "different benchmarks" in shown.output
+    missing = runner.invoke(app, ["compare", "run_x", run_b, "--as", "owner@example.com"])
+    assert missing.exit_code == 1 and "No such run" in missing.output
+    neither = runner.invoke(app, ["compare", run_a, run_b])
+    assert neither.exit_code == 2 and "--as" in neither.output
+
+
+def test_remote_compare_through_the_api(
+    world: World,
+    runtime: Runtime,
+    two_runs: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner, run_a, run_b = two_runs
+    secret = world.token(owner, ["read"])
+    with TestClient(create_app(runtime.settings, runtime)) as server:
+
+        def relay(request: httpx.Request) -> httpx.Response:
+            answer = server.request(
+                request.method, str(request.url), headers=request.headers, content=request.content
+            )
+            return httpx.Response(
+                answer.status_code, headers=answer.headers, content=answer.content
+            )
+
+        def connect(url: str, token: str | None) -> BenchGen:
+            return BenchGen(url, token, transport=httpx.MockTransport(relay))
+
+        monkeypatch.setattr(client_package, "BenchGen", connect)
+        there = ["--url", "http://testserver", "--token", secret]
+        shown = runner.invoke(app, ["compare", run_a, run_b, *there], env=WIDE)
+        assert shown.exit_code == 0, shown.output
+        assert "McNemar exact p" in shown.output and "By tag" in shown.output
+        refused = runner.invoke(app, ["compare", run_a, "run_nowhere", *there], env=WIDE)
+        assert refused.exit_code == 1 and "No such run" in refused.output

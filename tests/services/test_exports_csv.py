@@ -1,0 +1,103 @@
+"""Leaderboard exports as CSV and JSON: what the leaderboard shows, and no spreadsheet formulas."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from sqlalchemy import update
+
+from benchgen.core.context import Principal
+from benchgen.core.errors import InvalidInput, NotFound
+from benchgen.db.tables import User
+from benchgen.services.runs import exports, launch, leaderboards, results
+from benchgen.services.runtime import Runtime
+from tests.services.test_runs import work_all
+from tests.support import MCQ, OPERATOR, World
+
+FIRST = "mdl_builtin_first"
+HOSTILE = {**MCQ, "title": '=HYPERLINK("http://evil.example")'}
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ("=1+1", "'=1+1"),
+        ("+cmd", "'+cmd"),
+        ("-2", "'-2"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("plain", "plain"),
+        (0.5, 0.5),
+        (-1, -1),
+        (None, None),
+        (["=a"], '["=a"]'),
+    ],
+)
+def test_spreadsheet_safe(value: object, cell: object) -> None:
+    assert exports.spreadsheet_safe(value) == cell
+
+
+def _board(world: World, runtime: Runtime) -> tuple[str, str, str]:
+    ana = world.user("ana@example.com")
+    # A display name chosen to run as a formula in whoever opens the export.
+    rename = update(User).where(User.id == ana).values(display_name="=cmd|' /C calc'!A0")
+    world.ctx_call(OPERATOR, lambda ctx: ctx.session.execute(rename))
+    bm = world.benchmark(ana, HOSTILE)
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, FIRST).id
+    work_all(runtime)
+    world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
+    return ana, bm, run_id
+
+
+def test_leaderboard_csv_and_json(world: World, runtime: Runtime) -> None:
+    ana, bm, run_id = _board(world, runtime)
+    media, text = world.do(Principal.web(ana), exports.export_leaderboard, bm, "csv")
+    assert media == "text/csv"
+    header, *rows = list(csv.reader(io.StringIO(text)))
+    assert header == [
+        "rank",
+        "model",
+        "submitted_by",
+        "Accuracy",
+        "score_edited",
+        "finished_at",
+        "run_id",
+    ]
+    assert len(rows) == 1 and rows[0][0] == "1" and rows[0][-1] == run_id
+    assert rows[0][2] == "'=cmd|' /C calc'!A0"  # text, not a formula
+    assert float(rows[0][3]) == 0.5
+
+    media, text = world.do(Principal.web(ana), exports.export_leaderboard, bm, "json")
+    document = json.loads(text)
+    assert media == "application/json" and document["benchmark_id"] == bm
+    assert document["columns"] == [{"key": "accuracy", "title": "Accuracy", "sorting": "desc"}]
+    row = document["rows"][0]
+    assert row["submitted_by"] == "=cmd|' /C calc'!A0"  # JSON keeps the value as it is
+    assert row["scores"] == {"accuracy": 0.5} and row["rank"] == 1
+
+
+def test_unknown_format_and_hidden_benchmarks(world: World, runtime: Runtime) -> None:
+    ana, bm, _ = _board(world, runtime)
+    with pytest.raises(InvalidInput):
+        world.do(Principal.web(ana), exports.export_leaderboard, bm, "xlsx")
+    bob = world.user("bob@example.com")
+    with pytest.raises(NotFound):
+        world.do(Principal.web(bob), exports.export_leaderboard, bm, "csv")
+
+
+def test_run_results_csv_has_no_formulas(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    hostile = {
+        "title": "Sums",
+        "format": "qa",
+        "questions": [{"prompt": "=1+1", "answer": "2"}, {"prompt": "@me", "answer": "x"}],
+    }
+    bm = world.benchmark(ana, hostile)
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_echo").id
+    work_all(runtime)
+    _, text = world.do(Principal.web(ana), results.export_results, run_id, "csv")
+    table = list(csv.DictReader(io.StringIO(text)))
+    assert [row["prompt"] for row in table] == ["'=1+1", "'@me"]
