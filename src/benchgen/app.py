@@ -16,6 +16,7 @@ from benchgen.api import (
     bundles,
     chat,
     compare,
+    datasets,
     downloads,
     errors,
     exports,
@@ -33,6 +34,7 @@ from benchgen.web import routes as web_routes
 from benchgen.web.pages import benchmark_bundle as web_bundle
 from benchgen.web.pages import benchmark_evaluate as web_evaluate
 from benchgen.web.pages import benchmarks as web_benchmarks
+from benchgen.web.pages import datasets as web_datasets
 
 # Multipart framing around an uploaded archive (boundaries, part headers, small fields).
 UPLOAD_SLACK = 64 * 1024
@@ -93,6 +95,8 @@ def create_app(
             web_bundle.UPLOAD_PAGE: active.settings.max_bundle_bytes + UPLOAD_SLACK,
             web_bundle.VERSION_PAGE: active.settings.max_bundle_bytes + UPLOAD_SLACK,
             web_evaluate.SUBMIT_PAGE: active.settings.max_submission_bytes + UPLOAD_SLACK,
+            datasets.UPLOAD_PATH: active.settings.max_dataset_bytes + UPLOAD_SLACK,
+            web_datasets.UPLOAD_PAGE: active.settings.max_dataset_bytes + UPLOAD_SLACK,
         },
     )
     for module in (
@@ -106,6 +110,7 @@ def create_app(
         benchmarks,
         runs,
         models,
+        datasets,
         chat,
     ):
         app.include_router(module.router)

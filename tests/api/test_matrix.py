@@ -40,6 +40,7 @@ from benchgen.services import models
 from benchgen.services.accounts import tokens
 from benchgen.services.benchmarks import bundles
 from benchgen.services.chat import conversations
+from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, competition, results
@@ -103,6 +104,7 @@ class Seed:
     turn: str  # its first, finished turn
     custom: str  # ana's private custom benchmark (a bundle without solutions: nothing runs)
     submission: str  # ana's queued submission to it
+    dataset: str  # ana's dataset
 
     @property
     def private_ids(self) -> tuple[str, ...]:
@@ -115,6 +117,7 @@ class Seed:
             self.turn,
             self.custom,
             self.submission,
+            self.dataset,
         )
 
 
@@ -145,6 +148,7 @@ NEW_MODEL = {"name": "Mine too", "endpoint_model": "m", "base_url": "http://127.
 # A bundle with no solutions: uploading it runs no program, so the matrix needs no sandbox.
 BUNDLE = bundle(competition(solutions=[]))
 SUBMISSION = results({"q1": "paris"})
+DATASET = b'{"prompt": "2+2?", "completion": "4"}\n'
 
 
 def _zip(field: str, data: bytes) -> dict[str, tuple[str, bytes, str]]:
@@ -209,7 +213,7 @@ ROUTES: dict[tuple[str, str], Row] = {
         lambda s: Call("GET", f"/api/v1/benchmarks/{s.benchmark}/scoring")
     ),
     ("PUT", "/api/v1/benchmarks/{benchmark_id}/scoring"): Row(
-        lambda s: Call("PUT", f"/api/v1/benchmarks/{s.benchmark}/scoring", {"method": "includes"})
+        lambda s: Call("PUT", f"/api/v1/benchmarks/{s.benchmark}/scoring", {"method": "choice"})
     ),
     ("PATCH", "/api/v1/benchmarks/{benchmark_id}"): Row(
         lambda s: Call("PATCH", f"/api/v1/benchmarks/{s.benchmark}", {"title": "Renamed"})
@@ -294,6 +298,20 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("PATCH", "/api/v1/models/{model_id}"): Row(
         lambda s: Call("PATCH", f"/api/v1/models/{s.model}", {"name": "Renamed"})
     ),
+    ("GET", "/api/v1/datasets"): Row(lambda s: Call("GET", "/api/v1/datasets"), owned=False),
+    ("POST", "/api/v1/datasets"): Row(
+        lambda s: Call(
+            "POST",
+            "/api/v1/datasets",
+            files={"file": ("data.jsonl", DATASET, "application/x-ndjson")},
+            data={"name": "Sums"},
+        ),
+        ok=201,
+        owned=False,
+    ),
+    ("GET", "/api/v1/datasets/{dataset_id}"): Row(
+        lambda s: Call("GET", f"/api/v1/datasets/{s.dataset}")
+    ),
     ("POST", "/api/v1/chat/conversations"): Row(
         lambda s: Call("POST", "/api/v1/chat/conversations"), ok=201, owned=False
     ),
@@ -353,6 +371,7 @@ def seed(world: World, runtime: Runtime) -> Seed:
     custom = world.do(web, bundles.upload_bundle, BUNDLE, "seed.zip").benchmark.id
     # Left queued: no worker runs in the matrix, so no program runs either.
     submitted = world.do(web, submissions.submit, custom, SUBMISSION, "seed.zip")
+    dataset = world.do(web, datasets.upload_dataset, DATASET, "seed.jsonl", {"name": "Seed"})
     return Seed(
         ana,
         bob,
@@ -364,6 +383,7 @@ def seed(world: World, runtime: Runtime) -> Seed:
         turn.id,
         custom,
         submitted.id,
+        dataset.id,
     )
 
 

@@ -45,6 +45,8 @@ INVOCATIONS = {
     "benchmarks submit": ["benchmarks", "submit", "bm_x", "results.zip", *AS],
     "benchmarks import": ["benchmarks", "import", "data.jsonl", *AS],
     "benchmarks export": ["benchmarks", "export", "bm_x", "--format", "jsonl", *AS],
+    "datasets upload": ["datasets", "upload", "data.jsonl", *AS],
+    "datasets list": ["datasets", "list", *AS],
 }
 
 

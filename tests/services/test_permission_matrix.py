@@ -81,6 +81,9 @@ EXPECTED: dict[str, Row] = {
     "model.list": Row(Scope.READ, _OWN),
     "model.manage": Row(Scope.RUNS, _OWN),
     "training.launch": Row(Scope.TRAIN, _OWN),
+    # Issue 13: uploading training data needs the train scope; a user's datasets are their own.
+    "dataset.create": Row(Scope.TRAIN, _OWN),
+    "dataset.read": Row(Scope.READ, _OWN),
     "credits.read": Row(Scope.READ, _OWN),
     "chat.use": Row(Scope.READ, _OWN),
     # Issue 14: where run notifications go (a webhook's address) is set by the user or their

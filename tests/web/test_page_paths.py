@@ -12,14 +12,17 @@ from benchgen.core.context import Principal
 from benchgen.core.permissions import RULES, Action, Target
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
+from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, World
 from tests.web.support import WebUser
 
-# Datasets and training jobs come with the training issue: no object of theirs exists yet, so
+# Training jobs come with the rest of the training issue: no object of theirs exists yet, so
 # their pages cannot be shown for one.
-_NOT_YET = {Action.DATASET_DELETE, Action.TRAINING_DELETE}
+_NOT_YET = {Action.TRAINING_DELETE}
+# Owner-only objects whose page is looked up by the object's own kind.
+_OWN_OBJECTS = {Action.MODEL_DELETE: "model", Action.DATASET_DELETE: "dataset"}
 _LINKED = [a for a in Action if RULES[a].page != "/" and a not in _NOT_YET]
 
 
@@ -42,6 +45,13 @@ def admin_owner(runtime: Runtime, world: World) -> Iterator[tuple[WebUser, dict[
                 "api_key": "sk-test-key",
             },
         ).id,
+        "dataset": world.do(
+            me,
+            datasets.upload_dataset,
+            b'{"prompt": "2+2?", "completion": "4"}\n',
+            "d.jsonl",
+            {"name": "Sums"},
+        ).id,
     }
     with TestClient(create_app(runtime.settings, runtime), follow_redirects=False) as client:
         yield WebUser.sign_in(client, "ana@example.com"), objects
@@ -52,7 +62,7 @@ def test_the_page_for_each_action_resolves_for_someone_allowed(
     admin_owner: tuple[WebUser, dict[str, str]], action: Action
 ) -> None:
     person, objects = admin_owner
-    key = "model" if action is Action.MODEL_DELETE else RULES[action].target.value
+    key = _OWN_OBJECTS.get(action, RULES[action].target.value)
     path = RULES[action].page.replace("{id}", objects.get(key, ""))
     response = person.get(path)
     assert response.status_code == 200, (path, response.status_code)

@@ -7,6 +7,7 @@ from benchgen.client.benchmarks import BenchmarkCalls
 from benchgen.client.bundles import BundleCalls
 from benchgen.client.chat import ChatCalls
 from benchgen.client.compare import CompareCalls
+from benchgen.client.datasets import DatasetCalls
 from benchgen.client.formats import FormatCalls
 from benchgen.client.models import ModelCalls
 from benchgen.client.runs import RunCalls
@@ -19,6 +20,7 @@ class BenchGen(
     FormatCalls,
     BundleCalls,
     ModelCalls,
+    DatasetCalls,
     RunCalls,
     CompareCalls,
     SettingsCalls,

@@ -138,6 +138,22 @@ class Model(TypedDict):
     formats: list[str]
 
 
+class Dataset(TypedDict):
+    """One of your datasets: counts, a preview of its first rows. `token_estimate` is
+    characters / 4; `size` and `sha256` are of the stored normalised JSON lines."""
+
+    id: str
+    name: str
+    format: Literal["chat", "prompt_completion"]
+    source_format: str
+    row_count: int
+    token_estimate: int
+    size: int
+    sha256: str
+    preview: list[dict[str, Any]]
+    created_at: str
+
+
 class Estimate(TypedDict):
     """The most a run would cost, in credits (reserved when it starts)."""
 

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     max_submission_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Largest submission (results or code zip)."
     )
+    max_dataset_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Largest training dataset upload."
+    )
     sandbox_runtime: Path = Field(
         Path(".sandbox-venv"),
         description="The Python environment organisers' programs run with (`make sandbox`), "

@@ -96,6 +96,8 @@ class Action(StrEnum):
     LEADERBOARD_MANAGE = "leaderboard.manage"
     RUN_EDIT_SCORE = "run.edit_score"
     MODEL_DELETE = "model.delete"
+    DATASET_CREATE = "dataset.create"
+    DATASET_READ = "dataset.read"
     DATASET_DELETE = "dataset.delete"
     TRAINING_DELETE = "training.delete"
     BILLING_MANAGE = "billing.manage"
@@ -165,6 +167,8 @@ RULES: dict[Action, ActionRule] = {
     Action.MODEL_LIST: _delegable(Scope.READ, OWN, frozenset(), "list the model catalogue"),
     Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),
     Action.TRAINING_LAUNCH: _delegable(Scope.TRAIN, OWN, frozenset(), "launch a training job"),
+    Action.DATASET_CREATE: _delegable(Scope.TRAIN, OWN, frozenset(), "upload a dataset"),
+    Action.DATASET_READ: _delegable(Scope.READ, OWN, frozenset(), "list and read own datasets"),
     Action.CREDITS_READ: _delegable(Scope.READ, OWN, frozenset(), "read own credit ledger"),
     Action.CHAT_USE: _delegable(Scope.READ, OWN, frozenset(), "chat with the agent"),
     Action.BENCHMARK_JOIN: _session(

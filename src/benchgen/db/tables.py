@@ -620,3 +620,23 @@ class ResponseCacheEntry(Base):
     reply: Mapped[str] = mapped_column(Text)
     tokens: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime]
+
+
+class Dataset(Base):
+    """A user's uploaded training data, stored normalised as JSONL in artifact storage; only
+    its owner knows it exists."""
+
+    __tablename__ = "datasets"
+    id: Mapped[str] = _id()
+    owner_id: Mapped[str] = _user_fk()
+    name: Mapped[str] = mapped_column(String(200))
+    format: Mapped[str] = mapped_column(String(32))  # chat | prompt_completion
+    source_format: Mapped[str] = mapped_column(String(16))  # jsonl | csv | parquet
+    row_count: Mapped[int]
+    token_estimate: Mapped[int]
+    size: Mapped[int]  # bytes of the normalised JSONL
+    sha256: Mapped[str] = mapped_column(String(64))
+    storage_key: Mapped[str] = mapped_column(String(200))
+    preview: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    deleted_at: Mapped[datetime | None]

@@ -31,6 +31,8 @@ class AuditAction(StrEnum):
     COLLABORATOR_ADD = "collaborator.add"
     COLLABORATOR_REMOVE = "collaborator.remove"
     CREDITS_GRANT = "credits.grant"
+    DATASET_CREATE = "dataset.create"
+    DATASET_DELETE = "dataset.delete"
     DEPLOYMENT_SET = "deployment.set"
     EMAIL_VERIFY = "email.verify"
     INVITE_CREATE = "invite.create"

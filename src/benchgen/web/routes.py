@@ -23,6 +23,7 @@ from benchgen.web.pages import (
     benchmark_tabs,
     benchmarks,
     chat,
+    datasets,
     downloads,
     home,
     invites,
@@ -56,6 +57,7 @@ PAGES = (
     run_compare,  # before the run pages: /runs/compare is not a run's id
     runs,
     models,
+    datasets,
     settings,
     notifications,
     chat,

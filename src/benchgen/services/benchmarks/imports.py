@@ -112,8 +112,8 @@ def import_file(
     # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
     access.require(ctx, Action.BENCHMARK_CREATE)
     settings = parse(FileImportIn, spec)
-    kind = _file_kind(settings.file_format, filename, data)
-    rows = _read_rows(kind, data)
+    kind = file_kind(settings.file_format, filename, data)
+    rows = read_rows(kind, data)
     if not rows:
         raise invalid(["file"], "has no rows")
     if len(rows) > MAX_QUESTIONS:
@@ -131,7 +131,7 @@ def import_file(
         raise _by_row(exc, [number for number, _ in rows], kind) from None
 
 
-def _file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
+def file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
     """jsonl, csv, parquet or arrow: what the bytes are read as."""
     if chosen in ("jsonl", "csv", "parquet"):
         return chosen
@@ -145,9 +145,17 @@ def _file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
     return "jsonl"
 
 
-def _read_rows(kind: str, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+def read_rows(
+    kind: str, data: bytes, max_rows: int = MAX_QUESTIONS
+) -> list[tuple[int, dict[str, Any]]]:
+    """Each record of the file with its line (JSONL, CSV) or row (Parquet, Arrow) number.
+
+    Raises:
+        InvalidInput: the file cannot be read (loc `["file", line]` for a bad line), or a
+            columnar file decodes to more than `max_rows` rows or too many bytes.
+    """
     if kind in ("parquet", "arrow"):
-        records = _columnar(kind, data)
+        records = _columnar(kind, data, max_rows)
         return [(number, record) for number, record in enumerate(records, start=1)]
     try:
         text = data.decode("utf-8-sig")
@@ -156,7 +164,7 @@ def _read_rows(kind: str, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     return _csv_records(text, "file") if kind == "csv" else _jsonl_rows(text, "file")
 
 
-def _columnar(kind: str, data: bytes) -> list[dict[str, Any]]:
+def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
     """The rows of a Parquet or Arrow (IPC file or stream) file, read batch by batch."""
     import pyarrow as pa  # loaded only for these files: it is large
     import pyarrow.parquet as pq
@@ -175,7 +183,7 @@ def _columnar(kind: str, data: bytes) -> list[dict[str, Any]]:
             # Checked per batch as it is decoded: a compressed column could otherwise expand
             # into far more memory than the upload limit suggests.
             decoded += batch.nbytes
-            if decoded > MAX_DECODED_BYTES or len(rows) > MAX_QUESTIONS:
+            if decoded > MAX_DECODED_BYTES or len(rows) > max_rows:
                 raise invalid(["file"], "decodes to too many rows or bytes")
             rows.extend(batch.to_pylist())
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -204,7 +212,7 @@ def _mapped(
             if len(problems) >= MAX_ROW_PROBLEMS:
                 break
     if problems:
-        raise _summary(problems, kind)
+        raise summary(problems, kind)
     return fmt, questions
 
 
@@ -216,10 +224,11 @@ def _by_row(exc: InvalidInput, numbers: list[int], kind: str) -> InvalidInput:
         if loc[:1] == ["questions"] and len(loc) >= 2 and isinstance(loc[1], int):
             loc = ["file", numbers[loc[1]], *loc[2:]]
         problems.append({**problem, "loc": loc})
-    return _summary(problems, kind) if problems else exc
+    return summary(problems, kind) if problems else exc
 
 
-def _summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
+def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
+    """One error for a file's row problems: the first named in the message, all in `errors`."""
     word = "line" if kind in ("jsonl", "csv") else "row"
     first = problems[0]["loc"]
     if len(first) >= 2 and first[0] == "file":

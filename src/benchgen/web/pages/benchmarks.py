@@ -169,7 +169,7 @@ def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) ->
         with undo_on_error(ctx):
             created = imports.import_file(ctx, found[0], found[1], spec)
     except InvalidInput as exc:
-        return _import_form(request, typed, _file_problems(exc), 422)
+        return _import_form(request, typed, file_problems(exc), 422)
     return _created(request, created)
 
 
@@ -202,7 +202,7 @@ def _mapping(typed: dict[str, str]) -> dict[str, object]:
     return mapping
 
 
-def _file_problems(exc: InvalidInput) -> Problems:
+def file_problems(exc: InvalidInput) -> Problems:
     """Each problem at its field; a file's by line (text files) or row (Parquet, Arrow), as
     the service's message names the first one."""
     word = "Row" if exc.message.startswith("row ") else "Line"

@@ -1,0 +1,107 @@
+"""`benchgen datasets upload` and `list`: a user's training data, from files on this machine."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.doors import reported
+from benchgen.services.datasets import datasets
+
+app = typer.Typer(help="Datasets: training data for fine-tuning.", no_args_is_help=True)
+MAP_KEYS = ("messages", "prompt", "completion")
+
+
+class DatasetFormat(StrEnum):
+    """How an uploaded dataset is read."""
+
+    AUTO = "auto"
+    CHAT = "chat"
+    PROMPT_COMPLETION = "prompt_completion"
+    CSV = "csv"
+    PARQUET = "parquet"
+
+
+DataFile = Annotated[
+    Path,
+    typer.Argument(
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar="FILE",
+        help="Chat or prompt/completion JSONL, a CSV, or a Parquet file.",
+    ),
+]
+
+
+@app.command("upload")
+def upload(
+    data_file: DataFile,
+    as_email: As,
+    name: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Its name (default: the file's name).")
+    ] = None,
+    format: Annotated[
+        DatasetFormat,
+        typer.Option(
+            "--format",
+            help="auto: by the name and first bytes, then the first row's fields; chat or "
+            "prompt_completion: JSON lines; csv; parquet.",
+        ),
+    ] = DatasetFormat.AUTO,
+    maps: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            metavar="PART=FIELD",
+            help="Which field holds a part (messages, prompt, completion), e.g. "
+            "--map prompt=question.",
+        ),
+    ] = None,
+) -> None:
+    """Upload a dataset as a user. Nothing is stored unless every row is valid: otherwise each
+    problem is printed with its line (JSONL, CSV) or row (Parquet) and the exit status is 1.
+    The token count is an estimate (characters / 4)."""
+    spec = {"name": name or data_file.stem, "format": format.value, "mapping": _mapping(maps)}
+    data = data_file.read_bytes()
+    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
+        made = datasets.upload_dataset(ctx, data, data_file.name, spec)
+    console.print(
+        Text.assemble(
+            "Uploaded dataset ",
+            (made.id, "bold"),
+            f": {made.name} ({made.format}, {made.row_count} rows, "
+            f"about {made.token_estimate} tokens)",
+        )
+    )
+
+
+def _mapping(given: list[str] | None) -> dict[str, str]:
+    """`--map PART=FIELD` options as the upload's mapping."""
+    mapping: dict[str, str] = {}
+    for item in given or []:
+        part, sep, field = (piece.strip() for piece in item.partition("="))
+        if not sep or part not in MAP_KEYS or not field:
+            message = f"Error: --map {item!r}: give PART=FIELD, PART one of {', '.join(MAP_KEYS)}."
+            errors.print(Text(message, style="red"))
+            raise typer.Exit(2)
+        mapping[part] = field
+    return mapping
+
+
+@app.command("list")
+def list_datasets(as_email: As) -> None:
+    """The user's datasets, newest first (the 200 newest)."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        rows = datasets.list_datasets(ctx, 200)
+    table = Table("name", "format", "rows", "tokens (≈)")
+    table.add_column("id", no_wrap=True, min_width=23)
+    for row in rows:
+        table.add_row(row.name, row.format, str(row.row_count), str(row.token_estimate), row.id)
+    console.print(table)

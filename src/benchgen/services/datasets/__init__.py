@@ -1,0 +1,1 @@
+"""Datasets: users' training data, uploaded, checked row by row and stored normalised."""

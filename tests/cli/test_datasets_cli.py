@@ -1,0 +1,79 @@
+"""`benchgen datasets upload` and `list`: a user's training data from files on this machine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchgen.cli import app
+from benchgen.core.config import Settings
+from benchgen.core.context import Principal
+from benchgen.services.datasets import datasets
+from tests.support import World
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+HERE = ["--as", "ana@example.com"]
+PAIRS = [
+    {"prompt": "Capital of France?", "completion": "Paris"},
+    {"prompt": "1+1", "completion": "2"},
+]
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    yield
+
+
+def test_upload_then_list(world: World, tmp_path: Path) -> None:
+    ana = world.user("ana@example.com")
+    data = tmp_path / "support.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in PAIRS))
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 0, done.output
+    assert "Uploaded dataset ds_" in done.output
+    assert "support (prompt_completion, 2 rows" in done.output
+    [made] = world.do(Principal.web(ana), datasets.list_datasets)
+    assert made.name == "support"
+    listed = runner.invoke(app, ["datasets", "list", *HERE], env=WIDE)
+    assert listed.exit_code == 0, listed.output
+    assert made.id in listed.output
+
+
+def test_a_mapped_csv_with_a_name(world: World, tmp_path: Path) -> None:
+    ana = world.user("ana@example.com")
+    data = tmp_path / "qa.csv"
+    data.write_text("question,answer\nhi,hello\n")
+    args = ["--name", "Greetings", "--map", "prompt=question", "--map", "completion=answer"]
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE, *args], env=WIDE)
+    assert done.exit_code == 0, done.output
+    [made] = world.do(Principal.web(ana), datasets.list_datasets)
+    assert (made.name, made.source_format) == ("Greetings", "csv")
+
+
+def test_bad_rows_are_printed_by_line_and_nothing_is_stored(world: World, tmp_path: Path) -> None:
+    ana = world.user("ana@example.com")
+    data = tmp_path / "chat.jsonl"
+    rows = [{"messages": [{"role": "user", "content": "hi"}]}, {"messages": []}]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 1
+    assert "line 1, messages: needs at least one assistant message" in done.output
+    assert "line 2, messages: must be a non-empty list" in done.output
+    assert world.do(Principal.web(ana), datasets.list_datasets) == []
+
+
+def test_a_bad_map_option(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(PAIRS[0]) + "\n")
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE, "--map", "a=x"], env=WIDE)
+    assert done.exit_code == 2
+    assert "PART one of messages, prompt, completion" in done.output

@@ -1,0 +1,93 @@
+"""Dataset pages: the list with the upload form (problems in place, by line), one dataset with
+its preview, deletion once the name is typed, and nobody else's dataset shows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from benchgen.app import create_app
+from benchgen.core.context import Principal
+from benchgen.services.datasets import datasets
+from benchgen.services.runtime import Runtime
+from tests.support import World
+from tests.web.support import WebUser
+
+PAIR = {"prompt": "Capital of France?", "completion": "Paris"}
+
+
+@pytest.fixture
+def ana(runtime: Runtime, world: World) -> Iterator[WebUser]:
+    world.user("ana@example.com")
+    with TestClient(create_app(runtime.settings, runtime), follow_redirects=False) as client:
+        yield WebUser.sign_in(client, "ana@example.com")
+
+
+def _upload(person: WebUser, data: bytes, **form: str) -> object:
+    files = {"file": ("data.jsonl", data, "application/x-ndjson")}
+    return person.post("/datasets", {"name": "Capitals", **form}, files=files)
+
+
+def test_the_nav_links_to_datasets_and_the_list_offers_the_upload(ana: WebUser) -> None:
+    page = ana.page("/")
+    assert page.find("a", href="/datasets") is not None
+    listing = ana.page("/datasets")
+    assert "None yet" in listing.text
+    assert listing.find("form", action="/datasets")["enctype"] == "multipart/form-data"
+
+
+def test_upload_shows_the_dataset_with_its_preview(ana: WebUser, world: World) -> None:
+    answer = _upload(ana, (json.dumps(PAIR) + "\n").encode())
+    assert answer.status_code == 303, answer.text
+    path = answer.headers["location"]
+    assert path.startswith("/datasets/ds_")
+    page = ana.page(path)
+    assert page.h1.text == "Capitals"
+    cells = [cell.text for cell in page.find_all("td")]
+    assert cells == ["Capital of France?", "Paris"]
+    assert "characters ÷ 4" in page.text
+    listing = ana.page("/datasets")
+    assert listing.find("a", href=path).text == "Capitals"
+
+
+def test_bad_rows_are_shown_in_place_by_line_and_nothing_is_stored(
+    ana: WebUser, world: World
+) -> None:
+    data = (json.dumps(PAIR) + "\n" + json.dumps({"prompt": "x"}) + "\n").encode()
+    answer = _upload(ana, data)
+    assert answer.status_code == 422
+    assert "Line 2, completion: the field &#39;completion&#39; is missing" in answer.text
+    assert 'value="Capitals"' in answer.text  # what was typed stays
+    assert "None yet" in answer.text
+    assert "None yet" in ana.page("/datasets").text
+    missing = ana.post("/datasets", {"name": "No file"})
+    assert missing.status_code == 422
+    assert "choose a file" in missing.text
+
+
+def test_deletion_needs_the_typed_name(ana: WebUser, runtime: Runtime) -> None:
+    path = _upload(ana, json.dumps(PAIR).encode()).headers["location"]
+    wrong = ana.post(f"{path}/delete", {"confirm": "capitals"})
+    assert wrong.status_code == 422
+    assert "type the dataset" in wrong.text
+    done = ana.post(f"{path}/delete", {"confirm": "Capitals"})
+    assert done.status_code == 303
+    assert done.headers["location"].startswith("/datasets")
+    assert ana.get(path).status_code == 404
+
+
+def test_someone_elses_dataset_is_not_found(ana: WebUser, world: World) -> None:
+    bob = world.user("bob@example.com")
+    theirs = world.do(
+        Principal.web(bob),
+        datasets.upload_dataset,
+        json.dumps(PAIR).encode(),
+        "d.jsonl",
+        {"name": "Bob's"},
+    )
+    assert ana.get(f"/datasets/{theirs.id}").status_code == 404
+    assert ana.post(f"/datasets/{theirs.id}/delete", {"confirm": "Bob's"}).status_code == 404
+    assert "Bob's" not in ana.get("/datasets").text
