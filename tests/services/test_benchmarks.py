@@ -967,3 +967,14 @@ def test_values_no_database_keeps_are_refused_at_every_door(
             {"title": "t", "format": "qa", "questions": [question]},
         )
     assert err.value.errors[0]["loc"] == loc
+
+
+def test_question_notes_are_shown_to_the_team_only(world: World) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    noted = {"prompt": "2+2?", "answer": "4", "metadata": {"source": "primer, p. 3"}}
+    bm = world.benchmark(ana, {"title": "Notes", "format": "qa", "questions": [noted]})
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    mine = world.do(Principal.web(ana), lifecycle.list_questions, bm)
+    assert mine[0]["metadata"] == {"source": "primer, p. 3"}
+    theirs = world.do(Principal.web(bob), lifecycle.list_questions, bm)
+    assert "metadata" not in theirs[0] and "answer" not in theirs[0]

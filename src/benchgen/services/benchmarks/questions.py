@@ -41,8 +41,11 @@ class Canonical:
             shown["choices"] = dict(zip(LABELS, self.choices, strict=False))
         if with_answer:
             shown["answer"] = self.answers[0] if self.choices is not None else list(self.answers)
-            # The team's own notes on a question may explain its answer: theirs to see only.
-            shown["metadata"] = json.loads(self.metadata)
+            # The team's own notes on a question may explain its answer: theirs to see only
+            # (and only when there are some, so plain questions keep their plain shape).
+            notes = json.loads(self.metadata)
+            if notes:
+                shown["metadata"] = notes
         return shown
 
 
