@@ -36,7 +36,7 @@ def zip_with_mode(name: str, mode: int, data: bytes = b"x") -> bytes:
 
 @pytest.fixture
 def dest(tmp_path: Path) -> Path:
-    # tmp_path/work/dest: an escape to ../x or ../../x would land in work/ or tmp_path.
+    # dest two levels below tmp_path: an escape to ../x or ../../x would land inside tmp_path.
     path = tmp_path / "work" / "dest"
     path.mkdir(parents=True)
     return path
