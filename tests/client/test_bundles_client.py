@@ -3,39 +3,19 @@ uploads from a path or bytes, versions, downloads, submissions and program outpu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
-from benchgen.client import BenchGen, InvalidInput, NotFound, PermissionDenied
+from benchgen.client import InvalidInput, NotFound, PermissionDenied
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, competition, require_sandbox, results
+from tests.client.relay import connect
 from tests.services.test_runs import work_all
 from tests.support import World
 
 ALL = ["read", "runs", "create", "edit", "publish"]
-
-
-@pytest.fixture
-def server(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
-
-
-def connect(server: TestClient, secret: str) -> BenchGen:
-    """A client whose requests the in-process app answers."""
-
-    def relay(request: httpx.Request) -> httpx.Response:
-        answer = server.request(
-            request.method, str(request.url), headers=request.headers, content=request.content
-        )
-        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
-
-    return BenchGen("http://testserver", secret, transport=httpx.MockTransport(relay))
 
 
 def test_upload_version_download_submit_and_output(

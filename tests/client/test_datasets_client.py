@@ -4,37 +4,16 @@ bytes, line-numbered errors, the train scope, and only one's own datasets."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
-from benchgen.client import BenchGen, InvalidInput, NotFound, PermissionDenied
-from benchgen.services.runtime import Runtime
+from benchgen.client import InvalidInput, NotFound, PermissionDenied
+from tests.client.relay import connect
 from tests.support import World
 
 PAIRS = [{"prompt": "Capital of France?", "completion": "Paris"}]
-
-
-@pytest.fixture
-def server(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
-
-
-def connect(server: TestClient, secret: str) -> BenchGen:
-    """A client whose requests the in-process app answers."""
-
-    def relay(request: httpx.Request) -> httpx.Response:
-        answer = server.request(
-            request.method, str(request.url), headers=request.headers, content=request.content
-        )
-        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
-
-    return BenchGen("http://testserver", secret, transport=httpx.MockTransport(relay))
 
 
 def test_upload_list_and_read(server: TestClient, world: World, tmp_path: Path) -> None:

@@ -6,39 +6,18 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
-from benchgen.client import BenchGen, InvalidInput, NotFound, PermissionDenied
-from benchgen.services.runtime import Runtime
+from benchgen.client import InvalidInput, NotFound, PermissionDenied
+from tests.client.relay import connect
 from tests.support import MCQ, World
 
 ALL = ["read", "runs", "create", "edit", "publish"]
-
-
-@pytest.fixture
-def server(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
-
-
-def connect(server: TestClient, secret: str) -> BenchGen:
-    """A client whose requests the in-process app answers."""
-
-    def relay(request: httpx.Request) -> httpx.Response:
-        answer = server.request(
-            request.method, str(request.url), headers=request.headers, content=request.content
-        )
-        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
-
-    return BenchGen("http://testserver", secret, transport=httpx.MockTransport(relay))
 
 
 def test_import_from_a_path_with_a_preset_and_from_bytes_with_a_mapping(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from benchgen.cli import app as cli
@@ -13,16 +14,14 @@ from benchgen.client import InvalidInput, PermissionDenied
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services import models
-from tests.client.test_formats_client import connect, server
+from tests.client.relay import connect
 from tests.support import QA, World
 
-__all__ = ["server"]
 
-
-def test_scoring_notifications_and_leaderboard_file(server: object, world: World) -> None:
+def test_scoring_notifications_and_leaderboard_file(server: TestClient, world: World) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, QA)
-    bg = connect(server, world.token(ana, ["read", "edit", "runs"]))  # type: ignore[arg-type]
+    bg = connect(server, world.token(ana, ["read", "edit", "runs"]))
     assert bg.get_scoring(bm)["method"] == "exact"
     changed = bg.set_scoring(bm, "includes", {"number_words": True})
     assert changed["method"] == "includes" and changed["options"]["number_words"] is True
@@ -32,7 +31,7 @@ def test_scoring_notifications_and_leaderboard_file(server: object, world: World
     assert bg.set_notifications(email_on_finish=True)["email_on_finish"] is True
     board = json.loads(bg.export_leaderboard(bm, "json"))
     assert board is not None
-    reader = connect(server, world.token(ana, ["read"]))  # type: ignore[arg-type]
+    reader = connect(server, world.token(ana, ["read"]))
     with pytest.raises(PermissionDenied):
         reader.set_scoring(bm, "exact")
 
@@ -56,10 +55,10 @@ def test_models_add_registers_an_endpoint_with_its_key_from_the_environment(
     assert unset.exit_code != 0 and "NOT_SET_ANYWHERE is not set" in unset.output
 
 
-def test_runs_with_settings_and_a_subset(server: object, world: World) -> None:
+def test_runs_with_settings_and_a_subset(server: TestClient, world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
     bm = world.benchmark(ana, QA)
-    bg = connect(server, world.token(ana, ["read", "runs"]))  # type: ignore[arg-type]
+    bg = connect(server, world.token(ana, ["read", "runs"]))
     first = {"kind": "first", "n": 1}
     estimate = bg.estimate(bm, "mdl_builtin_random", {"samples": 3}, first)
     assert estimate["question_count"] == 1
