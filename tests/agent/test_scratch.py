@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchgen.core.context import Principal
-from benchgen.core.errors import NotFound, PermissionDenied
+from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.chat import scratch
 from benchgen.services.runs import launch, submissions
@@ -117,3 +117,14 @@ def test_scratch_paths_are_confined_and_copies_private(
     bob_conv = new_conversation(world.rt, bob_api)
     with pytest.raises(PermissionDenied):
         world.do(bob_api, scratch.open_scratch, bob_conv, bm)
+
+
+def test_scratch_files_are_size_capped(world: World, ana: str, api: Principal) -> None:
+    bm, _ = _setup(world, ana)
+    conv = new_conversation(world.rt, api)
+    copied = world.do(api, scratch.open_scratch, conv, bm)
+    assert any(f["path"] == FIXED_PATH and f["bytes"] > 0 for f in copied.files)
+    with pytest.raises(InvalidInput, match="at most"):
+        world.do(api, scratch.write_scratch_file, conv, bm, "big.txt", "x" * (2 << 20))
+    names = [f["path"] for f in world.do(api, scratch.list_scratch, conv, bm).files]
+    assert "big.txt" not in names

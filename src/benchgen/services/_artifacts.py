@@ -52,6 +52,14 @@ class ArtifactStore:
         """
         return self._path(key).read_bytes()
 
+    def size(self, key: str) -> int:
+        """The stored artifact's size in bytes, without reading it.
+
+        Raises:
+            FileNotFoundError: nothing is stored there.
+        """
+        return self._path(key).stat().st_size
+
     def exists(self, key: str) -> bool:
         """True when something is stored under `key`."""
         return self._path(key).is_file()

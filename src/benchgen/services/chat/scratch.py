@@ -134,7 +134,7 @@ def write_scratch_file(
     keys = store.keys(_prefix(row.id))
     if key not in keys and len(keys) >= MAX_FILES:
         raise invalid(["path"], f"a scratch copy holds at most {MAX_FILES} files")
-    total = sum(len(store.read_bytes(k)) for k in keys if k != key) + len(data)
+    total = sum(store.size(k) for k in keys if k != key) + len(data)
     if total > ctx.settings.max_bundle_bytes:
         raise invalid(["content"], "the scratch copy would be larger than a bundle may be")
     store.put_bytes(key, data)
@@ -347,7 +347,7 @@ def _clean(path: str) -> str:
 def _view(store: ArtifactStore, row: ScratchCopy) -> ScratchView:
     prefix = _prefix(row.id) + "/"
     files = [
-        {"path": key[len(prefix) :], "bytes": len(store.read_bytes(key))}
+        {"path": key[len(prefix) :], "bytes": store.size(key)}
         for key in store.keys(_prefix(row.id))
     ]
     return ScratchView(row.id, row.benchmark_id, row.base_version, files)
