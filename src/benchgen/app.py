@@ -24,6 +24,7 @@ from benchgen.api import (
     notifications,
     runs,
     scoring,
+    training,
 )
 from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
@@ -111,6 +112,7 @@ def create_app(
         runs,
         models,
         datasets,
+        training,
         chat,
     ):
         app.include_router(module.router)

@@ -81,6 +81,10 @@ EXPECTED: dict[str, Row] = {
     "model.list": Row(Scope.READ, _OWN),
     "model.manage": Row(Scope.RUNS, _OWN),
     "training.launch": Row(Scope.TRAIN, _OWN),
+    # Issue 13: a user's training jobs are their own; reading them (and the compute on offer)
+    # is a read, cancelling one needs the train scope that launched it.
+    "training.read": Row(Scope.READ, _OWN),
+    "training.cancel": Row(Scope.TRAIN, _OWN),
     # Issue 13: uploading training data needs the train scope; a user's datasets are their own.
     "dataset.create": Row(Scope.TRAIN, _OWN),
     "dataset.read": Row(Scope.READ, _OWN),
@@ -113,6 +117,7 @@ EXPECTED: dict[str, Row] = {
     # Background work: only a system principal holding the grant.
     "run.execute": Row(None, _JOB),
     "chat.record": Row(None, _JOB),
+    "training.execute": Row(None, _JOB),
     "mail.send": Row(None, _JOB),
 }
 

@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from benchgen.cli import admin, benchmarks, chat, compare, datasets, demo, evaluation, scoring
+from benchgen.cli import (
+    admin,
+    benchmarks,
+    chat,
+    compare,
+    datasets,
+    demo,
+    evaluation,
+    scoring,
+    training,
+)
 from benchgen.cli.common import console, open_runtime, prepare
 
 # Commands import what only they need (the web server, the agent's model libraries) when they
@@ -25,6 +35,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(admin.app, name="admin")
 app.add_typer(benchmarks.app, name="benchmarks")
 app.add_typer(datasets.app, name="datasets")
+app.add_typer(training.app, name="training")
 app.command(name="demo")(demo.seed_demo)
 app.command(name="chat", help=chat.HELP)(chat.chat_command)
 app.command(name="run")(evaluation.run)

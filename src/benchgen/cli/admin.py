@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime
-from benchgen.services import deployment
+from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits, tokens, users
 from benchgen.services.benchmarks import outbox
 
@@ -45,6 +45,30 @@ def grant_credits(
         user = users.get_user_by_email(ctx, email)
         balance = credits.grant_credits(ctx, user.id, amount, note)
     console.print(f"{user.email} now has {balance} credits.")
+
+
+@app.command("add-local-model")
+def add_local_model(
+    name: Annotated[str, typer.Option(help="Its name in everyone's catalogue.")],
+    path: Annotated[
+        str,
+        typer.Option(
+            help="A Hugging Face model folder (config.json + *.safetensors) or a .gguf file on "
+            "this server, or `smollm2` for the packaged SmolLM2."
+        ),
+    ],
+    kind: Annotated[str, typer.Option(help="local_hf (a folder) or local_gguf (a file).")] = (
+        "local_hf"
+    ),
+    price: Annotated[int, typer.Option(min=0, help="Credits per question asked.")] = 0,
+) -> None:
+    """Offer a model whose weights lie on this server to everyone: runs use it, and training
+    jobs may use it as their base. Only the operator registers paths: a user never names a
+    file on the server."""
+    spec = {"name": name, "kind": kind, "endpoint_model": path, "price_per_question": price}
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        made = models.create_platform_model(ctx, spec)
+    console.print(f"Added {made.name} ({made.id}, {made.kind}).")
 
 
 @app.command("create-token")

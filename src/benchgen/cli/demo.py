@@ -1,4 +1,4 @@
-"""`benchgen demo`: a demo account with two real benchmarks and a fresh API token."""
+"""`benchgen demo`: a demo account with two real benchmarks, a dataset and a fresh API token."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from benchgen.core.errors import NotFound
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, tokens, users
 from benchgen.services.benchmarks import lifecycle, scoring
+from benchgen.services.datasets import datasets
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_PASSWORD = "benchgen-demo"  # noqa: S105 - a documented demo login, not a secret
 DEMO_CREDITS = 1000
+# The capitals benchmark's questions as chat rows: train SmolLM2 on them, then run it again.
+DEMO_DATASET = "Capitals to learn (demo)"
 
 
 def _demo_specs() -> list[dict[str, Any]]:
@@ -48,6 +51,11 @@ def seed_demo(
                     made = lifecycle.create_benchmark(ctx, spec).benchmark
                     if settings:
                         scoring.set_scoring(ctx, made.id, settings)
+            if DEMO_DATASET not in {row.name for row in datasets.list_datasets(ctx, 200)}:
+                rows = resources.files("benchgen").joinpath("data/demo_dataset.jsonl")
+                datasets.upload_dataset(
+                    ctx, rows.read_bytes(), "demo.jsonl", {"name": DEMO_DATASET}
+                )
             # Every scope a user may hold, so the demo token can try every door (publish too).
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")

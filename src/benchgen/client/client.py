@@ -12,6 +12,7 @@ from benchgen.client.formats import FormatCalls
 from benchgen.client.models import ModelCalls
 from benchgen.client.runs import RunCalls
 from benchgen.client.settings import SettingsCalls
+from benchgen.client.training import TrainingCalls
 
 
 class BenchGen(
@@ -21,6 +22,7 @@ class BenchGen(
     BundleCalls,
     ModelCalls,
     DatasetCalls,
+    TrainingCalls,
     RunCalls,
     CompareCalls,
     SettingsCalls,

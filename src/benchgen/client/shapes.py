@@ -13,6 +13,7 @@ TurnStatus = Literal[
     "completed", "awaiting_approval", "awaiting_choice", "stopped_at_cap", "running", "failed"
 ]
 RunStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
+TrainingStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 ModelStatus = Literal["available", "running", "unavailable"]
 
 
@@ -136,6 +137,7 @@ class Model(TypedDict):
     price_per_1k_tokens: int
     status: ModelStatus
     formats: list[str]
+    training_job_id: NotRequired[str | None]
 
 
 class Dataset(TypedDict):
@@ -152,6 +154,108 @@ class Dataset(TypedDict):
     sha256: str
     preview: list[dict[str, Any]]
     created_at: str
+
+
+class ComputePool(TypedDict):
+    """A pool of compute offered for training: `cpu` or `gpu:<type>`, and its use now."""
+
+    pool: str
+    kind: str
+    gpu_type: str | None
+    total: int
+    in_use: int
+    free: int
+    queued: int
+
+
+class TrainingBase(TypedDict):
+    """A model you may use, as a training base: whether it can be trained here, and why not."""
+
+    id: str
+    name: str
+    kind: str
+    trainable: bool
+    reason: str
+    param_count: int
+
+
+class ComputePlan(TypedDict):
+    """The compute a plan asks for and how it stands right now."""
+
+    pool: str
+    gpu_type: str | None
+    count: int
+    total: int
+    free: int
+    queued: int
+    starts_now: bool
+    availability: str
+
+
+class TrainingPlan(TypedDict):
+    """Everything to approve before a training job launches."""
+
+    name: str
+    job_type: str
+    base_model_id: str
+    base_model_name: str
+    base_param_count: int
+    dataset_id: str
+    dataset_name: str
+    dataset_rows: int
+    dataset_tokens: int
+    hyperparameters: dict[str, Any]
+    total_steps: int
+    compute: ComputePlan
+    memory_estimate_mib: int
+    memory_limit_mib: int
+    estimated_seconds: int
+    price_per_step: int
+    estimated_credits: int
+    balance: int
+    affordable: bool
+
+
+class TrainingJob(TypedDict):
+    """One of your training jobs; `credits_charged` is settled when it ends, and
+    `trained_model_id` is the Trained model it made."""
+
+    id: str
+    name: str
+    status: TrainingStatus
+    waiting_for: str
+    job_type: str
+    base_model_id: str
+    base_model_name: str
+    dataset_id: str
+    dataset_name: str
+    hyperparameters: dict[str, Any]
+    compute_pool: str
+    compute_count: int
+    total_steps: int
+    steps_done: int
+    checkpoint_step: int
+    last_loss: float | None
+    estimated_credits: int
+    credits_charged: int
+    trained_model_id: str | None
+    peak_memory_mib: int
+    error: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+class TrainingLogLine(TypedDict):
+    """A line of a training job's log; a step's line carries its metrics."""
+
+    id: int
+    at: str
+    line: str
+    step: int | None
+    loss: float | None
+    learning_rate: float | None
+    tokens_per_s: float | None
 
 
 class Estimate(TypedDict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -136,6 +136,46 @@ class Settings(BaseSettings):
         "talks to the model (the proxy stops at the reservation).",
     )
 
+    training_cpu_slots: int = Field(
+        1, ge=0, description="Training jobs that may run on this deployment's CPUs at once."
+    )
+    training_gpus: str | None = Field(
+        None,
+        description="GPU pools for training, `TYPE=COUNT,…` (e.g. `H200=1,A100=4`); unset: "
+        "detected with torch when it is installed; empty: none.",
+    )
+    training_threads: int = Field(
+        1, ge=1, le=64, description="CPU threads one training job uses (torch threads)."
+    )
+    training_memory_mib: int = Field(
+        6144, ge=256, description="Memory one training process may use; larger plans are refused."
+    )
+    training_cpu_price_per_step: int = Field(
+        1, ge=0, description="Credits one optimizer step costs on the CPU pool."
+    )
+    training_gpu_price_per_step: int = Field(
+        5, ge=0, description="Credits one optimizer step costs per GPU."
+    )
+    training_checkpoint_every: int = Field(
+        50, ge=1, description="Steps between the checkpoints an interrupted job resumes from."
+    )
+    training_max_hours: float = Field(
+        24, gt=0, description="Longest a training job may run before it is stopped."
+    )
+    job_lease_s: int = Field(
+        60,
+        ge=3,
+        description="How long a worker holds a job between heartbeats before another worker "
+        "may take it over (a worker that died is noticed after this).",
+    )
+
+    @field_validator("training_gpus")
+    @classmethod
+    def _gpu_pools_parse(cls, value: str | None) -> str | None:
+        if value:
+            parse_gpu_pools(value)
+        return value
+
     def resolved_database_url(self) -> str:
         """The configured URL, or the SQLite file inside the data directory."""
         if self.database_url:
@@ -145,3 +185,18 @@ class Settings(BaseSettings):
     def link(self, path: str) -> str:
         """A web-app link: absolute when a public URL is configured, else the bare path."""
         return f"{self.public_url.rstrip('/')}{path}" if self.public_url else path
+
+
+def parse_gpu_pools(text: str) -> dict[str, int]:
+    """`H200=1,A100=4` as {"H200": 1, "A100": 4}.
+
+    Raises:
+        ValueError: a part is not TYPE=COUNT.
+    """
+    pools: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, count = part.partition("=")
+        if not name.strip() or not count.strip().isdigit():
+            raise ValueError(f"{part!r} is not TYPE=COUNT (e.g. H200=1)")
+        pools[name.strip()] = int(count)
+    return pools

@@ -83,6 +83,8 @@ class Action(StrEnum):
     MODEL_LIST = "model.list"
     MODEL_MANAGE = "model.manage"
     TRAINING_LAUNCH = "training.launch"
+    TRAINING_READ = "training.read"
+    TRAINING_CANCEL = "training.cancel"
     CREDITS_READ = "credits.read"
     CHAT_USE = "chat.use"
     BENCHMARK_JOIN = "benchmark.join"
@@ -106,6 +108,7 @@ class Action(StrEnum):
     ADMIN_CREDITS = "admin.credits"
     ADMIN_SETTINGS = "admin.settings"
     RUN_EXECUTE = "run.execute"
+    TRAINING_EXECUTE = "training.execute"
     CHAT_RECORD = "chat.record"
     MAIL_SEND = "mail.send"
     NOTIFICATIONS_MANAGE = "notifications.manage"
@@ -167,6 +170,10 @@ RULES: dict[Action, ActionRule] = {
     Action.MODEL_LIST: _delegable(Scope.READ, OWN, frozenset(), "list the model catalogue"),
     Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),
     Action.TRAINING_LAUNCH: _delegable(Scope.TRAIN, OWN, frozenset(), "launch a training job"),
+    Action.TRAINING_READ: _delegable(
+        Scope.READ, OWN, frozenset(), "see own training jobs and the compute on offer"
+    ),
+    Action.TRAINING_CANCEL: _delegable(Scope.TRAIN, OWN, frozenset(), "cancel a training job"),
     Action.DATASET_CREATE: _delegable(Scope.TRAIN, OWN, frozenset(), "upload a dataset"),
     Action.DATASET_READ: _delegable(Scope.READ, OWN, frozenset(), "list and read own datasets"),
     Action.CREDITS_READ: _delegable(Scope.READ, OWN, frozenset(), "read own credit ledger"),
@@ -208,6 +215,9 @@ RULES: dict[Action, ActionRule] = {
     Action.ADMIN_CREDITS: _session(P, frozenset(), "/admin", "grant credits to users"),
     Action.ADMIN_SETTINGS: _session(P, frozenset(), "/admin", "change deployment settings"),
     Action.RUN_EXECUTE: ActionRule(None, Target.JOB, frozenset(), "/", "execute a queued run"),
+    Action.TRAINING_EXECUTE: ActionRule(
+        None, Target.JOB, frozenset(), "/", "execute a queued training job"
+    ),
     Action.CHAT_RECORD: ActionRule(
         None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
     ),

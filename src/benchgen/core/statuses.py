@@ -1,4 +1,5 @@
-"""The status vocabularies of runs, jobs, chat turns, proposals and models, in one place each."""
+"""The status vocabularies of runs, training jobs, jobs, chat turns, proposals and models, in one
+place each."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ class JobStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+class TrainingStatus(StrEnum):
+    """A training job's life: queued → running → completed | failed | cancelled."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TRAINING_ACTIVE = frozenset({TrainingStatus.QUEUED, TrainingStatus.RUNNING})
+TRAINING_FINAL = frozenset(TrainingStatus) - TRAINING_ACTIVE
 
 
 class TurnStatus(StrEnum):

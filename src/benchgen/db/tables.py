@@ -301,6 +301,8 @@ class Model(Base):
     price_per_question: Mapped[int] = mapped_column(default=0)
     price_per_1k_tokens: Mapped[int] = mapped_column(default=0)
     status: Mapped[str] = mapped_column(String(16), default="available")
+    # A Trained model's job: its lineage (base model, dataset, hyperparameters) and checkpoint.
+    training_job_id: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     deleted_at: Mapped[datetime | None]
@@ -634,9 +636,67 @@ class Dataset(Base):
     source_format: Mapped[str] = mapped_column(String(16))  # jsonl | csv | parquet
     row_count: Mapped[int]
     token_estimate: Mapped[int]
+    # The longest row's token estimate (0: unknown, uploaded before it was kept): training
+    # plans size memory by it, since rows shorter than max_seq_length are never padded to it.
+    longest_row_tokens: Mapped[int] = mapped_column(default=0)
     size: Mapped[int]  # bytes of the normalised JSONL
     sha256: Mapped[str] = mapped_column(String(64))
     storage_key: Mapped[str] = mapped_column(String(200))
     preview: Mapped[list[Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
     deleted_at: Mapped[datetime | None]
+
+
+class TrainingJob(Base):
+    """A user's training job: the plan it was launched with, where it stands, what it cost, and
+    the Trained model it produced. Only its owner knows it exists."""
+
+    __tablename__ = "training_jobs"
+    id: Mapped[str] = _id()
+    owner_id: Mapped[str] = _user_fk()
+    name: Mapped[str] = mapped_column(String(200))
+    job_type: Mapped[str] = mapped_column(String(16))  # lora | sft
+    base_model_id: Mapped[str] = mapped_column(ForeignKey("models.id"))
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id"))
+    dataset_sha256: Mapped[str] = mapped_column(String(64))  # the exact data it trains on
+    hyperparameters: Mapped[dict[str, Any]] = mapped_column(JSON)
+    compute_pool: Mapped[str] = mapped_column(String(64))  # cpu | gpu:<type>
+    compute_count: Mapped[int] = mapped_column(default=1)
+    status: Mapped[str] = mapped_column(String(16))  # queued | running | completed | failed | …
+    waiting_for: Mapped[str] = mapped_column(Text, default="")  # why a queued job has not started
+    total_steps: Mapped[int]
+    steps_done: Mapped[int] = mapped_column(default=0)
+    # The newest checkpoint an interrupted attempt resumes from (artifact key prefix and step).
+    checkpoint_key: Mapped[str | None] = mapped_column(String(200))
+    checkpoint_step: Mapped[int] = mapped_column(default=0)
+    estimated_credits: Mapped[int]
+    price_per_step: Mapped[int]
+    credits_charged: Mapped[int] = mapped_column(default=0)
+    reservation_id: Mapped[str | None] = mapped_column(String(40))
+    job_id: Mapped[str | None] = mapped_column(String(40))
+    trained_model_id: Mapped[str | None] = mapped_column(ForeignKey("models.id"))
+    peak_rss_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    cancel_requested_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
+
+
+class TrainingEvent(Base):
+    """One line of a training job's live log; a step's line also carries its metrics."""
+
+    __tablename__ = "training_events"
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    job_id: Mapped[str] = mapped_column(
+        ForeignKey("training_jobs.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime]
+    line: Mapped[str] = mapped_column(Text)
+    step: Mapped[int | None]
+    loss: Mapped[float | None]
+    learning_rate: Mapped[float | None]
+    tokens_per_s: Mapped[float | None]

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
-from benchgen.core.context import Principal
+from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import Action
 from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
+from benchgen.services import queue
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import bundle_execution, execution, notifications
 from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
+from benchgen.services.training import execution as training
+from benchgen.training.process import run_training
 
-WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE}))
+WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE, Action.TRAINING_EXECUTE}))
 CANCEL_CHECK_S = 0.5
+# A training job's step lines are written at most this often (a checkpoint at once).
+TRAINING_LOG_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
     if plan is None:
         _notify(runtime, run_id)  # a redelivered job still sends what the first one claimed
         return
-    cancelled = _cancel_probe(runtime, run_id)
+    cancelled = _run_cancel_probe(runtime, run_id)
     report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
     if not report.cancelled:
         with transaction(runtime, WORKER) as ctx:
@@ -101,7 +109,7 @@ async def _drive(
         await adapter.aclose()
 
 
-def _cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
+def _cancel_probe(runtime: Runtime, asked: Callable[[Context], bool]) -> Callable[[], bool]:
     """A cheap check the engine may call often: it reads the database at most twice a second."""
     state = {"checked": 0.0, "cancelled": False}
 
@@ -110,10 +118,14 @@ def _cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
         if not state["cancelled"] and now - state["checked"] >= CANCEL_CHECK_S:
             state["checked"] = now
             with transaction(runtime, WORKER, write=False) as ctx:
-                state["cancelled"] = execution.is_cancel_requested(ctx, run_id)
+                state["cancelled"] = asked(ctx)
         return bool(state["cancelled"])
 
     return cancelled
+
+
+def _run_cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
+    return _cancel_probe(runtime, lambda ctx: execution.is_cancel_requested(ctx, run_id))
 
 
 def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
@@ -137,14 +149,68 @@ def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
             bundle_execution.log_progress(ctx, run_id, lines)
 
     report = bundle_execution.perform_bundle_run(
-        runtime.settings, plan, log, _cancel_probe(runtime, run_id)
+        runtime.settings, plan, log, _run_cancel_probe(runtime, run_id)
     )
     with transaction(runtime, WORKER) as ctx:
         bundle_execution.finish_bundle_run(ctx, run_id, report)
     _notify(runtime, run_id)
 
 
+def execute_training(runtime: Runtime, job: Claimed) -> None:
+    """Train in a child process (resuming from the newest checkpoint after a crash), writing
+    its live log in batches, then close the job."""
+    training_id = str(job.payload["training_job_id"])
+    with tempfile.TemporaryDirectory(prefix="benchgen-train-") as folder:
+        with transaction(runtime, WORKER) as ctx:
+            work = training.begin_training(ctx, training_id, Path(folder))
+        if isinstance(work, training.Wait):
+            raise queue.Postponed(work.seconds)
+        if work is None:
+            return
+        log = _TrainingLog(runtime, training_id)
+        outcome = run_training(
+            work.spec,
+            log.add,
+            _cancel_probe(runtime, lambda ctx: training.is_cancel_requested(ctx, training_id)),
+            work.memory_limit_bytes,
+            work.timeout_s,
+        )
+        log.flush()
+        with transaction(runtime, WORKER) as ctx:
+            training.finish_training(ctx, training_id, outcome)
+
+
+class _TrainingLog:
+    """Buffers the engine's events: step lines are written about once a second, a checkpoint
+    at once (it is what an interrupted job resumes from)."""
+
+    def __init__(self, runtime: Runtime, training_id: str) -> None:
+        self.runtime, self.training_id = runtime, training_id
+        self.pending: list[dict[str, Any]] = []
+        self.written = time.monotonic()
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.pending.append(event)
+        due = time.monotonic() - self.written >= TRAINING_LOG_EVERY_S
+        if due or event.get("event") != "step":
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            with transaction(self.runtime, WORKER) as ctx:
+                training.record_events(ctx, self.training_id, self.pending)
+            self.pending = []
+        self.written = time.monotonic()
+
+
+def abandon_training(runtime: Runtime, job: Claimed, error: str) -> None:
+    """The job's workers kept dying: fail it and refund it in full."""
+    with transaction(runtime, WORKER) as ctx:
+        training.abandon_training(ctx, str(job.payload["training_job_id"]), error)
+
+
 HANDLERS: dict[str, Handler] = {
     "run": Handler(execute_run, abandon_run),
     "bundle_run": Handler(execute_bundle_run, abandon_run),
+    "training": Handler(execute_training, abandon_training),
 }

@@ -18,16 +18,17 @@ from benchgen.services.queue import Claimed
 from benchgen.services.runtime import Runtime, transaction
 
 log = logging.getLogger(__name__)
-LEASE = timedelta(seconds=60)
 
 
 class Worker:
     """One worker thread's loop; `benchgen serve` runs a few, `benchgen worker` runs them alone."""
 
-    def __init__(self, runtime: Runtime, poll_s: float = 0.25, lease: timedelta = LEASE) -> None:
+    def __init__(
+        self, runtime: Runtime, poll_s: float = 0.25, lease: timedelta | None = None
+    ) -> None:
         self.runtime = runtime
         self.poll_s = poll_s
-        self.lease = lease
+        self.lease = lease or timedelta(seconds=runtime.settings.job_lease_s)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{new_id('w')}"
         self.stopping = threading.Event()
 
@@ -62,6 +63,12 @@ class Worker:
         try:
             with beating:
                 handler.run(self.runtime, job)
+        except queue.Postponed as wait:
+            # Not a failure: the job waits for what it needs (e.g. busy compute) and keeps its
+            # attempts.
+            with transaction(self.runtime, WORKER) as ctx:
+                queue.postpone(ctx, job.id, self.name, wait.seconds)
+            return True
         except Exception as exc:
             log.warning("job %s attempt %s failed: %s", job.id, job.attempt, type(exc).__name__)
             self._after_failure(job, f"{type(exc).__name__}: {exc}")

@@ -1,4 +1,5 @@
-"""Artifact storage behind one small interface: bundles, submissions, predictions, scratch copies.
+"""Artifact storage behind one small interface: bundles, submissions, predictions, scratch copies,
+datasets and training checkpoints.
 
 Files live under `<data_dir>/artifacts` by key (`bundles/bm_…/v1.zip`). Unguarded: callers check
 access first. Writes happen before the database commit, so a rolled-back request can leave an
@@ -67,6 +68,26 @@ class ArtifactStore:
     def copy_to(self, key: str, destination: Path) -> Path:
         """Copy the artifact to a local file (e.g. into a sandbox's throw-away folder)."""
         shutil.copyfile(self._path(key), destination)
+        return destination
+
+    def put_folder(self, prefix: str, source: Path) -> None:
+        """Store every file under the local folder `source` below `prefix`, replacing what was
+        there (copied whole, then renamed into place)."""
+        path = self._path(prefix)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial, symlinks=False)
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(partial, path)
+
+    def folder(self, prefix: str) -> Path:
+        """A local folder holding the artifacts under `prefix` (the store's own, read-only)."""
+        return self._path(prefix)
+
+    def copy_folder_to(self, prefix: str, destination: Path) -> Path:
+        """Copy the artifacts under `prefix` into a new local folder `destination`."""
+        shutil.copytree(self._path(prefix), destination, symlinks=False)
         return destination
 
     def delete(self, key: str) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound
-from benchgen.db.tables import Model
-from benchgen.evals.types import ModelSpec
+from benchgen.db.tables import Model, TrainingJob
+from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
+from benchgen.evals.types import FatalModelError, ModelSpec
 from benchgen.services import _keyring
+from benchgen.services._artifacts import store_for
+from benchgen.training.spec import BaseWeights
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
 
@@ -28,6 +31,8 @@ def usable_model(ctx: Context, model_id: str) -> Model:
 
 def model_spec(ctx: Context, row: Model) -> ModelSpec:
     """How the engine calls `row`, with the key decrypted (never stored or logged again)."""
+    if row.training_job_id is not None:
+        return _trained_spec(ctx, row)
     key = _keyring.decrypt(ctx, row.api_key_enc) if row.api_key_enc else None
     base_url = row.base_url or (ANTHROPIC_URL if row.kind == "anthropic" else None)
     params = dict(row.params)
@@ -38,3 +43,28 @@ def allowlist(ctx: Context) -> frozenset[str]:
     """Hosts an operator opened for model endpoints despite private addresses."""
     raw = ctx.settings.model_host_allowlist
     return frozenset(host.strip().lower() for host in raw.split(",") if host.strip())
+
+
+def base_weights(row: Model) -> BaseWeights:
+    """Where a local model's weights lie: its row is the operator's, and so is the path."""
+    if row.kind == "local_hf":
+        return BaseWeights("hf_folder", row.endpoint_model)
+    path = smollm2_path() if row.endpoint_model == SMOLLM2 else row.endpoint_model
+    return BaseWeights("gguf", path or "")
+
+
+def trained_key(training_job_id: str) -> str:
+    """Where a training job's final checkpoint lies in artifact storage."""
+    return f"training/{training_job_id}/final"
+
+
+def _trained_spec(ctx: Context, row: Model) -> ModelSpec:
+    """A Trained model: its base model's weights with the job's checkpoint on top."""
+    job = ctx.session.get(TrainingJob, row.training_job_id)
+    base = ctx.session.get(Model, job.base_model_id) if job is not None else None
+    if job is None or base is None:
+        raise FatalModelError(f"the training job behind {row.name!r} is gone")
+    folder = store_for(ctx.settings).folder(trained_key(job.id))
+    part = "adapter_dir" if job.job_type == "lora" else "weights_dir"
+    params = {**row.params, part: str(folder)}
+    return ModelSpec("local_hf", base_weights(base).path, None, None, params, allowlist(ctx))

@@ -65,6 +65,10 @@ class AuditAction(StrEnum):
     SESSION_END = "session.end"
     SESSION_START = "session.start"
     TASK_ADD = "task.add"
+    TRAINING_CANCEL = "training.cancel"
+    TRAINING_DELETE = "training.delete"
+    TRAINING_FINISH = "training.finish"
+    TRAINING_START = "training.start"
     TASK_REMOVE = "task.remove"
     TOKEN_CREATE = "token.create"  # noqa: S105 - an action name, not a secret
     TOKEN_REVOKE = "token.revoke"  # noqa: S105 - an action name, not a secret

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +24,9 @@ from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
-PLATFORM_KINDS = (*USER_KINDS, "local_gguf", "builtin")
+# Models whose weights lie on the server: only the operator registers them (by path).
+LOCAL_KINDS = ("local_gguf", "local_hf")
+PLATFORM_KINDS = (*USER_KINDS, *LOCAL_KINDS, "builtin")
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
 READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
 
@@ -35,7 +38,9 @@ class ModelIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     name: Title = Field(min_length=1, max_length=200, examples=["My vLLM Qwen"])
-    kind: Literal["openai_compat", "anthropic", "local_gguf", "builtin"] = "openai_compat"
+    kind: Literal["openai_compat", "anthropic", "local_gguf", "local_hf", "builtin"] = (
+        "openai_compat"
+    )
     endpoint_model: Line = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
     base_url: Line | None = Field(None, max_length=2000, examples=["https://api.example.com/v1"])
     api_key: str | None = Field(None, max_length=2000)
@@ -69,6 +74,8 @@ class ModelView:
     price_per_1k_tokens: int
     status: ModelStatus
     formats: list[str]  # the benchmark formats it can answer, sorted
+    # A Trained model's job (its lineage: base model, dataset, hyperparameters); else None.
+    training_job_id: str | None = None
 
 
 def list_models(ctx: Context, benchmark_id: str | None = None) -> list[ModelView]:
@@ -200,6 +207,8 @@ def delete_model(ctx: Context, model_id: str) -> None:
 
 def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> Model:
     base_url = _checked_url(ctx, spec) if spec.kind in USER_KINDS else None
+    if spec.kind in LOCAL_KINDS:
+        _check_local_path(spec)
     now = ctx.now()
     row = Model(
         id=new_id("mdl"),
@@ -233,6 +242,24 @@ def _checked_url(ctx: Context, spec: ModelIn) -> str | None:
     return spec.base_url.rstrip("/")
 
 
+def _check_local_path(spec: ModelIn) -> None:
+    """An operator's local model must point at weights that exist: a `.gguf` file, or a
+    Hugging Face folder with a config.json and safetensors weights."""
+    if spec.kind == "local_gguf" and spec.endpoint_model == SMOLLM2:
+        return
+    path = Path(spec.endpoint_model)
+    if spec.kind == "local_gguf" and not (path.suffix == ".gguf" and path.is_file()):
+        raise invalid(["endpoint_model"], "must be the path of a .gguf file on this server")
+    if spec.kind == "local_hf" and not (
+        (path / "config.json").is_file() and any(path.glob("*.safetensors"))
+    ):
+        raise invalid(
+            ["endpoint_model"],
+            "must be a Hugging Face model folder on this server with config.json and "
+            "*.safetensors weights",
+        )
+
+
 PARAM_LIMITS = {"max_tokens": (1, 32768), "timeout_s": (1, 600), "seed": (0, 2**31)}
 
 
@@ -263,6 +290,7 @@ def view(row: Model) -> ModelView:
         row.price_per_1k_tokens,
         ModelStatus(row.status),
         sorted(answerable_formats(row)),
+        row.training_job_id,
     )
 
 

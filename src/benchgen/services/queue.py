@@ -25,8 +25,21 @@ from benchgen.services import access
 from benchgen.services.accounts import users
 
 # Which grant a system principal needs to work on each kind of job.
-JOB_ACTIONS: dict[str, Action] = {"run": Action.RUN_EXECUTE, "bundle_run": Action.RUN_EXECUTE}
+JOB_ACTIONS: dict[str, Action] = {
+    "run": Action.RUN_EXECUTE,
+    "bundle_run": Action.RUN_EXECUTE,
+    "training": Action.TRAINING_EXECUTE,
+}
 BACKOFF_BASE_S = 5
+
+
+class Postponed(Exception):
+    """A handler's job cannot start yet (what it needs is busy): queue it again, `seconds` on,
+    without counting the attempt."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"postponed for {seconds} s")
+        self.seconds = seconds
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,18 @@ def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
     job.lease_owner = job.lease_expires_at = None
     job.updated_at = ctx.now()
     return True
+
+
+def postpone(ctx: Context, job_id: str, worker: str, seconds: float) -> None:
+    """Put a held job back in the queue for later without spending an attempt (a no-op when
+    the lease was lost)."""
+    job = _held(ctx, job_id, worker)
+    if job is None:
+        return
+    job.status, job.run_after = JobStatus.QUEUED, ctx.now() + timedelta(seconds=seconds)
+    job.attempts = max(job.attempts - 1, 0)
+    job.lease_owner = job.lease_expires_at = None
+    job.updated_at = ctx.now()
 
 
 def _executing(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:

@@ -126,6 +126,7 @@ def _store(
     content = b"".join(json.dumps(item, ensure_ascii=False).encode() + b"\n" for item in records)
     dataset_id = new_id("ds")
     key = f"datasets/{dataset_id}/data.jsonl"
+    sizes = [_dataset_rows.token_estimate(item) for item in records]
     # Written before the row commits: a rolled-back request leaves an orphan file, never a row
     # pointing at nothing.
     store_for(ctx.settings).put_bytes(key, content)
@@ -136,7 +137,8 @@ def _store(
         format=shape,
         source_format=kind,
         row_count=len(records),
-        token_estimate=sum(_dataset_rows.token_estimate(item) for item in records),
+        token_estimate=sum(sizes),
+        longest_row_tokens=max(sizes),
         size=len(content),
         sha256=hashlib.sha256(content).hexdigest(),
         storage_key=key,
@@ -188,6 +190,17 @@ def dataset_records(ctx: Context, dataset_id: str) -> list[dict[str, Any]]:
     access.require(ctx, Action.DATASET_READ)
     content = store_for(ctx.settings).read_bytes(_own(ctx, dataset_id).storage_key)
     return [json.loads(line) for line in content.decode().split("\n") if line]
+
+
+def dataset_for_training(ctx: Context, dataset_id: str) -> Dataset:
+    """One of the user's datasets, to train on.
+
+    Raises:
+        PermissionDenied: the principal may not launch training.
+        NotFound: missing, deleted, or someone else's.
+    """
+    access.require(ctx, Action.TRAINING_LAUNCH)
+    return _own(ctx, dataset_id)
 
 
 def delete_dataset(ctx: Context, dataset_id: str) -> None:

@@ -201,9 +201,9 @@ def launch_run(
         return _start_custom_run(ctx, benchmark, phase, model)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
-    if settings.get("method") == "choice_logprob" and model.kind != "local_gguf":
+    if settings.get("method") == "choice_logprob" and model.kind not in models.LOCAL_KINDS:
         raise Conflict(
-            "Letter log-prob scoring needs a local GGUF model; this one is "
+            "Letter log-prob scoring needs a local model (GGUF or Hugging Face); this one is "
             f"{model.kind}. Use the 'choice' method for it."
         )
     asked = _asked(ctx, benchmark, options, chosen)

@@ -24,6 +24,7 @@ SUPPORTED: dict[str, frozenset[str]] = {
     "openai_compat": _HOSTED,
     "anthropic": _HOSTED - {"seed"},
     "local_gguf": _HOSTED,
+    "local_hf": _HOSTED,
     "builtin": frozenset({"seed"}),
 }
 ANTHROPIC_MAX_TEMPERATURE = 1.0

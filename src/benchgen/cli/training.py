@@ -1,0 +1,191 @@
+"""`benchgen training`: plan, launch, follow and cancel training jobs as a user, and see the
+compute on offer."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.doors import reported
+from benchgen.cli.evaluation import progress_bar
+from benchgen.core.statuses import TRAINING_FINAL
+from benchgen.services.training import compute, jobs, plans
+from benchgen.services.training.jobs import TrainingJobView
+
+app = typer.Typer(
+    help="Training: fine-tune a local model on one of your datasets (LoRA or full), then "
+    "evaluate the Trained model like any other.",
+    no_args_is_help=True,
+)
+Base = Annotated[str, typer.Option("--base", help="The base model's id (mdl_…); see `models`.")]
+DatasetId = Annotated[str, typer.Option("--dataset", help="One of your datasets (ds_…).")]
+Sets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="NAME=VALUE",
+        help="A hyperparameter: epochs, learning_rate, batch_size, max_seq_length, lora_rank, "
+        "lora_alpha, lora_dropout, target_modules (comma-separated). Repeat for more.",
+    ),
+]
+JobType = Annotated[str, typer.Option("--type", help="lora (an adapter) or sft (every weight).")]
+Gpu = Annotated[
+    str | None, typer.Option("--gpu", help="Train on GPUs of this type (see `compute`).")
+]
+Name = Annotated[str | None, typer.Option(help="The Trained model's name.")]
+_FLOATS = {"learning_rate", "lora_dropout"}
+
+
+def _request(
+    base: str,
+    dataset: str,
+    sets: list[str] | None,
+    job_type: str,
+    gpu: str | None,
+    name: str | None,
+) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "job_type": job_type,
+        "base_model_id": base,
+        "dataset_id": dataset,
+        "hyperparameters": dict(_hyperparameter(item) for item in sets or []),
+    }
+    if gpu:
+        request["compute"] = {"gpu_type": gpu}
+    if name:
+        request["name"] = name
+    return request
+
+
+def _hyperparameter(item: str) -> tuple[str, Any]:
+    name, sep, value = (part.strip() for part in item.partition("="))
+    if not sep or not name or not value:
+        errors.print(Text(f"Error: --set {item!r}: give NAME=VALUE.", style="red"))
+        raise typer.Exit(2)
+    if name == "target_modules":
+        return name, [part.strip() for part in value.split(",") if part.strip()]
+    try:
+        return name, float(value) if name in _FLOATS else int(value)
+    except ValueError:
+        errors.print(Text(f"Error: --set {name}: {value!r} is not a number.", style="red"))
+        raise typer.Exit(2) from None
+
+
+@app.command("plan")
+def plan(
+    as_email: As,
+    base: Base,
+    dataset: DatasetId,
+    sets: Sets = None,
+    job_type: JobType = "lora",
+    gpu: Gpu = None,
+    name: Name = None,
+) -> None:
+    """Show the full plan of a training job (steps, memory, compute, duration, credits)
+    without launching it."""
+    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
+        shown = plans.plan_training(ctx, _request(base, dataset, sets, job_type, gpu, name))
+    console.print(Text(shown.text()))
+
+
+@app.command("start")
+def start(
+    as_email: As,
+    base: Base,
+    dataset: DatasetId,
+    sets: Sets = None,
+    job_type: JobType = "lora",
+    gpu: Gpu = None,
+    name: Name = None,
+    wait: Annotated[bool, typer.Option(help="Follow the job until it ends.")] = False,
+) -> None:
+    """Launch a training job; its estimated credits are reserved. A worker trains it
+    (`benchgen serve` or `benchgen worker`)."""
+    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
+        job = jobs.start_training(ctx, _request(base, dataset, sets, job_type, gpu, name))
+    console.print(Text.assemble("Queued training job ", (job.id, "bold"), f": {job.name}"))
+    if job.waiting_for:
+        console.print(Text(job.waiting_for))
+    if wait:
+        _follow(as_email, job.id, job.total_steps)
+
+
+def _follow(as_email: str, training_id: str, total: int) -> None:
+    with open_runtime() as runtime, progress_bar() as progress:
+        task = progress.add_task("training", total=total)
+        while True:
+            with as_user(runtime, as_email) as ctx:
+                job = jobs.get_training_job(ctx, training_id)
+            loss = "" if job.last_loss is None else f"loss {job.last_loss:.4f}"
+            progress.update(task, completed=job.steps_done, description=f"training {loss}")
+            if job.status in TRAINING_FINAL:
+                break
+            time.sleep(1)
+    _print_end(job)
+
+
+def _print_end(job: TrainingJobView) -> None:
+    console.print(
+        f"{job.status}: {job.steps_done}/{job.total_steps} steps, {job.credits_charged} credits"
+    )
+    if job.trained_model_id:
+        console.print(Text.assemble("Trained model ", (job.trained_model_id, "bold")))
+    if job.error:
+        console.print(Text(job.error, style="red"))
+
+
+@app.command("list")
+def list_jobs(as_email: As) -> None:
+    """Your training jobs, newest first (the 200 newest)."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        rows = jobs.list_training_jobs(ctx, 200)
+    table = Table("name", "status", "steps", "loss", "credits")
+    table.add_column("id", no_wrap=True, min_width=23)
+    for row in rows:
+        loss = "" if row.last_loss is None else f"{row.last_loss:.4f}"
+        steps = f"{row.steps_done}/{row.total_steps}"
+        table.add_row(row.name, row.status, steps, loss, str(row.credits_charged), row.id)
+    console.print(table)
+
+
+@app.command("show")
+def show(
+    training_id: Annotated[str, typer.Argument(help="The job's id (tr_…).")], as_email: As
+) -> None:
+    """One job's status and its log (each step's loss, learning rate and throughput)."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        job = jobs.get_training_job(ctx, training_id)
+        lines = jobs.read_training_log(ctx, training_id, limit=5000)
+    for line in lines:
+        console.print(Text(f"{line.at:%H:%M:%S} {line.line}"))
+    if job.waiting_for:
+        console.print(Text(job.waiting_for))
+    _print_end(job)
+
+
+@app.command("cancel")
+def cancel(
+    training_id: Annotated[str, typer.Argument(help="The job's id (tr_…).")], as_email: As
+) -> None:
+    """Cancel a queued job (nothing charged) or stop a running one after its current step."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        job = jobs.cancel_training_job(ctx, training_id)
+    console.print(f"{job.id}: {job.status if job.status in TRAINING_FINAL else 'stopping'}")
+
+
+@app.command("compute")
+def show_compute(as_email: As) -> None:
+    """The compute pools offered for training and what is free right now."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        pools = compute.compute_inventory(ctx)
+    table = Table("pool", "total", "in use", "free", "waiting")
+    for pool in pools:
+        table.add_row(
+            pool.pool, str(pool.total), str(pool.in_use), str(pool.free), str(pool.queued)
+        )
+    console.print(table)

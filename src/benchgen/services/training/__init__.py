@@ -1,0 +1,1 @@
+"""Training: the compute on offer, plans checked before launch, jobs, and Trained models."""

@@ -1,0 +1,105 @@
+"""Which catalogue models can be trained: the operator's local models whose weights transformers
+loads (a registered Hugging Face folder or GGUF file), never a path a user typed."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Model
+from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
+from benchgen.services import _model_specs, access, models
+from benchgen.training.sizing import BaseInfo, describe_base
+from benchgen.training.spec import BaseWeights
+
+# Model kinds whose weights lie on the server, registered only by the operator.
+LOCAL_KINDS = ("local_hf", "local_gguf")
+
+
+@dataclass(frozen=True)
+class Base:
+    """A trainable model with where its weights lie and what they are."""
+
+    model: Model
+    weights: BaseWeights
+    info: BaseInfo
+
+
+@dataclass(frozen=True)
+class BaseChoice:
+    """A catalogue model as a training base: whether it can be trained, and if not why."""
+
+    id: str
+    name: str
+    kind: str
+    trainable: bool
+    reason: str
+    param_count: int
+
+
+def list_training_bases(ctx: Context) -> list[BaseChoice]:
+    """Every model the user may use, with whether it can be a training base and why not.
+
+    Raises:
+        PermissionDenied: the principal may not read training.
+    """
+    access.require(ctx, Action.TRAINING_READ)
+    choices = []
+    for view in models.list_models(ctx):
+        row = _model_specs.usable_model(ctx, view.id)
+        reason, count = _refusal(row), 0
+        if not reason:
+            info = _described(_model_specs.base_weights(row))
+            reason, count = ("" if info.trainable else info.reason), info.param_count
+        choices.append(BaseChoice(row.id, row.name, row.kind, not reason, reason, count))
+    return choices
+
+
+def trainable_base(ctx: Context, model_id: str) -> Base:
+    """The model `model_id` as a training base, for services that have checked access.
+
+    Raises:
+        NotFound: no such model the user may use.
+        InvalidInput: not a model that can be trained here (the message says why).
+    """
+    row = _model_specs.usable_model(ctx, model_id)
+    reason = _refusal(row)
+    if reason:
+        raise invalid(["base_model_id"], reason)
+    weights = _model_specs.base_weights(row)
+    info = _described(weights)
+    if not info.trainable:
+        raise invalid(["base_model_id"], f"{row.name!r} cannot be trained: {info.reason}")
+    return Base(row, weights, info)
+
+
+def _refusal(row: Model) -> str:
+    if row.training_job_id is not None:
+        return f"{row.name!r} is a Trained model: train its base model on the combined data"
+    if row.kind not in LOCAL_KINDS or row.owner_id is not None:
+        return (
+            f"{row.name!r} is a {row.kind} model: only the operator's local models "
+            "(Hugging Face folders or GGUF files) can be trained here"
+        )
+    if row.endpoint_model == SMOLLM2 and smollm2_path() is None:
+        return "the SmolLM2 package is not installed on this server"
+    return ""
+
+
+def _described(weights: BaseWeights) -> BaseInfo:
+    try:
+        stamp = os.stat(weights.path).st_mtime_ns
+    except OSError:
+        return BaseInfo("", 0, 0, 0, False, "its weights are missing on this server")
+    return _describe_cached(weights, stamp)
+
+
+@functools.lru_cache(maxsize=64)
+def _describe_cached(weights: BaseWeights, _stamp: int) -> BaseInfo:
+    # Reading a config or GGUF header is cheap but not free; the file's mtime keys the cache so
+    # an operator replacing the weights is seen.
+    return describe_base(weights)

@@ -1,0 +1,113 @@
+"""The compute a deployment offers for training (CPU slots, GPU pools) and what is free right now:
+running training jobs hold what they use."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+from collections import Counter
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from benchgen.core.config import Settings, parse_gpu_pools
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.permissions import Action
+from benchgen.core.statuses import TrainingStatus
+from benchgen.db.tables import TrainingJob
+from benchgen.services import access
+
+CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """One pool: `cpu`, or `gpu:<type>`; `total` slots or GPUs, `in_use` by running jobs,
+    `queued` jobs waiting for it."""
+
+    pool: str
+    kind: str  # cpu | gpu
+    gpu_type: str | None
+    total: int
+    in_use: int
+    free: int
+    queued: int
+
+
+def compute_inventory(ctx: Context) -> list[PoolView]:
+    """Every pool this deployment offers for training, with what is free right now.
+
+    Raises:
+        PermissionDenied: the principal may not read training (a token without read).
+    """
+    access.require(ctx, Action.TRAINING_READ)
+    return pools_now(ctx)
+
+
+def pools_now(ctx: Context) -> list[PoolView]:
+    """The pools and their use, for services that have checked access."""
+    held, waiting = _use(ctx)
+    return [
+        PoolView(
+            name,
+            CPU if name == CPU else "gpu",
+            None if name == CPU else name.removeprefix("gpu:"),
+            total,
+            min(held[name], total),
+            max(total - held[name], 0),
+            waiting[name],
+        )
+        for name, total in offered(ctx.settings).items()
+    ]
+
+
+def offered(settings: Settings) -> dict[str, int]:
+    """Pool name → size: the CPU slots, then each GPU type (configured, else detected)."""
+    pools = {CPU: settings.training_cpu_slots}
+    gpus = settings.training_gpus
+    found = _detected_gpus() if gpus is None else parse_gpu_pools(gpus)
+    pools.update({f"gpu:{name}": count for name, count in found.items()})
+    return pools
+
+
+def pool_for(settings: Settings, gpu_type: str | None) -> str:
+    """The pool a plan asks for: the CPU pool, or the named GPU type's.
+
+    Raises:
+        InvalidInput: no GPU of that type here (the message lists those there are).
+    """
+    if gpu_type is None:
+        return CPU
+    pools = offered(settings)
+    name = f"gpu:{gpu_type}"
+    if name not in pools or pools[name] == 0:
+        there = ", ".join(p.removeprefix("gpu:") for p in pools if p != CPU) or "none"
+        raise invalid(["compute", "gpu_type"], f"no {gpu_type!r} GPU here (GPUs: {there})")
+    return name
+
+
+def _use(ctx: Context) -> tuple[Counter[str], Counter[str]]:
+    rows = ctx.session.execute(
+        select(TrainingJob.compute_pool, TrainingJob.status, func.sum(TrainingJob.compute_count))
+        .where(TrainingJob.status.in_([TrainingStatus.RUNNING, TrainingStatus.QUEUED]))
+        .group_by(TrainingJob.compute_pool, TrainingJob.status)
+    )
+    held: Counter[str] = Counter()
+    waiting: Counter[str] = Counter()
+    for pool, status, count in rows:
+        (held if status == TrainingStatus.RUNNING else waiting)[pool] += int(count or 0)
+    return held, waiting
+
+
+@functools.cache
+def _detected_gpus() -> dict[str, int]:
+    """GPUs torch sees, by name (e.g. {"NVIDIA H200": 1}); none without torch or CUDA."""
+    if importlib.util.find_spec("torch") is None:
+        return {}
+    torch = importlib.import_module("torch")
+    if not torch.cuda.is_available():
+        return {}
+    names = Counter(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    return dict(names)

@@ -1,0 +1,264 @@
+"""Executing a training job for the worker: claim its compute, prepare its files, record the
+live log and checkpoints, and close it with a Trained model and settled credits."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from benchgen.core.context import Context
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.core.statuses import TRAINING_FINAL, ModelStatus, TrainingStatus
+from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
+from benchgen.services import _model_specs, access, audit
+from benchgen.services._artifacts import store_for
+from benchgen.services.training import compute
+from benchgen.services.training.jobs import close_job
+from benchgen.training.process import Outcome
+from benchgen.training.spec import Hyperparameters, TrainSpec
+
+WAIT_FOR_COMPUTE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the worker runs: the engine's spec, with files prepared in its folder."""
+
+    training_id: str
+    spec: TrainSpec
+    memory_limit_bytes: int | None
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The job's compute is busy: try again later (the job says what it waits for)."""
+
+    seconds: float
+
+
+def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait | None:
+    """Take the job's compute and prepare its files in `folder`; None when there is nothing to
+    do (it ended, or was cancelled while queued).
+
+    A job already running was interrupted (its worker died): it resumes from its newest
+    checkpoint, keeping the compute it held.
+    """
+    access.require(ctx, Action.TRAINING_EXECUTE)
+    row = ctx.session.get(TrainingJob, training_id)
+    if row is None or row.status in TRAINING_FINAL:
+        return None
+    if row.cancel_requested_at is not None:
+        close_job(ctx, row, TrainingStatus.CANCELLED, "Cancelled before it started")
+        return None
+    if row.status == TrainingStatus.QUEUED:
+        busy = _busy_reason(ctx, row)
+        if busy:
+            row.waiting_for = busy
+            return Wait(WAIT_FOR_COMPUTE_S)
+        row.status, row.started_at, row.waiting_for = TrainingStatus.RUNNING, ctx.now(), ""
+        _log(ctx, row.id, f"Started on {row.compute_pool}: {row.total_steps} steps")
+    else:
+        _log(ctx, row.id, f"Resumed from step {row.checkpoint_step} after an interruption")
+        row.steps_done = row.checkpoint_step
+    return Work(row.id, _spec(ctx, row, folder), _memory_limit(ctx, row), _timeout(ctx))
+
+
+def _busy_reason(ctx: Context, row: TrainingJob) -> str:
+    """Why the job's pool cannot take it now, or "" when it can."""
+    _lock_pool(ctx, row.compute_pool)
+    total = compute.offered(ctx.settings).get(row.compute_pool, 0)
+    held = ctx.session.scalar(
+        select(func.coalesce(func.sum(TrainingJob.compute_count), 0)).where(
+            TrainingJob.compute_pool == row.compute_pool,
+            TrainingJob.status == TrainingStatus.RUNNING,
+        )
+    )
+    if int(held or 0) + row.compute_count <= total:
+        return ""
+    return f"waiting for {row.compute_pool}: {held} of {total} in use by other training jobs"
+
+
+def _lock_pool(ctx: Context, pool: str) -> None:
+    """Serialise claims of one pool. SQLite's write transaction already holds the database
+    lock; PostgreSQL takes a transaction-scoped advisory lock named by the pool."""
+    if ctx.session.get_bind().dialect.name == "postgresql":
+        key = zlib.crc32(f"benchgen-compute:{pool}".encode())
+        ctx.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
+    store = store_for(ctx.settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    dataset = ctx.session.get(Dataset, row.dataset_id)
+    base = ctx.session.get(Model, row.base_model_id)
+    assert dataset is not None and base is not None  # foreign keys; rows are soft-deleted
+    data = store.copy_to(dataset.storage_key, folder / "data.jsonl")
+    resume = None
+    if row.checkpoint_key:
+        resume = str(store.copy_folder_to(row.checkpoint_key, folder / "resume"))
+    hyper = dict(row.hyperparameters)
+    hyper["target_modules"] = tuple(hyper["target_modules"])
+    return TrainSpec(
+        job_type="sft" if row.job_type == "sft" else "lora",
+        base=_model_specs.base_weights(base),
+        dataset_path=str(data),
+        hyper=Hyperparameters(**hyper),
+        output_dir=str(folder / "out"),
+        device="cpu" if row.compute_pool == compute.CPU else "cuda",
+        threads=ctx.settings.training_threads,
+        checkpoint_every=ctx.settings.training_checkpoint_every,
+        resume_dir=resume,
+    )
+
+
+def _memory_limit(ctx: Context, row: TrainingJob) -> int | None:
+    # CUDA drivers map far more address space than they use: the limit is for the CPU pool.
+    return ctx.settings.training_memory_mib * 2**20 if row.compute_pool == compute.CPU else None
+
+
+def _timeout(ctx: Context) -> float:
+    return ctx.settings.training_max_hours * 3600
+
+
+def record_events(ctx: Context, training_id: str, events: list[dict[str, Any]]) -> None:
+    """Write a batch of the engine's events into the job's live log; a checkpoint is copied
+    to artifact storage and becomes the point an interrupted job resumes from."""
+    access.require(ctx, Action.TRAINING_EXECUTE)
+    row = ctx.session.get(TrainingJob, training_id)
+    if row is None:
+        return
+    for event in events:
+        _record(ctx, row, event)
+
+
+def _record(ctx: Context, row: TrainingJob, event: dict[str, Any]) -> None:
+    kind = event.get("event")
+    if kind == "step":
+        step = int(event["step"])
+        row.steps_done = max(row.steps_done, step)
+        ctx.session.add(
+            TrainingEvent(
+                job_id=row.id,
+                at=ctx.now(),
+                line=_step_line(event, row.total_steps),
+                step=step,
+                loss=_number(event.get("loss")),
+                learning_rate=_number(event.get("learning_rate")),
+                tokens_per_s=_number(event.get("tokens_per_s")),
+            )
+        )
+    elif kind == "checkpoint":
+        key = f"training/{row.id}/checkpoint"
+        store_for(ctx.settings).put_folder(key, Path(str(event["dir"])))
+        row.checkpoint_key, row.checkpoint_step = key, int(event["step"])
+        _log(ctx, row.id, f"Checkpoint saved at step {row.checkpoint_step}")
+    elif kind == "started":
+        _log(ctx, row.id, _started_line(event))
+
+
+def _step_line(event: dict[str, Any], total: int) -> str:
+    loss, rate = _number(event.get("loss")), _number(event.get("learning_rate"))
+    speed = _number(event.get("tokens_per_s")) or 0.0
+    return (
+        f"step {event['step']}/{total} loss {loss if loss is None else round(loss, 4)} "
+        f"lr {rate if rate is None else f'{rate:.2e}'} {speed:.0f} tokens/s"
+    )
+
+
+def _started_line(event: dict[str, Any]) -> str:
+    return (
+        f"Training on {event.get('device', 'cpu')}: {event.get('trainable_params', '?')} "
+        f"trainable parameters, from step {event.get('start_step', 0)}"
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def is_cancel_requested(ctx: Context, training_id: str) -> bool:
+    """True once the owner asked to cancel (the engine stops between steps)."""
+    access.require(ctx, Action.TRAINING_EXECUTE)
+    row = ctx.session.get(TrainingJob, training_id)
+    return row is None or row.cancel_requested_at is not None
+
+
+def finish_training(ctx: Context, training_id: str, outcome: Outcome) -> None:
+    """Close the job as the engine ended it: a completed one joins the catalogue as a Trained
+    model; credits are settled for the steps that ran (refunded in full when it failed)."""
+    access.require(ctx, Action.TRAINING_EXECUTE)
+    row = ctx.session.get(TrainingJob, training_id)
+    if row is None or row.status in TRAINING_FINAL:
+        return
+    row.peak_rss_bytes = max(row.peak_rss_bytes, outcome.peak_rss_bytes)
+    if outcome.status == "completed" and outcome.final_dir:
+        row.steps_done = row.total_steps
+        store_for(ctx.settings).put_folder(
+            _model_specs.trained_key(row.id), Path(outcome.final_dir)
+        )
+        row.trained_model_id = _add_trained_model(ctx, row)
+        close_job(ctx, row, TrainingStatus.COMPLETED, f"Completed: {row.total_steps} steps")
+    elif outcome.status == "cancelled":
+        row.steps_done = max(row.steps_done, outcome.steps_done)
+        close_job(ctx, row, TrainingStatus.CANCELLED, f"Cancelled after {row.steps_done} steps")
+    else:
+        row.error = outcome.error[:2000] or "training failed"
+        close_job(ctx, row, TrainingStatus.FAILED, f"Failed: {row.error}")
+    audit.record(
+        ctx,
+        audit.AuditAction.TRAINING_FINISH,
+        "training_job",
+        row.id,
+        status=row.status,
+        steps=row.steps_done,
+        credits=row.credits_charged,
+    )
+
+
+def abandon_training(ctx: Context, training_id: str, error: str) -> None:
+    """The job could not be run (its workers kept dying): fail it and refund it in full."""
+    access.require(ctx, Action.TRAINING_EXECUTE)
+    row = ctx.session.get(TrainingJob, training_id)
+    if row is None or row.status in TRAINING_FINAL:
+        return
+    row.error = error[:2000]
+    close_job(ctx, row, TrainingStatus.FAILED, f"Failed: {row.error}")
+    audit.record(ctx, audit.AuditAction.TRAINING_FINISH, "training_job", row.id, status=row.status)
+
+
+def _add_trained_model(ctx: Context, row: TrainingJob) -> str:
+    now = ctx.now()
+    model = Model(
+        id=new_id("mdl"),
+        owner_id=row.owner_id,
+        name=row.name,
+        kind="local_hf",
+        endpoint_model=f"trained:{row.id}",
+        base_url=None,
+        api_key_enc=None,
+        # Multiple choice by the letters' log-probabilities: a small trained model answers
+        # more reliably so than in words.
+        params={"letter_logprobs": True},
+        price_per_question=0,
+        price_per_1k_tokens=0,
+        status=ModelStatus.AVAILABLE,
+        training_job_id=row.id,
+        created_at=now,
+        updated_at=now,
+    )
+    ctx.session.add(model)
+    ctx.session.flush()
+    return model.id
+
+
+def _log(ctx: Context, training_id: str, line: str) -> None:
+    ctx.session.add(TrainingEvent(job_id=training_id, at=ctx.now(), line=line[:2000]))

