@@ -50,11 +50,11 @@ def test_catalogue_groups_platform_models_and_mine(signed_in: WebUser) -> None:
     add(signed_in)
     page = signed_in.page("/models")
     headings = [h.text for h in page.find_all("h2")]
-    assert headings == ["Platform models", "My models"]
-    platform, mine = page.find_all("section")[:2]
+    assert headings == ["Platform models", "My models", "Trained"]
+    platform, mine, trained = page.find_all("section")[:3]
     assert "Baseline: always the first choice" in platform.text
     assert "My vLLM" in mine.text and "My vLLM" not in platform.text
-    assert "Trained" not in page.text
+    assert "None yet" in trained.text and trained.find("a", href="/training") is not None
 
 
 def test_add_an_endpoint_and_the_key_is_never_shown(signed_in: WebUser) -> None:

@@ -10,25 +10,35 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.permissions import RULES, Action, Target
+from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
+from benchgen.services.training import jobs
 from tests.support import MCQ, World
 from tests.web.support import WebUser
 
-# Training jobs come with the rest of the training issue: no object of theirs exists yet, so
-# their pages cannot be shown for one.
-_NOT_YET = {Action.TRAINING_DELETE}
+# A training job needs a trainable base: the packaged SmolLM2 (absent, its page is not checked).
+_NOT_YET = {Action.TRAINING_DELETE} if smollm2_path() is None else set()
 # Owner-only objects whose page is looked up by the object's own kind.
-_OWN_OBJECTS = {Action.MODEL_DELETE: "model", Action.DATASET_DELETE: "dataset"}
+_OWN_OBJECTS = {
+    Action.MODEL_DELETE: "model",
+    Action.DATASET_DELETE: "dataset",
+    Action.TRAINING_DELETE: "training_job",
+}
 _LINKED = [a for a in Action if RULES[a].page != "/" and a not in _NOT_YET]
+SMOLLM2 = {"name": "SmolLM2 (local)", "kind": "local_gguf", "endpoint_model": "smollm2"}
 
 
 @pytest.fixture
-def admin_owner(runtime: Runtime, world: World) -> Iterator[tuple[WebUser, dict[str, str]]]:
-    """An admin who owns a benchmark, a run on it and a model of her own, signed in."""
+def admin_owner(
+    runtime: Runtime, world: World, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[WebUser, dict[str, str]]]:
+    """An admin who owns a benchmark, a run on it, a model, a dataset and a training job of
+    her own, signed in."""
+    monkeypatch.setattr(runtime.settings, "training_gpus", "")  # no GPU detection with torch
     user_id = world.user("ana@example.com", admin=True, credits_=1000)
     me = Principal.web(user_id)
     benchmark = world.do(me, lifecycle.create_benchmark, MCQ).benchmark.id
@@ -53,6 +63,10 @@ def admin_owner(runtime: Runtime, world: World) -> Iterator[tuple[WebUser, dict[
             {"name": "Sums"},
         ).id,
     }
+    if not _NOT_YET:
+        base = world.do(me, models.create_platform_model, SMOLLM2).id
+        job = {"base_model_id": base, "dataset_id": objects["dataset"]}
+        objects["training_job"] = world.do(me, jobs.start_training, job).id
     with TestClient(create_app(runtime.settings, runtime), follow_redirects=False) as client:
         yield WebUser.sign_in(client, "ana@example.com"), objects
 

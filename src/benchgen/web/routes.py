@@ -33,6 +33,8 @@ from benchgen.web.pages import (
     run_compare,
     runs,
     settings,
+    training,
+    training_job,
 )
 from benchgen.web.session import SignInRequired
 from benchgen.web.templating import STATIC, build_templates
@@ -58,6 +60,8 @@ PAGES = (
     runs,
     models,
     datasets,
+    training,  # before the job pages: /training/plan and /training/launch are not job ids
+    training_job,
     settings,
     notifications,
     chat,

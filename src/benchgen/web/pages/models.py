@@ -1,4 +1,5 @@
-"""Model pages: the catalogue by source, endpoint models, key rotation, deletion."""
+"""Model pages: the catalogue by source (Trained models with their lineage), endpoint models,
+key rotation, deletion."""
 
 from __future__ import annotations
 
@@ -10,21 +11,34 @@ from fastapi.responses import Response
 from benchgen.core.errors import InvalidInput
 from benchgen.services import models
 from benchgen.services.models import USER_KINDS, ModelView
+from benchgen.services.training import jobs
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 KIND_LABELS = {"openai_compat": "OpenAI-compatible endpoint", "anthropic": "Anthropic"}
 SOURCES = (("platform", "Platform models"), ("you", "My models"))
+# Lineage is looked up among this many of my newest training jobs; an older or deleted job's
+# Trained model shows without it.
+LINEAGE_JOBS = 200
 NEW_FIELDS = ("name", "kind", "base_url", "endpoint_model", "api_key")
 
 
 @router.get("/models", name="models")
 def model_list(request: Request, ctx: WebContext) -> Response:
-    """The catalogue: platform models for everyone, then mine."""
+    """The catalogue: platform models for everyone, then mine, then the models I trained with
+    their base model, dataset and job."""
     found = models.list_models(ctx)
-    groups = [(label, [m for m in found if m.owner == source]) for source, label in SOURCES]
-    return render(request, "models/list.html", groups=groups)
+    groups = [
+        (label, [m for m in found if m.owner == source and m.training_job_id is None])
+        for source, label in SOURCES
+    ]
+    trained = [m for m in found if m.training_job_id is not None]
+    lineage = {}
+    if trained:
+        made = jobs.list_training_jobs(ctx, LINEAGE_JOBS)
+        lineage = {job.trained_model_id: job for job in made if job.trained_model_id}
+    return render(request, "models/list.html", groups=groups, trained=trained, lineage=lineage)
 
 
 @router.get("/models/new", name="model_new")

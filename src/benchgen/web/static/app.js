@@ -75,11 +75,60 @@ function wireLiveLogs(root) {
   });
 }
 
+// A running training job's page polls its progress as JSON: new log lines, loss points for
+// the chart, the progress bar. Each poll is an ordinary request, so a sign-out stops it (the
+// redirect to sign-in is refused here); the page reloads when the job ends.
+function wireTrainingProgress(root) {
+  root.querySelectorAll("[data-training-progress]").forEach((box) => {
+    if (box.dataset.polling) return;
+    box.dataset.polling = "1";
+    const log = box.querySelector(".log");
+    const bar = box.querySelector("progress");
+    const label = box.querySelector("[data-progress-label]");
+    const caption = box.querySelector("[data-chart-caption]");
+    const status = document.querySelector("[data-training-status]");
+    const canvas = box.querySelector("canvas");
+    let after = box.dataset.after || "0";
+    log.scrollTop = log.scrollHeight;
+    const poll = async () => {
+      let data;
+      try {
+        const url = `${box.dataset.trainingProgress}?after=${encodeURIComponent(after)}`;
+        const response = await fetch(url, { redirect: "error", headers: { Accept: "application/json" } });
+        if (!response.ok) return;
+        data = await response.json();
+      } catch (_) {
+        return;
+      }
+      after = String(data.after);
+      data.lines.forEach((text) => {
+        const line = document.createElement("div");
+        line.textContent = text;
+        log.appendChild(line);
+      });
+      if (data.lines.length) log.scrollTop = log.scrollHeight;
+      const chart = typeof Chart === "undefined" || !canvas ? null : Chart.getChart(canvas);
+      if (chart && data.points.length) {
+        chart.data.datasets[0].data.push(...data.points);
+        chart.update();
+        if (caption) caption.textContent = "Training loss by step.";
+      }
+      if (bar) { bar.max = data.total_steps || 1; bar.value = data.steps_done; }
+      if (label) label.textContent = `${data.steps_done} of ${data.total_steps} steps (${data.percent}%)`;
+      if (status) status.textContent = data.status;
+      if (data.final) { window.location.reload(); return; }
+      window.setTimeout(poll, data.more ? 0 : 2000);
+    };
+    window.setTimeout(poll, 2000);
+  });
+}
+
 function wireAll(root) {
   wireConfirmations(root);
   wireCopyButtons(root);
   wireCharts(root);
   wireLiveLogs(root);
+  wireTrainingProgress(root);
 }
 
 document.addEventListener("DOMContentLoaded", () => wireAll(document));
