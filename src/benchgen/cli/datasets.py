@@ -1,4 +1,5 @@
-"""`benchgen datasets upload` and `list`: a user's training data, from files on this machine."""
+"""`benchgen datasets upload`, `list` and `delete`: a user's training data, from files on this
+machine."""
 
 from __future__ import annotations
 
@@ -105,3 +106,20 @@ def list_datasets(as_email: As) -> None:
     for row in rows:
         table.add_row(row.name, row.format, str(row.row_count), str(row.token_estimate), row.id)
     console.print(table)
+
+
+@app.command("delete")
+def delete(
+    dataset_id: Annotated[str, typer.Argument(help="The dataset's id (ds_…).")],
+    as_email: As,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
+) -> None:
+    """Delete one of the user's datasets and its stored file (training jobs that used it keep
+    their record)."""
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        shown = datasets.get_dataset(ctx, dataset_id)
+    if not yes:
+        typer.confirm(f"Delete the dataset {shown.name!r} ({shown.row_count} rows)?", abort=True)
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        datasets.delete_dataset(ctx, dataset_id)
+    console.print(f"Deleted dataset {dataset_id}.")

