@@ -37,12 +37,13 @@ from benchgen.core.permissions import Scope
 from benchgen.db.tables import ApiToken
 from benchgen.jobs.worker import Worker
 from benchgen.services import models
-from benchgen.services.accounts import tokens
+from benchgen.services.accounts import credits, tokens
 from benchgen.services.benchmarks import bundles
 from benchgen.services.chat import conversations
 from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runtime import Runtime
+from benchgen.services.training import jobs
 from tests.bundle_factory import bundle, competition, results
 from tests.support import MCQ, OPERATOR, World
 
@@ -105,6 +106,8 @@ class Seed:
     custom: str  # ana's private custom benchmark (a bundle without solutions: nothing runs)
     submission: str  # ana's queued submission to it
     dataset: str  # ana's dataset
+    base: str  # the operator's trainable SmolLM2
+    training: str  # ana's queued training job on her dataset
 
     @property
     def private_ids(self) -> tuple[str, ...]:
@@ -118,6 +121,7 @@ class Seed:
             self.custom,
             self.submission,
             self.dataset,
+            self.training,
         )
 
 
@@ -149,6 +153,10 @@ NEW_MODEL = {"name": "Mine too", "endpoint_model": "m", "base_url": "http://127.
 BUNDLE = bundle(competition(solutions=[]))
 SUBMISSION = results({"q1": "paris"})
 DATASET = b'{"prompt": "2+2?", "completion": "4"}\n'
+
+
+def _training(seed: Seed) -> dict[str, str]:
+    return {"base_model_id": seed.base, "dataset_id": seed.dataset}
 
 
 def _zip(field: str, data: bytes) -> dict[str, tuple[str, bytes, str]]:
@@ -312,6 +320,28 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("GET", "/api/v1/datasets/{dataset_id}"): Row(
         lambda s: Call("GET", f"/api/v1/datasets/{s.dataset}")
     ),
+    ("GET", "/api/v1/compute"): Row(lambda s: Call("GET", "/api/v1/compute"), owned=False),
+    ("GET", "/api/v1/training-bases"): Row(
+        lambda s: Call("GET", "/api/v1/training-bases"), owned=False
+    ),
+    ("POST", "/api/v1/training-jobs/estimate"): Row(
+        lambda s: Call("POST", "/api/v1/training-jobs/estimate", _training(s))
+    ),
+    ("POST", "/api/v1/training-jobs"): Row(
+        lambda s: Call("POST", "/api/v1/training-jobs", _training(s)), ok=202
+    ),
+    ("GET", "/api/v1/training-jobs"): Row(
+        lambda s: Call("GET", "/api/v1/training-jobs"), owned=False
+    ),
+    ("GET", "/api/v1/training-jobs/{training_id}"): Row(
+        lambda s: Call("GET", f"/api/v1/training-jobs/{s.training}")
+    ),
+    ("GET", "/api/v1/training-jobs/{training_id}/log"): Row(
+        lambda s: Call("GET", f"/api/v1/training-jobs/{s.training}/log")
+    ),
+    ("POST", "/api/v1/training-jobs/{training_id}/cancel"): Row(
+        lambda s: Call("POST", f"/api/v1/training-jobs/{s.training}/cancel")
+    ),
     ("POST", "/api/v1/chat/conversations"): Row(
         lambda s: Call("POST", "/api/v1/chat/conversations"), ok=201, owned=False
     ),
@@ -372,6 +402,12 @@ def seed(world: World, runtime: Runtime) -> Seed:
     # Left queued: no worker runs in the matrix, so no program runs either.
     submitted = world.do(web, submissions.submit, custom, SUBMISSION, "seed.zip")
     dataset = world.do(web, datasets.upload_dataset, DATASET, "seed.jsonl", {"name": "Seed"})
+    smollm2 = {"name": "SmolLM2", "kind": "local_gguf", "endpoint_model": "smollm2"}
+    base = world.do(OPERATOR, models.create_platform_model, smollm2)
+    world.do(OPERATOR, credits.grant_credits, ana, 10)  # a training step costs a credit
+    training = world.do(
+        web, jobs.start_training, {"base_model_id": base.id, "dataset_id": dataset.id}
+    )
     return Seed(
         ana,
         bob,
@@ -384,6 +420,8 @@ def seed(world: World, runtime: Runtime) -> Seed:
         custom,
         submitted.id,
         dataset.id,
+        base.id,
+        training.id,
     )
 
 

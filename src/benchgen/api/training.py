@@ -21,16 +21,18 @@ Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of t
 MAX_LOG_ID = 2**31 - 1
 
 
-@router.get("/compute", response_model=list[PoolView], openapi_extra={"x-scope": "read"})
-def compute_inventory(ctx: ContextDep) -> list[PoolView]:
-    """The compute pools offered for training (CPU, GPU types) and what is free right now."""
-    return compute.compute_inventory(ctx)
+@router.get("/compute", response_model=Page[PoolView], openapi_extra={"x-scope": "read"})
+def compute_inventory(ctx: ContextDep) -> dict[str, Any]:
+    """The compute pools offered for training (CPU, GPU types) and what is free right now
+    (one page: a deployment has a handful)."""
+    return {"items": compute.compute_inventory(ctx), "next_cursor": None}
 
 
-@router.get("/training-bases", response_model=list[BaseChoice], openapi_extra={"x-scope": "read"})
-def training_bases(ctx: ContextDep) -> list[BaseChoice]:
-    """Every model you may use, with whether it can be trained here and, if not, why."""
-    return bases.list_training_bases(ctx)
+@router.get("/training-bases", response_model=Page[BaseChoice], openapi_extra={"x-scope": "read"})
+def training_bases(ctx: ContextDep) -> dict[str, Any]:
+    """Every model you may use, with whether it can be trained here and, if not, why (one
+    page, like the model catalogue)."""
+    return {"items": bases.list_training_bases(ctx), "next_cursor": None}
 
 
 @router.post(

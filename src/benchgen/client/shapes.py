@@ -239,6 +239,7 @@ class TrainingJob(TypedDict):
     estimated_credits: int
     credits_charged: int
     trained_model_id: str | None
+    cancel_requested: bool
     peak_memory_mib: int
     error: str
     created_at: str

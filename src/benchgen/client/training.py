@@ -23,11 +23,11 @@ class TrainingCalls(Connection):
 
     def compute(self) -> list[ComputePool]:
         """The compute pools offered for training and what is free right now."""
-        return cast(list[ComputePool], self._json("GET", "/compute"))
+        return cast(list[ComputePool], list(self._pages("/compute", {}, None)))
 
     def training_bases(self) -> list[TrainingBase]:
         """Every model you may use, with whether it can be trained here and why not."""
-        return cast(list[TrainingBase], self._json("GET", "/training-bases"))
+        return cast(list[TrainingBase], list(self._pages("/training-bases", {}, None)))
 
     def plan_training(self, base_model_id: str, dataset_id: str, **plan: Any) -> TrainingPlan:
         """The full plan of a training job without launching it.

@@ -50,6 +50,7 @@ class TrainingJobView:
     estimated_credits: int
     credits_charged: int
     trained_model_id: str | None
+    cancel_requested: bool
     peak_memory_mib: int
     error: str
     created_at: datetime
@@ -321,6 +322,7 @@ def _view(
         estimated_credits=row.estimated_credits,
         credits_charged=row.credits_charged,
         trained_model_id=row.trained_model_id,
+        cancel_requested=row.cancel_requested_at is not None,
         peak_memory_mib=row.peak_rss_bytes // 2**20,
         error=row.error,
         created_at=row.created_at,

@@ -24,8 +24,11 @@ from benchgen.training.sizing import estimate_peak_bytes
 from benchgen.training.spec import Hyperparameters, JobType, total_steps
 
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
-# Rough training throughput of a 135M-parameter model on one CPU thread (bench/train.py
-# measures it); a model n times larger is taken as n times slower, a GPU as 40 times faster.
+# Rough costs of a 135M-parameter model on one CPU thread (bench/train.py measures them): its
+# load, each optimizer step's fixed work, and throughput over the tokens. A model n times
+# larger is taken as n times slower, a GPU as 40 times faster once loaded.
+LOAD_S_AT_135M = 20.0
+STEP_S_AT_135M = 0.4
 CPU_TOKENS_PER_S_AT_135M = 300.0
 REFERENCE_PARAMS = 135_000_000
 GPU_SPEEDUP = 40.0
@@ -199,7 +202,7 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
         compute=_compute_plan(ctx, pool, count),
         memory_estimate_mib=memory,
         memory_limit_mib=limit,
-        estimated_seconds=_seconds(ctx, base, dataset, hyper, pool),
+        estimated_seconds=_seconds(ctx, base, dataset, hyper, pool, steps),
         price_per_step=price,
         estimated_credits=steps * price,
         balance=balance,
@@ -252,15 +255,17 @@ def _price(ctx: Context, pool: str, count: int) -> int:
     return ctx.settings.training_gpu_price_per_step * count
 
 
-def _seconds(ctx: Context, base: Base, dataset: Dataset, hyper: Hyperparameters, pool: str) -> int:
-    """A rough duration: tokens to process over a throughput scaled by model size."""
+def _seconds(
+    ctx: Context, base: Base, dataset: Dataset, hyper: Hyperparameters, pool: str, steps: int
+) -> int:
+    """A rough duration: loading, then each step's fixed work and its tokens, scaled by model
+    size and threads (or a GPU)."""
     per_row = min(dataset.token_estimate / max(dataset.row_count, 1), hyper.max_seq_length)
     tokens = per_row * dataset.row_count * hyper.epochs
     size = max(base.info.param_count, 1) / REFERENCE_PARAMS
-    rate = CPU_TOKENS_PER_S_AT_135M * ctx.settings.training_threads / size
-    if pool != compute.CPU:
-        rate *= GPU_SPEEDUP
-    return math.ceil(tokens / rate)
+    speed = ctx.settings.training_threads * (GPU_SPEEDUP if pool != compute.CPU else 1.0)
+    work = steps * STEP_S_AT_135M + tokens / CPU_TOKENS_PER_S_AT_135M
+    return math.ceil(LOAD_S_AT_135M * size + work * size / speed)
 
 
 def _duration(seconds: int) -> str:
