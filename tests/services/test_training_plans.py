@@ -11,10 +11,16 @@ import pytest
 from sqlalchemy import func, select
 
 from benchgen.core.context import Principal
-from benchgen.core.errors import InsufficientCredits, InvalidInput, NotFound, PermissionDenied
+from benchgen.core.errors import (
+    Conflict,
+    InsufficientCredits,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+)
 from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.core.statuses import TrainingStatus
-from benchgen.db.tables import CreditEntry, Job, TrainingJob
+from benchgen.db.tables import CreditEntry, Job, Model, TrainingJob
 from benchgen.jobs.handlers import WORKER
 from benchgen.services import models
 from benchgen.services.datasets import datasets
@@ -233,3 +239,27 @@ def _ledger(world: World, user_id: str) -> list[tuple[str, int]]:
         return sorted(((row.kind, row.amount) for row in rows), key=lambda e: order[e[0]])
 
     return world.ctx_call(OPERATOR, read)
+
+
+def test_a_dataset_in_use_is_kept_until_its_jobs_end(world: World, scene: dict[str, Any]) -> None:
+    job = world.do(scene["web"], jobs.start_training, request(scene))
+    with pytest.raises(Conflict) as exc:
+        world.do(scene["web"], datasets.delete_dataset, scene["dataset"])
+    assert exc.value.details["training_job_id"] == job.id
+    world.do(scene["web"], jobs.cancel_training_job, job.id)
+    world.do(scene["web"], datasets.delete_dataset, scene["dataset"])
+
+
+def test_a_job_whose_base_was_withdrawn_fails_refunded(
+    world: World, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    job = world.do(scene["web"], jobs.start_training, request(scene))
+
+    def withdraw(ctx: Any) -> None:
+        ctx.session.get(Model, scene["base"]).deleted_at = ctx.now()
+
+    world.ctx_call(OPERATOR, withdraw)
+    assert world.do(WORKER, execution.begin_training, job.id, tmp_path) is None
+    failed = world.do(scene["web"], jobs.get_training_job, job.id)
+    assert failed.status == TrainingStatus.FAILED and "base model" in failed.error
+    assert _ledger(world, scene["ana"]) == [("reserve", -3), ("refund", 3)]

@@ -14,10 +14,11 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from benchgen.core.context import Context
-from benchgen.core.errors import NotFound, PermissionDenied, invalid
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
-from benchgen.db.tables import Dataset
+from benchgen.core.statuses import TRAINING_ACTIVE
+from benchgen.db.tables import Dataset, TrainingJob
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import imports
@@ -209,6 +210,7 @@ def delete_dataset(ctx: Context, dataset_id: str) -> None:
     Raises:
         PermissionDenied: a token or the agent asked (the refusal names the dataset's page).
         NotFound: missing, deleted, or someone else's.
+        Conflict: a queued or running training job is using it.
     """
     try:
         access.require(ctx, Action.DATASET_DELETE)
@@ -218,6 +220,17 @@ def delete_dataset(ctx: Context, dataset_id: str) -> None:
             exc.details["page"] = f"/datasets/{dataset_id}"
         raise
     row = _own(ctx, dataset_id)
+    training = ctx.session.scalar(
+        select(TrainingJob.id).where(
+            TrainingJob.dataset_id == row.id, TrainingJob.status.in_(TRAINING_ACTIVE)
+        )
+    )
+    if training is not None:
+        # Its file is what the job reads when a worker starts or resumes it.
+        raise Conflict(
+            "A training job is using this dataset: cancel it or let it finish first.",
+            {"training_job_id": training, "page": f"/training/{training}"},
+        )
     row.deleted_at = ctx.now()
     audit.record(ctx, audit.AuditAction.DATASET_DELETE, "dataset", row.id)
     store, key = store_for(ctx.settings), row.storage_key

@@ -56,6 +56,11 @@ def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait 
     if row.cancel_requested_at is not None:
         close_job(ctx, row, TrainingStatus.CANCELLED, "Cancelled before it started")
         return None
+    gone = _missing_input(ctx, row)
+    if gone:
+        row.error = gone
+        close_job(ctx, row, TrainingStatus.FAILED, f"Failed: {gone}")
+        return None
     if row.status == TrainingStatus.QUEUED:
         busy = _busy_reason(ctx, row)
         if busy:
@@ -67,6 +72,18 @@ def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait 
         _log(ctx, row.id, f"Resumed from step {row.checkpoint_step} after an interruption")
         row.steps_done = row.checkpoint_step
     return Work(row.id, _spec(ctx, row, folder), _memory_limit(ctx, row), _timeout(ctx))
+
+
+def _missing_input(ctx: Context, row: TrainingJob) -> str:
+    """Why the job cannot train any more (its base model was withdrawn, or its dataset's data
+    changed), or ""; such a job fails and is refunded."""
+    base = ctx.session.get(Model, row.base_model_id)
+    dataset = ctx.session.get(Dataset, row.dataset_id)
+    if base is None or base.deleted_at is not None:
+        return "its base model was removed from the catalogue"
+    if dataset is None or dataset.deleted_at is not None or dataset.sha256 != row.dataset_sha256:
+        return "its dataset is gone"
+    return ""
 
 
 def _busy_reason(ctx: Context, row: TrainingJob) -> str:
