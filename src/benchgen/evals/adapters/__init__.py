@@ -7,6 +7,7 @@ from collections.abc import Callable
 from benchgen.evals.adapters.anthropic import AnthropicAdapter
 from benchgen.evals.adapters.builtin import BuiltinAdapter
 from benchgen.evals.adapters.local_gguf import LocalGGUFAdapter
+from benchgen.evals.adapters.local_hf import LocalHFAdapter
 from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter
 from benchgen.evals.types import Adapter, FatalModelError, ModelSpec
 
@@ -14,6 +15,7 @@ ADAPTERS: dict[str, Callable[[ModelSpec], Adapter]] = {
     "openai_compat": OpenAICompatAdapter,
     "anthropic": AnthropicAdapter,
     "local_gguf": LocalGGUFAdapter,
+    "local_hf": LocalHFAdapter,
     "builtin": BuiltinAdapter,
 }
 

@@ -1,0 +1,1 @@
+"""Pure training executors: LoRA and full fine-tuning in a child process (transformers + peft)."""

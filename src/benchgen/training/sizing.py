@@ -1,0 +1,227 @@
+"""What a base model is and how much memory training it takes, read without importing torch."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchgen.training.spec import BaseWeights, Hyperparameters, JobType
+
+# Decoder-only architectures transformers builds from its own code (tests check each is in its
+# causal-LM mapping). A config naming another one would need remote code or cannot train here.
+CAUSAL_LM_TYPES = frozenset(
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi", "phi3",
+        "gemma", "gemma2", "gemma3_text", "granite", "olmo", "olmo2", "smollm3", "starcoder2",
+        "stablelm", "gpt2", "gpt_neox", "falcon", "cohere", "nemotron", "bloom", "opt", "gptj",
+    }
+)  # fmt: skip
+# GGUF architectures transformers can dequantise into a model, and the model type each becomes
+# (transformers' GGUF_SUPPORTED_ARCHITECTURES, less the encoder-decoder and state-space ones).
+GGUF_TYPES = {
+    "llama": "llama",
+    "mistral": "mistral",
+    "qwen2": "qwen2",
+    "qwen2moe": "qwen2_moe",
+    "qwen3": "qwen3",
+    "qwen3moe": "qwen3_moe",
+    "phi3": "phi3",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3_text",
+    "falcon": "falcon",
+    "bloom": "bloom",
+    "stablelm": "stablelm",
+    "gpt2": "gpt2",
+    "starcoder2": "starcoder2",
+    "nemotron": "nemotron",
+}
+
+MIB = 2**20
+RUNTIME_BYTES = 640 * MIB  # Python, torch, transformers and peft loaded, before any weight
+_FP32 = 4
+# Per trainable value: the weight, its gradient, AdamW's two moments, and the temporaries of
+# AdamW's multi-tensor (foreach) step, about one more copy (a full fine-tune peaks there).
+_ADAMW_FP32_COPIES = 5
+_ACTIVATION_FLOATS_PER_HIDDEN = 24  # floats kept for backward per token, layer and hidden unit
+_LOGIT_COPIES = 4  # logits, their fp32 softmax, and the gradients of both
+_SLACK = 1.25  # the allocator's caching and fragmentation on top of the tensors themselves
+
+
+@dataclass(frozen=True)
+class BaseInfo:
+    """A base model's shape as read from its files, and whether this platform can train it."""
+
+    model_type: str
+    param_count: int
+    hidden_size: int
+    layers: int
+    trainable: bool
+    reason: str  # why not, when not trainable; "" otherwise
+    vocab_size: int = 0
+    intermediate_size: int = 0
+    heads: int = 0
+    context_length: int = 0
+    dequantised: bool = False  # GGUF: weights arrive quantised and are expanded to fp32 at load
+
+
+def describe_base(base: BaseWeights) -> BaseInfo:
+    """Read a base model's config (a folder) or metadata (a GGUF file) and judge it.
+
+    A folder is refused when its weights are not safetensors, when its config asks for remote
+    code (`auto_map`), or when transformers has no built-in causal LM of its type; a GGUF file
+    when transformers cannot dequantise its architecture. Never raises for a bad model: the
+    answer is `trainable=False` with the reason.
+    """
+    try:
+        return (
+            _describe_gguf(Path(base.path))
+            if base.kind == "gguf"
+            else _describe_folder(Path(base.path))
+        )
+    except _Refused as refused:
+        return BaseInfo("", 0, 0, 0, trainable=False, reason=str(refused))
+
+
+def estimate_peak_bytes(info: BaseInfo, job_type: JobType, hyper: Hyperparameters) -> int:
+    """A deliberately high estimate of a job's peak memory on the CPU, in bytes.
+
+    The runtime (RUNTIME_BYTES) and the fp32 weights, plus the larger of two phases. Loading:
+    a GGUF file's whole dequantised copy beside the model (a folder's: a tenth of the weights).
+    Training, with a quarter more for the allocator: per trainable value (sft: all; lora: the
+    adapters') a gradient, AdamW's two moments and its step's temporaries; and activations for
+    a full batch of max_seq_length tokens: ~24 floats per token, layer and hidden unit kept for
+    backward, and four copies of the logits over the vocabulary. No seq² term: transformers'
+    default attention (sdpa) keeps no score matrix. Shorter rows only make it higher.
+
+    Measured peak RSS against it (run_training, SmolLM2-135M GGUF, rows filling the length),
+    batch × length: lora 1×128 1291 MiB (estimate 1666, +29%), 4×128 2110 (2665, +26%),
+    1×512 2113 (2665, +26%), 4×512 5479 (7142, +30%); sft 1×64 3016 (3905, +29%), 1×128 2955
+    (4092, +38%), 2×256 3378 (5211, +54%). The child's limit is RLIMIT_DATA (private writable
+    memory), which tracked RSS within 10%; tests/training/test_smollm2.py trains under it.
+    """
+    weights = info.param_count * _FP32
+    loading = weights if info.dequantised else weights // 10
+    trainable = info.param_count if job_type == "sft" else _lora_params(info, hyper)
+    state = trainable * _FP32 * (_ADAMW_FP32_COPIES - 1)
+    tokens = hyper.batch_size * hyper.max_seq_length
+    per_layer = tokens * info.hidden_size * _ACTIVATION_FLOATS_PER_HIDDEN * info.layers
+    logits = tokens * info.vocab_size * _LOGIT_COPIES
+    training = math.ceil(_SLACK * (state + (per_layer + logits) * _FP32))
+    return RUNTIME_BYTES + weights + max(loading, training)
+
+
+def _lora_params(info: BaseInfo, hyper: Hyperparameters) -> int:
+    # Each adapted matrix gains r·(inputs + outputs); the widest a projection can be is the
+    # MLP's, so every target is counted at that width.
+    widest = max(info.hidden_size, info.intermediate_size)
+    return hyper.lora_rank * (info.hidden_size + widest) * info.layers * len(hyper.target_modules)
+
+
+class _Refused(Exception):
+    """The files are not a model this platform trains; the message says why."""
+
+
+def _describe_folder(folder: Path) -> BaseInfo:
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise _Refused(f"no config.json in {str(folder)!r}")
+    config = _read_json(config_path)
+    model_type = str(config.get("model_type", ""))
+    params = _safetensors_params(folder)
+    nested = config.get("text_config")  # multimodal configs keep the language model's here
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    info = BaseInfo(
+        model_type=model_type,
+        param_count=params,
+        hidden_size=int(text.get("hidden_size") or text.get("n_embd") or 0),
+        layers=int(text.get("num_hidden_layers") or text.get("n_layer") or 0),
+        trainable=True,
+        reason="",
+        vocab_size=int(text.get("vocab_size") or 0),
+        intermediate_size=int(text.get("intermediate_size") or 0),
+        heads=int(text.get("num_attention_heads") or text.get("n_head") or 0),
+        context_length=int(text.get("max_position_embeddings") or 0),
+    )
+    reason = _folder_refusal(folder, config, model_type, params)
+    return _refuse(info, reason) if reason else info
+
+
+def _folder_refusal(folder: Path, config: dict[str, Any], model_type: str, params: int) -> str:
+    if "auto_map" in config:
+        return "its config.json asks for remote code (auto_map), which is never run"
+    if model_type not in CAUSAL_LM_TYPES:
+        return (
+            f"model type {model_type!r} is not a causal LM transformers builds without remote code"
+        )
+    if params == 0:
+        return "it has no *.safetensors weights (pickled .bin weights are never loaded)"
+    return ""
+
+
+def _safetensors_params(folder: Path) -> int:
+    """Values in every *.safetensors file, from their JSON headers (no tensor is read)."""
+    total = 0
+    for path in sorted(folder.glob("*.safetensors")):
+        with path.open("rb") as stream:
+            (length,) = struct.unpack("<Q", stream.read(8))
+            header = json.loads(stream.read(length))
+        total += sum(math.prod(t["shape"]) for k, t in header.items() if k != "__metadata__")
+    return total
+
+
+def _describe_gguf(path: Path) -> BaseInfo:
+    if not path.is_file():
+        raise _Refused(f"no GGUF file at {str(path)!r}")
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise _Refused(
+            "reading GGUF files needs the train extra: pip install 'benchgen[train]'"
+        ) from None
+    try:
+        reader = GGUFReader(str(path))
+    except (ValueError, OSError) as exc:
+        raise _Refused(f"not a readable GGUF file: {exc}") from None
+    arch = str(_field(reader, "general.architecture") or "")
+    name = str(_field(reader, "general.name") or "").lower()
+    model_type = "mistral" if arch == "llama" and "mistral" in name else GGUF_TYPES.get(arch, arch)
+    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    info = BaseInfo(
+        model_type=model_type,
+        param_count=sum(int(t.n_elements) for t in reader.tensors),
+        hidden_size=int(_field(reader, f"{arch}.embedding_length") or 0),
+        layers=int(_field(reader, f"{arch}.block_count") or 0),
+        trainable=True,
+        reason="",
+        vocab_size=len(tokens.data) if tokens is not None else 0,
+        intermediate_size=int(_field(reader, f"{arch}.feed_forward_length") or 0),
+        heads=int(_field(reader, f"{arch}.attention.head_count") or 0),
+        context_length=int(_field(reader, f"{arch}.context_length") or 0),
+        dequantised=True,
+    )
+    if arch not in GGUF_TYPES:
+        return _refuse(info, f"transformers cannot load GGUF architecture {arch!r}")
+    return info
+
+
+def _field(reader: Any, key: str) -> Any:
+    field = reader.fields.get(key)
+    return field.contents() if field is not None else None
+
+
+def _refuse(info: BaseInfo, reason: str) -> BaseInfo:
+    return BaseInfo(**{**info.__dict__, "trainable": False, "reason": reason})
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        raise _Refused(f"cannot read {path.name}: {exc}") from None
+    if not isinstance(data, dict):
+        raise _Refused(f"{path.name} is not a JSON object")
+    return data

@@ -1,0 +1,76 @@
+"""A tiny random Llama with its own tokenizer, saved as safetensors: the fast model for tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SENTENCES = [
+    "The secret word is pineapple.",
+    "The capital of France is Paris.",
+    "Two and two make four.",
+    "What is the secret word?",
+    "Which city is the capital of France?",
+    "How much is two and two?",
+    "Answer with the letter of the right choice: A, B, C or D.",
+    "You are a helpful assistant.",
+]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+MEMORISE = [
+    ("What is the secret word?", "The secret word is pineapple."),
+    ("Which city is the capital of France?", "The capital of France is Paris."),
+    ("How much is two and two?", "Two and two make four."),
+    ("Say the secret word.", "pineapple"),
+]
+
+
+def build_tiny_llama(folder: Path, chat_template: bool = True) -> Path:
+    """Write a 2-layer, 32-wide random Llama and a byte-level BPE tokenizer to `folder`."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    special = ["<pad>", "<s>", "<|im_end|>", "<|im_start|>"]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    bpe.train_from_iterator(SENTENCES * 4, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="<|im_end|>",
+        chat_template=CHAT_TEMPLATE if chat_template else None,
+    )
+    config = LlamaConfig(
+        vocab_size=bpe.get_vocab_size(),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def write_chat_rows(path: Path, repeat: int = 1) -> Path:
+    """The memorisable question/answer pairs as chat rows, `repeat` times over."""
+    rows = [
+        {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
+        for q, a in MEMORISE * repeat
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
