@@ -495,11 +495,12 @@ def test_unpublish_names_the_page_even_for_a_published_benchmark(world: World) -
 @pytest.mark.parametrize(
     "text", ["train a model", "fine-tune SmolLM2 on my data", "start a training job please"]
 )
-def test_training_is_not_available(world: World, text: str) -> None:
+def test_training_without_a_dataset_says_where_to_upload(world: World, text: str) -> None:
     turn = Chat(world).say(text)
     assert turn.status == "completed"
-    assert "not available yet" in turn.reply
-    assert turn.proposal is None and turn.tool_calls == []
+    assert turn.reply.startswith("You have no datasets yet") and "/datasets" in turn.reply
+    assert turn.proposal is None
+    assert set(tools_used(turn)) == {"list_training_bases", "list_datasets"}
 
 
 @pytest.mark.parametrize(

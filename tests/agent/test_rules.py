@@ -95,15 +95,26 @@ def test_run_preview_marks_the_agents_pick_only_when_the_user_left_it_open(
     assert "estimated at up to" in named.reply and bm in named.reply
 
 
-def test_training_is_not_a_tool_yet(world: World, api: Principal) -> None:
+def test_training_is_proposed_and_its_jobs_read_but_never_deleted(
+    world: World, api: Principal
+) -> None:
     seen: list[str] = []
 
     def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.extend(tool.name for tool in info.function_tools)
-        return ModelResponse(parts=[TextPart("Training is not available yet.")])
+        return ModelResponse(parts=[TextPart("ok")])
 
     say(world.rt, api, new_conversation(world.rt, api), think_with(think), "train a model")
-    assert seen and not any("train" in name for name in seen)
+    training = {name for name in seen if "train" in name or "dataset" in name}
+    assert training == {
+        "list_datasets",
+        "list_training_bases",
+        "list_training_jobs",
+        "training_status",
+        "propose_training",
+    }
+    # A13: no tool deletes a dataset or a training job.
+    assert not any("delete" in name or "cancel" in name for name in seen)
 
 
 # --- A1-A6: identity and access ------------------------------------------------------------

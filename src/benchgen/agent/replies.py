@@ -14,6 +14,9 @@ _DONE = {
     "version {version}.",
     "start_run": "Started run {run_id} (up to {estimated_cost} credits). Ask me "
     '"is it done?" whenever you like: runs do not announce themselves here.',
+    "start_training": "Started training job {training_job_id} ({status}; {estimated_credits} "
+    "credits reserved, and you pay only for the steps that run). Ask me "
+    '"is the training done?" whenever you like: training jobs do not announce themselves here.',
 }
 
 

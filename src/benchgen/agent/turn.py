@@ -26,6 +26,7 @@ from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_asse
 from benchgen.agent.scratch_tools import SCRATCH_TOOLS
 from benchgen.agent.state import TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
+from benchgen.agent.training_tools import TRAINING_TOOLS
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
@@ -276,7 +277,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     agent = Agent(
         brain.model,
         deps_type=TurnState,
-        tools=[*TOOLS, *INSIGHT_TOOLS, *SCRATCH_TOOLS],
+        tools=[*TOOLS, *INSIGHT_TOOLS, *SCRATCH_TOOLS, *TRAINING_TOOLS],
         instructions=[instructions(started.runtime.settings), _notes],
         retries=2,
     )

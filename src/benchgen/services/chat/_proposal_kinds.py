@@ -20,14 +20,19 @@ from benchgen.core.permissions import Action
 from benchgen.db.tables import Question
 from benchgen.services import access
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
-from benchgen.services.chat import previews, scratch
-from benchgen.services.runs import launch
-from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
+from benchgen.services.chat import _run_kind, _training_kind, previews, scratch
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
 # here and never can be: there is no kind for them, so no proposal for them can exist.
-KINDS = ("create_benchmark", "edit_benchmark", "publish_benchmark", "start_run", "change_bundle")
+KINDS = (
+    "create_benchmark",
+    "edit_benchmark",
+    "publish_benchmark",
+    "start_run",
+    "change_bundle",
+    "start_training",
+)
 
 _Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -47,26 +52,6 @@ class PublishArgs(BaseModel):
     model_config = _Strict
 
     benchmark_id: str = Field(max_length=40)
-
-
-class RunArgs(BaseModel):
-    """Arguments of a `start_run` proposal: the settings, subset and cache are part of what the
-    user approves (they are in the canonical arguments the approval's hash covers)."""
-
-    model_config = _Strict
-
-    benchmark_id: str = Field(max_length=40)
-    model_id: str = Field(max_length=40)
-    phase_id: str | None = Field(None, max_length=40)
-    settings: RunSettings = Field(default_factory=RunSettings)
-    subset: Subset | None = None
-    cache: bool = False
-
-    def options(self, max_credits: int | None = None) -> RunOptions:
-        """The run's options, capped at `max_credits` when given."""
-        return RunOptions(
-            settings=self.settings, subset=self.subset, cache=self.cache, max_credits=max_credits
-        )
 
 
 class BundleArgs(BaseModel):
@@ -101,25 +86,22 @@ def prepare(ctx: Context, kind: str, arguments: dict[str, Any], agent_pick: bool
 
     Raises:
         InvalidInput: unknown kind, bad arguments, or `agent_pick` on anything but a run.
-        NotFound: the benchmark or model is not visible to the principal.
+        NotFound: the benchmark, model or dataset is not visible to the principal.
         PermissionDenied: the principal may not do this now (scope, role, deployment switch).
         Frozen: an edit touches frozen questions.
         Conflict: the edit changes nothing, or the benchmark is already published.
+        InsufficientCredits: a training plan the balance cannot cover.
     """
     if kind not in KINDS:
         raise invalid(["kind"], f"unknown proposal kind; choose one of {', '.join(KINDS)}")
     if agent_pick and kind != "start_run":
         raise invalid(["agent_pick"], "only a run proposal has a model choice to mark")
-    if kind == "create_benchmark":
-        prepared = _prepare_create(ctx, arguments)
-    elif kind == "edit_benchmark":
-        prepared = _prepare_edit(ctx, arguments)
-    elif kind == "publish_benchmark":
-        prepared = _prepare_publish(ctx, arguments)
-    elif kind == "change_bundle":
-        prepared = _prepare_bundle(ctx, arguments)
+    if kind == "start_run":
+        prepared = Prepared(*_run_kind.prepare(ctx, arguments, agent_pick))
+    elif kind == "start_training":
+        prepared = Prepared(*_training_kind.prepare(ctx, arguments))
     else:
-        prepared = _prepare_run(ctx, arguments, agent_pick)
+        prepared = _PREPARERS[kind](ctx, arguments)
     # Kept as parsed back from the canonical text, so what is stored is exactly what is hashed.
     return Prepared(json.loads(canonical_json(prepared.arguments)), prepared.preview)
 
@@ -187,29 +169,6 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
     return Prepared({"benchmark_id": row.id, "version": row.version}, preview)
 
 
-def _prepare_run(ctx: Context, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
-    spec = parse(RunArgs, arguments)
-    row = access.require_benchmark(ctx, spec.benchmark_id, Action.RUN_LAUNCH)
-    estimate = launch.estimate_run(ctx, row.id, spec.model_id, spec.options())
-    preview: dict[str, Any] = {
-        "benchmark_id": row.id,
-        "benchmark_title": row.title,
-        "model_id": estimate.model_id,
-        "model_name": estimate.model_name,
-        "phase_id": spec.phase_id,
-        "agent_pick": agent_pick,
-        "question_count": estimate.question_count,
-        "estimated_credits": estimate.credits,
-        "basis": estimate.basis,
-        "settings": estimate.settings,
-        "partial": estimate.partial,
-    }
-    preview["text"] = previews.run_text(preview)
-    # The estimate the user saw is bound into the arguments: a run that would now cost more
-    # (a price rise, added questions) is refused rather than spending beyond what was approved.
-    return Prepared({**spec.model_dump(), "max_credits": estimate.credits}, preview)
-
-
 def _prepare_bundle(ctx: Context, arguments: dict[str, Any]) -> Prepared:
     spec = parse(BundleArgs, arguments)
     row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_EDIT)
@@ -256,7 +215,8 @@ def perform(ctx: Context, kind: str, arguments: dict[str, Any]) -> dict[str, Any
 
     Raises:
         BenchGenError: whatever that service function raises; see its own Raises.
-        Conflict: the benchmark changed after the preview, or a run would cost more than shown.
+        Conflict: the benchmark changed after the preview, or a run or training job would
+            cost more than shown.
     """
     return _PERFORMERS[kind](ctx, arguments)
 
@@ -276,22 +236,6 @@ def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     _require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
     published = lifecycle.publish_benchmark(ctx, arguments["benchmark_id"])
     return {"benchmark_id": published.id, "visibility": published.visibility}
-
-
-def _perform_run(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
-    # Proposals made before runs had settings lack these keys: they ran with the defaults.
-    approved = {k: v for k, v in arguments.items() if k not in ("max_credits", "version")}
-    options = parse(RunArgs, approved).options(arguments["max_credits"])
-    estimate = launch.estimate_run(ctx, benchmark_id, model_id, options)
-    if estimate.credits > arguments["max_credits"]:
-        raise Conflict(
-            f"The run would now cost up to {estimate.credits} credits, more than the "
-            f"{arguments['max_credits']} shown when it was approved; nothing started.",
-            {"estimate": estimate.credits, "approved": arguments["max_credits"]},
-        )
-    run = launch.start_run(ctx, benchmark_id, model_id, arguments["phase_id"], options)
-    return {"run_id": run.id, "estimated_cost": run.estimated_cost}
 
 
 def _require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> None:
@@ -318,10 +262,17 @@ def _perform_bundle(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"benchmark_id": benchmark_id, "version": view.version}
 
 
+_PREPARERS: dict[str, Callable[[Context, dict[str, Any]], Prepared]] = {
+    "change_bundle": _prepare_bundle,
+    "create_benchmark": _prepare_create,
+    "edit_benchmark": _prepare_edit,
+    "publish_benchmark": _prepare_publish,
+}
 _PERFORMERS: dict[str, Callable[[Context, dict[str, Any]], dict[str, Any]]] = {
     "change_bundle": _perform_bundle,
     "create_benchmark": _perform_create,
     "edit_benchmark": _perform_edit,
     "publish_benchmark": _perform_publish,
-    "start_run": _perform_run,
+    "start_run": _run_kind.perform,
+    "start_training": _training_kind.perform,
 }

@@ -88,10 +88,11 @@ def propose(
         PermissionDenied: not an agent turn, or the agent may not do this now.
         Unauthenticated: the account or turn credential is no longer valid.
         InvalidInput: unknown kind (A13 actions have none), bad arguments or conversation id.
-        NotFound: the benchmark or model is not visible to the principal.
+        NotFound: the benchmark, model or dataset is not visible to the principal.
         Frozen: an edit touches frozen questions.
         Conflict: the edit changes nothing, the benchmark is already published, or another
             proposal of this conversation was made at the same moment.
+        InsufficientCredits: a training plan the balance cannot cover.
     """
     user_id = _require_agent(ctx)
     if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:

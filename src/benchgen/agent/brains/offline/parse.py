@@ -9,6 +9,7 @@ from typing import Any
 
 from benchgen.agent.brains.offline.forms import Form, read_form, read_questions_header
 from benchgen.agent.brains.offline.questions import Draft, read_draft
+from benchgen.agent.brains.offline.training_words import training_kind
 from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
 
@@ -22,6 +23,8 @@ _CANCEL = re.compile(r"^(?:cancel|stop|never\s?mind|forget it|no|nope|nothing)[.
 # The labels of the planner's own choice buttons, read before anything else (a title may hold
 # any word, "delete" included).
 _LABEL = re.compile(r"^(?P<verb>Run|Publish|Show)\s+(?P<rest>.*\((?:bm|mdl)_[A-Za-z0-9_]+\))$")
+# A training choice button names its model or dataset by id, with options after it.
+_TRAIN_LABEL = re.compile(r"^Train\s+.*\((?:mdl|ds)_[A-Za-z0-9_]+\)")
 _DELETE = r"\b(?:delete|remove|erase|destroy|drop|trash|wipe|discard|get rid of|purge)\b"
 # Order matters: the more specific requests are tried first ("remove a phase" is not a delete).
 _NEVER: list[tuple[Action, re.Pattern[str]]] = [
@@ -106,7 +109,8 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
     (
         Action.TRAINING_DELETE,
         re.compile(
-            _DELETE + r".*\b(?:training(?:\s+(?:jobs?|runs?))?|fine-?tun\w*\s+jobs?|train_\w+)"
+            _DELETE
+            + r".*\b(?:training(?:\s+(?:jobs?|runs?))?|fine-?tun\w*\s+jobs?|train_\w+|tr_\w+)"
         ),
     ),
     (Action.DATASET_DELETE, re.compile(_DELETE + r".*\b(?:datasets?|ds_\w+)")),
@@ -126,7 +130,6 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
         ),
     ),
 ]
-_TRAIN = re.compile(r"\b(?:train|training|fine-?tun\w*|finetun\w*)\b", re.I)
 _CREATE = re.compile(
     r"^(?:create|make|new|build|write|set up|start|add|generate|draft|prepare)\b.*"
     r"\b(?:benchmarks?|quiz\w*|tests?|question sets?|exams?)\b",
@@ -176,9 +179,10 @@ class Intent:
     """What a request asks for.
 
     Attributes:
-        kind: create, ask_questions, continue, cancel, never, train, run, publish, status, results,
-            list_benchmarks, list_models, list_runs, show, help, unknown, or one of the forms
-            of `forms.Form` (compare, explain, rename, describe, add_questions,
+        kind: create, ask_questions, continue, cancel, never, train, training_status,
+            list_datasets, list_training_jobs, list_training_bases, run, publish, status,
+            results, list_benchmarks, list_models, list_runs, show, help, unknown, or one of
+            the forms of `forms.Form` (compare, explain, rename, describe, add_questions,
             replace_questions, remove_questions).
         text: the request as written.
         phrase: the part that names things ("first-choice on Capitals").
@@ -215,6 +219,8 @@ def read_intent(text: str) -> Intent:
     label = _LABEL.match(plain)
     if label:
         return Intent(label.group("verb").casefold(), text, phrase=label.group("rest"))
+    if _TRAIN_LABEL.match(plain):
+        return Intent("train", text, phrase=plain)
     action = never_action(lowered)
     if action is not None:
         return Intent("never", text, action=action)
@@ -233,8 +239,9 @@ def _first_reading(text: str, plain: str, lowered: str) -> Intent:
     form = read_form(plain)
     if form is not None:
         return Intent(form.kind, text, phrase=form.phrase, form=form)
-    if _TRAIN.search(lowered):
-        return Intent("train", text)
+    training = training_kind(plain)
+    if training is not None:
+        return Intent(training, text, phrase=plain)
     run = _RUN.match(plain)
     if run and not _STATUS.search(run.group("rest")):
         return Intent("run", text, phrase=run.group("rest"))
@@ -265,7 +272,7 @@ def _reading_about(text: str, plain: str, lowered: str) -> Intent:
     return Intent("unknown", text)
 
 
-_ID = re.compile(r"\b(?P<kind>bm|mdl|run|ds|train)_[A-Za-z0-9_]+")
+_ID = re.compile(r"\b(?P<kind>bm|mdl|run|ds|tr|train)_[A-Za-z0-9_]+")
 _STOP = frozenset(
     (
         *("the", "a", "an", "my", "our", "your", "me", "this", "that", "it", "its", "one"),

@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchgen.agent.brains.offline import edits, insights, render, steps
+from benchgen.agent.brains.offline import edits, insights, render, steps, training
 from benchgen.agent.brains.offline.parse import Intent, read_intent
 from benchgen.agent.brains.offline.questions import read_title
 from benchgen.agent.brains.offline.steps import Ask, Step
@@ -32,8 +32,9 @@ _WAITING_TOOLS = (
     "propose_edit_benchmark",
     "propose_publish",
     "propose_run",
+    "propose_training",
 )
-STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS}
+STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS, **training.STEPS}
 
 
 def offline_model(settings: Settings) -> FunctionModel:
@@ -99,8 +100,6 @@ def plan(ask: Ask) -> Step:
 
 
 def _answer(intent: Intent) -> str:
-    if intent.kind == "train":
-        return render.TRAINING
     if intent.kind == "cancel":
         return "OK, I left it. Nothing was done."
     if intent.kind == "help":

@@ -23,16 +23,15 @@ CAN_DO = (
     "`why was question 5 wrong in run_…?`\n"
     "- compare runs: `compare my last two runs`, `is run_… better than run_…?`\n"
     "- publish a benchmark: `publish Capitals`\n"
+    "- fine-tune a model on one of your datasets: `fine-tune SmolLM2 on Support replies`, "
+    "`train … on … for 3 epochs with learning rate 1e-4 on a GPU`; `is the training done?`, "
+    "`list my datasets`, `which models can I train?`\n"
     "- change a benchmark: `rename Capitals to World capitals`, `change the description of "
     "Capitals to …`, `remove question 3 from Capitals`, `add these questions to Capitals:` or "
     "`replace the questions of Capitals with:` followed by questions\n"
     "- create a qa or mcq benchmark from questions in your message: `Create a benchmark called "
     f'"Capitals":` followed by lines like\n{EXAMPLE_QA}\n  or\n{EXAMPLE_MCQ}\n'
     "- `continue` repeats your previous request"
-)
-TRAINING = (
-    "Training models is not available yet, so I can't plan or start a training job. "
-    "Nothing was done."
 )
 _ACTIONS = {
     "list_benchmarks": "list the benchmarks",
@@ -47,6 +46,12 @@ _ACTIONS = {
     "compare_runs": "compare those runs",
     "explain_result": "explain that result",
     "propose_run": "prepare that run",
+    "list_datasets": "list your datasets",
+    "list_training_bases": "list the models that can be trained",
+    "list_compute": "look up the compute for training",
+    "list_training_jobs": "list your training jobs",
+    "training_status": "look up the training job",
+    "propose_training": "prepare that training job",
     "ask_user": "ask you",
 }
 
