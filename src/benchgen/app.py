@@ -28,6 +28,7 @@ from benchgen.api import (
 )
 from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
+from benchgen.jobs.dispatching import dispatching
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runtime import Runtime, build_runtime
 from benchgen.web import errors as web_errors
@@ -60,14 +61,17 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # The embedded worker pool: one machine needs no separate worker process or broker.
-        workers = start_workers(active, active.settings.worker_threads)
-        try:
-            yield
-        finally:
-            turns.close()  # running turns are recorded before the database closes
-            stop_workers(workers)
-            if owned:
-                active.close()
+        # With a broker, `benchgen worker` processes take the jobs this process publishes.
+        threads = 0 if active.settings.broker_url else active.settings.worker_threads
+        with dispatching(active.settings):
+            workers = start_workers(active, threads)
+            try:
+                yield
+            finally:
+                turns.close()  # running turns are recorded before the database closes
+                stop_workers(workers)
+                if owned:
+                    active.close()
 
     app = FastAPI(
         title="BenchGen API",

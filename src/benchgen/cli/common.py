@@ -12,6 +12,7 @@ from rich.console import Console
 from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError
+from benchgen.jobs.dispatching import dispatching
 from benchgen.services import models
 from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, build_runtime, transaction
@@ -46,7 +47,8 @@ def open_runtime() -> Iterator[Runtime]:
         errors.print(f"[red]Error:[/] {exc.message}")
         raise typer.Exit(1) from None
     try:
-        yield runtime
+        with dispatching(runtime.settings):
+            yield runtime
     except BenchGenError as exc:
         errors.print(f"[red]Error:[/] {exc.message}")
         raise typer.Exit(1) from None

@@ -14,7 +14,7 @@ from rich.table import Table
 from benchgen.cli.common import As, as_user, cli_principal, console, errors, open_runtime
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.jobs.worker import start_workers, stop_workers
-from benchgen.services import models
+from benchgen.services import models, queue
 from benchgen.services.benchmarks import judges
 from benchgen.services.runs import launch, leaderboards, rescoring, retries
 from benchgen.services.runtime import Runtime, transaction
@@ -188,11 +188,34 @@ def leaderboard_remove(
 
 def worker(
     threads: Annotated[int, typer.Option(min=1, help="Worker threads in this process.")] = 2,
+    queues: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated queues to take jobs from: runs (model runs), scoring "
+            "(custom benchmarks' programs), training. Route training and programs to the "
+            "machines that have the compute."
+        ),
+    ] = ",".join(queue.QUEUES),
 ) -> None:
-    """Run standalone job workers against the configured database until interrupted."""
+    """Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the
+    broker's messages (Celery), without it they poll the configured database."""
+    chosen = [name.strip() for name in queues.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(queue.QUEUES))
+    if unknown or not chosen:
+        raise typer.BadParameter(
+            f"unknown queue {', '.join(unknown) or '(none)'}; use {', '.join(queue.QUEUES)}",
+            param_hint="--queues",
+        )
     with open_runtime() as runtime:
-        started = start_workers(runtime, threads)
-        console.print(f"{threads} worker(s) running; Ctrl-C to stop.")
+        if runtime.settings.broker_url:
+            from benchgen.jobs.broker import run_celery_worker
+
+            console.print(f"{threads} worker thread(s) on the broker's {', '.join(chosen)}.")
+            run_celery_worker(runtime, chosen, threads)
+            return
+        kinds = frozenset().union(*(queue.QUEUES[name] for name in chosen))
+        started = start_workers(runtime, threads, kinds)
+        console.print(f"{threads} worker(s) running on {', '.join(chosen)}; Ctrl-C to stop.")
         try:
             while True:
                 time.sleep(1)

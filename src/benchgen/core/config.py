@@ -162,12 +162,42 @@ class Settings(BaseSettings):
     training_max_hours: float = Field(
         24, gt=0, description="Longest a training job may run before it is stopped."
     )
+    broker_url: str | None = Field(
+        None,
+        description="A Celery broker (redis://… or amqp://…): jobs are published there and "
+        "`benchgen worker` processes on any machine take them; unset: embedded workers poll "
+        "the database.",
+    )
+    job_sweep_s: int = Field(
+        10,
+        ge=1,
+        description="With a broker: how often workers send again the jobs due that long ago "
+        "that nobody holds (a message lost in a broker restart, a worker that died).",
+    )
+    artifact_url: str | None = Field(
+        None,
+        description="Where bundles, submissions, predictions, datasets and checkpoints are "
+        "stored: an fsspec URL such as s3://bucket/prefix (needs the `s3` extra; credentials "
+        "from the AWS_* environment or s3fs's configuration); unset: data_dir/artifacts.",
+    )
+    s3_endpoint_url: str | None = Field(
+        None,
+        description="The S3-compatible server of an s3:// artifact_url (MinIO, Ceph, a cloud "
+        "other than AWS), e.g. http://127.0.0.1:9000; unset: AWS.",
+    )
     job_lease_s: int = Field(
         60,
         ge=3,
         description="How long a worker holds a job between heartbeats before another worker "
         "may take it over (a worker that died is noticed after this).",
     )
+
+    @field_validator("artifact_url")
+    @classmethod
+    def _artifact_url_has_scheme(cls, value: str | None) -> str | None:
+        if value and "://" not in value:
+            raise ValueError("must be a URL such as s3://bucket/prefix (unset: the local folder)")
+        return value or None
 
     @field_validator("training_gpus")
     @classmethod

@@ -24,10 +24,15 @@ class Worker:
     """One worker thread's loop; `benchgen serve` runs a few, `benchgen worker` runs them alone."""
 
     def __init__(
-        self, runtime: Runtime, poll_s: float = 0.25, lease: timedelta | None = None
+        self,
+        runtime: Runtime,
+        poll_s: float = 0.25,
+        lease: timedelta | None = None,
+        kinds: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.poll_s = poll_s
+        self.kinds = kinds  # the job kinds of this worker's queues (None: every kind)
         self.lease = lease or timedelta(seconds=runtime.settings.job_lease_s)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{new_id('w')}"
         self.stopping = threading.Event()
@@ -49,10 +54,11 @@ class Worker:
         self.stopping.set()
         queue.wake_workers()
 
-    def run_once(self) -> bool:
-        """Claim and handle at most one job; False when none was due."""
+    def run_once(self, job_id: str | None = None) -> bool:
+        """Claim and handle at most one job (only `job_id` when given, as a broker's message
+        names it); False when none was due or it was not this worker's to take."""
         with transaction(self.runtime, WORKER) as ctx:
-            job = queue.claim(ctx, self.name, self.lease)
+            job = queue.claim(ctx, self.name, self.lease, self.kinds, job_id)
         if job is None:
             return False
         handler = HANDLERS[job.kind]
@@ -114,11 +120,14 @@ class _Heartbeat:
                 queue.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
 
 
-def start_workers(runtime: Runtime, count: int) -> list[tuple[Worker, threading.Thread]]:
-    """Start `count` worker threads (the embedded pool of `benchgen serve`)."""
+def start_workers(
+    runtime: Runtime, count: int, kinds: frozenset[str] | None = None
+) -> list[tuple[Worker, threading.Thread]]:
+    """Start `count` worker threads (the embedded pool of `benchgen serve`, or `benchgen
+    worker` without a broker) taking jobs of `kinds` (None: every kind)."""
     started = []
     for index in range(count):
-        worker = Worker(runtime)
+        worker = Worker(runtime, kinds=kinds)
         thread = threading.Thread(target=worker.run_forever, name=f"worker-{index}", daemon=True)
         thread.start()
         started.append((worker, thread))

@@ -11,7 +11,7 @@ from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.statuses import JobStatus
 from benchgen.db.tables import Job
-from benchgen.services.queue import wake_workers
+from benchgen.services.queue import QUEUED_KEY, jobs_committed, wake_workers
 
 
 def enqueue(
@@ -40,7 +40,10 @@ def enqueue(
         updated_at=now,
     )
     ctx.session.add(job)
+    ctx.session.info.setdefault(QUEUED_KEY, []).append((job.id, kind))
     event.listen(ctx.session, "after_commit", wake_workers, once=True)
+    if not event.contains(ctx.session, "after_commit", jobs_committed):
+        event.listen(ctx.session, "after_commit", jobs_committed)
     return job.id
 
 

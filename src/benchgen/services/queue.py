@@ -8,13 +8,15 @@ has executing at once, counted in the table, so the cap holds across worker proc
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
@@ -30,6 +32,14 @@ JOB_ACTIONS: dict[str, Action] = {
     "bundle_run": Action.RUN_EXECUTE,
     "training": Action.TRAINING_EXECUTE,
 }
+# The queues workers subscribe to (`benchgen worker --queues`) and the job kinds each carries:
+# training and organisers' programs can be routed to the machines that have the compute.
+QUEUES: dict[str, frozenset[str]] = {
+    "runs": frozenset({"run"}),
+    "scoring": frozenset({"bundle_run"}),
+    "training": frozenset({"training"}),
+}
+QUEUE_OF = {kind: name for name, kinds in QUEUES.items() for kind in kinds}
 BACKOFF_BASE_S = 5
 
 
@@ -74,33 +84,70 @@ def wake_workers(*_: object) -> None:
     _work_queued.set()
 
 
+# Jobs a unit of work queued, announced to this process's dispatchers once it commits.
+QUEUED_KEY = "benchgen_queued_jobs"
+Dispatcher = Callable[[str, str], None]
+_dispatchers: list[Dispatcher] = []
+log = logging.getLogger(__name__)
+
+
+def add_dispatcher(dispatch: Dispatcher) -> None:
+    """Tell `dispatch(job_id, kind)` of every job this process queues, once its commit is
+    done (a broker's publisher); the database stays the truth, so a lost message only delays
+    the job until a sweeper sends it again."""
+    _dispatchers.append(dispatch)
+
+
+def remove_dispatcher(dispatch: Dispatcher) -> None:
+    """Stop telling `dispatch` (composition undoes what it set up)."""
+    if dispatch in _dispatchers:
+        _dispatchers.remove(dispatch)
+
+
+def jobs_committed(session: Session) -> None:
+    """After-commit hook: announce the jobs the unit of work queued."""
+    queued = session.info.pop(QUEUED_KEY, [])
+    for job_id, kind in queued:
+        for dispatch in list(_dispatchers):
+            try:
+                dispatch(job_id, kind)
+            except Exception as exc:  # the request succeeded; the sweeper sends it later
+                log.warning("could not dispatch job %s: %s", job_id, type(exc).__name__)
+
+
 def user_slots(settings: Settings) -> int:
     """Jobs one user may have executing at once: BENCHGEN_USER_RUN_SLOTS, else half of this
     deployment's worker threads (BENCHGEN_WORKER_THREADS), at least one."""
     return settings.user_run_slots or max(1, settings.worker_threads // 2)
 
 
-def claim(ctx: Context, worker: str, lease: timedelta) -> Claimed | None:
+def claim(
+    ctx: Context,
+    worker: str,
+    lease: timedelta,
+    kinds: frozenset[str] | None = None,
+    job_id: str | None = None,
+) -> Claimed | None:
     """Take a due job of a kind this principal is granted (or one whose lease expired), serving
     users in turn: the user with the fewest executing jobs first, then the oldest job; a user
     who already holds `user_slots` executing jobs waits, so one user cannot starve the rest.
+    `kinds` narrows the kinds (a worker's queues); `job_id` asks for that job only (a broker's
+    message names it), under the same rules.
 
     PostgreSQL: `FOR UPDATE SKIP LOCKED`, so workers never wait on each other's rows. SQLite:
     the write transaction holds the database lock from its first statement.
     """
-    kinds = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+    granted = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+    allowed = [kind for kind in granted if kinds is None or kind in kinds]
     now, slots = ctx.now(), user_slots(ctx.settings)
-    due = or_(
-        and_(Job.status == JobStatus.QUEUED, Job.run_after <= now),
-        and_(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now),
-    )
     busy = _executing_for_job_user(now)
+    query = select(Job).where(
+        Job.kind.in_(allowed), _due(now), or_(Job.user_id.is_(None), _exhausted(), busy < slots)
+    )
+    if job_id is not None:
+        query = query.where(Job.id == job_id)
     job = ctx.session.scalar(
-        select(Job)
-        .where(Job.kind.in_(kinds), due, or_(Job.user_id.is_(None), _exhausted(), busy < slots))
-        .order_by(busy, Job.run_after, Job.id)
-        .limit(1)
-        .with_for_update(skip_locked=True)
+        query.order_by(busy, Job.run_after, Job.id).limit(1).with_for_update(skip_locked=True)
     )
     if job is None:
         return None
@@ -145,6 +192,33 @@ def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
     job.lease_owner = job.lease_expires_at = None
     job.updated_at = ctx.now()
     return True
+
+
+def _due(now: datetime) -> ColumnElement[bool]:
+    """Queued and due, or held by a worker whose lease ran out (it died)."""
+    return or_(
+        and_(Job.status == JobStatus.QUEUED, Job.run_after <= now),
+        and_(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now),
+    )
+
+
+def overdue_jobs(ctx: Context, waited: timedelta, limit: int = 500) -> list[tuple[str, str]]:
+    """(id, kind) of jobs due for longer than `waited` that no worker holds: their broker
+    message was lost (a broker restart) or their worker died. The sweeper sends them again;
+    claiming is what decides, so a job sent twice still runs once."""
+    granted = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+    now = ctx.now()
+    late = or_(
+        and_(Job.status == JobStatus.QUEUED, Job.run_after <= now - waited),
+        and_(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now - waited),
+    )
+    rows = ctx.session.execute(
+        select(Job.id, Job.kind)
+        .where(Job.kind.in_(granted), late)
+        .order_by(Job.run_after)
+        .limit(limit)
+    )
+    return [(job_id, kind) for job_id, kind in rows]
 
 
 def postpone(ctx: Context, job_id: str, worker: str, seconds: float) -> None:

@@ -1,0 +1,112 @@
+"""Dispatch through a Celery broker (Redis or RabbitMQ): messages carry only job ids, the job
+table stays the truth, and a sweeper sends again what a lost message or a dead worker left."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from typing import Any
+
+from benchgen.core.config import Settings
+from benchgen.jobs.handlers import WORKER
+from benchgen.jobs.worker import Worker
+from benchgen.services import queue
+from benchgen.services.runtime import Runtime, transaction
+
+log = logging.getLogger(__name__)
+TASK = "benchgen.job"
+# Past the longest job: Redis hands an unacknowledged message to another worker after this
+# (its default, an hour, would run a long training job twice); RabbitMQ drops a consumer that
+# holds a message longer than its consumer timeout (30 minutes by default).
+_SLACK_S = 3600
+
+
+def celery_app(settings: Settings) -> Any:
+    """A Celery app on BENCHGEN_BROKER_URL: JSON messages only, acknowledged late (after the
+    job), one message prefetched at a time, broker timeouts sized for training jobs."""
+    from celery import Celery
+    from kombu.entity import Queue
+
+    url = settings.broker_url or ""
+    app = Celery("benchgen", broker=url, set_as_current=False)
+    longest_s = int(settings.training_max_hours * 3600) + _SLACK_S
+    amqp = url.startswith(("amqp", "pyamqp"))
+    arguments = {"x-consumer-timeout": longest_s * 1000} if amqp else {}
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": longest_s},
+        task_queues=[_queue(Queue, name, arguments) for name in queue.QUEUES],
+        task_default_queue="runs",
+        worker_hijack_root_logger=False,
+    )
+    return app
+
+
+def _queue(kind: Any, name: str, arguments: dict[str, int]) -> Any:
+    return kind(name, routing_key=name, queue_arguments=arguments)
+
+
+class CeleryDispatch:
+    """Publishes a message naming each committed job on its kind's queue."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.app = celery_app(settings)
+
+    def __call__(self, job_id: str, kind: str) -> None:
+        name = queue.QUEUE_OF.get(kind, "runs")
+        self.app.send_task(TASK, args=[job_id], queue=name, routing_key=name)
+
+    def close(self) -> None:
+        """Release the broker connection pool."""
+        self.app.close()
+
+
+def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None:
+    """Consume `queues` until interrupted: each message's job is claimed from the table under
+    the usual rules (lease, attempts, per-user slots), so a message delivered twice, or for a
+    job already done, runs nothing. A sweeper thread sends again what waited too long."""
+    kinds = frozenset().union(*(queue.QUEUES[name] for name in queues))
+    app = celery_app(runtime.settings)
+    dispatch = CeleryDispatch(runtime.settings)
+
+    @app.task(name=TASK, acks_late=True)  # type: ignore[untyped-decorator]
+    def run_job(job_id: str) -> None:
+        Worker(runtime, kinds=kinds).run_once(job_id)
+
+    stopping = threading.Event()
+    sweeper = threading.Thread(
+        target=sweep_forever, args=(runtime, dispatch, kinds, stopping), daemon=True
+    )
+    sweeper.start()
+    try:
+        app.Worker(
+            queues=queues, pool="threads", concurrency=threads, loglevel="WARNING", quiet=True
+        ).start()
+    finally:
+        stopping.set()
+        dispatch.close()
+
+
+def sweep_forever(
+    runtime: Runtime, dispatch: CeleryDispatch, kinds: frozenset[str], stopping: threading.Event
+) -> None:
+    """Every BENCHGEN_JOB_SWEEP_S, send again the jobs of `kinds` due that long ago that no
+    live worker holds (claiming decides, so a duplicate runs nothing)."""
+    period = runtime.settings.job_sweep_s
+    while not stopping.wait(period):
+        try:
+            with transaction(runtime, WORKER, write=False) as ctx:
+                late = queue.overdue_jobs(ctx, timedelta(seconds=period))
+            for job_id, kind in late:
+                if kind in kinds:
+                    dispatch(job_id, kind)
+        except Exception as exc:  # a busy database or a broker away: try at the next sweep
+            log.warning("sweeper: %s", type(exc).__name__)
