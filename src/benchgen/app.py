@@ -20,6 +20,7 @@ from benchgen.api import (
     downloads,
     errors,
     exports,
+    metrics,
     models,
     notifications,
     runs,
@@ -118,6 +119,7 @@ def create_app(
         datasets,
         training,
         chat,
+        metrics,
     ):
         app.include_router(module.router)
     web_routes.install(app)

@@ -118,6 +118,7 @@ EXPECTED: dict[str, Row] = {
     "run.execute": Row(None, _JOB),
     "chat.record": Row(None, _JOB),
     "training.execute": Row(None, _JOB),
+    "metrics.read": Row(None, _JOB),
     "mail.send": Row(None, _JOB),
 }
 

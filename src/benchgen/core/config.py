@@ -185,6 +185,12 @@ class Settings(BaseSettings):
         description="The S3-compatible server of an s3:// artifact_url (MinIO, Ceph, a cloud "
         "other than AWS), e.g. http://127.0.0.1:9000; unset: AWS.",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="The bearer token Prometheus shows to read /metrics (at least 24 "
+        "characters); unset: /metrics answers 404.",
+        min_length=24,
+    )
     job_lease_s: int = Field(
         60,
         ge=3,

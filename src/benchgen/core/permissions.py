@@ -111,6 +111,7 @@ class Action(StrEnum):
     TRAINING_EXECUTE = "training.execute"
     CHAT_RECORD = "chat.record"
     MAIL_SEND = "mail.send"
+    METRICS_READ = "metrics.read"
     NOTIFICATIONS_MANAGE = "notifications.manage"
 
 
@@ -222,6 +223,10 @@ RULES: dict[Action, ActionRule] = {
         None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
     ),
     Action.MAIL_SEND: ActionRule(None, Target.JOB, frozenset(), "/", "send queued account mail"),
+    # Granted only to the scrape of /metrics that showed the operator's metrics token.
+    Action.METRICS_READ: ActionRule(
+        None, Target.JOB, frozenset(), "/", "read queue depth and job ages (operators)"
+    ),
     # A webhook sends the user's run results to an address of their choosing: the user sets it
     # in the web app or with their own token, never the agent, whom a hostile text could talk
     # into pointing it elsewhere.
