@@ -9,7 +9,7 @@ from concurrent.futures import TimeoutError as WaitExpired
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import Started, begin_turn, complete_turn
+from benchgen.agent.turn import RECORDER, Started, begin_turn, complete_turn
 from benchgen.core.context import Principal
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import TurnView
@@ -33,6 +33,14 @@ class TurnRunner:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="benchgen-turn")
         self._closed = False
         self._lock = threading.Lock()
+        # Turns this process is running, stamped alive a few times a lease: if the process
+        # dies, another one sees the stamps stop and releases their conversations.
+        self._running: set[str] = set()
+        self._stopped = threading.Event()
+        self._beat = threading.Thread(
+            target=self._heartbeat, name="benchgen-turn-beat", daemon=True
+        )
+        self._beat.start()
 
     def send(
         self, principal: Principal, conversation_id: str, message: MessageIn, wait_s: float
@@ -67,8 +75,10 @@ class TurnRunner:
     def _submit(self, started: Started) -> Future[TurnView]:
         with self._lock:
             if not self._closed:
+                self._running.add(started.turn.id)
                 future = self._pool.submit(complete_turn, started, self.brain)
                 future.add_done_callback(_log_failure)
+                future.add_done_callback(lambda _: self._running.discard(started.turn.id))
                 return future
         # Shutting down: the turn is already claimed, so finish it here rather than leave the
         # conversation locked until the stale-turn margin releases it.
@@ -80,11 +90,22 @@ class TurnRunner:
         with transaction(self.runtime, principal, write=False) as ctx:
             return conversations.get_turn(ctx, turn.conversation_id, turn.id)
 
+    def _heartbeat(self) -> None:
+        interval = self.runtime.settings.agent_turn_lease_s / 3
+        while not self._stopped.wait(interval):
+            running = list(self._running)
+            try:
+                with transaction(self.runtime, RECORDER) as ctx:
+                    conversations.beat_turns(ctx, running)
+            except Exception as exc:  # a busy database skips a beat; the lease outlasts three
+                log.warning("chat turn heartbeat skipped: %s", type(exc).__name__)
+
     def close(self) -> None:
         """Take no more turns to the pool and wait for those running to be recorded."""
         with self._lock:
             self._closed = True
         self._pool.shutdown(wait=True)
+        self._stopped.set()
 
 
 def _log_failure(future: Future[TurnView]) -> None:

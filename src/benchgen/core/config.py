@@ -81,6 +81,12 @@ class Settings(BaseSettings):
         60, gt=0, description="How long a chat request waits before answering `running`."
     )
     agent_threads: int = Field(4, ge=1, le=64, description="Chat turns that may run at once.")
+    agent_turn_lease_s: int = Field(
+        30,
+        ge=3,
+        description="A running chat turn whose process has not stamped it for this long "
+        "(the process died) is marked failed and its conversation released.",
+    )
 
     create_limit_per_day: int = Field(10, ge=1)
     create_limit_per_minute: int = Field(3, ge=1)

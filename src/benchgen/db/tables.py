@@ -496,6 +496,9 @@ class ChatTurn(Base):
     notices: Mapped[list[Any]] = mapped_column(JSON, default=list)
     brain: Mapped[str] = mapped_column(String(200), default="")
     started_at: Mapped[datetime]
+    # Stamped while the process running the turn lives: a turn not stamped for a lease
+    # belongs to a process that died, and its conversation is released.
+    heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
 
 

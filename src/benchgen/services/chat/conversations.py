@@ -235,12 +235,30 @@ def begin_turn(
     return _turn_view(ctx, turn)
 
 
+def beat_turns(ctx: Context, turn_ids: list[str]) -> None:
+    """Stamp the running turns this process holds as alive (the harness's heartbeat)."""
+    access.require(ctx, Action.CHAT_RECORD)
+    if turn_ids:
+        ctx.session.execute(
+            update(ChatTurn)
+            .where(ChatTurn.id.in_(turn_ids), ChatTurn.status == TurnStatus.RUNNING)
+            .values(heartbeat_at=ctx.now())
+            .execution_options(synchronize_session=False)
+        )
+
+
+def _is_alive(ctx: Context, turn: ChatTurn, now: datetime) -> bool:
+    """A turn whose process beats within the lease, or, never beaten, within its cap."""
+    if turn.heartbeat_at is not None:
+        return turn.heartbeat_at + timedelta(seconds=ctx.settings.agent_turn_lease_s) > now
+    return turn.started_at + timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN > now
+
+
 def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:
     if row.active_turn_id is None:
         return
     turn = ctx.session.get(ChatTurn, row.active_turn_id)
-    limit = timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN
-    if turn is not None and turn.started_at + limit > now:
+    if turn is not None and _is_alive(ctx, turn, now):
         return
     if turn is not None and turn.status == TurnStatus.RUNNING:
         turn.status, turn.finished_at = TurnStatus.FAILED, now

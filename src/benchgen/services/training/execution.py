@@ -118,7 +118,13 @@ def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
     data = store.copy_to(dataset.storage_key, folder / "data.jsonl")
     resume = None
     if row.checkpoint_key:
-        resume = str(store.copy_folder_to(row.checkpoint_key, folder / "resume"))
+        try:
+            resume = str(store.copy_folder_to(row.checkpoint_key, folder / "resume"))
+        except FileNotFoundError:
+            # The checkpoint cannot be read whole: train from the start (charged once, by the
+            # steps the job ends with).
+            row.checkpoint_key, row.checkpoint_step, row.steps_done = None, 0, 0
+            _log(ctx, row.id, "The last checkpoint is unreadable: starting again from step 0")
     hyper = dict(row.hyperparameters)
     hyper["target_modules"] = tuple(hyper["target_modules"])
     return TrainSpec(
@@ -171,12 +177,22 @@ def _record(ctx: Context, row: TrainingJob, event: dict[str, Any]) -> None:
             )
         )
     elif kind == "checkpoint":
-        key = f"training/{row.id}/checkpoint"
-        store_for(ctx.settings).put_folder(key, Path(str(event["dir"])))
-        row.checkpoint_key, row.checkpoint_step = key, int(event["step"])
-        _log(ctx, row.id, f"Checkpoint saved at step {row.checkpoint_step}")
+        _keep_checkpoint(ctx, row, int(event["step"]), Path(str(event["dir"])))
     elif kind == "started":
         _log(ctx, row.id, _started_line(event))
+
+
+def _keep_checkpoint(ctx: Context, row: TrainingJob, step: int, folder: Path) -> None:
+    """Store a checkpoint under its own step's key, then drop the one before: a worker that
+    dies while storing it leaves the earlier checkpoint whole to resume from."""
+    store = store_for(ctx.settings)
+    key = f"training/{row.id}/checkpoint-{step:07d}"
+    store.put_folder(key, folder)
+    earlier = row.checkpoint_key
+    row.checkpoint_key, row.checkpoint_step = key, step
+    if earlier and earlier != key:
+        store.delete_prefix(earlier)
+    _log(ctx, row.id, f"Checkpoint saved at step {step}")
 
 
 def _step_line(event: dict[str, Any], total: int) -> str:
@@ -219,9 +235,10 @@ def finish_training(ctx: Context, training_id: str, outcome: Outcome) -> None:
     row.peak_rss_bytes = max(row.peak_rss_bytes, outcome.peak_rss_bytes)
     if outcome.status == "completed" and outcome.final_dir:
         row.steps_done = row.total_steps
-        store_for(ctx.settings).put_folder(
-            _model_specs.trained_key(row.id), Path(outcome.final_dir)
-        )
+        store = store_for(ctx.settings)
+        store.put_folder(_model_specs.trained_key(row.id), Path(outcome.final_dir))
+        if row.checkpoint_key:  # only an unfinished job resumes from it
+            store.delete_prefix(row.checkpoint_key)
         row.trained_model_id = _add_trained_model(ctx, row)
         close_job(ctx, row, TrainingStatus.COMPLETED, f"Completed: {row.total_steps} steps")
     elif outcome.status == "cancelled":

@@ -1,5 +1,5 @@
 """training: training jobs, their live log with metrics, Trained models' lineage, datasets'
-longest rows
+longest rows, chat turns' heartbeats
 
 Revision ID: 0012
 Revises: 0011
@@ -24,6 +24,8 @@ _EVENT_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 def upgrade() -> None:
     with op.batch_alter_table("models", schema=None) as batch_op:
         batch_op.add_column(sa.Column("training_job_id", sa.String(length=40), nullable=True))
+    with op.batch_alter_table("chat_turns", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("heartbeat_at", UTCDateTime(), nullable=True))
     with op.batch_alter_table("datasets", schema=None) as batch_op:
         batch_op.add_column(
             sa.Column("longest_row_tokens", sa.Integer(), nullable=False, server_default="0")
@@ -93,5 +95,7 @@ def downgrade() -> None:
     op.drop_table("training_jobs")
     with op.batch_alter_table("datasets", schema=None) as batch_op:
         batch_op.drop_column("longest_row_tokens")
+    with op.batch_alter_table("chat_turns", schema=None) as batch_op:
+        batch_op.drop_column("heartbeat_at")
     with op.batch_alter_table("models", schema=None) as batch_op:
         batch_op.drop_column("training_job_id")
