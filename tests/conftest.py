@@ -32,7 +32,7 @@ from benchgen.db import migrate
 from benchgen.db.session import Database
 from benchgen.db.tables import Base
 from benchgen.services.runtime import Runtime
-from tests.route_cache import share_compiled_routes
+from tests.compile_once import share_compiled_routes, share_compiled_templates
 from tests.support import World
 
 PG_ADMIN_URL = os.environ.get("BENCHGEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -60,8 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "BENCHGEN_TEST_BACKENDS must be a comma-separated list of "
             f"{', '.join(BACKENDS)} (got {os.environ['BENCHGEN_TEST_BACKENDS']!r})"
         )
-    # Every test builds its own app; each compiles the same routes (see tests/route_cache.py).
+    # Every app test builds its own app; each compiled the same routes and templates again.
     share_compiled_routes()
+    share_compiled_templates()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

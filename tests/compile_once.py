@@ -1,0 +1,146 @@
+"""Compile once per test process what production compiles once per server: routes, templates.
+
+Every app test builds its own app (`create_app` over the test's own runtime), and each app
+compiled the same things again:
+
+- FastAPI 0.16x compiles a route included from a router (its dependency tree, its parameter and
+  response models: pydantic TypeAdapters) the first time an app matches a request, for that app
+  alone: ~160 routes, about 0.35 s of CPU an app. `share_compiled_routes()` keeps what was
+  compiled for a route and, for a later app that includes the same route object the same way,
+  reuses those compiled pieces (they are only read while serving) with a request handler of its
+  own, built for that app: its dependency overrides, body limit and every per-request step stay
+  the app's. Anything else (a route defined per app, another include context, a FastAPI without
+  these internals) compiles as usual.
+- Each app's Jinja environment parses and compiles every page template it renders.
+  `share_compiled_templates()` gives environments that have no bytecode cache one in memory,
+  Jinja's own mechanism: a template is compiled once per source text, file and environment
+  configuration, and every environment still loads, checks and renders it itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jinja2
+from fastapi import routing
+from jinja2.bccache import Bucket, BytecodeCache
+
+_OWN = "dependency_overrides_provider"  # the app: per app, never shared
+
+
+def _same_include(first: Any, second: Any) -> bool:
+    """Whether two include contexts differ at most in the app they belong to."""
+    if first.included_router is not second.included_router:
+        return False
+    return all(
+        getattr(first, name) == getattr(second, name)
+        for name in (field.name for field in dataclasses.fields(first))
+        if name not in ("included_router", _OWN)
+    )
+
+
+def share_compiled_routes() -> bool:
+    """Install the cache; False (nothing changed) when this FastAPI lacks the hook."""
+    context_class = getattr(routing, "_EffectiveRouteContext", None)
+    route_var = getattr(routing, "_effective_route_context_var", None)
+    wrap = getattr(routing, "wrap_app_with_body_limit", None)
+    built = getattr(context_class, "from_api_route", None)
+    if context_class is None or route_var is None or wrap is None or built is None:
+        return False
+    if getattr(built, "shared_by_tests", False):
+        return True
+    compile_route = built.__func__
+    # id(route) -> (the route, kept alive so its id is never reused; its include; the compiled
+    # context)
+    compiled: dict[int, tuple[Any, Any, Any]] = {}
+
+    def from_api_route(cls: type, *, original_route: Any, include_context: Any) -> Any:
+        seen = compiled.get(id(original_route))
+        if (
+            seen is None
+            or seen[0] is not original_route
+            or not _same_include(seen[1], include_context)
+        ):
+            context = compile_route(
+                cls, original_route=original_route, include_context=include_context
+            )
+            compiled[id(original_route)] = (original_route, include_context, context)
+            return context
+        context = dataclasses.replace(
+            seen[2], **{_OWN: include_context.dependency_overrides_provider}
+        )
+        token = route_var.set(context)
+        try:  # as FastAPI builds it: a handler reading this context, under its body limit
+            context.app = wrap(
+                routing.request_response(original_route.get_route_handler()),
+                context.max_body_size,
+            )
+        finally:
+            route_var.reset(token)
+        return context
+
+    from_api_route.shared_by_tests = True  # type: ignore[attr-defined]
+    context_class.from_api_route = classmethod(from_api_route)
+    return True
+
+
+class _MemoryBytecode(BytecodeCache):
+    """Compiled templates in memory, keyed by template, file, source and environment options."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def get_bucket(
+        self, environment: jinja2.Environment, name: str, filename: str | None, source: str
+    ) -> Bucket:
+        options = repr(
+            (
+                environment.block_start_string,
+                environment.block_end_string,
+                environment.variable_start_string,
+                environment.variable_end_string,
+                environment.comment_start_string,
+                environment.comment_end_string,
+                environment.line_statement_prefix,
+                environment.line_comment_prefix,
+                environment.trim_blocks,
+                environment.lstrip_blocks,
+                environment.newline_sequence,
+                environment.keep_trailing_newline,
+                environment.autoescape,
+                environment.optimized,
+                environment.undefined,
+                environment.finalize,
+                environment.is_async,
+                sorted(environment.extensions),
+            )
+        )
+        key = self.get_cache_key(f"{name}|{options}", filename)
+        bucket = Bucket(environment, key, self.get_source_checksum(source))
+        self.load_bytecode(bucket)
+        return bucket
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self._code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)  # checks the source checksum itself
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+def share_compiled_templates() -> None:
+    """New Jinja environments without a bytecode cache get the process's one in memory."""
+    init = jinja2.Environment.__init__
+    if getattr(init, "shared_by_tests", False):
+        return
+    shared = _MemoryBytecode()
+
+    def with_shared_cache(self: jinja2.Environment, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if self.bytecode_cache is None:
+            self.bytecode_cache = shared
+
+    with_shared_cache.shared_by_tests = True  # type: ignore[attr-defined]
+    jinja2.Environment.__init__ = with_shared_cache  # type: ignore[method-assign]
