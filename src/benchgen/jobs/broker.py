@@ -20,6 +20,7 @@ TASK = "benchgen.job"
 # (its default, an hour, would run a long training job twice); RabbitMQ drops a consumer that
 # holds a message longer than its consumer timeout (30 minutes by default).
 _SLACK_S = 3600
+RETRY_S = 1.0  # a message whose job could not be claimed yet comes back this much later
 
 
 def celery_app(settings: Settings) -> Any:
@@ -60,9 +61,9 @@ class CeleryDispatch:
     def __init__(self, settings: Settings) -> None:
         self.app = celery_app(settings)
 
-    def __call__(self, job_id: str, kind: str) -> None:
+    def __call__(self, job_id: str, kind: str, countdown: float | None = None) -> None:
         name = queue.QUEUE_OF.get(kind, "runs")
-        self.app.send_task(TASK, args=[job_id], queue=name, routing_key=name)
+        self.app.send_task(TASK, args=[job_id], queue=name, routing_key=name, countdown=countdown)
 
     def close(self) -> None:
         """Release the broker connection pool."""
@@ -79,7 +80,14 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None
 
     @app.task(name=TASK, acks_late=True)  # type: ignore[untyped-decorator]
     def run_job(job_id: str) -> None:
-        Worker(runtime, kinds=kinds).run_once(job_id)
+        if Worker(runtime, kinds=kinds).run_once(job_id):
+            return
+        with transaction(runtime, WORKER, write=False) as ctx:
+            kind = queue.waiting_kind(ctx, job_id)
+        if kind is not None:
+            # Its user's slots are full (or another worker holds the row for a moment): ask
+            # again shortly rather than leave it to the sweeper.
+            dispatch(job_id, kind, RETRY_S)
 
     stopping = threading.Event()
     sweeper = threading.Thread(

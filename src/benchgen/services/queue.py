@@ -202,6 +202,13 @@ def _due(now: datetime) -> ColumnElement[bool]:
     )
 
 
+def waiting_kind(ctx: Context, job_id: str) -> str | None:
+    """The job's kind while it is due and unheld (queued, or held by a dead worker), else None:
+    a message that found it unclaimable (its user's slots were full) must come back."""
+    kind = ctx.session.scalar(select(Job.kind).where(Job.id == job_id, _due(ctx.now())))
+    return str(kind) if kind is not None else None
+
+
 def overdue_jobs(ctx: Context, waited: timedelta, limit: int = 500) -> list[tuple[str, str]]:
     """(id, kind) of jobs due for longer than `waited` that no worker holds: their broker
     message was lost (a broker restart) or their worker died. The sweeper sends them again;
