@@ -180,6 +180,12 @@ def _record(ctx: Context, row: TrainingJob, event: dict[str, Any]) -> None:
         _keep_checkpoint(ctx, row, int(event["step"]), Path(str(event["dir"])))
     elif kind == "started":
         _log(ctx, row.id, _started_line(event))
+        steps = event.get("total_steps")
+        if isinstance(steps, int) and 0 < steps < row.total_steps:
+            # Rows whose answer lies wholly past max_seq_length teach nothing and are skipped:
+            # the job is charged for the steps it really has.
+            _log(ctx, row.id, f"{event.get('skipped_rows', 0)} rows skipped: {steps} steps")
+            row.total_steps = steps
 
 
 def _keep_checkpoint(ctx: Context, row: TrainingJob, step: int, folder: Path) -> None:
