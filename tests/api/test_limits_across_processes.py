@@ -1,0 +1,73 @@
+"""Limits live in the database, so they hold across web processes: two `benchgen serve`
+processes on one PostgreSQL database take a burst of requests together and still let through
+exactly what one would — three benchmark creations a minute, a stranger's five runs a day."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from benchgen.core.context import Principal
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.runtime import Runtime
+from tests.processes import Deployment
+from tests.support import MCQ, World
+
+
+@pytest.fixture
+def two_servers(runtime: Runtime) -> Iterator[tuple[str, str]]:
+    first, second = Deployment(runtime), Deployment(runtime)
+    try:
+        first.serve()
+        second.serve()
+        yield first.url, second.url
+    finally:
+        first.stop()
+        second.stop()
+
+
+def _burst(calls: list[tuple[str, dict[str, Any], str]]) -> list[int]:
+    """Every (url, body, token) POSTed at the same moment; their status codes."""
+    barrier = threading.Barrier(len(calls))
+    codes: list[int] = []
+    lock = threading.Lock()
+
+    def one(url: str, body: dict[str, Any], token: str) -> None:
+        barrier.wait(30)
+        code = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"}).status_code
+        with lock:
+            codes.append(code)
+
+    threads = [threading.Thread(target=one, args=call) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return sorted(codes)
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_three_creations_a_minute_across_two_servers(
+    world: World, two_servers: tuple[str, str]
+) -> None:
+    token = world.token(world.user("ana@example.com"), ["create"], days=365)
+    body = {"title": "Sums", "format": "qa", "questions": [{"prompt": "1+1?", "answer": "2"}]}
+    calls = [(f"{two_servers[n % 2]}/api/v1/benchmarks", body, token) for n in range(8)]
+    assert _burst(calls) == [201] * 3 + [429] * 5
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_a_strangers_five_runs_a_day_across_two_servers(
+    world: World, two_servers: tuple[str, str]
+) -> None:
+    owner = world.user("owner@example.com")
+    bench = world.benchmark(owner, MCQ)
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, bench)
+    token = world.token(world.user("stranger@example.com"), ["runs"], days=365)
+    body = {"benchmark_id": bench, "model_id": "mdl_builtin_first"}
+    calls = [(f"{two_servers[n % 2]}/api/v1/runs", body, token) for n in range(12)]
+    assert _burst(calls) == [202] * 5 + [429] * 7

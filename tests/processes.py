@@ -1,0 +1,82 @@
+"""`benchgen serve` and `benchgen worker` processes on a test's database, for tests of what
+holds across processes (limits, faults, brokers)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from benchgen.services.runtime import Runtime
+
+BIN = Path(sys.executable).parent / "benchgen"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Deployment:
+    """The processes of one deployment on the test's database, all stopped at the end."""
+
+    def __init__(self, runtime: Runtime, broker: str | None = None) -> None:
+        self.port = free_port()
+        self.env = {
+            **os.environ,
+            "BENCHGEN_DATA_DIR": str(runtime.settings.data_dir),
+            "BENCHGEN_DATABASE_URL": runtime.settings.resolved_database_url(),
+            "BENCHGEN_JOB_LEASE_S": "3",
+            "BENCHGEN_JOB_SWEEP_S": "2",
+            "BENCHGEN_USER_RUN_SLOTS": "2",
+            "BENCHGEN_MODEL_HOST_ALLOWLIST": "127.0.0.1",
+        }
+        if broker:
+            self.env["BENCHGEN_BROKER_URL"] = broker
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.server: subprocess.Popen[bytes] | None = None
+
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(  # noqa: S603
+            [str(BIN), *args], env=self.env, stdout=subprocess.DEVNULL
+        )
+        self.processes.append(process)
+        return process
+
+    def serve(self) -> None:
+        self.server = self.start("serve", "--port", str(self.port))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+
+    def restart_server(self) -> None:
+        assert self.server is not None
+        self.server.terminate()
+        self.server.wait(30)
+        self.serve()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
