@@ -47,6 +47,14 @@ INVOCATIONS = {
     "benchmarks export": ["benchmarks", "export", "bm_x", "--format", "jsonl", *AS],
     "datasets upload": ["datasets", "upload", "data.jsonl", *AS],
     "datasets list": ["datasets", "list", *AS],
+    "datasets delete": ["datasets", "delete", "ds_x", "--yes", *AS],
+    "admin add-local-model": ["admin", "add-local-model", "--name", "m", "--path", "smollm2"],
+    "training plan": ["training", "plan", "--base", "mdl_x", "--dataset", "ds_x", *AS],
+    "training start": ["training", "start", "--base", "mdl_x", "--dataset", "ds_x", *AS],
+    "training list": ["training", "list", *AS],
+    "training show": ["training", "show", "tr_x", *AS],
+    "training cancel": ["training", "cancel", "tr_x", *AS],
+    "training compute": ["training", "compute", *AS],
 }
 
 

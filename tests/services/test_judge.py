@@ -148,7 +148,7 @@ def test_logprob_scoring_needs_a_local_model(world: World) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, MCQ)
     world.do(Principal.web(ana), scoring.set_scoring, bm, {"method": "choice_logprob"})
-    with pytest.raises(Conflict, match="local GGUF"):
+    with pytest.raises(Conflict, match="needs a local model"):
         world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_first")
 
 

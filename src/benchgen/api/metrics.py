@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse
 
 from benchgen.api.deps import get_runtime
@@ -18,10 +18,10 @@ router = APIRouter(tags=["ops"])
 SCRAPER = Principal.system("metrics", frozenset({Action.METRICS_READ}))
 
 
-@router.get("/metrics", response_class=PlainTextResponse)
+# Not in the API's OpenAPI document: Prometheus scrapes it, no client is generated for it.
+@router.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
 def read_metrics(
-    runtime: Annotated[Runtime, Depends(get_runtime)],
-    authorization: Annotated[str, Header()] = "",
+    request: Request, runtime: Annotated[Runtime, Depends(get_runtime)]
 ) -> PlainTextResponse:
     """Prometheus metrics: jobs by kind and status, the oldest due job's age, lost leases, runs
     and training jobs by status. Needs `Authorization: Bearer <BENCHGEN_METRICS_TOKEN>`; absent
@@ -30,7 +30,7 @@ def read_metrics(
     expected = runtime.settings.metrics_token
     if expected is None:
         return PlainTextResponse("metrics are off: set BENCHGEN_METRICS_TOKEN\n", 404)
-    given = authorization.removeprefix("Bearer ").strip()
+    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
     # Constant time: the token is compared without telling how much of it matched.
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
         headers = {"WWW-Authenticate": "Bearer"}
