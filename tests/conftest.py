@@ -30,9 +30,10 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.config import Settings
 from benchgen.db import migrate
 from benchgen.db.session import Database
-from benchgen.db.tables import Base
+from benchgen.evals import engine
 from benchgen.services.runtime import Runtime
 from tests.compile_once import share_compiled_routes, share_compiled_templates
+from tests.snapshots import TableRows
 from tests.support import World
 
 PG_ADMIN_URL = os.environ.get("BENCHGEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -121,21 +122,10 @@ class PgReset:
 
     def __init__(self, url: str) -> None:
         self.engine: Engine = create_engine(url)
-        with self.engine.connect() as conn:
-            seeds = {
-                table.name: [dict(row._mapping) for row in conn.execute(table.select())]
-                for table in Base.metadata.sorted_tables
-            }
-        self.seeds = {name: rows for name, rows in seeds.items() if rows}
+        self.seeds = TableRows.capture(self.engine)
 
     def __call__(self) -> None:
-        tables = Base.metadata.sorted_tables
-        with self.engine.begin() as conn:
-            for table in reversed(tables):
-                conn.execute(table.delete())
-            for table in tables:
-                if self.seeds.get(table.name):
-                    conn.execute(table.insert(), self.seeds[table.name])
+        self.seeds.restore(self.engine)
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -195,6 +185,16 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
 def clock() -> ManualClock:
     """A clock the test moves by hand."""
     return ManualClock()
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs wait about 10 ms before asking a failed question again, not the engine's 0.5 s
+    doubling (3.5-5 s a question, slept for real): the attempts and what they record are the
+    same. tests/evals/test_engine.py checks the backoff itself."""
+    defaults = engine.run_items.__kwdefaults__
+    monkeypatch.setitem(defaults, "backoff_s", 0.01)
+    monkeypatch.setitem(defaults, "max_backoff_s", 0.05)
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ from benchgen.services.runs import launch, submissions
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import jobs
 from tests.bundle_factory import bundle, competition, results
+from tests.snapshots import Snapshot
 from tests.support import MCQ, OPERATOR, World
 
 pytestmark = pytest.mark.both_backends  # the visibility filters are SQL
@@ -383,8 +384,33 @@ def client(app: FastAPI) -> Iterator[TestClient]:
         yield test_client
 
 
+@pytest.fixture(scope="module")
+def seeded() -> dict[str, tuple[Seed, Snapshot]]:
+    """Each backend's seed, built by its first matrix test and put back for the others."""
+    return {}
+
+
 @pytest.fixture
-def seed(world: World, runtime: Runtime) -> Seed:
+def seed(
+    world: World,
+    runtime: Runtime,
+    backend: str,
+    seeded: dict[str, tuple[Seed, Snapshot]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Seed:
+    """The seed in this test's own database: built through the services by the backend's
+    first test, restored for the others from a snapshot of its rows and files (the same
+    state, without building it again)."""
+    if backend in seeded:
+        made, snapshot = seeded[backend]
+        snapshot.restore(runtime)
+        return made
+    made = _build_seed(world, runtime)
+    seeded[backend] = (made, Snapshot.take(runtime, tmp_path_factory.mktemp("matrix-seed")))
+    return made
+
+
+def _build_seed(world: World, runtime: Runtime) -> Seed:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     benchmark = world.benchmark(ana, MCQ)
     web = Principal.web(ana)
