@@ -119,6 +119,7 @@ def test_the_spending_cap_refuses_a_dearer_run(
     assert capped.status_code == 409 and "above your cap" in capped.json()["error"]["message"]
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_retry_makes_a_linked_run_of_the_errors(
     client: TestClient, world: World, runtime: Runtime, setup: tuple[dict[str, str], str]
 ) -> None:

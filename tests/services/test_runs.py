@@ -155,6 +155,7 @@ def test_insufficient_credits_starts_nothing(
     assert not view.questions_frozen
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_model_errors_are_recorded_and_settled_not_refunded(
     world: World, open_loopback: Runtime
 ) -> None:

@@ -88,6 +88,7 @@ def failing_stub() -> StubOpenAI:
     )
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_retry_asks_only_the_errored_questions_as_a_new_linked_run(
     world: World, open_loopback: Runtime
 ) -> None:
@@ -141,6 +142,7 @@ def test_only_the_launcher_retries_and_only_a_finished_run(world: World, runtime
         world.do(Principal.web(col), retries.retry_errored, run.id)
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_retries_count_against_a_strangers_quota(world: World, open_loopback: Runtime) -> None:
     ana, sam = world.user("ana@example.com"), world.user("sam@example.com", credits_=100)
     bm = world.benchmark(ana, BIG_MCQ)
