@@ -94,6 +94,8 @@ class TurnRunner:
         interval = self.runtime.settings.agent_turn_lease_s / 3
         while not self._stopped.wait(interval):
             running = list(self._running)
+            if not running:
+                continue  # no write transaction (on SQLite, the write lock) for nothing
             try:
                 with transaction(self.runtime, RECORDER) as ctx:
                     conversations.beat_turns(ctx, running)
