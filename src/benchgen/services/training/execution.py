@@ -18,7 +18,7 @@ from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
 from benchgen.services import _model_specs, access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.training import compute
-from benchgen.services.training.jobs import close_job
+from benchgen.services.training._job_rows import close_job
 from benchgen.training.process import Outcome
 from benchgen.training.spec import Hyperparameters, TrainSpec
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied
+from benchgen.core.errors import Conflict, PermissionDenied
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import TRAINING_FINAL, TrainingStatus
@@ -20,6 +20,7 @@ from benchgen.services import _enqueue, access, audit
 from benchgen.services.accounts import _ledger
 from benchgen.services.specs import check_window
 from benchgen.services.training import plans
+from benchgen.services.training._job_rows import close_job, own_job, owned_job
 from benchgen.services.training.plans import TrainingIn
 
 # A worker killed mid-training is replaced this many times, each resuming from the newest
@@ -223,7 +224,7 @@ def delete_training_job(ctx: Context, training_id: str) -> None:
     try:
         access.require(ctx, Action.TRAINING_DELETE)
     except PermissionDenied as exc:
-        if exc.details.get("page") and _owned(ctx, training_id) is not None:
+        if exc.details.get("page") and owned_job(ctx, training_id) is not None:
             exc.details["page"] = f"/training/{training_id}"
         raise
     row = own_job(ctx, training_id)
@@ -231,38 +232,6 @@ def delete_training_job(ctx: Context, training_id: str) -> None:
         raise Conflict("Cancel this training job before deleting it.", {"id": row.id})
     row.deleted_at = ctx.now()
     audit.record(ctx, audit.AuditAction.TRAINING_DELETE, "training_job", row.id)
-
-
-def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str) -> None:
-    """End a job: completed or cancelled jobs pay for the steps that ran, failed ones nothing
-    (the platform could not deliver), and the rest of the reservation comes back."""
-    cost = 0 if status == TrainingStatus.FAILED else row.steps_done * row.price_per_step
-    if row.reservation_id:
-        if status == TrainingStatus.FAILED:
-            _ledger.refund_credits(ctx, row.reservation_id, f"training {row.id} failed")
-        else:
-            _ledger.settle_credits(ctx, row.reservation_id, cost)
-    row.status, row.credits_charged = status, min(cost, row.estimated_credits)
-    row.finished_at, row.waiting_for = ctx.now(), ""
-    ctx.session.add(TrainingEvent(job_id=row.id, at=ctx.now(), line=line))
-
-
-def own_job(ctx: Context, training_id: str) -> TrainingJob:
-    """One of the acting user's live training jobs, for services that checked access.
-
-    Raises:
-        NotFound: missing, deleted or someone else's (answered alike).
-    """
-    row = _owned(ctx, training_id)
-    if row is None:
-        raise NotFound("No such training job.", {"id": training_id})
-    return row
-
-
-def _owned(ctx: Context, training_id: str) -> TrainingJob | None:
-    row = ctx.session.get(TrainingJob, training_id)
-    mine = row is not None and row.owner_id == ctx.principal.user_id
-    return row if mine and row is not None and row.deleted_at is None else None
 
 
 def view(ctx: Context, row: TrainingJob) -> TrainingJobView:
