@@ -22,7 +22,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import CreditEntry
-from benchgen.services.accounts import _ledger, credits
+from benchgen.services.accounts import _ledger, credits, users
 from benchgen.services.runtime import Runtime, transaction
 from tests.support import OPERATOR, World
 
@@ -348,3 +348,30 @@ def test_ledger_is_only_appended_to(world: World, runtime: Runtime, clock: Manua
         OPERATOR, lambda ctx: ctx.session.scalar(select(func.sum(CreditEntry.amount)))
     )
     assert total == balance(world, ana) == 100 - 30
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_rows_referencing_a_user_do_not_deadlock_its_lock(world: World) -> None:
+    """Two units of work each write a row that references ana (a foreign-key check holds a key
+    share on her row) and then lock her to spend: the second waits for the first instead of
+    the pair deadlocking, as two runs of one user finishing at once did with four workers."""
+    ana = world.user("ana@example.com", credits_=100)
+    both_wrote = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def write_then_lock(index: int) -> None:
+        try:
+            with transaction(world.rt, OPERATOR) as ctx:
+                _ledger.append_entry(ctx, ana, "grant", 1, reference=f"ref_{index}")
+                both_wrote.wait(10)
+                users.lock_user(ctx, ana)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write_then_lock, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert balance(world, ana) == 102

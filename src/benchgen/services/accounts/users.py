@@ -267,7 +267,12 @@ def lock_user(ctx: Context, user_id: str) -> None:
         NotFound: no such account.
     """
     # A row lock on PostgreSQL; on SQLite the write transaction already holds the database
-    # lock from BEGIN IMMEDIATE, and SQLAlchemy leaves FOR UPDATE out.
-    found = ctx.session.scalar(select(User.id).where(User.id == user_id).with_for_update())
+    # lock from BEGIN IMMEDIATE, and SQLAlchemy leaves the clause out. FOR NO KEY UPDATE, not
+    # FOR UPDATE: it still serialises every caller of this function, but it does not conflict
+    # with the key-share lock a foreign-key check takes when a row referencing the user is
+    # written. With FOR UPDATE, two transactions that each wrote such a row and then came here
+    # deadlocked (each waiting for the other's key share).
+    locking = select(User.id).where(User.id == user_id).with_for_update(key_share=True)
+    found = ctx.session.scalar(locking)
     if found is None:
         raise NotFound("No such account.", {"id": user_id})
