@@ -4,6 +4,7 @@ filters, the tag chart, downloads, the leaderboard, score edits and cancelling."
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,8 @@ def events_of(text: str) -> list[tuple[str, str]]:
     for block in filter(None, text.strip().split("\n\n")):
         lines = block.split("\n")
         name = lines[0].removeprefix("event: ")
-        found.append((name, "\n".join(line.removeprefix("data: ") for line in lines[1:])))
+        data = [line.removeprefix("data: ") for line in lines[1:] if line.startswith("data: ")]
+        found.append((name, "\n".join(data)))
     return found
 
 
@@ -195,6 +197,25 @@ def test_event_stream_of_a_finished_run_ends_with_progress_100(
     assert events[-1] == ("end", "completed")
 
 
+def test_a_reconnecting_stream_goes_on_after_the_last_line_the_browser_saw(
+    people: dict[str, Person], owner_run: str
+) -> None:
+    client = people["owner"].web.client
+    whole = client.get(f"/runs/{owner_run}/events").text
+    ids = re.findall(r"^id: (\d+)$", whole, re.M)
+    logs = [data for name, data in events_of(whole) if name == "log"]
+    assert len(ids) == len(logs) >= 3
+    headers = {"Last-Event-ID": ids[1]}
+    rest = events_of(client.get(f"/runs/{owner_run}/events", headers=headers).text)
+    assert [data for name, data in rest if name == "log"] == logs[2:]
+    assert rest[-1] == ("end", "completed")
+    for garbage in ("-1", "x", "9" * 40, "1e3"):
+        again = events_of(
+            client.get(f"/runs/{owner_run}/events", headers={"Last-Event-ID": garbage}).text
+        )
+        assert [data for name, data in again if name == "log"] == logs
+
+
 class Browser:
     """A stand-in for a request whose browser goes away after `polls` looks."""
 
@@ -236,6 +257,7 @@ def test_live_stream_follows_a_queued_run_until_disconnect_or_sign_out(
 def test_sse_data_keeps_each_line_in_its_own_field() -> None:
     assert run_events.sse("log", "one\ntwo") == "event: log\ndata: one\ndata: two\n\n"
     assert run_events.sse("end", "") == "event: end\ndata: \n\n"
+    assert run_events.sse("log", "one", 7) == "event: log\ndata: one\nid: 7\n\n"
 
 
 def test_add_to_and_remove_from_the_leaderboard(

@@ -38,7 +38,7 @@ def run_events(request: Request, live: SessionDep, run_id: str) -> StreamingResp
         launch.get_run(ctx, run_id)
     secret = request.cookies.get(SESSION_COOKIE, "")
     return StreamingResponse(
-        _events(request, runtime, secret, run_id),
+        _events(request, runtime, secret, run_id, resume_after(request)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
@@ -51,17 +51,25 @@ def progress_of(run: RunView) -> dict[str, Any]:
     return {"done": run.done_count, "total": total, "percent": percent, "status": run.status}
 
 
+def resume_after(request: Request) -> int:
+    """The last log line the browser has: its EventSource sends the last `id:` it saw when it
+    reconnects (say, after this process restarted and a proxy sent it to another one), so the
+    stream goes on from there instead of showing every line again."""
+    seen = request.headers.get("last-event-id", "")
+    return int(seen) if seen.isascii() and seen.isdigit() and len(seen) < 19 else 0
+
+
 async def _events(
-    request: Request, runtime: Runtime, secret: str, run_id: str
+    request: Request, runtime: Runtime, secret: str, run_id: str, after: int = 0
 ) -> AsyncIterator[str]:
-    after, shown = 0, None
+    shown = None
     while not await request.is_disconnected():
         polled = await run_in_threadpool(_poll, runtime, secret, run_id, after)
         if polled is None:
             return  # signed out, or the run is no longer visible
         lines, run = polled
         for line in lines:
-            yield sse("log", line.line)
+            yield sse("log", line.line, line.id)
         after = lines[-1].id if lines else after
         if len(lines) == LOG_BATCH:
             continue  # more lines are waiting: send them before anything else
@@ -89,8 +97,10 @@ def _poll(runtime: Runtime, secret: str, run_id: str, after: int) -> Poll | None
             return None
 
 
-def sse(event: str, data: str) -> str:
+def sse(event: str, data: str, event_id: int | None = None) -> str:
     """One server-sent event; each line of `data` gets its own `data:` field, as the format
-    requires (a bare newline in a log line would otherwise end the event early)."""
+    requires (a bare newline in a log line would otherwise end the event early). Log lines
+    carry their id, which the browser sends back as Last-Event-ID when it reconnects."""
     fields = "".join(f"data: {part}\n" for part in data.splitlines() or [""])
-    return f"event: {event}\n{fields}\n"
+    marker = "" if event_id is None else f"id: {event_id}\n"
+    return f"event: {event}\n{fields}{marker}\n"
