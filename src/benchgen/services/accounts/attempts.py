@@ -13,20 +13,34 @@ from sqlalchemy import func, select
 from benchgen.core.context import Context
 from benchgen.core.errors import RateLimited
 from benchgen.core.ids import new_id
+from benchgen.db.locks import lock_named
 from benchgen.db.tables import SigninAttempt
 
 
-def require_room(ctx: Context, key: str, address: str, per_key: int) -> None:
+def require_room(
+    ctx: Context,
+    key: str,
+    address: str,
+    per_key: int,
+    tried: str = "attempts",
+    key_is: str = "request",
+) -> None:
     """Refuse when `key` (an account, or `reset:<email>`…) has `per_key` recent attempts, or the
-    client address has used its budget.
+    client address has used its budget. Holds the key's and the address's locks until the
+    caller's transaction ends, so the attempt it then counts is seen by the next caller.
 
     Raises:
         RateLimited: a window is full; `retry_at` is when its oldest attempt leaves it.
     """
+    # Without the locks, a burst of guesses spread over several web processes on PostgreSQL
+    # would each count the same attempts and let more through than the limit. Always the key
+    # before the address, so two callers never wait on each other in opposite orders.
+    lock_named(ctx.session, f"benchgen-attempts:key:{key[:320]}")
+    lock_named(ctx.session, f"benchgen-attempts:address:{address[:64]}")
     window = timedelta(minutes=ctx.settings.signin_window_minutes)
     since = ctx.now() - window
     limits = (
-        (SigninAttempt.account == key[:320], per_key, "request"),
+        (SigninAttempt.account == key[:320], per_key, key_is),
         (
             SigninAttempt.address == address[:64],
             ctx.settings.signin_failures_per_address,
@@ -40,8 +54,9 @@ def require_room(ctx: Context, key: str, address: str, per_key: int) -> None:
             .order_by(None)
         ).one()
         if count >= limit:
+            # The oldest attempt in the window leaves it first; then one more try is allowed.
             raise RateLimited(
-                f"Too many attempts for this {what}; try again later.",
+                f"Too many {tried} for this {what}; try again later.",
                 oldest + window,
                 limit,
                 f"{ctx.settings.signin_window_minutes} minutes",

@@ -6,14 +6,14 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import RateLimited, Unauthenticated
+from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import new_id
-from benchgen.db.tables import ApiToken, SigninAttempt, User, WebSession
+from benchgen.db.tables import ApiToken, User, WebSession
 from benchgen.services import audit
-from benchgen.services.accounts import users
+from benchgen.services.accounts import attempts, users
 from benchgen.services.accounts.tokens import hash_token
 
 # Stamping last-seen on every page view would make each GET a write; a minute's slack on the
@@ -54,9 +54,7 @@ def sign_in(
     try:
         user = users.authenticate(ctx, account, password)
     except Unauthenticated:
-        ctx.session.add(
-            SigninAttempt(id=new_id("sia"), account=account, address=address, at=ctx.now())
-        )
+        attempts.count_attempt(ctx, account, address)
         return None
     return open_session(ctx, user, address, user_agent)
 
@@ -150,23 +148,11 @@ def _is_live(ctx: Context, row: WebSession) -> bool:
 
 
 def _require_not_throttled(ctx: Context, account: str, address: str) -> None:
-    window = timedelta(minutes=ctx.settings.signin_window_minutes)
-    since = ctx.now() - window
-    limits = (
-        (SigninAttempt.account == account, ctx.settings.signin_failures_per_account, "account"),
-        (SigninAttempt.address == address, ctx.settings.signin_failures_per_address, "address"),
+    attempts.require_room(
+        ctx,
+        account,
+        address,
+        ctx.settings.signin_failures_per_account,
+        tried="failed sign-ins",
+        key_is="account",
     )
-    for condition, limit, what in limits:
-        failures = ctx.session.execute(
-            select(func.count(), func.min(SigninAttempt.at))
-            .where(condition, SigninAttempt.at > since)
-            .order_by(None)
-        ).one()
-        if failures[0] >= limit:
-            # The oldest failure in the window leaves it first; then one more try is allowed.
-            raise RateLimited(
-                f"Too many failed sign-ins for this {what}; try again later.",
-                failures[1] + window,
-                limit,
-                f"{ctx.settings.signin_window_minutes} minutes",
-            )

@@ -3,17 +3,17 @@ live log and checkpoints, and close it with a Trained model and settled credits.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import TRAINING_FINAL, ModelStatus, TrainingStatus
+from benchgen.db.locks import lock_named
 from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
 from benchgen.services import _model_specs, access, audit
 from benchgen.services._artifacts import store_for
@@ -104,9 +104,7 @@ def _busy_reason(ctx: Context, row: TrainingJob) -> str:
 def _lock_pool(ctx: Context, pool: str) -> None:
     """Serialise claims of one pool. SQLite's write transaction already holds the database
     lock; PostgreSQL takes a transaction-scoped advisory lock named by the pool."""
-    if ctx.session.get_bind().dialect.name == "postgresql":
-        key = zlib.crc32(f"benchgen-compute:{pool}".encode())
-        ctx.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+    lock_named(ctx.session, f"benchgen-compute:{pool}")
 
 
 def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
