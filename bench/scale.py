@@ -2,7 +2,7 @@
 
 What is measured: 50 small runs (20 multiple-choice questions each) from 5 users, posted over
 HTTP to `benchgen serve` at once, against the stub endpoint of bench/run_throughput.py (its own
-process, fixed latency, default 50 ms). Timed from the first POST to the last run's
+process, fixed latency, default 500 ms). Timed from the first POST to the last run's
 `finished_at`. Every mode uses a fresh PostgreSQL database on 127.0.0.1 (so several processes
 share it as a team's deployment would):
 
@@ -10,11 +10,17 @@ share it as a team's deployment would):
 - celery ×N: `benchgen serve` publishing to Redis (db 10), and N `benchgen worker --threads 2`
   processes consuming.
 
-Runs per minute, questions per second, and each mode's ratio to the embedded mode are printed
-as a table. On this 2-core machine more processes compete for the same cores: the ratio shows
-what the broker path costs here, not what more machines would give.
+A worker thread holds one run at a time and each run keeps at most `--run-concurrency`
+questions in flight (BENCHGEN_RUN_CONCURRENCY; 4 here, as for an endpoint that limits a key's
+concurrent requests), so one worker process answers at most threads × concurrency / latency
+questions a second: the model's latency, not the CPU, bounds it, as with hosted models. Adding
+worker processes adds that capacity until the CPUs or the database are the limit. The table
+prints each mode's ceiling beside what it reached, and the ratio to the embedded mode.
+With `--latency-ms 50 --run-concurrency 16` the same script shows the CPU-bound case instead:
+on a 2-core machine more processes then only compete for the same cores.
 
-    .venv/bin/python bench/scale.py [--runs 50] [--questions 20] [--latency-ms 50]
+    .venv/bin/python bench/scale.py [--runs 50] [--questions 20] [--latency-ms 500]
+                                    [--run-concurrency 4]
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ BIN = Path(sys.executable).parent / "benchgen"
 ADMIN = os.environ.get("BENCHGEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 BROKER = "redis://127.0.0.1:6379/10"
 USERS = 5
+THREADS = 2  # worker threads per process, embedded or Celery
 
 
 def fresh_database(name: str) -> str:
@@ -94,7 +101,7 @@ def free_port() -> int:
 
 
 def wait_healthy(url: str) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
@@ -112,6 +119,8 @@ def measure(mode: str, workers: int, args: argparse.Namespace, stub_url: str) ->
             "BENCHGEN_DATABASE_URL": fresh_database(f"benchgen_scale_{mode}_{workers}"),
             "BENCHGEN_MODEL_HOST_ALLOWLIST": "127.0.0.1",
             "BENCHGEN_USER_RUN_SLOTS": "4",
+            "BENCHGEN_RUN_CONCURRENCY": str(args.run_concurrency),
+            "BENCHGEN_WORKER_THREADS": str(THREADS),
         }
         people = setup(env, stub_url, args.questions)
         if mode == "celery":
@@ -123,7 +132,7 @@ def measure(mode: str, workers: int, args: argparse.Namespace, stub_url: str) ->
         url = f"http://127.0.0.1:{port}"
         processes = [subprocess.Popen([str(BIN), "serve", "--port", str(port)], env=env)]  # noqa: S603
         for _ in range(workers if mode == "celery" else 0):
-            command = [str(BIN), "worker", "--threads", "2"]
+            command = [str(BIN), "worker", "--threads", str(THREADS)]
             processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL))  # noqa: S603
         try:
             wait_healthy(url)
@@ -169,7 +178,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--questions", type=int, default=20)
-    parser.add_argument("--latency-ms", type=float, default=50)
+    parser.add_argument("--latency-ms", type=float, default=500)
+    parser.add_argument("--run-concurrency", type=int, default=4)
     args = parser.parse_args()
     rows = []
     with StubProcess(args.latency_ms / 1000) as stub:
@@ -180,12 +190,18 @@ def main() -> None:
     base = rows[0][1]["q_per_s"]
     print(
         f"\n{args.runs} runs × {args.questions} questions, {USERS} users, "
-        f"stub {args.latency_ms:g} ms"
+        f"stub {args.latency_ms:g} ms, {args.run_concurrency} in flight per run, "
+        f"{THREADS} threads per worker"
     )
-    print(f"{'mode':<12} {'runs/min':>9} {'q/s':>8} {'× embedded':>11}")
+    print(f"{'mode':<12} {'ceiling q/s':>11} {'runs/min':>9} {'q/s':>8} {'× embedded':>11}")
     for name, result in rows:
+        processes = 1 if name == "embedded" else int(name.split("×")[1])
+        ceiling = processes * THREADS * args.run_concurrency / (args.latency_ms / 1000)
         ratio = result["q_per_s"] / base
-        print(f"{name:<12} {result['runs_per_min']:>9.1f} {result['q_per_s']:>8.1f} {ratio:>11.2f}")
+        print(
+            f"{name:<12} {ceiling:>11.1f} {result['runs_per_min']:>9.1f} "
+            f"{result['q_per_s']:>8.1f} {ratio:>11.2f}"
+        )
 
 
 if __name__ == "__main__":
