@@ -26,7 +26,7 @@ def free_port() -> int:
 class Deployment:
     """The processes of one deployment on the test's database, all stopped at the end."""
 
-    def __init__(self, runtime: Runtime, broker: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, broker: str | None = None, **env: str) -> None:
         self.port = free_port()
         self.env = {
             **os.environ,
@@ -39,6 +39,7 @@ class Deployment:
         }
         if broker:
             self.env["BENCHGEN_BROKER_URL"] = broker
+        self.env.update(env)
         self.processes: list[subprocess.Popen[bytes]] = []
         self.server: subprocess.Popen[bytes] | None = None
 
