@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import Unauthenticated, invalid
+from benchgen.core.errors import InvalidInput, Unauthenticated, invalid
 from benchgen.core.storable import require_storable
 from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime, transaction
@@ -21,37 +21,54 @@ _AUTHENTICATOR = Principal.system("authenticator", frozenset())
 _bearer = HTTPBearer(auto_error=False, description="A personal API token: bgp_…")
 
 
-def get_runtime(request: Request) -> Runtime:
-    """The runtime the app was built with."""
+async def get_runtime(request: Request) -> Runtime:
+    """The runtime the app was built with (a coroutine: reading app state needs no thread)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def get_principal(
-    runtime: RuntimeDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
-    """The principal behind the request's bearer token (personal `bgp_` tokens only).
+def get_principal(runtime: RuntimeDep, credentials: CredentialsDep) -> Principal:
+    """The principal behind the request's bearer token (personal `bgp_` tokens only), for
+    routes that open their own transactions; the others authenticate in `unit_of_work`.
 
     Authentication only reads, so on SQLite a GET never waits for the write lock; the token's
     last-used time is refreshed in a write of its own at most once a minute. Nothing is cached:
     a revoked token or a disabled account is refused on the very next request.
     """
-    if credentials is None:
-        raise Unauthenticated("Send a personal API token as 'Authorization: Bearer bgp_…'.")
     with transaction(runtime, _AUTHENTICATOR, write=False) as ctx:
-        principal = tokens.authenticate_token(ctx, credentials.credentials)
+        principal = _authenticate(ctx, credentials)
         due = tokens.use_is_due(ctx, principal)
     if due:
-        with transaction(runtime, _AUTHENTICATOR) as ctx:
-            tokens.record_use(ctx, principal)
+        _record_use(runtime, principal)
     return principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def _authenticate(ctx: Context, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    if credentials is None:
+        raise Unauthenticated("Send a personal API token as 'Authorization: Bearer bgp_…'.")
+    return tokens.authenticate_token(ctx, credentials.credentials)
+
+
+def _record_use(runtime: Runtime, principal: Principal) -> None:
+    with transaction(runtime, _AUTHENTICATOR) as ctx:
+        tokens.record_use(ctx, principal)
+
+
+async def input_problem(request: Request) -> InvalidInput | None:
+    """What `checked_input` would refuse, returned rather than raised, so that the unit of work
+    can refuse it after authenticating (a caller without a valid token learns only that)."""
+    try:
+        await _check_input(request)
+    except InvalidInput as problem:
+        return problem
+    return None
 
 
 async def checked_input(request: Request, _: PrincipalDep) -> None:
@@ -61,6 +78,10 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
     Raises:
         InvalidInput: the first such value, with its place.
     """
+    await _check_input(request)
+
+
+async def _check_input(request: Request) -> None:
     for name, value in request.path_params.items():
         require_storable(value, ["path", name])
     for name, value in request.query_params.multi_items():
@@ -90,16 +111,46 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
 def unit_of_work(
     request: Request,
     runtime: RuntimeDep,
-    principal: PrincipalDep,
-    _: Annotated[None, Depends(checked_input)],
+    credentials: CredentialsDep,
+    problem: Annotated[InvalidInput | None, Depends(input_problem)],
 ) -> Iterator[Context]:
     """One transaction per request as the authenticated principal; errors roll it back.
 
-    Reads take no write lock: on SQLite a write transaction serialises every request behind it.
+    Reads take no write lock (on SQLite a write transaction serialises every request behind
+    it) and authenticate inside their own transaction: the token, the account and the work
+    see one snapshot, and the rows authentication loaded serve every later decision. Writes
+    authenticate first in a read of their own, so a request without a valid token never
+    waits for, or holds, the write lock. Either way the token is looked up on every request:
+    a revoked token or a disabled account is refused on the very next one.
     """
-    write = request.method not in ("GET", "HEAD")
-    with transaction(runtime, principal, write=write) as ctx:
+    if request.method in ("GET", "HEAD"):
+        yield from _reading(runtime, credentials, problem)
+        return
+    principal = get_principal(runtime, credentials)
+    if problem is not None:
+        raise problem
+    with transaction(runtime, principal) as ctx:
         yield ctx
+
+
+def _reading(
+    runtime: Runtime,
+    credentials: HTTPAuthorizationCredentials | None,
+    problem: InvalidInput | None,
+) -> Iterator[Context]:
+    principal, due = None, False
+    try:
+        with transaction(runtime, _AUTHENTICATOR, write=False) as ctx:
+            principal = _authenticate(ctx, credentials)
+            due = tokens.use_is_due(ctx, principal)
+            if problem is not None:
+                raise problem
+            yield Context(ctx.session, principal, ctx.settings, ctx.clock)
+    finally:
+        # After the read has ended, never inside it: a reader waiting for a second connection
+        # to stamp with could exhaust the pool while holding its first.
+        if due and principal is not None:
+            _record_use(runtime, principal)
 
 
 # scope="function" commits when the endpoint returns, before the response is sent. The default

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -10,10 +10,11 @@ from typing import Any
 from sqlalchemy import ClauseElement, CursorResult, Engine, Update, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from sqlalchemy.sql.compiler import SQLCompiler
 
 _IMMEDIATE = "benchgen_immediate"
+_MEMO = "benchgen_read_memo"
 # SQLite's primary result codes for "another connection holds the lock".
 _SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 # PostgreSQL SQLSTATEs that say "try again later", not "this request is wrong": serialisation
@@ -37,6 +38,8 @@ class Database:
         self._writes = sessionmaker(
             self.engine.execution_options(**{_IMMEDIATE: True}), expire_on_commit=False
         )
+        for factory in (self._reads, self._writes):
+            _forget_memo_on_writes(factory)
 
     def _build_engine(self, url: str, busy_timeout_ms: int) -> Engine:
         if not self.is_sqlite:
@@ -86,6 +89,34 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         # lock (SQLITE_BUSY mid-transaction); the second simply waits for the busy timeout.
         immediate = conn.get_execution_options().get(_IMMEDIATE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def read_memo(session: Session) -> dict[Hashable, Any]:
+    """A dict where services keep facts this unit of work has read, so that deciding on the
+    same object twice in one request asks the database once.
+
+    It is emptied whenever the session writes (a flush, an ORM INSERT, UPDATE or DELETE) and
+    when a transaction or savepoint ends, and while changes wait to be flushed a new, unkept
+    dict is handed out: a remembered fact is never older than the unit of work's own writes.
+    Each session has its own, so nothing outlives the request.
+    """
+    if session.new or session.dirty or session.deleted:
+        return {}
+    memo: dict[Hashable, Any] = session.info.setdefault(_MEMO, {})
+    return memo
+
+
+def _forget_memo_on_writes(factory: sessionmaker[Session]) -> None:
+    def forget(session: Session, *_: Any) -> None:
+        session.info.pop(_MEMO, None)
+
+    def forget_after_write(state: ORMExecuteState) -> None:
+        if not state.is_select:
+            forget(state.session)
+
+    event.listen(factory, "after_flush", forget)
+    event.listen(factory, "after_transaction_end", forget)
+    event.listen(factory, "do_orm_execute", forget_after_write)
 
 
 def begin_reading(session: Session) -> None:

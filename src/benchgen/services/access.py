@@ -27,6 +27,7 @@ from benchgen.core.permissions import (
     page_for,
     rule_for,
 )
+from benchgen.db.session import read_memo
 from benchgen.db.tables import (
     ApiToken,
     Benchmark,
@@ -201,15 +202,16 @@ def _token_live(ctx: Context, token_id: str | None) -> bool:
     return True
 
 
-_Row = TypeVar("_Row", User, ApiToken, WebSession)
+_Row = TypeVar("_Row", User, ApiToken, WebSession, Benchmark, Run)
 
 
 def _kept(ctx: Context, model: type[_Row], key: str) -> _Row | None:
     """`session.get`, keeping the row for the rest of the unit of work.
 
     The identity map holds rows weakly, so every decision of a request would read the user and
-    the token again. A strong reference makes the repeats free while they still see this unit
-    of work's own changes (the same objects; bulk updates synchronise them).
+    the token (and the benchmark or run it decides on) again. A strong reference makes the
+    repeats free while they still see this unit of work's own changes (the same objects; bulk
+    updates synchronise them).
     """
     row = ctx.session.get(model, key)
     if row is not None:
@@ -222,73 +224,79 @@ def _session_live(ctx: Context, session_id: str) -> bool:
     return session is not None and session.revoked_at is None and session.expires_at > ctx.now()
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What the membership tables say about one user on one benchmark."""
+
+    collaborator: bool = False
+    membership: str | None = None
+    listed: bool = False
+
+
+# Membership facts live in the unit of work's read memo under this name.
+_FACTS = "membership_facts"
+_NO_FACTS = _Facts()
+
+
 def roles_on(ctx: Context, user: User, benchmark: Benchmark) -> frozenset[Role]:
     """Every role `user` holds on `benchmark` now; empty when the benchmark is deleted or unseen."""
     if benchmark.deleted_at is not None:
         return frozenset()
-    member = ctx.session.get(Participant, (benchmark.id, user.id))
-    return _roles(
-        user,
-        benchmark,
-        collaborator=ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None,
-        membership=member.status if member is not None else None,
-        listed=member is None and is_whitelisted(ctx, benchmark.id, user),
-    )
+    return roles_on_many(ctx, user, [benchmark])[benchmark.id]
 
 
 def roles_on_many(
     ctx: Context, user: User, benchmarks: Sequence[Benchmark]
 ) -> dict[str, frozenset[Role]]:
-    """`roles_on` for a page of benchmarks, in three queries whatever the page's size."""
-    ids = [benchmark.id for benchmark in benchmarks]
-    collaborating = set(
-        ctx.session.scalars(
-            select(Collaborator.benchmark_id).where(
-                Collaborator.user_id == user.id, Collaborator.benchmark_id.in_(ids)
-            )
-        )
-    )
-    memberships: dict[str, str] = {
-        row.benchmark_id: row.status
-        for row in ctx.session.execute(
-            select(Participant.benchmark_id, Participant.status).where(
-                Participant.user_id == user.id, Participant.benchmark_id.in_(ids)
-            )
-        )
-    }
-    listed = set(
-        ctx.session.scalars(
-            select(WhitelistEntry.benchmark_id).where(
-                WhitelistEntry.benchmark_id.in_(ids), WhitelistEntry.entry.in_(_entries(user))
-            )
-        )
-    )
-    return {
-        b.id: _roles(
-            user,
-            b,
-            collaborator=b.id in collaborating,
-            membership=memberships.get(b.id),
-            listed=b.id not in memberships and b.id in listed,
-        )
-        for b in benchmarks
-    }
+    """`roles_on` for a page of benchmarks, in one query whatever the page's size (none when
+    this unit of work already asked for them and wrote nothing since)."""
+    facts = _membership_facts(ctx, user, [benchmark.id for benchmark in benchmarks])
+    return {b.id: _roles(user, b, facts[b.id]) for b in benchmarks}
 
 
-def _roles(
-    user: User, benchmark: Benchmark, *, collaborator: bool, membership: str | None, listed: bool
-) -> frozenset[Role]:
-    """The roles these facts give `user` on `benchmark` (one rule for single and batch)."""
+def _membership_facts(ctx: Context, user: User, ids: list[str]) -> dict[str, _Facts]:
+    """The membership facts of `user` on each benchmark in `ids`, remembered for the unit of
+    work: one request decides on the same benchmark several times (the check, then the view).
+    The memo forgets them at the unit of work's first write (db.session.read_memo), so a join
+    or a removal in the same request counts at once; the next request asks again."""
+    entries = _entries(user)
+    memo = read_memo(ctx.session)
+    keys = {key: (_FACTS, user.id, tuple(entries), key) for key in ids}
+    missing = [key for key in ids if keys[key] not in memo]
+    if missing:
+        collaborating = exists().where(
+            Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user.id
+        )
+        membership = (
+            select(Participant.status)
+            .where(Participant.benchmark_id == Benchmark.id, Participant.user_id == user.id)
+            .scalar_subquery()
+        )
+        listed = exists().where(
+            WhitelistEntry.benchmark_id == Benchmark.id, WhitelistEntry.entry.in_(entries)
+        )
+        query = select(Benchmark.id, collaborating, membership, listed).where(
+            Benchmark.id.in_(missing)
+        )
+        for key, collaborator, status, on_list in ctx.session.execute(query):
+            memo[keys[key]] = _Facts(bool(collaborator), status, bool(on_list))
+    # A benchmark the query did not find (deleted meanwhile) has no membership at all.
+    return {key: memo.get(keys[key], _NO_FACTS) for key in ids}
+
+
+def _roles(user: User, benchmark: Benchmark, facts: _Facts) -> frozenset[Role]:
+    """The roles these facts give `user` on `benchmark` (one rule for single and batch); the
+    benchmark's own columns are read from the row each time, never remembered."""
     if benchmark.deleted_at is not None:
         return frozenset()
     roles: set[Role] = set()
     if benchmark.owner_id == user.id:
         roles.add(Role.OWNER)
-    if collaborator:
+    if facts.collaborator:
         roles.add(Role.COLLABORATOR)
-    if membership == "active":
+    if facts.membership == "active":
         roles.add(Role.PARTICIPANT)
-    elif membership is None and listed:
+    elif facts.membership is None and facts.listed:
         roles.add(Role.INVITEE)
     if benchmark.visibility == "published":
         roles.add(Role.PUBLIC)
@@ -342,17 +350,6 @@ def visible_runs(ctx: Context) -> ColumnElement[bool]:
     return and_(Benchmark.deleted_at.is_(None), or_(Run.launched_by == user.id, team))
 
 
-def is_whitelisted(ctx: Context, benchmark_id: str, user: User) -> bool:
-    """True when an exact-email or `@domain` whitelist entry admits `user`'s verified email."""
-    entries = _entries(user)
-    found = ctx.session.scalar(
-        select(WhitelistEntry.id).where(
-            WhitelistEntry.benchmark_id == benchmark_id, WhitelistEntry.entry.in_(entries)
-        )
-    )
-    return found is not None
-
-
 def _entries(user: User) -> list[str]:
     """The whitelist entries that admit `user`: their email and its `@domain`, or none at all
     while the email is unverified (anyone can sign up as alice@rival.org; only Alice can open
@@ -370,7 +367,7 @@ def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchm
         NotFound: no such benchmark, deleted, or not visible to the principal.
         PermissionDenied: visible but the action is not allowed.
     """
-    benchmark = ctx.session.get(Benchmark, benchmark_id)
+    benchmark = _kept(ctx, Benchmark, benchmark_id)
     if benchmark is None or benchmark.deleted_at is not None:
         raise NotFound("No such benchmark.", {"id": benchmark_id})
     require(ctx, action, benchmark)
@@ -384,8 +381,8 @@ def require_run(ctx: Context, run_id: str, action: Action) -> Run:
         NotFound: no such run, or the principal may not see it.
         PermissionDenied: visible but the action is not allowed.
     """
-    run = ctx.session.get(Run, run_id)
-    benchmark = ctx.session.get(Benchmark, run.benchmark_id) if run else None
+    run = _kept(ctx, Run, run_id)
+    benchmark = _kept(ctx, Benchmark, run.benchmark_id) if run else None
     if run is None or benchmark is None:
         raise NotFound("No such run.", {"id": run_id})
     require(ctx, action, benchmark, run)

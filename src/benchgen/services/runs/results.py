@@ -80,7 +80,6 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
 
 def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[dict[str, Any]]:
     detail = _detail(ctx, run)
-    stored = _question_store.load_canonical(ctx, run.benchmark_id)
     query = (
         select(RunResult)
         .where(RunResult.run_id == run.id)
@@ -89,8 +88,18 @@ def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[di
     )
     if limit is not None:
         query = query.limit(limit)
-    for result in ctx.session.scalars(query):
-        question = stored[result.position] if result.position < len(stored) else None
+    found = list(ctx.session.scalars(query))
+    if not found:
+        return
+    # Only the questions the page shows (a page of a 10,000-question run needs 100 of them):
+    # a question's position is its place in the benchmark's order.
+    first = found[0].position
+    stored = _question_store.load_canonical(
+        ctx, run.benchmark_id, found[-1].position - first + 1, first
+    )
+    for result in found:
+        at = result.position - first
+        question = stored[at] if at < len(stored) else None
         row: dict[str, Any] = {
             "position": result.position,
             "prompt": question.prompt if question else None,
