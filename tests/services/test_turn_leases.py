@@ -34,6 +34,20 @@ def test_a_turn_whose_process_stopped_beating_is_released(
     assert dead.status == "failed" and "cut off" in dead.reply
 
 
+def test_a_turn_whose_process_died_before_its_first_beat_is_released_after_one_lease(
+    world: World, conversation: tuple[Principal, str]
+) -> None:
+    web, conv = conversation
+    first = world.do(web, conversations.begin_turn, conv, "hello", None)
+    world.rt.clock.advance(seconds=world.rt.settings.agent_turn_lease_s - 1)
+    with pytest.raises(Conflict):
+        world.do(web, conversations.begin_turn, conv, "again", None)
+    world.rt.clock.advance(seconds=2)  # never beaten: dead after one lease, not the turn's cap
+    second = world.do(web, conversations.begin_turn, conv, "again", None)
+    assert world.do(web, conversations.get_turn, conv, first.id).status == "failed"
+    assert second.id != first.id
+
+
 def test_a_beating_turn_keeps_its_conversation_past_the_lease(
     world: World, conversation: tuple[Principal, str]
 ) -> None:

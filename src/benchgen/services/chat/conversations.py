@@ -229,6 +229,9 @@ def begin_turn(
         notices=[],
         brain="",
         started_at=now,
+        # Alive from the claim: a process that dies before its first beat must not hold the
+        # conversation until the turn's cap (15 minutes) instead of one lease.
+        heartbeat_at=now,
     )
     ctx.session.add(turn)
     ctx.session.flush()
@@ -248,7 +251,8 @@ def beat_turns(ctx: Context, turn_ids: list[str]) -> None:
 
 
 def _is_alive(ctx: Context, turn: ChatTurn, now: datetime) -> bool:
-    """A turn whose process beats within the lease, or, never beaten, within its cap."""
+    """A turn whose process beats within the lease (a row from before heartbeats were kept,
+    never stamped: within its cap)."""
     if turn.heartbeat_at is not None:
         return turn.heartbeat_at + timedelta(seconds=ctx.settings.agent_turn_lease_s) > now
     return turn.started_at + timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN > now
