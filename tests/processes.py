@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,27 @@ import httpx
 from benchgen.services.runtime import Runtime
 
 BIN = Path(sys.executable).parent / "benchgen"
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `check` until it holds; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def processes_running(marker: bytes) -> set[int]:
+    """Pids of live processes on this machine whose command line contains `marker`."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if entry.name.isdigit() and marker in command:
+            found.add(int(entry.name))
+    return found
 
 
 def free_port() -> int:

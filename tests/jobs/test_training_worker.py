@@ -29,6 +29,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import compute, jobs
+from tests.processes import processes_running, wait_until
 from tests.support import MCQ, World
 from tests.training.tiny_model import build_tiny_llama
 
@@ -107,13 +108,6 @@ def losses(world: World, training_id: str) -> list[float]:
     return world.ctx_call(OPERATOR, read)
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def test_a_job_trains_and_its_model_answers_a_run(world: World, scene: dict[str, Any]) -> None:
     job = launch_job(world, scene, epochs=4)  # 5 steps an epoch
     assert Worker(world.rt).run_once()
@@ -180,15 +174,7 @@ def worker_processes(runtime: Runtime) -> Iterator[Callable[[], subprocess.Popen
 
 def training_children() -> set[int]:
     """Pids of live training child processes on this machine."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if entry.name.isdigit() and b"benchgen.training.child" in command:
-            found.add(int(entry.name))
-    return found
+    return processes_running(b"benchgen.training.child")
 
 
 def test_a_killed_worker_is_resumed_from_its_checkpoint(
