@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, and_, exists, false, or_, select
+from sqlalchemy import ColumnElement, Select, String, and_, bindparam, exists, false, or_, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, PermissionDenied, Unauthenticated
@@ -264,24 +265,36 @@ def _membership_facts(ctx: Context, user: User, ids: list[str]) -> dict[str, _Fa
     keys = {key: (_FACTS, user.id, tuple(entries), key) for key in ids}
     missing = [key for key in ids if keys[key] not in memo]
     if missing:
-        collaborating = exists().where(
-            Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user.id
-        )
-        membership = (
-            select(Participant.status)
-            .where(Participant.benchmark_id == Benchmark.id, Participant.user_id == user.id)
-            .scalar_subquery()
-        )
-        listed = exists().where(
-            WhitelistEntry.benchmark_id == Benchmark.id, WhitelistEntry.entry.in_(entries)
-        )
-        query = select(Benchmark.id, collaborating, membership, listed).where(
-            Benchmark.id.in_(missing)
-        )
-        for key, collaborator, status, on_list in ctx.session.execute(query):
+        values = {"user_id": user.id, "ids": missing, "entries": entries}
+        for key, collaborator, status, on_list in ctx.session.execute(_facts_query(), values):
             memo[keys[key]] = _Facts(bool(collaborator), status, bool(on_list))
     # A benchmark the query did not find (deleted meanwhile) has no membership at all.
     return {key: memo.get(keys[key], _NO_FACTS) for key in ids}
+
+
+@cache
+def _facts_query() -> Select[str, bool, str | None, bool]:
+    """The facts of user `user_id` on benchmarks `ids`, whose email admits whitelist `entries`.
+
+    Built once and reused with new values: building and keying this statement for SQLAlchemy's
+    cache of compiled statements took longer than running it.
+    """
+    user_id = bindparam("user_id", type_=String)
+    collaborating = exists().where(
+        Collaborator.benchmark_id == Benchmark.id, Collaborator.user_id == user_id
+    )
+    membership = (
+        select(Participant.status)
+        .where(Participant.benchmark_id == Benchmark.id, Participant.user_id == user_id)
+        .scalar_subquery()
+    )
+    listed = exists().where(
+        WhitelistEntry.benchmark_id == Benchmark.id,
+        WhitelistEntry.entry.in_(bindparam("entries", expanding=True)),
+    )
+    return select(Benchmark.id, collaborating, membership, listed).where(
+        Benchmark.id.in_(bindparam("ids", expanding=True))
+    )
 
 
 def _roles(user: User, benchmark: Benchmark, facts: _Facts) -> frozenset[Role]:

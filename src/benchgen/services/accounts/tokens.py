@@ -6,8 +6,9 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Select, bindparam, or_, select, update
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import NotFound, Unauthenticated, invalid
@@ -240,11 +241,7 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
         raise Unauthenticated("The token is malformed or its checksum is wrong.")
     # The token and its user in one statement: the check of the account below then finds the
     # user already loaded (`found` holds it) instead of asking again.
-    found = ctx.session.execute(
-        select(ApiToken, User)
-        .outerjoin(User, User.id == ApiToken.user_id)
-        .where(ApiToken.token_hash == hash_token(secret))
-    ).first()
+    found = ctx.session.execute(_by_hash(), {"token_hash": hash_token(secret)}).first()
     now = ctx.now()
     if found is None:
         raise Unauthenticated("Unknown token.")
@@ -264,6 +261,17 @@ def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -
     if access.live_user(probe) is None:
         raise Unauthenticated("The account is disabled or the token it came from was revoked.")
     return principal
+
+
+@cache
+def _by_hash() -> Select[ApiToken, User]:
+    """The token whose hash is `token_hash`, with its user. Built once and reused with new
+    values: every API request runs it, and building and keying it cost more than running it."""
+    return (
+        select(ApiToken, User)
+        .outerjoin(User, User.id == ApiToken.user_id)
+        .where(ApiToken.token_hash == bindparam("token_hash"))
+    )
 
 
 def use_is_due(ctx: Context, principal: Principal) -> bool:

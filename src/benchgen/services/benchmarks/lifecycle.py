@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, bindparam, func, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, Frozen, invalid
@@ -16,7 +17,7 @@ from benchgen.core.permissions import Action, Role
 from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import _bundle_versions, _question_store, phases, questions
+from benchgen.services.benchmarks import _question_store, phases, questions
 from benchgen.services.specs import (
     MAX_LIST,
     MAX_QUESTIONS,
@@ -326,6 +327,10 @@ def publish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
     if row.format in FROZEN_FORMATS and _question_count(ctx, row.id) == 0:
         raise Conflict("A benchmark with no questions cannot be published.", {"id": row.id})
     if row.format == "custom":
+        # Imported here: the bundle engine (Markdown, YAML) is for custom benchmarks only, and
+        # every run launch imports this module.
+        from benchgen.services.benchmarks import _bundle_versions
+
         _bundle_versions.require_solutions_pass(ctx, row.id)
     row.visibility, row.published_at, row.updated_at = "published", ctx.now(), ctx.now()
     audit.record(ctx, audit.AuditAction.BENCHMARK_PUBLISH, "benchmark", row.id)
@@ -387,10 +392,19 @@ def _check_title(title: str) -> None:
 
 
 def _question_count(ctx: Context, benchmark_id: str) -> int:
-    count = ctx.session.scalar(
-        select(func.count()).select_from(Question).where(Question.benchmark_id == benchmark_id)
-    )
+    count = ctx.session.scalar(_counted(), {"benchmark_id": benchmark_id})
     return int(count or 0)
+
+
+@cache
+def _counted() -> Select[int]:
+    """The questions of benchmark `benchmark_id`, counted. Built once and reused with new values:
+    every view of one benchmark runs it, and building it cost more than running it."""
+    return (
+        select(func.count())
+        .select_from(Question)
+        .where(Question.benchmark_id == bindparam("benchmark_id"))
+    )
 
 
 def _escape_like(text: str) -> str:

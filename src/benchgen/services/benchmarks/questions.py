@@ -34,13 +34,18 @@ class Canonical:
     tags: tuple[str, ...] = ()
     metadata: str = "{}"  # JSON with sorted keys, so questions stay hashable and comparable
 
+    @property
+    def answer(self) -> str | list[str]:
+        """The answer as shown: an mcq question's label, a qa question's accepted answers."""
+        return self.answers[0] if self.choices is not None else list(self.answers)
+
     def as_dict(self, with_answer: bool = True) -> dict[str, Any]:
         """The question as plain data; the answer only when the caller may see the key."""
         shown: dict[str, Any] = {"prompt": self.prompt, "tags": list(self.tags)}
         if self.choices is not None:
             shown["choices"] = dict(zip(LABELS, self.choices, strict=False))
         if with_answer:
-            shown["answer"] = self.answers[0] if self.choices is not None else list(self.answers)
+            shown["answer"] = self.answer
             # The team's own notes on a question may explain its answer: theirs to see only
             # (and only when there are some, so plain questions keep their plain shape).
             notes = json.loads(self.metadata)
