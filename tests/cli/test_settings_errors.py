@@ -70,12 +70,13 @@ def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _leaf_commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[str]:
-    subcommands = getattr(command, "commands", None)
-    if subcommands is None:
+    if not hasattr(command, "commands"):
         yield " ".join(path)
         return
-    for name, subcommand in subcommands.items():
-        yield from _leaf_commands(subcommand, (*path, name))
+    # Resolved as a command line would be: `benchgen` loads a command's module only then.
+    context = command.context_class(command)
+    for name in command.list_commands(context):
+        yield from _leaf_commands(command.resolve_command(context, [name])[1], (*path, name))
 
 
 def test_every_command_is_checked() -> None:

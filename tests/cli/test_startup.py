@@ -1,17 +1,74 @@
-"""`benchgen` starts without what only some commands need: the web server, the agent, Alembic."""
+"""`benchgen` starts with what the command it runs needs: `import benchgen.cli` and `benchgen
+--help` load no command's module, and `benchgen run` none of the web server, the agent, custom
+benchmarks' programs, training or Rich before its first model request."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
-# Each of these costs a tenth of a second or more at every start; `benchgen run` needs none.
-DEFERRED = ("alembic", "fastapi", "httpx", "pydantic_ai", "starlette", "uvicorn")
+import pytest
+from typer.testing import CliRunner
+
+from benchgen.cli import COMMANDS, app
+from benchgen.cli.lazy import Entry
+
+# Each of these costs hundredths to tenths of a second at every start. Prefixes of module names.
+SERVER = ("alembic", "fastapi", "starlette", "uvicorn", "httpx", "pydantic_ai", "benchgen.agent")
+STORAGE = ("sqlalchemy", "pydantic_settings", "benchgen.db", "benchgen.services", "benchgen.jobs")
+# What a model run does not use: custom benchmarks (bundles, Markdown, YAML), training (a Trained
+# model's plain spec aside), address validation (a run only looks its user up), and Rich (loaded
+# once the first model requests are out).
+NOT_FOR_A_RUN = (
+    "benchgen.bundles",
+    "markdown_it",
+    "yaml",
+    "benchgen.training.process",
+    "benchgen.services.training",
+    "email_validator",
+    "rich",
+)
+WIDE = {"COLUMNS": "200"}
+runner = CliRunner()
 
 
-def test_importing_the_command_leaves_heavy_modules_for_later() -> None:
-    probe = f"import sys, benchgen.cli; print(*(m for m in {DEFERRED!r} if m in sys.modules))"
+def _loaded(program: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules under `prefixes` that `program` leaves imported (it prints them last)."""
+    probe = (
+        f"{program}\nimport json, sys\n"
+        "print(json.dumps(sorted(m for m in sys.modules "
+        f"if any(m == p or m.startswith(p + '.') for p in {prefixes!r}))))"
+    )
     done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
-    assert done.stdout.split() == []
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def test_importing_the_command_loads_no_command() -> None:
+    assert _loaded("import benchgen.cli", (*SERVER, *STORAGE, "rich", "pydantic")) == []
+
+
+def test_the_listing_loads_no_command() -> None:
+    program = (
+        "import sys\nfrom benchgen.cli import main\nsys.argv = ['benchgen', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    assert _loaded(program, (*SERVER, *STORAGE)) == []
+
+
+def test_a_run_loads_only_what_a_model_run_needs() -> None:
+    # `benchgen run` imports this module and no other command's: the worker's handlers, the
+    # launch and the storage come with it.
+    assert _loaded("import benchgen.cli.runs", (*SERVER, *NOT_FOR_A_RUN)) == []
+
+
+def test_the_listing_is_each_commands_own_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = runner.invoke(app, ["--help"], env=WIDE)
+    monkeypatch.setattr(Entry, "placeholder", Entry.load)  # list the loaded commands instead
+    loaded = runner.invoke(app, ["--help"], env=WIDE)
+    assert listed.exit_code == loaded.exit_code == 0
+    assert listed.output == loaded.output
+    assert all(entry.name in listed.output for entry in COMMANDS)

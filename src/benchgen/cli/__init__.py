@@ -2,86 +2,98 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
-from rich.markup import escape
 
-from benchgen.cli import (
-    admin,
-    benchmarks,
-    chat,
-    compare,
-    datasets,
-    demo,
-    evaluation,
-    scoring,
-    training,
+from benchgen.cli.lazy import Entry, LazyGroup
+
+# A command's module (and the services, web server or model libraries it needs) is imported only
+# when that command runs: `benchgen run` reaches its first model request without loading the
+# others, and `benchgen --help` lists these summaries without importing any. Each summary is the
+# first paragraph of its command's help (tests/cli/test_startup.py compares the two listings).
+COMMANDS = (
+    Entry(
+        "demo",
+        "demo",
+        "Create (once) the demo account and its benchmarks; print how to get in and a new token.",
+    ),
+    Entry(
+        "chat",
+        "chat",
+        "Chat with the agent: it builds benchmarks, runs models and reads results for you, and "
+        "asks before it changes anything.",
+    ),
+    Entry(
+        "run",
+        "runs",
+        "Launch a run (credits are reserved up front) and follow it with a progress bar.",
+    ),
+    Entry(
+        "rescore",
+        "evaluation",
+        "Re-apply scoring to a run's saved answers without calling any model.",
+    ),
+    Entry(
+        "scoring",
+        "scoring",
+        "Show the scoring of a benchmark, or change it with --method and --option.",
+    ),
+    Entry(
+        "compare",
+        "compare",
+        "Compare two finished runs of the same benchmark and version, question by question: each "
+        "run's accuracy, the difference B − A with a paired bootstrap 95% interval, the exact "
+        "McNemar test, and how many questions both got right, both wrong, only A or only B got "
+        "right. Per-tag differences (and, with --json, the per-question table) only for the "
+        "benchmark's owner and collaborators.",
+    ),
+    Entry(
+        "worker",
+        "evaluation",
+        "Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the\n"
+        "broker's messages (Celery), without it they poll the configured database.",
+    ),
+    Entry("serve", "server", "Serve the API (docs at /api/docs) and GET /healthz."),
+    Entry("db", "database", "Database maintenance."),
+    Entry("admin", "admin", "Operator administration (acts with admin powers)."),
+    Entry(
+        "benchmarks",
+        "benchmarks",
+        "Benchmarks as files: import questions from JSONL, CSV, Parquet or Hugging Face dataset "
+        "files, export them for Inspect AI or lm-evaluation-harness; custom benchmarks made from "
+        "Codabench v2 bundles: upload, new versions, download, submit.",
+    ),
+    Entry("datasets", "datasets", "Datasets: training data for fine-tuning."),
+    Entry(
+        "training",
+        "training",
+        "Training: fine-tune a local model on one of your datasets (LoRA or full), then evaluate "
+        "the Trained model like any other.",
+    ),
+    Entry("models", "evaluation", "The model catalogue."),
+    Entry("leaderboard", "evaluation", "Put runs on a leaderboard or take them off."),
+    Entry("judge", "evaluation", "The AI judge of a benchmark (owner only)."),
 )
-from benchgen.cli.common import console, open_runtime, prepare
 
-# Commands import what only they need (the web server, the agent's model libraries) when they
-# run: `benchgen run` reaches its first model request sooner without loading them.
+
+class BenchGenGroup(LazyGroup):
+    """The `benchgen` group, with every command above."""
+
+    entries = COMMANDS
+
 
 app = typer.Typer(
+    cls=BenchGenGroup,
     help="BenchGen: build AI benchmarks, run models on them and rank the results.\n\n"
     "Configuration comes from BENCHGEN_* environment variables (see the README). "
     "Every command creates or migrates the database when needed.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
-db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(admin.app, name="admin")
-app.add_typer(benchmarks.app, name="benchmarks")
-app.add_typer(datasets.app, name="datasets")
-app.add_typer(training.app, name="training")
-app.command(name="demo")(demo.seed_demo)
-app.command(name="chat", help=chat.HELP)(chat.chat_command)
-app.command(name="run")(evaluation.run)
-app.command(name="rescore")(evaluation.rescore)
-app.command(name="scoring")(scoring.scoring_command)
-app.command(name="compare", help=compare.HELP)(compare.compare_command)
-app.command(name="worker")(evaluation.worker)
-app.add_typer(evaluation.models_app, name="models")
-app.add_typer(evaluation.leaderboard_app, name="leaderboard")
-app.add_typer(evaluation.judge_app, name="judge")
 
 
-@db_app.command("upgrade")
-def db_upgrade() -> None:
-    """Create the database or migrate it to the newest schema (safe to repeat)."""
-    with open_runtime() as runtime:
-        console.print(f"Database is up to date: [bold]{runtime.database.safe_url}[/]")
-
-
-@app.command()
-def serve(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
-) -> None:
-    """Serve the API (docs at /api/docs) and GET /healthz."""
-    import uvicorn
-
-    from benchgen.agent.brains import BrainUnavailable, configured_brain
-
-    with open_runtime() as runtime:
-        prepare(runtime)  # migrate and seed once here, before several workers could race
-        try:
-            configured_brain(runtime.settings)  # each worker builds it again; fail before them
-        except BrainUnavailable as exc:
-            console.print(f"[red]Cannot start:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
-    console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
-    uvicorn.run(
-        "benchgen.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-    )
+@app.callback()
+def benchgen() -> None:
+    """Typer makes a group, rather than a lone command, of an app with a callback."""
 
 
 def main() -> None:

@@ -188,3 +188,7 @@ def show_outbox(
 
 def _when(moment: object) -> str:
     return f"{moment:%Y-%m-%d %H:%M}" if moment else "—"
+
+
+commands = typer.Typer()
+commands.add_typer(app, name="admin")

@@ -19,3 +19,7 @@ app.command("export")(benchmark_files.export)
 app.command("upload")(bundle_commands.upload)
 app.command("download-bundle")(bundle_commands.download_bundle)
 app.command("submit")(bundle_commands.submit)
+
+
+commands = typer.Typer()
+commands.add_typer(app, name="benchmarks")

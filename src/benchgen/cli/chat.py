@@ -210,7 +210,7 @@ def _converse(door: Door, conversation_id: str | None, messages: list[str]) -> N
     console.print("Type a message; a number presses a button; /quit or Ctrl-D leaves.")
     while True:
         try:
-            line = Prompt.ask("[bold]you[/]", console=console).strip()
+            line = Prompt.ask("[bold]you[/]", console=console.rich).strip()
         except (EOFError, KeyboardInterrupt):
             console.print()
             return
@@ -267,3 +267,7 @@ def _show(door: Door, conv: str, turn: Turn) -> Buttons:
     if any(button["action"].get("type") == "approve" for button in buttons):
         console.print(Text("  (a or approve presses Approve)", style="dim"))
     return buttons
+
+
+commands = typer.Typer()
+commands.command("chat", help=HELP)(chat_command)

@@ -140,3 +140,7 @@ def _percent(value: Any) -> str:
 
 def _points(value: Any) -> str:
     return f"{float(value) * 100:+.1f} points"
+
+
+commands = typer.Typer()
+commands.command("compare", help=HELP)(compare_command)

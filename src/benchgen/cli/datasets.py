@@ -123,3 +123,7 @@ def delete(
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         datasets.delete_dataset(ctx, dataset_id)
     console.print(f"Deleted dataset {dataset_id}.")
+
+
+commands = typer.Typer()
+commands.add_typer(app, name="datasets")

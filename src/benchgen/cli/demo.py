@@ -63,3 +63,7 @@ def seed_demo(
     console.print("Demo API token (valid 30 days; shown once):")
     typer.echo(secret)
     console.print(f"Try: curl -H 'Authorization: Bearer {secret}' {url}/api/v1/me")
+
+
+commands = typer.Typer()
+commands.command("demo")(seed_demo)

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 from rich.text import Text
 
 from benchgen.cli.common import cli_principal, errors, open_runtime
-from benchgen.cli.evaluation import follow_run, progress_bar
+from benchgen.cli.runs import follow_run, progress_bar
 from benchgen.core.errors import InvalidInput
 from benchgen.services.benchmarks import bundles, exports, imports
 from benchgen.services.runs import submissions

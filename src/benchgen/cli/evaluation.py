@@ -1,4 +1,4 @@
-"""`benchgen run`, `rescore`, `models`, `leaderboard` and `worker`: evaluation from the terminal."""
+"""`benchgen rescore`, `models`, `leaderboard`, `judge`, `worker`: evaluation from the terminal."""
 
 from __future__ import annotations
 
@@ -8,89 +8,18 @@ import time
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchgen.cli.common import As, as_user, cli_principal, console, errors, open_runtime
-from benchgen.core.statuses import RUN_ACTIVE
+from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services import models, queue
 from benchgen.services.benchmarks import judges
-from benchgen.services.runs import launch, leaderboards, rescoring, retries
-from benchgen.services.runtime import Runtime, transaction
+from benchgen.services.runs import leaderboards, rescoring
 
 models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = typer.Typer(
     help="Put runs on a leaderboard or take them off.", no_args_is_help=True
 )
-
-
-def run(
-    as_email: As,
-    benchmark: Annotated[str, typer.Option(help="Benchmark id (bm_…).")] = "",
-    model: Annotated[str, typer.Option(help="Model id (mdl_…); see `benchgen models list`.")] = "",
-    wait: Annotated[bool, typer.Option(help="Work on it here and show progress.")] = True,
-    retry: Annotated[
-        str, typer.Option(help="Ask a finished run's errored questions again (run_…).")
-    ] = "",
-    first: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
-    samples: Annotated[int, typer.Option(help="Answers asked per question (1-20).")] = 1,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
-    cache: Annotated[bool, typer.Option(help="Reuse your cached replies.")] = False,
-    max_credits: Annotated[int | None, typer.Option(help="Refuse to start above this.")] = None,
-) -> None:
-    """Launch a run (credits are reserved up front) and follow it with a progress bar."""
-    options = {
-        "settings": {"samples": samples, "temperature": temperature, "seed": seed},
-        "subset": {"kind": "first", "n": first} if first else None,
-        "cache": cache,
-        "max_credits": max_credits,
-    }
-    with open_runtime() as runtime:
-        with as_user(runtime, as_email) as ctx:
-            if retry:
-                started = retries.retry_errored(ctx, retry)
-            elif benchmark and model:
-                started = launch.start_run(ctx, benchmark, model, None, options)
-            else:
-                raise typer.BadParameter("give --benchmark and --model, or --retry RUN_ID")
-        console.print(f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits.")
-        if wait:
-            current = follow_run(runtime, as_email, started.id, started.question_count)
-            accuracy = current.summary.get("accuracy")
-            shown = "—" if accuracy is None else f"{accuracy:.1%}"
-            console.print(
-                f"{current.status}: accuracy {shown}, {current.error_count} errors, "
-                f"{current.cost} credits"
-            )
-
-
-def follow_run(runtime: Runtime, email: str, run_id: str, total: int) -> launch.RunView:
-    """Work on a queued run in this process, with a progress bar, until it ends."""
-    # Read-only polls as a principal resolved once: the worker thread shares this process (and
-    # its interpreter lock) with the progress bar, which should cost it next to nothing.
-    principal = cli_principal(runtime, email)
-    workers = start_workers(runtime, 1)
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task("Processing", total=total)
-            while True:
-                with transaction(runtime, principal, write=False) as ctx:
-                    current = launch.get_run(ctx, run_id)
-                progress.update(task, completed=current.done_count)
-                if current.status not in RUN_ACTIVE:
-                    break
-                time.sleep(0.25)
-    finally:
-        stop_workers(workers)
-    return current
-
-
-def progress_bar() -> Progress:
-    """The bar that follows a run: questions (or tasks) done, and the time it has taken."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(*columns, TimeElapsedColumn(), console=console)
 
 
 def rescore(
@@ -256,3 +185,11 @@ def judge_set(
         f"Judge set: {view.kind} {view.endpoint_model}"
         f"{' (open to participants)' if view.allow_others else ''}."
     )
+
+
+commands = typer.Typer()
+commands.command("rescore")(rescore)
+commands.command("worker")(worker)
+commands.add_typer(models_app, name="models")
+commands.add_typer(leaderboard_app, name="leaderboard")
+commands.add_typer(judge_app, name="judge")

@@ -57,3 +57,7 @@ def _value(text: str) -> bool | float:
         return float(text)
     except ValueError:
         raise typer.BadParameter(f"{text!r}: expected true, false or a number") from None
+
+
+commands = typer.Typer()
+commands.command("scoring")(scoring_command)

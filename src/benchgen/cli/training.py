@@ -12,7 +12,7 @@ from rich.text import Text
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.cli.doors import reported
-from benchgen.cli.evaluation import progress_bar
+from benchgen.cli.runs import progress_bar
 from benchgen.core.statuses import TRAINING_FINAL
 from benchgen.services.training import compute, jobs, plans
 from benchgen.services.training.jobs import TrainingJobView
@@ -189,3 +189,7 @@ def show_compute(as_email: As) -> None:
             pool.pool, str(pool.total), str(pool.in_use), str(pool.free), str(pool.queued)
         )
     console.print(table)
+
+
+commands = typer.Typer()
+commands.add_typer(app, name="training")

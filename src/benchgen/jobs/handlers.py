@@ -17,11 +17,12 @@ from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
-from benchgen.services.runs import bundle_execution, execution, notifications
+from benchgen.services.runs import execution, notifications
 from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
-from benchgen.services.training import execution as training
-from benchgen.training.process import run_training
+
+# Custom benchmarks' programs (bundles, Markdown, YAML) and training are imported by their own
+# handlers when a job of theirs comes: a model run, the common job, starts without them.
 
 WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE, Action.TRAINING_EXECUTE}))
 CANCEL_CHECK_S = 0.5
@@ -137,6 +138,8 @@ def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
 
 def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
     """Evaluate a custom benchmark's run in the sandbox, then record its scores."""
+    from benchgen.services.runs import bundle_execution
+
     run_id = str(job.payload["run_id"])
     with transaction(runtime, WORKER) as ctx:
         plan = bundle_execution.begin_bundle_run(ctx, run_id)
@@ -159,6 +162,9 @@ def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
 def execute_training(runtime: Runtime, job: Claimed) -> None:
     """Train in a child process (resuming from the newest checkpoint after a crash), writing
     its live log in batches, then close the job."""
+    from benchgen.services.training import execution as training
+    from benchgen.training.process import run_training
+
     training_id = str(job.payload["training_job_id"])
     with tempfile.TemporaryDirectory(prefix="benchgen-train-") as folder:
         with transaction(runtime, WORKER) as ctx:
@@ -196,6 +202,8 @@ class _TrainingLog:
             self.flush()
 
     def flush(self) -> None:
+        from benchgen.services.training import execution as training
+
         if self.pending:
             with transaction(self.runtime, WORKER) as ctx:
                 training.record_events(ctx, self.training_id, self.pending)
@@ -205,6 +213,8 @@ class _TrainingLog:
 
 def abandon_training(runtime: Runtime, job: Claimed, error: str) -> None:
     """The job's workers kept dying: fail it and refund it in full."""
+    from benchgen.services.training import execution as training
+
     with transaction(runtime, WORKER) as ctx:
         training.abandon_training(ctx, str(job.payload["training_job_id"]), error)
 

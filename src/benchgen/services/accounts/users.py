@@ -7,7 +7,6 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import or_, select
 
 from benchgen.core.config import Settings
@@ -62,6 +61,10 @@ def normalize_email(raw: str) -> str:
     Raises:
         InvalidInput: not an email address.
     """
+    # Imported here: its RFC tables take a few percent of a command's start to load, and most
+    # commands (every one that resolves `--as`) only look an address up.
+    from email_validator import EmailNotValidError, validate_email
+
     try:
         checked = validate_email(raw.strip(), check_deliverability=False)
     except EmailNotValidError as exc:

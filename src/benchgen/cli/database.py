@@ -1,0 +1,18 @@
+"""`benchgen db`: database maintenance."""
+
+from __future__ import annotations
+
+import typer
+
+from benchgen.cli.common import console, open_runtime
+
+app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+commands = typer.Typer()
+commands.add_typer(app, name="db")
+
+
+@app.command("upgrade")
+def db_upgrade() -> None:
+    """Create the database or migrate it to the newest schema (safe to repeat)."""
+    with open_runtime() as runtime:
+        console.print(f"Database is up to date: [bold]{runtime.database.safe_url}[/]")

@@ -1,0 +1,56 @@
+"""A command group that imports a command's module only when a command line names it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # Typer's own copy of Click
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A top-level command or group: its name, the module under `benchgen.cli` whose `commands`
+    app registers it, and the first paragraph of its help, which `benchgen --help` lists."""
+
+    name: str
+    module: str
+    summary: str
+
+    def placeholder(self) -> TyperCommand:
+        """What listing the command needs, made without importing its module."""
+        return TyperCommand(self.name, help=self.summary)
+
+    def load(self) -> Command:
+        """The real command: its options, subcommands and whole help."""
+        commands: typer.Typer = import_module(f"benchgen.cli.{self.module}").commands
+        return typer.main.get_group(commands).commands[self.name]
+
+
+class LazyGroup(TyperGroup):
+    """Lists every entry from placeholders; the one a command line names is loaded first.
+
+    Click resolves a command line (to run it, show its help or complete its options) through
+    `resolve_command`; only listing commands reads the placeholders.
+    """
+
+    entries: tuple[Entry, ...] = ()
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        for entry in self.entries:
+            self.commands[entry.name] = entry.placeholder()
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        named = next((entry for entry in self.entries if args and entry.name == args[0]), None)
+        if named is not None:
+            self.commands[named.name] = named.load()
+        return super().resolve_command(ctx, args)

@@ -1,0 +1,41 @@
+"""`benchgen serve`: the API and the web pages, with embedded job workers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from benchgen.cli.common import console, open_runtime, prepare
+
+commands = typer.Typer()
+
+
+@commands.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
+) -> None:
+    """Serve the API (docs at /api/docs) and GET /healthz."""
+    import uvicorn
+
+    from benchgen.agent.brains import BrainUnavailable, configured_brain
+
+    with open_runtime() as runtime:
+        prepare(runtime)  # migrate and seed once here, before several workers could race
+        try:
+            configured_brain(runtime.settings)  # each worker builds it again; fail before them
+        except BrainUnavailable as exc:
+            console.print(f"[red]Cannot start:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+    console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
+    uvicorn.run(
+        "benchgen.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )
