@@ -32,7 +32,7 @@ from benchgen.db import migrate
 from benchgen.db.session import Database
 from benchgen.evals import engine
 from benchgen.services.runtime import Runtime
-from tests.compile_once import share_compiled_routes, share_compiled_templates
+from tests.compile_once import share_compiled_routes, share_compiled_sql, share_compiled_templates
 from tests.snapshots import TableRows
 from tests.support import World
 
@@ -61,7 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "BENCHGEN_TEST_BACKENDS must be a comma-separated list of "
             f"{', '.join(BACKENDS)} (got {os.environ['BENCHGEN_TEST_BACKENDS']!r})"
         )
-    # Every app test builds its own app; each compiled the same routes and templates again.
+    # Every test builds its own engine, every app test its own app: each compiled the same SQL,
+    # routes and templates again (tests/compile_once.py).
+    share_compiled_sql()
     share_compiled_routes()
     share_compiled_templates()
 
