@@ -22,7 +22,9 @@ the same replies and must report the same accuracy; the key is built so that it 
   process's user and system CPU time over that window (all its threads), per question.
 - benchgen run (CLI): `benchgen run --benchmark … --model … --as …` on a prepared data folder,
   timed from process start to exit, as a person at a shell sees it. "first model request s" is
-  when the stub saw its first request after the harness's timing began (the start-up cost).
+  when the stub saw its first request after the harness's timing began (the start-up cost);
+  "CPU s to first request" is the CPU time the `benchgen` process had spent by then (sampled
+  from /proc every 5 ms), which a busy machine inflates less than the wall time.
   Bytecode caches are written first for every code measured, as an installed package has them.
 - With `--baseline-rev REV`, the HTTP and CLI rows run a second time on the `src/` of that git
   revision (extracted with `git archive`; the checkout is untouched), interleaved with the current
@@ -39,6 +41,7 @@ Run (the first time creates the peers' virtual environment; later runs reuse it)
     .venv/bin/python bench/run_throughput.py --setup-peers
     .venv/bin/python bench/run_throughput.py --repeats 5
     .venv/bin/python bench/run_throughput.py --no-peers --baseline-rev cd465fa
+    .venv/bin/python bench/run_throughput.py --no-peers --only cli --repeats 9 --baseline-rev HEAD
 
 Without the peers' environment the peers are skipped with a hint and BenchGen's row still prints.
 """
@@ -67,7 +70,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from subprocess import STDOUT, CompletedProcess
+from subprocess import PIPE, STDOUT, CompletedProcess
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -96,7 +99,8 @@ WRONG_EVERY = 4  # every 4th question's key disagrees with the stub: expected ac
 SETUP_TIMEOUT_S = 1800
 IN_FLIGHT = 16  # requests every harness may have in flight
 BENCHGEN_CLI = (sys.executable, "-c", "from benchgen.cli import main; main()")
-BARE, SERVED = "bare client (ceiling)", "BenchGen over HTTP"
+BARE, SERVED, CLI = "bare client (ceiling)", "BenchGen over HTTP", "benchgen run (CLI)"
+BENCHGEN_ROWS = ("inprocess", "http", "cli")
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
@@ -302,6 +306,8 @@ class Sample:
     server_cpu_s: float | None = None  # CPU the serving process spent on the run
     started_at: float | None = None  # time.monotonic() when timing began, for the stub's view
     first_request_s: float | None = None  # from started_at to the stub's first request
+    cpu_timeline: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, CPU s)
+    first_request_cpu_s: float | None = None  # CPU the harness's process had spent by then
     stub: dict[str, Any] = field(default_factory=dict)
     error: str = ""
 
@@ -589,13 +595,55 @@ def run_benchgen_cli(
     command = [*BENCHGEN_CLI, "run", "--benchmark", benchmark_id, "--model", model_id]
     env = _data_dir_env(workdir, src)
     started, wall = time.monotonic(), time.perf_counter()
-    done = run_command([*command, "--as", email], timeout_s, env=env, capture_output=True)
+    with (
+        subprocess.Popen(  # noqa: S603 - our interpreter and CLI, fixed arguments
+            [*command, "--as", email], env=env, stdout=PIPE, stderr=PIPE, text=True
+        ) as process,
+        CpuTimeline(process.pid) as timeline,
+    ):
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
     elapsed = time.perf_counter() - wall
-    if done.returncode != 0:
-        return Sample(elapsed, error=f"exit {done.returncode}: {done.stderr[-300:]}")
-    found = re.search(r"completed: accuracy ([0-9.]+)%", done.stdout)
+    if process.returncode != 0:
+        return Sample(elapsed, error=f"exit {process.returncode}: {stderr[-300:]}")
+    found = re.search(r"completed: accuracy ([0-9.]+)%", stdout)
     accuracy = float(found.group(1)) / 100 if found else None
-    return Sample(elapsed, accuracy, started_at=started)
+    return Sample(elapsed, accuracy, started_at=started, cpu_timeline=timeline.samples)
+
+
+class CpuTimeline:
+    """`with CpuTimeline(pid) as timeline:` samples the process's CPU seconds every 5 ms into
+    `timeline.samples`, as (time.monotonic(), CPU s), until the block ends or the process does."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.samples: list[tuple[float, float]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> CpuTimeline:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.005):
+            try:
+                self.samples.append((time.monotonic(), _cpu_s(self.pid)))
+            except (OSError, IndexError):  # reaped, or its /proc entry half gone
+                return
+
+
+def cpu_at(timeline: list[tuple[float, float]], moment: float) -> float | None:
+    """The CPU seconds of the last sample taken at or before `moment` (None before the first)."""
+    before = [cpu for at, cpu in timeline if at <= moment]
+    return before[-1] if before else None
 
 
 # ---------------------------------------------------------------- the peers
@@ -813,6 +861,7 @@ def measure(
     sample.stub = stub.stats()
     if sample.started_at is not None and sample.stub.get("first_at"):
         sample.first_request_s = sample.stub["first_at"] - sample.started_at
+        sample.first_request_cpu_s = cpu_at(sample.cpu_timeline, sample.stub["first_at"])
     shutil.rmtree(workdir, ignore_errors=True)
     return sample
 
@@ -844,6 +893,7 @@ def summarize(harness: Harness, count: int, ceiling: float | None) -> list[str]:
         _fmt(wall, 2),
         _fmt(sending),
         _fmt(_median([s.first_request_s for s in ok]), 2),
+        _fmt(_median([s.first_request_cpu_s for s in ok]), 2),
         _fmt(_median([s.first_answer_s for s in ok]), 2),
         _fmt(_median([s.queue_s for s in ok]), 2),
         _fmt(cpu, 2),
@@ -861,6 +911,7 @@ COLUMNS = (
     "wall s",
     "q/s while sending",
     "first model request s",
+    "CPU s to first request",
     "first answer s",
     "queue wait s",
     "server CPU ms/question",
@@ -911,20 +962,20 @@ def pick_harnesses(
     args: argparse.Namespace, baseline: Path | None
 ) -> tuple[list[Harness], dict[str, str]]:
     """The bare client (the ceiling) and BenchGen three ways (in-process worker, a server that is
-    already up, the CLI) always, the last two also on the `baseline` code when given; the peers
-    when their environment exists (else why not)."""
-    harnesses = [
-        Harness(BARE, run_bare_client),
-        Harness("BenchGen", run_benchgen),
-        Harness(SERVED, ServedBenchGen()),
-        Harness("benchgen run (CLI)", run_benchgen_cli),
-    ]
-    if baseline is not None:
-        rev = args.baseline_rev
-        harnesses += [
-            Harness(f"{SERVED} ({rev})", ServedBenchGen(baseline)),
-            Harness(f"benchgen run (CLI) ({rev})", partial(run_benchgen_cli, src=baseline)),
-        ]
+    already up, the CLI; those `--only` names), the last two each followed by its run on the
+    `baseline` code when given; the peers when their environment exists (else why not)."""
+    harnesses = [Harness(BARE, run_bare_client)]
+    if "inprocess" in args.only:
+        harnesses.append(Harness("BenchGen", run_benchgen))
+    rev = args.baseline_rev
+    if "http" in args.only:
+        harnesses.append(Harness(SERVED, ServedBenchGen()))
+        if baseline is not None:
+            harnesses.append(Harness(f"{SERVED} ({rev})", ServedBenchGen(baseline)))
+    if "cli" in args.only:
+        harnesses.append(Harness(CLI, run_benchgen_cli))
+        if baseline is not None:
+            harnesses.append(Harness(f"{CLI} ({rev})", partial(run_benchgen_cli, src=baseline)))
     peers = {"Inspect AI": ("inspect", run_inspect), "lm-eval": ("lm_eval", run_lm_eval)}
     skipped = {}
     for name, (program, runner) in peers.items():
@@ -952,6 +1003,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=PEERS_VENV,
         help=f"the peers' virtual environment (default {PEERS_VENV})",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda value: value.split(","),
+        default=list(BENCHGEN_ROWS),
+        help=f"BenchGen's rows to run, comma-separated from {', '.join(BENCHGEN_ROWS)} "
+        "(default all; the bare client always runs)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs per harness (default 3)")
     parser.add_argument("--questions", type=int, default=1000, help="questions (default 1000)")
