@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.main
@@ -42,8 +42,8 @@ class LazyGroup(TyperGroup):
 
     entries: tuple[Entry, ...] = ()
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         for entry in self.entries:
             self.commands[entry.name] = entry.placeholder()
 
