@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchgen.evals.prompts import LABELS
@@ -23,15 +23,24 @@ def score_choice(raw: str | None, key: Key, options: Mapping[str, Any]) -> Score
         correct / wrong; no_answer when no valid letter was found; error without a reply or
         with a key that lacks choices or a letter.
     """
+    return _score_choice(raw, key.answers, key.choices)
+
+
+def choice_scorer(options: Mapping[str, Any]) -> verdict.Prepared:
+    """`score_choice` for scoring many answers alike (it takes no options)."""
+    return _score_choice
+
+
+def _score_choice(raw: str | None, answers: Sequence[str], choices: Sequence[str] | None) -> Scored:
     if raw is None:
         return verdict.NO_REPLY
-    problem = _key_problem(key)
+    problem = _key_problem(answers, choices)
     if problem:
         return verdict.errored(problem)
-    letter = extract_choice(raw, len(key.choices or ()))
+    letter = extract_choice(raw, len(choices or ()))
     if letter is None:
-        return verdict.no_answer()
-    return verdict.judged(letter == key.answers[0].strip().upper(), letter)
+        return verdict.NO_ANSWER
+    return verdict.judged(letter == answers[0].strip().upper(), letter)
 
 
 def score_choice_logprob(answer: Answer, key: Key, options: Mapping[str, Any]) -> Scored:
@@ -49,7 +58,7 @@ def score_choice_logprob(answer: Answer, key: Key, options: Mapping[str, Any]) -
         correct / wrong; no_answer when no valid letter has a log-prob; error with a key that
         lacks choices or a letter.
     """
-    problem = _key_problem(key)
+    problem = _key_problem(key.answers, key.choices)
     if problem:
         return verdict.errored(problem)
     valid = set(LABELS[: len(key.choices or ())])
@@ -64,9 +73,9 @@ def score_choice_logprob(answer: Answer, key: Key, options: Mapping[str, Any]) -
     return verdict.judged(chosen == key.answers[0].strip().upper(), chosen)
 
 
-def _key_problem(key: Key) -> str | None:
-    if not key.choices:
+def _key_problem(answers: Sequence[str], choices: Sequence[str] | None) -> str | None:
+    if not choices:
         return "the key has no choices"
-    if not key.answers or not key.answers[0].strip():
+    if not answers or not answers[0].strip():
         return "the key has no correct letter"
     return None

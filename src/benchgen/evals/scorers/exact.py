@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
 from typing import Any
 
 from benchgen.evals.scorers import verdict
 from benchgen.evals.scorers.extract import extract_final_answer
-from benchgen.evals.scorers.normalize import Steps, normalize_with
+from benchgen.evals.scorers.normalize import Steps, normaliser
 from benchgen.evals.types import Key, Scored
 
 
@@ -24,25 +24,34 @@ def score_exact(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored
     Returns:
         correct / wrong, no_answer when nothing could be extracted, error without a reply.
     """
-    if raw is None:
-        return verdict.NO_REPLY
-    extracted = extract_final_answer(raw)
-    if extracted is None:
-        return verdict.no_answer()
-    return verdict.judged(_matches(extracted, key.answers, Steps.from_options(options)), extracted)
+    return exact_scorer(options)(raw, key.answers, key.choices)
 
 
-def _matches(extracted: str, answers: tuple[str, ...], steps: Steps) -> bool:
-    # Equal texts normalise alike: a verbatim answer needs no normalising at all.
-    if extracted in answers:
-        return True
-    target = normalize_with(extracted, steps)
-    return any(target == accepted(answer, steps) for answer in answers)
+def exact_scorer(options: Mapping[str, Any]) -> verdict.Prepared:
+    """`score_exact` with its options read once, for scoring many answers alike."""
+    steps = Steps.from_options(options)
+    normalise, normalised = normaliser(steps), accepted_by(steps)
+
+    def score(raw: str | None, answers: Sequence[str], _: Sequence[str] | None) -> Scored:
+        if raw is None:
+            return verdict.NO_REPLY
+        extracted = extract_final_answer(raw)
+        if extracted is None:
+            return verdict.NO_ANSWER
+        # Equal texts normalise alike: a verbatim answer needs no normalising at all.
+        if extracted in answers:
+            return verdict.judged(True, extracted)
+        target = normalise(extracted)
+        return verdict.judged(any(target == normalised(answer) for answer in answers), extracted)
+
+    return score
 
 
-# A question's accepted answers come back again and again (a dry run and then apply, every run
-# of a benchmark, one process serving them all); a benchmark holds at most 10,000 questions.
-@lru_cache(maxsize=65_536)
-def accepted(answer: str, steps: Steps = Steps()) -> str:  # noqa: B008 - frozen, hashable
-    """An accepted answer after normalising, computed once while it stays in use."""
-    return normalize_with(answer, steps)
+# One normaliser per combination of steps (64 at most), each remembering the accepted answers
+# it normalised: they come back again and again (a dry run and then apply, every run of a
+# benchmark, one process serving them all); a benchmark holds at most 10,000 questions.
+@cache
+def accepted_by(steps: Steps) -> Callable[[str], str]:
+    """Normalises accepted answers with these steps, each computed once while it stays in use
+    (a function of the answer alone: the steps are not hashed again for every answer)."""
+    return lru_cache(maxsize=65_536)(normaliser(steps))

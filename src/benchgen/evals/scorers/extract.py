@@ -13,6 +13,8 @@ _LABEL_LINE = re.compile(
     r"^[ \t>#*_-]*(?:the[ \t]+)?(?:final[ \t]+)?answer[*_ \t]*(?::|[-–—][ \t])(?P<body>.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
+# The same in lower-case text, where it needs no case folding (the pattern is in lower case).
+_LOWER_LABEL_LINE = re.compile(_LABEL_LINE.pattern, re.MULTILINE)
 _BOXED = "\\boxed{"
 _WRAPPERS = (
     re.compile(r"^(\$\$?)(?P<inner>[^$]*)\1$"),
@@ -80,33 +82,37 @@ def extract_choice(raw: str, n_choices: int) -> str | None:
 
 def _last_candidate(raw: str) -> str | None:
     """The text of whichever comes last: an answer label line or a `\\boxed{}`."""
-    best: tuple[int, str] | None = None
-    match = _last_label_line(raw)
-    if match is not None:
-        body = match.group("body")
-        if not body.strip(_EDGE_MARKUP):
-            # "**Answer:**" alone on its line: the answer is on the next non-blank line.
-            body = _next_nonblank_line(raw, match.end())
-        best = (match.start(), body)
-    boxed = _last_boxed(raw)
-    if boxed is not None and (best is None or boxed[0] > best[0]):
-        best = boxed
-    return None if best is None else best[1]
+    label = _last_label_line(raw)
+    boxed = _last_boxed(raw) if _BOXED in raw else None
+    if boxed is not None and (label is None or boxed[0] > label[0]):
+        return boxed[1]
+    if label is None:
+        return None
+    _, body, end = label
+    text = raw[body:end]
+    if not text.strip(_EDGE_MARKUP):
+        # "**Answer:**" alone on its line: the answer is on the next non-blank line.
+        return _next_nonblank_line(raw, end)
+    return text
 
 
-def _last_label_line(raw: str) -> re.Match[str] | None:
-    """The last line that `_LABEL_LINE` matches (a match never leaves its line)."""
+def _last_label_line(raw: str) -> tuple[int, int, int] | None:
+    """Where the last line that `_LABEL_LINE` matches starts, where its body starts, and where
+    it ends (a match never leaves its line)."""
     if not raw.isascii():
         matches = list(_LABEL_LINE.finditer(raw))
-        return matches[-1] if matches else None
+        if not matches:
+            return None
+        return matches[-1].start(), matches[-1].start("body"), matches[-1].end()
     # In ASCII, a label line holds "answer" in some case, and lower() keeps every index: look
-    # only at the lines that do, from the last one up, instead of trying every line start.
+    # only at the lines that do, from the last one up, instead of trying every line start;
+    # matched in lower case, which spares the regex its case folding.
     lowered, end = raw.lower(), len(raw)
     while (found := lowered.rfind("answer", 0, end)) != -1:
         end = raw.rfind("\n", 0, found) + 1
-        match = _LABEL_LINE.match(raw, end)
+        match = _LOWER_LABEL_LINE.match(lowered, end)
         if match is not None:
-            return match
+            return end, match.start("body"), match.end()
     return None
 
 

@@ -47,7 +47,7 @@ def score_f1(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored:
         return verdict.NO_REPLY
     extracted = extract_final_answer(raw)
     if extracted is None:
-        return verdict.no_answer()
+        return verdict.NO_ANSWER
     best = max((token_f1(extracted, answer) for answer in key.answers), default=0.0)
     threshold = float(options.get("threshold", DEFAULT_THRESHOLD))
     return verdict.judged(best >= threshold, extracted, score=best)

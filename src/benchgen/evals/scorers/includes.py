@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchgen.evals.scorers import verdict
-from benchgen.evals.scorers.exact import accepted
+from benchgen.evals.scorers.exact import accepted_by
 from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.scorers.normalize import Steps, normalize_with
 from benchgen.evals.types import Key, Scored
@@ -29,15 +29,16 @@ def score_includes(raw: str | None, key: Key, options: Mapping[str, Any]) -> Sco
         return verdict.NO_REPLY
     extracted = extract_final_answer(raw)
     if extracted is None:
-        return verdict.no_answer()
+        return verdict.NO_ANSWER
     steps = Steps.from_options(options)
     # Spaces at both ends make a substring test a whole-word test on the normalised words.
     haystack = f" {' '.join(normalize_with(extracted, steps).split())} "
-    found = any(_phrase(answer, steps) in haystack for answer in key.answers)
+    normalised = accepted_by(steps)
+    found = any(_phrase(normalised(answer)) in haystack for answer in key.answers)
     return verdict.judged(found, extracted)
 
 
-def _phrase(answer: str, steps: Steps) -> str:
-    words = accepted(answer, steps).split()
+def _phrase(normalised: str) -> str:
+    words = normalised.split()
     # An answer that normalises to nothing (only punctuation) can never be found.
     return f" {' '.join(words)} " if words else "\0"

@@ -90,7 +90,7 @@ async def judge_answer(
         return verdict.NO_REPLY, None
     extracted = extract_final_answer(raw)
     if extracted is None:
-        return verdict.no_answer(), None
+        return verdict.NO_ANSWER, None
     prompt = judge_prompt(item, extracted, key)
     completion = await adapter.complete(Item(index=item.index, prompt=prompt), prompt)
     return read_verdict(completion.text, extracted), completion

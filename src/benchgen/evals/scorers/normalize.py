@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import string
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -103,6 +104,14 @@ _NUMBER_WORDS = {
 _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
 _NUMBER_WORDS |= {word: str(value) for word, value in _TENS.items()}
 _NUMBER_WORDS |= {"ninety": "90", "hundred": "100", "thousand": "1000"}
+
+
+def normaliser(steps: Steps) -> Callable[[str], str]:
+    """`normalize_with` for fixed steps, taking only the text: `normalize_text` itself for the
+    default steps, so that scoring many answers does not compare the steps for each one."""
+    if steps == DEFAULT_STEPS:
+        return normalize_text
+    return partial(normalize_with, steps=steps)
 
 
 def normalize_with(text: str, steps: Steps) -> str:

@@ -59,7 +59,7 @@ def score_regex(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored
         return verdict.NO_REPLY
     extracted = extract_final_answer(raw)
     if extracted is None:
-        return verdict.no_answer()
+        return verdict.NO_ANSWER
     if len(extracted) > MAX_ANSWER_CHARS:
         reason = f"answer longer than {MAX_ANSWER_CHARS} characters is not matched"
         return verdict.judged(False, extracted[:MAX_ANSWER_CHARS], reasoning=reason)

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchgen.evals.scorers import f1, numeric, regex
-from benchgen.evals.scorers.choice import score_choice, score_choice_logprob
-from benchgen.evals.scorers.exact import score_exact
+from benchgen.evals.scorers.choice import choice_scorer, score_choice, score_choice_logprob
+from benchgen.evals.scorers.exact import exact_scorer, score_exact
 from benchgen.evals.scorers.includes import score_includes
 from benchgen.evals.scorers.normalize import DEFAULT_STEPS, STEP_NAMES
+from benchgen.evals.scorers.verdict import Prepared
 from benchgen.evals.types import Answer, Key, Scored
 
 ReplyScorer = Callable[[str | None, Key, Mapping[str, Any]], Scored]
 AnswerScorer = Callable[[Answer, Key, Mapping[str, Any]], Scored]
-StoredScorer = Callable[[str | None, str | None, dict[str, float] | None, Key], Scored]
+# (reply, engine error, letter log-probs, accepted answers, choices): a stored answer and its
+# question's key, as stored.
+StoredScorer = Callable[
+    [str | None, str | None, dict[str, float] | None, Sequence[str], Sequence[str] | None], Scored
+]
 
 QA, MCQ = "qa", "mcq"
 CUSTOM = "custom"  # a bundle's own programs score it; no scorer here
@@ -43,18 +48,29 @@ class Method:
     formats: frozenset[str]
     scorer: AnswerScorer | None
     options: Mapping[str, Option] = field(default_factory=dict)
-    reply_scorer: ReplyScorer | None = None  # the same scorer, when it reads only the reply
+    # When the scorer reads only the reply: the same scorer with its options read once.
+    prepare: Callable[[Mapping[str, Any]], Prepared] | None = None
 
 
 def _on_reply(
-    formats: frozenset[str], scorer: ReplyScorer, options: Mapping[str, Option] | None = None
+    formats: frozenset[str],
+    scorer: ReplyScorer,
+    options: Mapping[str, Option] | None = None,
+    prepare: Callable[[Mapping[str, Any]], Prepared] | None = None,
 ) -> Method:
-    """A method whose scorer reads only the reply text, adapted to the registry's signature."""
+    """A method whose scorer reads only the reply text, adapted to the registry's signature;
+    `prepare` binds its options once (by default, they are passed along on every call)."""
 
     def score_answer(answer: Answer, key: Key, options: Mapping[str, Any]) -> Scored:
         return scorer(answer.raw, key, options)
 
-    return Method(formats, score_answer, options or {}, scorer)
+    def bind(options: Mapping[str, Any]) -> Prepared:
+        def score(raw: str | None, answers: Sequence[str], choices: Sequence[str] | None) -> Scored:
+            return scorer(raw, key_of(answers, choices), options)
+
+        return score
+
+    return Method(formats, score_answer, options or {}, prepare or bind)
 
 
 _QA_ONLY, _MCQ_ONLY = frozenset({QA}), frozenset({MCQ})
@@ -62,7 +78,7 @@ _QA_ONLY, _MCQ_ONLY = frozenset({QA}), frozenset({MCQ})
 _STEPS = {name: Option(getattr(DEFAULT_STEPS, name)) for name in STEP_NAMES}
 
 SCORERS: dict[str, Method] = {
-    "exact": _on_reply(_QA_ONLY, score_exact, _STEPS),
+    "exact": _on_reply(_QA_ONLY, score_exact, _STEPS, exact_scorer),
     "includes": _on_reply(_QA_ONLY, score_includes, _STEPS),
     "numeric": _on_reply(
         _QA_ONLY,
@@ -82,7 +98,7 @@ SCORERS: dict[str, Method] = {
         f1.score_f1,
         {"threshold": Option(f1.DEFAULT_THRESHOLD, low=0.0, high=1.0)},
     ),
-    "choice": _on_reply(_MCQ_ONLY, score_choice),
+    "choice": _on_reply(_MCQ_ONLY, score_choice, prepare=choice_scorer),
     "choice_logprob": Method(_MCQ_ONLY, score_choice_logprob),
     JUDGE: Method(_QA_ONLY, None),
 }
@@ -136,36 +152,50 @@ def score(answer: Answer, key: Key, settings: Mapping[str, Any]) -> Scored:
 
 
 def stored_scorer(settings: Mapping[str, Any]) -> StoredScorer:
-    """`score` for many stored answers: the method is looked up once, and a method that reads
-    only the reply is called without building an Answer. Takes (raw, error, letter log-probs,
-    key), all a stored answer keeps for scoring, and gives what `score` gives for it.
+    """`score` for many stored answers: the method is looked up and its options read once, and
+    a method that reads only the reply is called without building an Answer or a Key. Takes
+    (raw, error, letter log-probs, accepted answers, choices), all a stored answer and its
+    question keep for scoring, and gives what `score` gives for it.
 
     Raises:
         ValueError: an unknown method, or the judge (call `judge.judge_answer` instead), even
             before any answer (`score` lets an errored answer through first).
     """
-    whole, reply = _scorers(settings)
+    whole, prepare = _scorers(settings)
     options = settings.get("options") or {}
+    reply = None if prepare is None else prepare(options)
 
     def score_stored(
-        raw: str | None, error: str | None, letters: dict[str, float] | None, key: Key
+        raw: str | None,
+        error: str | None,
+        letters: dict[str, float] | None,
+        answers: Sequence[str],
+        choices: Sequence[str] | None,
     ) -> Scored:
         if error is not None:
             return Scored("error", 0.0, None, error)
         if reply is not None:
-            return reply(raw, key, options)
-        return whole(Answer(0, "", raw, None, 0, 0, 0, 1, letters), key, options)
+            return reply(raw, answers, choices)
+        answer = Answer(0, "", raw, None, 0, 0, 0, 1, letters)
+        return whole(answer, key_of(answers, choices), options)
 
     return score_stored
 
 
-def _scorers(settings: Mapping[str, Any]) -> tuple[AnswerScorer, ReplyScorer | None]:
+def key_of(answers: Sequence[str], choices: Sequence[str] | None) -> Key:
+    """A question's key from its accepted answers and choices as stored (lists in JSON)."""
+    return Key(tuple(answers), None if choices is None else tuple(choices))
+
+
+def _scorers(
+    settings: Mapping[str, Any],
+) -> tuple[AnswerScorer, Callable[[Mapping[str, Any]], Prepared] | None]:
     method = SCORERS.get(settings.get("method", ""))
     if method is None:
         raise ValueError(f"method: unknown scoring method {settings.get('method')!r}")
     if method.scorer is None:
         raise ValueError("method: the AI judge is asynchronous; call judge.judge_answer")
-    return method.scorer, method.reply_scorer
+    return method.scorer, method.prepare
 
 
 def _method_for(fmt: str, name: object) -> Method:

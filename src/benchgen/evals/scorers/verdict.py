@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from benchgen.evals.types import Scored
+
+# A method's scorer with its options read once, for many answers: it takes the reply and the
+# key's accepted answers and choices as they are stored, without a Key made for each answer.
+Prepared = Callable[[str | None, Sequence[str], Sequence[str] | None], Scored]
 
 
 def judged(
@@ -28,3 +34,4 @@ def errored(reasoning: str, extracted: str | None = None) -> Scored:
 
 
 NO_REPLY = errored("the model gave no reply")
+NO_ANSWER = no_answer()  # verdicts are immutable: the common ones are shared, not rebuilt

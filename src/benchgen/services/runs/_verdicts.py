@@ -14,7 +14,7 @@ from benchgen.db.session import execute_many
 from benchgen.db.tables import Question, Run, RunResult, RunSample
 from benchgen.evals import aggregate, sampling
 from benchgen.evals.scorers import registry
-from benchgen.evals.types import Key, Outcome, Scored
+from benchgen.evals.types import Outcome, Scored
 from benchgen.services.benchmarks import _question_store
 
 
@@ -83,14 +83,11 @@ def set_summary(run: Run, summary: dict[str, Any]) -> None:
 
 def _sampling(session: Session, run: Run) -> dict[str, Any] | None:
     """pass@k and majority vote over every question's samples (sample 0 is its result row)."""
-    keys = [
-        Key(tuple(answers), tuple(choices) if choices is not None else None)
-        for answers, choices in session.execute(
-            select(Question.answers, Question.choices)
-            .where(Question.benchmark_id == run.benchmark_id)
-            .order_by(Question.position)
-        )
-    ]
+    keys = session.execute(
+        select(Question.answers, Question.choices)
+        .where(Question.benchmark_id == run.benchmark_id)
+        .order_by(Question.position)
+    ).all()
     try:
         score = registry.stored_scorer(run.scoring)
     except ValueError:  # the AI judge grades one answer per question: no sample figures
@@ -102,14 +99,14 @@ def _sampling(session: Session, run: Run) -> dict[str, Any] | None:
         )
     )
     for position, raw, error, letters in first:
-        by_position[position][0] = score(raw, error, letters, keys[position])
+        by_position[position][0] = score(raw, error, letters, *keys[position])
     extra = session.execute(
         select(RunSample.position, RunSample.sample, RunSample.raw, RunSample.error).where(
             RunSample.run_id == run.id
         )
     )
     for position, number, raw, error in extra:
-        by_position[position][number] = score(raw, error, None, keys[position])
+        by_position[position][number] = score(raw, error, None, *keys[position])
     if not by_position:
         return None
     ordered = [[samples[n] for n in sorted(samples)] for _, samples in sorted(by_position.items())]

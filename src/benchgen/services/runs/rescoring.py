@@ -22,7 +22,7 @@ from benchgen.db.tables import Benchmark, Question, Run, RunResult
 from benchgen.evals.aggregate import Tally
 from benchgen.evals.scorers import registry
 from benchgen.evals.scorers.registry import StoredScorer
-from benchgen.evals.types import Key, Scored
+from benchgen.evals.types import Scored
 from benchgen.services import access, audit
 from benchgen.services.benchmarks import scoring
 from benchgen.services.runs import _verdicts
@@ -141,30 +141,30 @@ class _Pass:
     def add(self, rows: Sequence[Any]) -> dict[int, Scored]:
         """Score one chunk; the new verdicts of the answers whose verdict changed."""
         changed: dict[int, Scored] = {}
-        score, tally = self.scorer, self.tally
-        for row, key in zip(rows, _keys(rows), strict=True):
+        score, tally, changes = self.scorer, self.tally.add, self.changes
+        for row, (answers, choices) in zip(rows, _keys(rows), strict=True):
             position, raw, error, letters, outcome, old_score, extracted, tags, _, _ = row
-            verdict = score(raw, error, letters, key)
-            tally.add(verdict, tags)
+            verdict = score(raw, error, letters, answers, choices)
+            tally(verdict, tags)
             if (
                 verdict.outcome != outcome
                 or verdict.score != old_score
                 or verdict.extracted != extracted
             ):
                 changed[position] = verdict
-                if len(self.changes) < MAX_CHANGES_SHOWN:
-                    self.changes.append(_change(position, (outcome, old_score, extracted), verdict))
+                if len(changes) < MAX_CHANGES_SHOWN:
+                    changes.append(_change(position, (outcome, old_score, extracted), verdict))
         self.changed_count += len(changed)
         return changed
 
 
-def _keys(rows: Sequence[Any]) -> list[Key]:
+def _keys(rows: Sequence[Any]) -> list[tuple[list[str], list[str] | None]]:
+    """Each row's accepted answers and choices, decoded from the JSON stored (no Key made: the
+    scorers take them as they are)."""
     # One JSON document per chunk: the C decoder runs once instead of twice per answer.
-    text = ",".join(f"[{row[8]},{row[9] or 'null'}]" for row in rows)
-    return [
-        Key(tuple(answers), None if choices is None else tuple(choices))
-        for answers, choices in json.loads(f"[{text}]")
-    ]
+    text = ",".join([f"[{row[8]},{row[9] or 'null'}]" for row in rows])
+    keys: list[tuple[list[str], list[str] | None]] = json.loads(f"[{text}]")
+    return keys
 
 
 def _tags_of(stored: str) -> list[str]:
