@@ -106,3 +106,19 @@ def test_a_tally_of_stored_tag_texts_matches_summarize(
         tally.add(verdict_, json.dumps(tags))
     expected = summarize(scored, [tuple(tags) for _, _, tags in answers])
     assert tally.summary(json.loads) == expected
+
+
+@given(st.lists(st.tuples(_OUTCOMES, st.floats(0, 1), _TAGS), max_size=30), st.integers(0, 30))
+def test_adding_all_at_once_counts_as_adding_one_by_one(
+    answers: list[tuple[str, float, list[str]]], split: int
+) -> None:
+    """Rescoring adds a chunk's verdicts at once; two chunks must give what one by one gives."""
+    scored = [Scored(outcome, score, None) for outcome, score, _ in answers]  # type: ignore[arg-type]
+    tags = [json.dumps(tags) for _, _, tags in answers]
+    one_by_one: Tally[str] = Tally()
+    for verdict_, stand_in in zip(scored, tags, strict=True):
+        one_by_one.add(verdict_, stand_in)
+    at_once: Tally[str] = Tally()
+    at_once.add_all(scored[:split], tags[:split])
+    at_once.add_all(scored[split:], tags[split:])
+    assert vars(at_once) == vars(one_by_one)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from benchgen.evals.types import Scored
@@ -77,6 +77,24 @@ class Tally(Generic[G]):
             group = self.groups[tags] = [0, 0]
         group[0] += 1
         group[1] += right
+
+    def add_all(self, verdicts: Sequence[Scored], tags: Sequence[G]) -> None:
+        """`add` each verdict with its question's tags: the same numbers, with the verdicts
+        counted by (tags, outcome) in C rather than one by one (rescoring adds millions)."""
+        outcomes = [verdict.outcome for verdict in verdicts]
+        for (stand_in, outcome), count in Counter(zip(tags, outcomes, strict=True)).items():
+            right = count if outcome == "correct" else 0
+            self.n += count
+            self.correct += right
+            self.no_answer += count if outcome == "no_answer" else 0
+            self.errors += count if outcome == "error" else 0
+            group = self.groups.setdefault(stand_in, [0, 0])
+            group[0] += count
+            group[1] += right
+        total = self.score_sum
+        for verdict in verdicts:  # one by one, in order: the sum `add` makes, to the last bit
+            total += verdict.score
+        self.score_sum = total
 
     def summary(self, tags_of: Callable[[G], Iterable[str]]) -> dict[str, Any]:
         """The summary so far; `tags_of` turns a group's stand-in into its tags."""

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 from benchgen.evals.prompts import LABELS
 from benchgen.evals.scorers import verdict
 from benchgen.evals.scorers.extract import extract_choice
 from benchgen.evals.types import Answer, Key, Scored
+
+# A choice verdict is one of two per letter: each is made once and shared (verdicts are
+# immutable), not made again for every answer.
+_judged = cache(verdict.judged)
 
 
 def score_choice(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored:
@@ -40,7 +45,7 @@ def _score_choice(raw: str | None, answers: Sequence[str], choices: Sequence[str
     letter = extract_choice(raw, len(choices or ()))
     if letter is None:
         return verdict.NO_ANSWER
-    return verdict.judged(letter == answers[0].strip().upper(), letter)
+    return _judged(letter == answers[0].strip().upper(), letter)
 
 
 def score_choice_logprob(answer: Answer, key: Key, options: Mapping[str, Any]) -> Scored:

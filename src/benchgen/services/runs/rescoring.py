@@ -140,12 +140,13 @@ class _Pass:
 
     def add(self, rows: Sequence[Any]) -> dict[int, Scored]:
         """Score one chunk; the new verdicts of the answers whose verdict changed."""
+        verdicts: list[Scored] = []
         changed: dict[int, Scored] = {}
-        score, tally, changes = self.scorer, self.tally.add, self.changes
+        score, changes = self.scorer, self.changes
         for row, (answers, choices) in zip(rows, _keys(rows), strict=True):
-            position, raw, error, letters, outcome, old_score, extracted, tags, _, _ = row
+            position, raw, error, letters, outcome, old_score, extracted, _, _, _ = row
             verdict = score(raw, error, letters, answers, choices)
-            tally(verdict, tags)
+            verdicts.append(verdict)
             if (
                 verdict.outcome != outcome
                 or verdict.score != old_score
@@ -154,6 +155,7 @@ class _Pass:
                 changed[position] = verdict
                 if len(changes) < MAX_CHANGES_SHOWN:
                     changes.append(_change(position, (outcome, old_score, extracted), verdict))
+        self.tally.add_all(verdicts, [row[7] for row in rows])
         self.changed_count += len(changed)
         return changed
 
