@@ -174,3 +174,9 @@ def test_the_last_label_line_is_the_last_match(parts: list[str]) -> None:
     assert extract._last_label_line(raw) == (
         expected and (expected.start(), expected.start("body"), expected.end())
     )
+
+
+@pytest.mark.parametrize("letter", list(string.ascii_letters))
+@pytest.mark.parametrize("labelled", [True, False])
+def test_a_bare_letter_reads_as_the_regexes_read_it(letter: str, labelled: bool) -> None:
+    assert extract._BARE_LETTERS[letter] == extract._letter_in(letter, labelled)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 
 from benchgen.evals.prompts import LABELS
 
@@ -29,6 +30,8 @@ _ALONE = re.compile(
     r"^(?:(?:option|choice)[ \t]+)?[(\[{]?[ \t]*(?P<letter>[A-Za-z])[ \t]*[)\]}]?\.?$",
     re.IGNORECASE,
 )
+# The commonest body, a bare letter, which `_ALONE` would match: found without a regex.
+_BARE_LETTERS = {letter: letter.upper() for letter in string.ascii_letters}
 # A capital letter marked as a label and followed by the option's text: "B. Paris", "(B) Paris".
 # Capital only, and the mark is required, so "A dog" (the article) never reads as choice A.
 _LABELLED = re.compile(r"^[(\[]?(?P<letter>[A-Z])[.:)\]][ \t]+\S")
@@ -69,15 +72,15 @@ def extract_choice(raw: str, n_choices: int) -> str | None:
         An upper-case letter within the first `n_choices`, or None.
     """
     candidate = _last_candidate(raw)
-    if candidate is None:
-        match = _ALONE.match(_unwrap(raw))
-    else:
-        body = _unwrap(candidate)
-        match = _ALONE.match(body) or _LABELLED.match(body)
-    if match is None:
-        return None
-    letter = match.group("letter").upper()
-    return letter if letter in LABELS[:n_choices] else None
+    body = _unwrap(raw if candidate is None else candidate)
+    letter = _BARE_LETTERS.get(body) or _letter_in(body, labelled=candidate is not None)
+    return letter if letter is not None and letter in LABELS[:n_choices] else None
+
+
+def _letter_in(body: str, labelled: bool) -> str | None:
+    """The upper-cased letter of a body `_ALONE` matches, or `_LABELLED` after a label."""
+    match = _ALONE.match(body) or (_LABELLED.match(body) if labelled else None)
+    return None if match is None else match.group("letter").upper()
 
 
 def _last_candidate(raw: str) -> str | None:
