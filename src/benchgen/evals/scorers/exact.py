@@ -24,12 +24,16 @@ def score_exact(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored
     Returns:
         correct / wrong, no_answer when nothing could be extracted, error without a reply.
     """
-    return exact_scorer(options)(raw, key.answers, key.choices)
+    return _scorer(Steps.from_options(options))(raw, key.answers, key.choices)
 
 
 def exact_scorer(options: Mapping[str, Any]) -> verdict.Prepared:
     """`score_exact` with its options read once, for scoring many answers alike."""
-    steps = Steps.from_options(options)
+    return _scorer(Steps.from_options(options))
+
+
+@cache  # one per combination of steps (64 at most)
+def _scorer(steps: Steps) -> verdict.Prepared:
     normalise, normalised = normaliser(steps), accepted_by(steps)
 
     def score(raw: str | None, answers: Sequence[str], _: Sequence[str] | None) -> Scored:
