@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from sqlalchemy import event
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import PrincipalKind, Scope
@@ -109,3 +112,19 @@ def stub_reply(text: str) -> Any:
         "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
     }
     return Fault(200, body=json.dumps(body), headers=(("Content-Type", "application/json"),))
+
+
+@contextmanager
+def sql_sent(runtime: Runtime) -> Iterator[list[str]]:
+    """Every statement the runtime's engine sends while the block runs (BEGIN included), with
+    its whitespace collapsed: for tests that count queries."""
+    statements: list[str] = []
+
+    def note(*args: Any) -> None:
+        statements.append(" ".join(str(args[2]).split()))
+
+    event.listen(runtime.database.engine, "before_cursor_execute", note)
+    try:
+        yield statements
+    finally:
+        event.remove(runtime.database.engine, "before_cursor_execute", note)

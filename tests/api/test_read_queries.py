@@ -4,19 +4,16 @@ share one transaction, and no row is read twice (bench/api_load.py measures the 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.jobs.worker import Worker
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
-from tests.support import World
+from tests.support import World, sql_sent
 
 ECHO = "mdl_builtin_echo"  # answers a qa question with its prompt
 QUESTIONS = [{"prompt": f"{n} + {n}?", "answer": str(2 * n)} for n in range(30)]
@@ -25,21 +22,6 @@ QUESTIONS = [{"prompt": f"{n} + {n}?", "answer": str(2 * n)} for n in range(30)]
 @pytest.fixture
 def backend() -> str:
     return "sqlite"  # counts statements; the same queries run on PostgreSQL
-
-
-@contextmanager
-def counted(runtime: Runtime) -> Iterator[list[str]]:
-    """Every statement the runtime's engine sends while the block runs, BEGIN included."""
-    statements: list[str] = []
-
-    def note(*args: Any) -> None:
-        statements.append(" ".join(str(args[2]).split()))
-
-    event.listen(runtime.database.engine, "before_cursor_execute", note)
-    try:
-        yield statements
-    finally:
-        event.remove(runtime.database.engine, "before_cursor_execute", note)
 
 
 @pytest.fixture
@@ -63,7 +45,7 @@ def test_reading_one_benchmark_costs_five_statements(
     runtime: Runtime, setup: tuple[TestClient, dict[str, str], str, str]
 ) -> None:
     client, auth, bm, _ = setup
-    with counted(runtime) as statements:
+    with sql_sent(runtime) as statements:
         response = client.get(f"/api/v1/benchmarks/{bm}", headers=auth)
     assert response.is_success, response.text
     assert response.json()["question_count"] == len(QUESTIONS)
@@ -78,7 +60,7 @@ def test_a_results_page_costs_seven_statements_whatever_its_size(
     runtime: Runtime, setup: tuple[TestClient, dict[str, str], str, str], limit: int
 ) -> None:
     client, auth, _, run = setup
-    with counted(runtime) as statements:
+    with sql_sent(runtime) as statements:
         response = client.get(f"/api/v1/runs/{run}/results?limit={limit}", headers=auth)
     assert response.is_success, response.text
     items = response.json()["items"]

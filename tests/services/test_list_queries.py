@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import launch
-from benchgen.services.runtime import Runtime
-from tests.support import MCQ, World
+from tests.support import MCQ, World, sql_sent
 
 FREE = "mdl_builtin_random"
 
@@ -23,23 +20,8 @@ def backend() -> str:
     return "sqlite"  # counts statements; the same queries run on PostgreSQL
 
 
-@contextmanager
-def counted(runtime: Runtime) -> Iterator[list[str]]:
-    statements: list[str] = []
-    engine = runtime.database.engine
-
-    def note(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
-
-
 def queries(world: World, who: Principal, call: Callable[..., Any], **kwargs: Any) -> int:
-    with counted(world.rt) as statements:
+    with sql_sent(world.rt) as statements:
         found = world.do(who, call, **kwargs)
     assert found, "the page must not be empty"
     return len(statements)
@@ -86,7 +68,7 @@ def test_questions_are_paged_by_the_database(world: World) -> None:
     ana = world.user("ana@example.com")
     many = [{"prompt": f"{n}+{n}?", "answer": str(2 * n)} for n in range(30)]
     bm = world.benchmark(ana, {"title": "Sums", "format": "qa", "questions": many})
-    with counted(world.rt) as statements:
+    with sql_sent(world.rt) as statements:
         window = world.do(Principal.web(ana), lifecycle.list_questions, bm, limit=10, offset=20)
     assert [q["position"] for q in window] == list(range(20, 30))
     assert [q["prompt"] for q in window] == [f"{n}+{n}?" for n in range(20, 30)]
@@ -99,7 +81,7 @@ def test_one_decision_after_another_reads_the_user_and_token_once(world: World) 
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, MCQ)
     who = world.api(world.token(ana, ["read"]))
-    with counted(world.rt) as statements:
+    with sql_sent(world.rt) as statements:
         world.do(who, lambda ctx: [lifecycle.get_benchmark(ctx, bm) for _ in range(3)])
     users_read = [s for s in statements if s.lstrip().startswith("SELECT users.")]
     tokens_read = [s for s in statements if s.lstrip().startswith("SELECT api_tokens.")]

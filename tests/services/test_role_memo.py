@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict
@@ -17,7 +15,7 @@ from benchgen.db.tables import Benchmark, User
 from benchgen.services import access
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runtime import Runtime, undo_on_error
-from tests.support import MCQ, World
+from tests.support import MCQ, World, sql_sent
 
 
 @pytest.fixture
@@ -28,17 +26,9 @@ def backend() -> str:
 @contextmanager
 def membership_queries(runtime: Runtime) -> Iterator[list[str]]:
     """The statements that read the membership tables while the block runs."""
-    seen: list[str] = []
-
-    def note(*args: Any) -> None:
-        if "FROM collaborators" in str(args[2]):
-            seen.append(str(args[2]))
-
-    event.listen(runtime.database.engine, "before_cursor_execute", note)
-    try:
-        yield seen
-    finally:
-        event.remove(runtime.database.engine, "before_cursor_execute", note)
+    with sql_sent(runtime) as statements:
+        yield statements
+    statements[:] = [s for s in statements if "FROM collaborators" in s]
 
 
 def roles_of(ctx: Context, user_id: str, benchmark_id: str) -> frozenset[Role]:
