@@ -1,8 +1,9 @@
 """Scale-out under faults, on this machine's PostgreSQL and broker: `benchgen serve` and two
 `benchgen worker` processes; five users submit runs over HTTP on a built-in model and a slow
 paid stub; half-way one worker is killed with SIGKILL, the server restarted and (Redis) the
-broker restarted, losing its messages. Every run completes exactly once, no answer is recorded
-twice, every credit reservation is closed once and each balance adds up to the credit."""
+broker restarted, losing its messages. One user also submits results to a custom benchmark,
+scored in the sandbox. Every run completes exactly once, no answer is recorded twice, every credit
+reservation is closed once, each balance adds up to the credit and no sandbox is left behind."""
 
 from __future__ import annotations
 
@@ -20,16 +21,19 @@ from sqlalchemy import func, select
 from benchgen.core.context import Principal
 from benchgen.db.tables import CreditEntry, Run, RunResult
 from benchgen.services import models
-from benchgen.services.runs import leaderboards
+from benchgen.services.benchmarks import bundles
+from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
+from tests.bundle_factory import bundle, require_sandbox, results
 from tests.conftest import IN_CI
 from tests.evals.stub_openai import StubOpenAI
-from tests.processes import Deployment
+from tests.processes import Deployment, processes_running
 from tests.support import MCQ, OPERATOR, World
 
 pytest.importorskip("celery", reason="the celery extra is not installed")
 USERS = 5
 GRANT = 1000
+SANDBOXED = (b"/app/program/score.py", b"bwrap")
 
 
 def _require(port: int, name: str) -> None:
@@ -65,13 +69,19 @@ def _restart_redis() -> None:
     raise AssertionError("Redis did not come back")
 
 
-def _submit(url: str, token: str, body: dict[str, Any]) -> str:
-    """POST a run, retrying while the server restarts (connections refused)."""
+def _sandboxed() -> set[int]:
+    """Pids of scoring programs and their sandboxes running on this machine."""
+    return set().union(*(processes_running(marker) for marker in SANDBOXED))
+
+
+def _submit(url: str, token: str, path: str = "/api/v1/runs", **request: Any) -> str:
+    """POST a run (a JSON body or a submission's file), retrying while the server restarts
+    (connections refused)."""
     deadline = time.monotonic() + 90
     while True:
         try:
             answer = httpx.post(
-                f"{url}/api/v1/runs", json=body, headers={"Authorization": f"Bearer {token}"}
+                f"{url}{path}", headers={"Authorization": f"Bearer {token}"}, **request
             )
             assert answer.status_code == 202, answer.text
             return str(answer.json()["id"])
@@ -96,6 +106,10 @@ def _scenario(world: World, live: Deployment, runs_each: int, broker_restart: bo
         people = [world.user(f"user{n}@example.com", credits_=GRANT) for n in range(USERS)]
         tokens = [world.token(user, ["read", "runs"], days=365) for user in people]
         benches = [world.benchmark(user, MCQ) for user in people]
+        custom = world.do(Principal.web(people[0]), bundles.upload_bundle, bundle(), "b.zip")
+        submission_path = f"/api/v1/benchmarks/{custom.benchmark.id}/submissions"
+        half_right = {"files": {"submission": ("r.zip", results({"q1": "paris", "q2": "5"}))}}
+        before = _sandboxed()
         live.serve()
         doomed = live.start("worker", "--threads", "2")
         live.start("worker", "--threads", "2")
@@ -109,11 +123,12 @@ def _scenario(world: World, live: Deployment, runs_each: int, broker_restart: bo
                     halfway.wait(120)  # the faults happen between the two waits
                 model = paid.id if k % 2 else "mdl_builtin_first"
                 body = {"benchmark_id": benches[n], "model_id": model}
-                submitted[n].append(_submit(live.url, tokens[n], body))
+                submitted[n].append(_submit(live.url, tokens[n], json=body))
 
         threads = [threading.Thread(target=submit_all, args=(n,)) for n in range(USERS)]
         for thread in threads:
             thread.start()
+        scored = [_submit(live.url, tokens[0], submission_path, **half_right) for _ in range(2)]
         halfway.wait(120)
         doomed.kill()  # SIGKILL: no goodbye, its jobs' leases just run out
         live.restart_server()
@@ -121,12 +136,16 @@ def _scenario(world: World, live: Deployment, runs_each: int, broker_restart: bo
             _restart_redis()
         live.start("worker", "--threads", "2")
         halfway.wait(120)
+        scored += [_submit(live.url, tokens[0], submission_path, **half_right) for _ in range(2)]
         for thread in threads:
             thread.join(180)
         run_ids = [run for mine in submitted for run in mine]
         assert len(run_ids) == USERS * runs_each
-        _wait_final(world, run_ids, 300)
+        _wait_final(world, run_ids + scored, 300)
     _check_once(world, run_ids, people, benches)
+    for run_id in scored:
+        assert world.do(Principal.web(people[0]), launch.get_run, run_id).scores["accuracy"] == 0.5
+    assert not _sandboxed() - before
 
 
 def _wait_final(world: World, run_ids: list[str], timeout_s: float) -> None:
@@ -194,6 +213,7 @@ def test_redis_deployment_survives_a_killed_worker_a_restarted_server_and_broker
     world: World, deployment: Callable[[str], Deployment]
 ) -> None:
     _require(6379, "Redis")
+    require_sandbox()
     _scenario(world, deployment("redis://127.0.0.1:6379/11"), runs_each=20, broker_restart=True)
 
 
@@ -202,5 +222,6 @@ def test_rabbitmq_deployment_survives_a_killed_worker_and_a_restarted_server(
     world: World, deployment: Callable[[str], Deployment]
 ) -> None:
     _require(5672, "RabbitMQ")
+    require_sandbox()
     url = "amqp://guest:guest@127.0.0.1:5672//"
     _scenario(world, deployment(url), runs_each=6, broker_restart=False)
