@@ -20,6 +20,7 @@ from benchgen.bundles import bwrap, sandbox
 from benchgen.bundles.sandbox import Limits, Mount, Outcome, run_sandboxed, sandbox_problem
 from benchgen.core.errors import Conflict
 from tests.bundle_factory import require_sandbox
+from tests.processes import processes_running
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = Limits(wall_seconds=10, cpu_seconds=5, memory_bytes=512 << 20, processes=32)
@@ -51,19 +52,6 @@ def run_json(tmp_path: Path, runtime: Path, code: str, **kwargs: Any) -> Any:
     return json.loads(outcome.stdout)
 
 
-def processes_matching(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if text in cmdline:
-                found.append(cmdline)
-    return found
-
-
 def test_a_trivial_program_runs_as_an_unprivileged_uid(tmp_path: Path, runtime: Path) -> None:
     outcome = run_python(tmp_path, runtime, "import os, sys; print(os.getuid(), sys.prefix)")
     assert outcome.ok and outcome.stopped is None
@@ -82,6 +70,38 @@ def test_concurrent_runs_get_distinct_uids(runtime: Path) -> None:
     with ThreadPoolExecutor(max_workers=3) as pool:
         uids = list(pool.map(lambda _: uid(), range(3)))
     assert len(set(uids)) == 3
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="host uids are lent only when running as root")
+def test_a_uid_is_held_machine_wide_until_its_process_ends() -> None:
+    # The other process starts its search at this one's slot (its pid-derived start), as two
+    # workers on one machine sometimes do: only the machine-wide lock keeps their uids apart.
+    holder = textwrap.dedent(f"""
+        import os, sys, time
+        os.getpid = lambda: {os.getpid()}
+        from benchgen.bundles.bwrap import uid_slot
+        with uid_slot() as uid:
+            print(uid, flush=True)
+            time.sleep(600)
+    """)
+    other = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True)  # noqa: S603
+    try:
+        assert other.stdout is not None
+        held = int(other.stdout.readline())
+        with bwrap.uid_slot() as mine:
+            assert mine != held
+    finally:
+        other.kill()
+        other.wait(10)
+    with bwrap.uid_slot() as mine:
+        assert mine == held  # a killed holder frees its uid with no clean-up of its own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="host uids are lent only when running as root")
+def test_a_run_when_every_uid_is_lent_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bwrap, "_UID_SLOTS", 1)
+    with bwrap.uid_slot(), pytest.raises(Conflict, match="Too many programs"), bwrap.uid_slot():
+        pass
 
 
 def test_the_scientific_stack_imports(tmp_path: Path, runtime: Path) -> None:
@@ -137,7 +157,7 @@ def test_a_shell_fork_bomb_is_stopped_and_cleaned_up(runtime: Path) -> None:
     bomb = "bomb() { bomb | bomb & }; bomb; sleep 986"
     outcome = run_sandboxed(["sh", "-c", bomb], [], runtime=runtime, limits=limits, workdir="/")
     assert outcome.stopped == "stopped at the wall-time limit of 1 s"
-    assert processes_matching("sleep 986") == []
+    assert not processes_running(b"sleep 986")
     assert subprocess.run(["/bin/true"], check=False).returncode == 0
 
 
@@ -255,7 +275,7 @@ def test_no_process_is_left_behind(tmp_path: Path, runtime: Path) -> None:
     quick = run_sandboxed(["sh", "-c", done], [], runtime=runtime, workdir="/")
     assert quick.ok and quick.stdout == "done\n" and quick.seconds < 5
     for marker in ("sleep 987", "sleep 988", "sleep 989", "sleep 990"):
-        assert processes_matching(marker) == []
+        assert not processes_running(marker.encode())
 
 
 def test_refuses_to_run_unisolated_unless_allowed(tmp_path: Path) -> None:

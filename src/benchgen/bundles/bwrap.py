@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -27,8 +27,10 @@ _ETC_PATHS = ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/
 # uid, ignored for root) bounds that run's processes alone, and no run can signal or ptrace another.
 _FIRST_UID = 61000
 _UID_SLOTS = 1000
-_slots_lock = threading.Lock()
-_slots_used: set[int] = set()
+# One lock file per uid, shared by every BenchGen process on the machine (servers and workers of
+# any deployment): a uid is a machine-wide resource, and a run's end kills all its processes.
+# Under /run, which only root may write (unlike /tmp or /run/lock): nobody can hold them first.
+_UID_LOCKS = Path("/run/benchgen-uids")
 
 
 @dataclass(frozen=True)
@@ -187,24 +189,38 @@ def etc_files(uid: int) -> Iterator[tuple[list[str], list[int]]]:
 
 @contextmanager
 def uid_slot() -> Iterator[int]:
-    """A host uid for one run, no other run's while it is held (our own uid when not root)."""
+    """A host uid for one run, no other run's on this machine while it is held (our own uid
+    when not root)."""
     if os.geteuid() != 0:
         yield os.getuid()
         return
-    # Start at a pid-derived slot so two server processes rarely pick the same uid; within one
-    # process the lock makes the uid exclusive to one run.
-    with _slots_lock:
-        start = os.getpid() % _UID_SLOTS
-        free = (s % _UID_SLOTS for s in range(start, start + _UID_SLOTS))
-        slot = next((s for s in free if s not in _slots_used), None)
-        if slot is None:
-            raise Conflict("Too many programs are running at once; try again shortly.")
-        _slots_used.add(slot)
+    _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    # Start at a pid-derived slot so processes rarely try the same locks first.
+    start = os.getpid() % _UID_SLOTS
+    for slot in range(start, start + _UID_SLOTS):
+        uid = _FIRST_UID + slot % _UID_SLOTS
+        lock = _lock_uid(uid)
+        if lock is not None:
+            break
+    else:
+        raise Conflict("Too many programs are running at once; try again shortly.")
     try:
-        yield _FIRST_UID + slot
+        yield uid
     finally:
-        with _slots_lock:
-            _slots_used.discard(slot)
+        os.close(lock)  # the lock goes with the descriptor, and with the process if it dies
+
+
+def _lock_uid(uid: int) -> int | None:
+    """An open descriptor holding `uid`'s lock, or None while another run holds it."""
+    # flock locks belong to the open file: two opens in one process exclude each other too.
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(_UID_LOCKS / f"{uid}.lock", flags, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 @contextmanager
