@@ -61,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
             "BENCHGEN_TEST_BACKENDS must be a comma-separated list of "
             f"{', '.join(BACKENDS)} (got {os.environ['BENCHGEN_TEST_BACKENDS']!r})"
         )
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # xdist's workers start with COLUMNS=80 and LINES=24: a Rich console made under them
+        # keeps 80 columns for the whole worker, where one test process sees neither.
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
     # Every test builds its own engine, every app test its own app: each compiled the same SQL,
     # routes and templates again (tests/compile_once.py).
     share_compiled_sql()

@@ -46,12 +46,19 @@ def free_port() -> int:
 
 
 class Deployment:
-    """The processes of one deployment on the test's database, all stopped at the end."""
+    """The processes of one deployment on the test's database, all stopped at the end.
+
+    They keep their temporary files (sandboxes' folders, training jobs' specs) in a folder of
+    the test's own, whose path the command lines of those programs name: `started_here` finds
+    what this deployment started, whatever other tests run on the machine meanwhile."""
 
     def __init__(self, runtime: Runtime, broker: str | None = None, **env: str) -> None:
         self.port = free_port()
+        self.tmp = Path(runtime.settings.data_dir) / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {
             **os.environ,
+            "TMPDIR": str(self.tmp),
             "BENCHGEN_DATA_DIR": str(runtime.settings.data_dir),
             "BENCHGEN_DATABASE_URL": runtime.settings.resolved_database_url(),
             "BENCHGEN_JOB_LEASE_S": "3",
@@ -89,6 +96,11 @@ class Deployment:
         self.server.terminate()
         self.server.wait(30)
         self.serve()
+
+    def started_here(self, marker: bytes = b"") -> set[int]:
+        """Pids of live processes whose command line names this deployment's temporary folder
+        (and `marker`): the sandboxes and training processes its processes started."""
+        return processes_running(str(self.tmp).encode()) & processes_running(marker)
 
     @property
     def url(self) -> str:

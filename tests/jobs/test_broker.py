@@ -26,6 +26,7 @@ from tests.conftest import IN_CI
 from tests.support import MCQ, OPERATOR, World
 
 celery = pytest.importorskip("celery", reason="the celery extra is not installed")
+pytestmark = pytest.mark.usefixtures("machine_brokers")  # one test at a time, across workers
 FIRST = "mdl_builtin_first"
 REDIS = ("127.0.0.1", 6379)
 RABBITMQ = ("127.0.0.1", 5672)

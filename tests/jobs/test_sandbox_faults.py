@@ -30,12 +30,12 @@ def test_a_killed_worker_leaves_no_sandbox_and_the_next_one_scores_once(
     )
     answers = results({"q1": "slow", "q2": "4"})
     run = world.do(Principal.web(ana), submissions.submit, created.benchmark.id, answers, "a.zip")
-    before = processes_running(SCORING) | processes_running(b"bwrap")
     live = Deployment(runtime)
     try:
         doomed = live.start("worker", "--threads", "1")
-        wait_until(lambda: processes_running(SCORING) - before, 120, "the scoring program")
-        sandboxed = (processes_running(SCORING) | processes_running(b"bwrap")) - before
+        # The sandbox's command line names the scoring program and this test's folders.
+        wait_until(lambda: live.started_here(SCORING), 120, "the scoring program")
+        sandboxed = live.started_here(b"bwrap")
         doomed.kill()  # SIGKILL: the worker gets no chance to clean up after itself
         doomed.wait(30)
         wait_until(lambda: not (processes_running(b"") & sandboxed), 30, "the sandbox to die")
@@ -46,7 +46,7 @@ def test_a_killed_worker_leaves_no_sandbox_and_the_next_one_scores_once(
     done = world.do(Principal.web(ana), launch.get_run, run.id)
     assert done.status == "completed", done.error
     assert done.scores["accuracy"] == 0.5
-    assert not (processes_running(SCORING) - before)
+    assert not live.started_here()
 
 
 def _status(world: World, user: str, run_id: str) -> str:

@@ -27,13 +27,13 @@ from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, require_sandbox, results
 from tests.conftest import IN_CI
 from tests.evals.stub_openai import StubOpenAI
-from tests.processes import Deployment, processes_running
+from tests.processes import Deployment
 from tests.support import MCQ, OPERATOR, World
 
 pytest.importorskip("celery", reason="the celery extra is not installed")
+pytestmark = pytest.mark.usefixtures("machine_brokers")  # one test at a time, across workers
 USERS = 5
 GRANT = 1000
-SANDBOXED = (b"/app/program/score.py", b"bwrap")
 
 
 def _require(port: int, name: str) -> None:
@@ -67,11 +67,6 @@ def _restart_redis() -> None:
             return
         time.sleep(0.1)
     raise AssertionError("Redis did not come back")
-
-
-def _sandboxed() -> set[int]:
-    """Pids of scoring programs and their sandboxes running on this machine."""
-    return set().union(*(processes_running(marker) for marker in SANDBOXED))
 
 
 def _submit(url: str, token: str, path: str = "/api/v1/runs", **request: Any) -> str:
@@ -109,7 +104,6 @@ def _scenario(world: World, live: Deployment, runs_each: int, broker_restart: bo
         custom = world.do(Principal.web(people[0]), bundles.upload_bundle, bundle(), "b.zip")
         submission_path = f"/api/v1/benchmarks/{custom.benchmark.id}/submissions"
         half_right = {"files": {"submission": ("r.zip", results({"q1": "paris", "q2": "5"}))}}
-        before = _sandboxed()
         live.serve()
         doomed = live.start("worker", "--threads", "2")
         live.start("worker", "--threads", "2")
@@ -145,7 +139,7 @@ def _scenario(world: World, live: Deployment, runs_each: int, broker_restart: bo
     _check_once(world, run_ids, people, benches)
     for run_id in scored:
         assert world.do(Principal.web(people[0]), launch.get_run, run_id).scores["accuracy"] == 0.5
-    assert not _sandboxed() - before
+    assert not live.started_here()  # no sandbox left behind
 
 
 def _wait_final(world: World, run_ids: list[str], timeout_s: float) -> None:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import compute, jobs
-from tests.processes import processes_running, wait_until
+from tests.processes import Deployment, processes_running, wait_until
 from tests.support import MCQ, World
 from tests.training.tiny_model import build_tiny_llama
 
@@ -37,6 +36,7 @@ pytest.importorskip(
     "torch", reason="training needs the train extra (pip install 'benchgen[train]')"
 )
 OPERATOR = Principal.cli(None)
+TRAINER = b"benchgen.training.child"  # the training process's module, on its command line
 # Ten rows a tiny model can learn by heart.
 MEMORABLE = b"".join(
     b'{"prompt": "Say the word %d.", "completion": "banana %d"}\n' % (i, i) for i in range(10)
@@ -149,48 +149,32 @@ def test_cancelling_stops_between_steps_and_charges_what_ran(
 
 
 @pytest.fixture
-def worker_processes(runtime: Runtime) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    """Starts `benchgen worker` processes on the test's database; all are killed at the end."""
-    started: list[subprocess.Popen[bytes]] = []
-    env = {
-        **os.environ,
-        "BENCHGEN_DATA_DIR": str(runtime.settings.data_dir),
-        "BENCHGEN_DATABASE_URL": runtime.settings.resolved_database_url(),
-        "BENCHGEN_JOB_LEASE_S": "3",
-        "BENCHGEN_TRAINING_CHECKPOINT_EVERY": "10",
-    }
-
-    def start() -> subprocess.Popen[bytes]:
-        command = [str(Path(sys.executable).parent / "benchgen"), "worker", "--threads", "1"]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)  # noqa: S603
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
+def deployment(runtime: Runtime) -> Iterator[Deployment]:
+    """`benchgen worker` processes on the test's database; all are killed at the end."""
+    live = Deployment(runtime, BENCHGEN_TRAINING_CHECKPOINT_EVERY="10")
+    yield live
+    for process in live.processes:
         process.kill()
         process.wait(30)
 
 
-def training_children() -> set[int]:
-    """Pids of live training child processes on this machine."""
-    return processes_running(b"benchgen.training.child")
+def start_worker(live: Deployment) -> subprocess.Popen[bytes]:
+    return live.start("worker", "--threads", "1")
 
 
 def test_a_killed_worker_is_resumed_from_its_checkpoint(
-    world: World, scene: dict[str, Any], runtime: Runtime, worker_processes: Any
+    world: World, scene: dict[str, Any], runtime: Runtime, deployment: Deployment
 ) -> None:
     job = launch_job(world, scene, epochs=60, batch_size=1)  # 600 steps, a checkpoint per 10
-    before = training_children()
-    first = worker_processes()
+    first = start_worker(deployment)
     wait_until(lambda: job_row(world, job.id).checkpoint_step >= 10, 180, "a checkpoint")
-    child = training_children() - before
+    child = deployment.started_here(TRAINER)
     assert child, "the training runs in a child process"
     _check_gets_answer_fast(runtime, scene, job.id)
     os.kill(first.pid, signal.SIGKILL)
     first.wait(30)
-    wait_until(lambda: not (training_children() & child), 30, "the orphaned trainer to die")
-    worker_processes()  # takes the job over once the dead worker's 3 s lease runs out
+    wait_until(lambda: not (processes_running(b"") & child), 30, "the orphaned trainer to die")
+    start_worker(deployment)  # takes the job over once the dead worker's 3 s lease runs out
     wait_until(lambda: job_row(world, job.id).status == "completed", 600, "the resumed job")
     row = job_row(world, job.id)
     lines = [line.line for line in world.do(scene["web"], jobs.read_training_log, job.id)]
@@ -201,7 +185,9 @@ def test_a_killed_worker_is_resumed_from_its_checkpoint(
 
 
 def _check_gets_answer_fast(runtime: Runtime, scene: dict[str, Any], training_id: str) -> None:
-    """While a job trains, the API still answers each GET within a second."""
+    """While a job trains, the API still answers each GET within seconds: the training holds
+    neither the server nor the database (a held database would keep it waiting up to the 30 s
+    busy timeout). The bound leaves room for other tests loading the machine meanwhile."""
     settings = runtime.settings.model_copy(update={"worker_threads": 0})
     world = World(runtime)
     # The app runs on the real clock, the test's world on one set in January: a year's token
@@ -215,16 +201,16 @@ def _check_gets_answer_fast(runtime: Runtime, scene: dict[str, Any], training_id
             for path in (f"/api/v1/training-jobs/{training_id}", "/api/v1/compute", "/healthz"):
                 started = time.monotonic()
                 assert client.get(path, headers=headers).status_code == 200
-                assert time.monotonic() - started < 1.0, path
+                assert time.monotonic() - started < 5.0, path
     finally:
         app.state.runtime.close()
 
 
 def test_a_job_out_of_attempts_fails_and_is_refunded_in_full(
-    world: World, scene: dict[str, Any], worker_processes: Any
+    world: World, scene: dict[str, Any], deployment: Deployment
 ) -> None:
     job = launch_job(world, scene, epochs=60, batch_size=1)
-    first = worker_processes()
+    first = start_worker(deployment)
     wait_until(lambda: job_row(world, job.id).steps_done > 0, 180, "the first steps")
     os.kill(first.pid, signal.SIGKILL)
     first.wait(30)
@@ -237,7 +223,7 @@ def test_a_job_out_of_attempts_fails_and_is_refunded_in_full(
         )
 
     world.ctx_call(OPERATOR, spend_attempts)
-    worker_processes()
+    start_worker(deployment)
     wait_until(lambda: job_row(world, job.id).status == "failed", 120, "the job to fail")
     row = job_row(world, job.id)
     assert row.credits_charged == 0 and "stopped answering" in row.error
