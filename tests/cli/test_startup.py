@@ -4,6 +4,7 @@ benchmarks' programs, training or Rich before its first model request."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -33,6 +34,13 @@ WIDE = {"COLUMNS": "200"}
 runner = CliRunner()
 
 
+def _last_line(program: str) -> str:
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.splitlines()[-1]
+
+
 def _loaded(program: str, prefixes: tuple[str, ...]) -> list[str]:
     """The modules under `prefixes` that `program` leaves imported (it prints them last)."""
     probe = (
@@ -40,10 +48,7 @@ def _loaded(program: str, prefixes: tuple[str, ...]) -> list[str]:
         "print(json.dumps(sorted(m for m in sys.modules "
         f"if any(m == p or m.startswith(p + '.') for p in {prefixes!r}))))"
     )
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    found: list[str] = json.loads(_last_line(probe))
     return found
 
 
@@ -72,3 +77,19 @@ def test_the_listing_is_each_commands_own_help(monkeypatch: pytest.MonkeyPatch) 
     assert listed.exit_code == loaded.exit_code == 0
     assert listed.output == loaded.output
     assert all(entry.name in listed.output for entry in COMMANDS)
+
+
+def test_the_script_loads_its_command_with_the_collector_paused_then_frozen() -> None:
+    program = (
+        "import gc, sys\nfrom benchgen.cli import main\nsys.argv = ['benchgen', 'run', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(gc.isenabled(), gc.get_freeze_count())"
+    )
+    enabled, frozen = _last_line(program).split()
+    assert enabled == "True" and int(frozen) > 10_000  # the command's modules and classes
+
+
+def test_commands_invoked_in_a_process_freeze_nothing() -> None:
+    frozen = gc.get_freeze_count()
+    assert runner.invoke(app, ["run", "--help"], env=WIDE).exit_code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen

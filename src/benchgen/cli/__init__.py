@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-from benchgen.cli.lazy import Entry, LazyGroup
+from benchgen.cli.lazy import Entry, LazyGroup, preload
 
 # A command's module (and the services, web server or model libraries it needs) is imported only
 # when that command runs: `benchgen run` reaches its first model request without loading the
@@ -98,4 +100,5 @@ def benchgen() -> None:
 
 def main() -> None:
     """Entry point of the `benchgen` script."""
+    preload(COMMANDS, sys.argv[1:])
     app()
