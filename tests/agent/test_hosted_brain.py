@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from benchgen.agent.brains import build_brain
 from benchgen.core.context import Principal
 from tests.agent.scripted import new_conversation, say
@@ -12,24 +9,12 @@ from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import World
 
 
-def _completion(message: dict[str, Any]) -> Fault:
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub-model",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-    }
-    return Fault(200, body=json.dumps(body), headers=(("Content-Type", "application/json"),))
-
-
 def _script(n: int, prompt: str) -> Fault:
     if n == 1:
         function = {"name": "list_benchmarks", "arguments": "{}"}
         call = {"id": "call_1", "type": "function", "function": function}
-        return _completion({"role": "assistant", "content": None, "tool_calls": [call]})
-    return _completion({"role": "assistant", "content": "You have one benchmark, Capitals."})
+        return Fault.completion({"role": "assistant", "content": None, "tool_calls": [call]})
+    return Fault.completion({"role": "assistant", "content": "You have one benchmark, Capitals."})
 
 
 def test_an_openai_compatible_server_drives_the_tools(world: World) -> None:

@@ -5,7 +5,6 @@ OpenAI-compatible stub, runs answered by another."""
 from __future__ import annotations
 
 import functools
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -25,29 +24,13 @@ from tests.web.support import PASSWORD, csrf_of
 LEASE_S = 6  # BENCHGEN_AGENT_TURN_LEASE_S: short, so a dead process's turn is released soon
 
 
-def _reply(text: str, delay_s: float) -> Fault:
-    """An OpenAI chat completion that says `text` after `delay_s`."""
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub-model",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-    }
-    headers = (("Content-Type", "application/json"),)
-    return Fault(200, delay_s=delay_s, body=json.dumps(body), headers=headers)
-
-
 @pytest.fixture
 def two_servers(runtime: Runtime) -> Iterator[Any]:
     """Two servers whose agent thinks with a stub that answers the first message after 120 s
     (a turn to interrupt) and later ones after 2 s."""
 
     def think(n: int, prompt: str) -> Fault:
-        return _reply("Still here.", 120 if n == 1 else 2)
+        return Fault.completion("Still here.", 120 if n == 1 else 2)
 
     with StubOpenAI(fail=think) as stub:
         env = {

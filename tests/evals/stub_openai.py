@@ -46,6 +46,25 @@ class Fault:
         """A correct answer, `delay_s` late (hang: a delay past the client's timeout)."""
         return cls(200, delay_s=delay_s)
 
+    @classmethod
+    def completion(
+        cls, message: str | dict[str, Any], delay_s: float = 0.0, number: int = 1
+    ) -> Fault:
+        """A whole OpenAI chat completion of `message` (the assistant's text, or its message
+        with tool calls), `delay_s` late; its usage has the `total_tokens` Inspect requires."""
+        if isinstance(message, str):
+            message = {"role": "assistant", "content": message}
+        body = {
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "stub-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+        }
+        json_type = (("Content-Type", "application/json"),)
+        return cls(200, delay_s=delay_s, body=json.dumps(body), headers=json_type)
+
 
 # Called with (request number from 1, prompt); returns a Fault or None for a normal reply.
 FaultHook = Callable[[int, str], Fault | None]

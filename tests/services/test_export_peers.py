@@ -52,17 +52,7 @@ QA = {
 def _full_usage(number: int, prompt: str) -> Fault:
     """The stub's own reply, with the `total_tokens` Inspect's OpenAI client requires."""
     text = f"Thinking it over.\nANSWER: {stub_letter(prompt) or 'stub'}"
-    body = {
-        "id": f"chatcmpl-{number}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
-    }
-    return Fault(200, body=json.dumps(body), headers=(("Content-Type", "application/json"),))
+    return Fault.completion(text, number=number)
 
 
 @pytest.fixture
