@@ -104,6 +104,16 @@ def test_a_run_when_every_uid_is_lent_is_refused(monkeypatch: pytest.MonkeyPatch
         pass
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="host uids are lent only when running as root")
+def test_a_machine_where_uids_cannot_be_held_says_why(
+    tmp_path: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(bwrap, "_UID_LOCKS", tmp_path / "a-file" / "uids")
+    problem = sandbox_problem(runtime)
+    assert problem is not None and "where sandbox uids are held (Not a directory)" in problem
+
+
 def test_the_scientific_stack_imports(tmp_path: Path, runtime: Path) -> None:
     code = "import numpy, pandas, scipy, sklearn, yaml; print(numpy.arange(3).sum())"
     outcome = run_python(tmp_path, runtime, code, limits=Limits(wall_seconds=60))

@@ -187,6 +187,18 @@ def etc_files(uid: int) -> Iterator[tuple[list[str], list[int]]]:
             os.close(fd)
 
 
+def uid_locks_problem() -> str | None:
+    """Why this machine's sandbox uids cannot be held here, or None (always None unless root,
+    where programs run as our own uid)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create {_UID_LOCKS}, where sandbox uids are held ({exc.strerror})"
+    return None
+
+
 @contextmanager
 def uid_slot() -> Iterator[int]:
     """A host uid for one run, no other run's on this machine while it is held (our own uid

@@ -19,6 +19,7 @@ from benchgen.bundles.bwrap import (
     etc_files,
     lent_to,
     program_env,
+    uid_locks_problem,
     uid_slot,
 )
 from benchgen.bundles.supervisor import Limits, Outcome, kill_uid, supervise
@@ -48,6 +49,8 @@ def sandbox_problem(runtime: Path) -> str | None:
         return "bubblewrap (bwrap) is not installed"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "setpriv is not installed, so programs would run as root"
+    if problem := uid_locks_problem():
+        return problem
     if not (runtime / "bin" / "python").exists():
         return f"the program runtime {runtime} is missing (run `make sandbox`)"
     return _probe(str(runtime))
