@@ -114,6 +114,21 @@ def test_a_machine_where_uids_cannot_be_held_says_why(
     assert problem is not None and "where sandbox uids are held (Not a directory)" in problem
 
 
+def test_a_uid_is_swept_before_it_is_lent_again_even_when_supervising_fails(
+    runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    swept: list[int] = []
+
+    def broken(*_: Any) -> Outcome:
+        raise OSError("supervisor failed")
+
+    monkeypatch.setattr(sandbox, "supervise", broken)
+    monkeypatch.setattr(sandbox, "kill_uid", swept.append)
+    with pytest.raises(OSError, match="supervisor failed"):
+        run_sandboxed(["true"], [], runtime=runtime, workdir="/")
+    assert len(swept) == 1
+
+
 def test_the_scientific_stack_imports(tmp_path: Path, runtime: Path) -> None:
     code = "import numpy, pandas, scipy, sklearn, yaml; print(numpy.arange(3).sum())"
     outcome = run_python(tmp_path, runtime, code, limits=Limits(wall_seconds=60))

@@ -138,9 +138,12 @@ def _run(
         cmd = bwrap_argv(
             argv, mounts, runtime, limits.tmp_bytes, env, workdir, uid, socket, etc_args, dirs
         )
-        outcome = supervise(cmd, limits, _HOST_ENV, None, fds, watched)
-        # The PID namespace died with bwrap; this only makes sure before the uid is lent again.
-        kill_uid(uid)
+        try:
+            outcome = supervise(cmd, limits, _HOST_ENV, None, fds, watched)
+        finally:
+            # The PID namespace died with bwrap; this only makes sure before the uid is lent
+            # again, also when supervising failed.
+            kill_uid(uid)
     return outcome
 
 
