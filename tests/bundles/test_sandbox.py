@@ -112,6 +112,8 @@ def test_a_machine_where_uids_cannot_be_held_says_why(
     monkeypatch.setattr(bwrap, "_UID_LOCKS", tmp_path / "a-file" / "uids")
     problem = sandbox_problem(runtime)
     assert problem is not None and "where sandbox uids are held (Not a directory)" in problem
+    with pytest.raises(Conflict, match="cannot run isolated here"), bwrap.uid_slot():
+        pass
 
 
 def test_a_uid_is_swept_before_it_is_lent_again_even_when_supervising_fails(

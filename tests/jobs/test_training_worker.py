@@ -150,12 +150,12 @@ def test_cancelling_stops_between_steps_and_charges_what_ran(
 
 @pytest.fixture
 def deployment(runtime: Runtime) -> Iterator[Deployment]:
-    """`benchgen worker` processes on the test's database; all are killed at the end."""
+    """`benchgen worker` processes on the test's database; all are stopped at the end."""
     live = Deployment(runtime, BENCHGEN_TRAINING_CHECKPOINT_EVERY="10")
-    yield live
-    for process in live.processes:
-        process.kill()
-        process.wait(30)
+    try:
+        yield live
+    finally:
+        live.stop()
 
 
 def start_worker(live: Deployment) -> subprocess.Popen[bytes]:

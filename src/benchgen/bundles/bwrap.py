@@ -188,8 +188,8 @@ def etc_files(uid: int) -> Iterator[tuple[list[str], list[int]]]:
 
 
 def uid_locks_problem() -> str | None:
-    """Why this machine's sandbox uids cannot be held here, or None (always None unless root,
-    where programs run as our own uid)."""
+    """Why this machine's sandbox uids cannot be held here, or None (always None when not
+    root: programs then run as our own uid)."""
     if os.geteuid() != 0:
         return None
     try:
@@ -206,7 +206,8 @@ def uid_slot() -> Iterator[int]:
     if os.geteuid() != 0:
         yield os.getuid()
         return
-    _UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    if problem := uid_locks_problem():
+        raise Conflict(f"Programs cannot run isolated here: {problem}.")
     # Start at a pid-derived slot so processes rarely try the same locks first.
     start = os.getpid() % _UID_SLOTS
     for slot in range(start, start + _UID_SLOTS):

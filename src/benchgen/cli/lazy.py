@@ -52,16 +52,21 @@ class LazyGroup(TyperGroup):
     def resolve_command(
         self, ctx: Context, args: list[str]
     ) -> tuple[str | None, Command | None, list[str]]:
-        named = next((entry for entry in self.entries if args and entry.name == args[0]), None)
+        named = named_entry(self.entries, args)
         if named is not None:
             self.commands[named.name] = named.load()
         return super().resolve_command(ctx, args)
 
 
+def named_entry(entries: Sequence[Entry], args: Sequence[str]) -> Entry | None:
+    """The entry a command line's first word names, if any."""
+    return next((entry for entry in entries if args and entry.name == args[0]), None)
+
+
 def preload(entries: Sequence[Entry], args: Sequence[str]) -> None:
     """Import the module of the command `args` names, with the garbage collector paused, and
     freeze what it made: for a process that runs that one command (`benchgen.cli.main`)."""
-    named = next((entry for entry in entries if args and entry.name == args[0]), None)
+    named = named_entry(entries, args)
     if named is None:
         return
     # Loading allocates ~100k objects (modules, classes, mappers) that live as long as the
