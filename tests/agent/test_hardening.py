@@ -260,6 +260,40 @@ def test_a_brain_that_keeps_sending_bad_arguments_fails_in_the_platforms_words(
     assert "exceeded max retries" not in said.reply
 
 
+def test_a_brain_going_in_circles_is_stopped_at_its_third_identical_call(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm = world.benchmark(ana)
+    asked: list[str] = []
+
+    def circling(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        asked.append(_prompts(messages))
+        return ModelResponse(parts=[ToolCallPart("show_benchmark", {"benchmark_id": bm})])
+
+    said = say(world.rt, api, new_conversation(world.rt, api), think_with(circling), "show")
+    assert said.status == "failed"
+    assert said.reply == replies.going_in_circles("show_benchmark")
+    # Two calls were made and the third refused: the brain was not asked a fourth time.
+    assert [call["ok"] for call in said.tool_calls] == [True, True, False]
+    assert said.tool_calls[2]["error"] == "repeated" and len(asked) == 3
+
+
+def test_the_same_call_again_after_another_one_is_not_a_circle(
+    world: World, ana: str, api: Principal
+) -> None:
+    bm = world.benchmark(ana)
+    calls = [("show_benchmark", {"benchmark_id": bm}), ("list_benchmarks", {})]
+    steps: list[Any] = [[calls[0]], [calls[0]], [calls[1]], [calls[0]], [calls[0]], "shown"]
+    said = say(world.rt, api, new_conversation(world.rt, api), Script(steps).brain(), "show")
+    assert said.status == "completed" and said.reply == "shown"
+    assert len(said.tool_calls) == 5 and all(call["ok"] for call in said.tool_calls)
+    # The same tool with other arguments is another call, too.
+    other = world.benchmark(ana)
+    alternating = [[("show_benchmark", {"benchmark_id": b})] for b in (bm, bm, other, other)]
+    said = say(world.rt, api, new_conversation(world.rt, api), Script(alternating).brain(), "x")
+    assert said.status == "completed" and len(said.tool_calls) == 4
+
+
 def test_an_unexpected_tool_error_is_a_fixed_message(
     world: World, api: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:

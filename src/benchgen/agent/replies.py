@@ -87,6 +87,16 @@ LOST_ACCESS = (
     "or the account was disabled). Nothing more was done."
 )
 STEP_LIMIT = "I took too many steps on this request and stopped. Nothing more was done."
+
+
+def going_in_circles(tool: str) -> str:
+    """The brain kept making one call with the same arguments, which got it nowhere."""
+    return (
+        f"I kept repeating the same step ({tool} with the same arguments) without getting "
+        "anywhere, so I stopped. Nothing more was done; try asking in other words."
+    )
+
+
 INTERNAL_ERROR = "Something went wrong on the server while answering. Nothing more was done."
 
 

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 MAX_LOGGED_ARGS = 2000
 # A tool result larger than this is not fed back to the brain: it is told to ask for less.
 MAX_RESULT_CHARS = 60_000
+# The same tool with the same arguments this many times in a row, and the next such call ends the
+# turn instead of being made: a brain that asks again for what it just read is going round in
+# circles (SmolLM2 asked for one made-up training job 25 times in a turn, until the step limit).
+REPEATS_ALLOWED = 2
 
 
 class TurnOver(Exception):
@@ -63,6 +67,7 @@ class TurnState:
     lead: str = ""
     capped: bool = False
     lost_access: bool = False
+    circling: str | None = None  # the tool a brain kept calling alike, once that ended the turn
     # Brains may call several tools in one step, and pydantic-ai runs them at once: proposing
     # and asking are serialised so that only the first of them can end the turn (A8).
     asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -92,12 +97,17 @@ class TurnState:
         internals (or data) that neither the brain nor the user should see.
 
         Raises:
-            TurnOver: the turn cap has been reached (nothing was called), or the credential no
-                longer authenticates (A4).
+            TurnOver: the turn cap has been reached, or the brain made this same call the
+                REPEATS_ALLOWED times before (nothing was called either way), or the
+                credential no longer authenticates (A4).
         """
         if self.over_cap():
             raise TurnOver
         entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
+        if self._repeats(entry) >= REPEATS_ALLOWED:
+            self.tool_calls.append(entry | {"ok": False, "error": "repeated"})
+            self.circling = tool
+            raise TurnOver
         self.tool_calls.append(entry)
         try:
             with self.credential.context(write) as ctx:
@@ -114,6 +124,15 @@ class TurnState:
             entry["ok"], entry["error"] = False, "tool_failed"
             return self.refusal("tool_failed")
         return bounded(self._screened(result)) if isinstance(result, dict) else result
+
+    def _repeats(self, entry: dict[str, Any]) -> int:
+        """How many of the latest calls were this very call (same tool, same arguments)."""
+        count = 0
+        for earlier in reversed(self.tool_calls):
+            if (earlier["tool"], earlier["args"]) != (entry["tool"], entry["args"]):
+                break
+            count += 1
+        return count
 
     def _screened(self, result: dict[str, Any]) -> dict[str, Any]:
         """The result with every secret redacted before a brain reads it; a live BenchGen token

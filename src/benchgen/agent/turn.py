@@ -312,6 +312,8 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
         return TurnOutcome("failed", replies.brain_failed(brain.name, exc))
     if state.lost_access or state.capped:
         return _ended(state)
+    if state.circling is not None:
+        return TurnOutcome("failed", replies.going_in_circles(state.circling))
     if state.proposal is not None:
         text = replies.proposal_reply(state.proposal, state.lead)
         return _waiting(state, state.proposal.id, text)
