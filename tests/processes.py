@@ -80,7 +80,14 @@ class Deployment:
         return process
 
     def serve(self) -> None:
+        self.launch_server()
+        self.wait_for_server()
+
+    def launch_server(self) -> None:
+        """Start `benchgen serve` without waiting for it (see `serve_together`)."""
         self.server = self.start("serve", "--port", str(self.port))
+
+    def wait_for_server(self) -> None:
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -115,3 +122,12 @@ class Deployment:
                 process.wait(20)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def serve_together(*deployments: Deployment) -> None:
+    """Start the deployments' servers at once (as a team's servers start), then wait for each:
+    several seconds sooner than one after the other, and their start-ups race on one database."""
+    for deployment in deployments:
+        deployment.launch_server()
+    for deployment in deployments:
+        deployment.wait_for_server()

@@ -16,7 +16,7 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
-from tests.processes import Deployment
+from tests.processes import Deployment, serve_together
 from tests.support import MCQ, World
 from tests.web.support import PASSWORD, csrf_of
 
@@ -25,8 +25,7 @@ from tests.web.support import PASSWORD, csrf_of
 def two_servers(runtime: Runtime) -> Iterator[tuple[str, str]]:
     first, second = Deployment(runtime), Deployment(runtime)
     try:
-        first.serve()
-        second.serve()
+        serve_together(first, second)
         yield first.url, second.url
     finally:
         first.stop()

@@ -17,7 +17,7 @@ from benchgen.services import models
 from benchgen.services.runtime import Runtime
 from tests.api.test_limits_across_processes import _at_once
 from tests.evals.stub_openai import Fault, StubOpenAI
-from tests.processes import Deployment
+from tests.processes import Deployment, serve_together
 from tests.support import OPERATOR, World
 from tests.web.support import PASSWORD, csrf_of
 
@@ -42,8 +42,7 @@ def two_servers(runtime: Runtime) -> Iterator[Any]:
         }
         first, second = Deployment(runtime, **env), Deployment(runtime, **env)
         try:
-            first.serve()
-            second.serve()
+            serve_together(first, second)
             yield first, second, stub
         finally:
             first.stop()
