@@ -8,8 +8,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-from scipy.stats import binomtest
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
@@ -202,6 +200,10 @@ def mcnemar_p(only_a: int, only_b: int) -> float:
     discordant = only_a + only_b
     if discordant == 0:
         return 1.0
+    # Imported here: SciPy's statistics take most of a second to import, which every server
+    # and agent process would pay at start-up for a comparison few of them are asked for.
+    from scipy.stats import binomtest
+
     return min(1.0, float(binomtest(only_b, discordant, 0.5).pvalue))
 
 
@@ -214,6 +216,8 @@ def _bootstrap(n: int, only_a: int, only_b: int, resamples: int, seed: int) -> t
     distribution as drawing indices, in time independent of n (10,000 × 10,000 indices would
     not fit a request).
     """
+    import numpy as np  # with SciPy's, on the first comparison (see mcnemar_p)
+
     rng = np.random.default_rng(seed)
     proportions = [only_a / n, only_b / n, (n - only_a - only_b) / n]
     counts = rng.multinomial(n, proportions, size=resamples)
