@@ -1,6 +1,7 @@
 """`benchgen` starts with what the command it runs needs: `import benchgen.cli` and `benchgen
 --help` load no command's module, and `benchgen run` none of the web server, the agent, custom
-benchmarks' programs, training or Rich before its first model request."""
+benchmarks' programs, training or Rich before its first model request; a server loads no
+statistics package and no SDK of a provider its brain does not use."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def test_a_run_loads_only_what_a_model_run_needs() -> None:
     # `benchgen run` imports this module and no other command's: the worker's handlers, the
     # launch and the storage come with it.
     assert _loaded("import benchgen.cli.runs", (*SERVER, *NOT_FOR_A_RUN)) == []
+
+
+def test_a_server_with_a_hosted_brain_loads_neither_scipy_nor_the_other_providers_sdk() -> None:
+    # SciPy waits for the first comparison of two runs; each brain imports its own SDK only.
+    program = (
+        "from benchgen.app import create_app\n"
+        "from benchgen.agent.brains import build_brain\n"
+        "from benchgen.core.config import Settings\n"
+        "build_brain(Settings(agent_model='openai:m', agent_base_url='http://127.0.0.1:9/v1'))"
+    )
+    assert _loaded(program, ("scipy", "anthropic", "pydantic_ai.models.anthropic")) == []
 
 
 def test_the_listing_is_each_commands_own_help(monkeypatch: pytest.MonkeyPatch) -> None:
