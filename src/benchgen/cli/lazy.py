@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -69,13 +70,21 @@ def preload(entries: Sequence[Entry], args: Sequence[str]) -> None:
     named = named_entry(entries, args)
     if named is None:
         return
+    with lasting_imports():
+        import_module(f"benchgen.cli.{named.module}")
+
+
+@contextmanager
+def lasting_imports() -> Iterator[None]:
+    """Run the block (imports of what lives as long as the process) with the garbage collector
+    paused, then freeze everything made so far, so that no collection walks it again."""
     # Loading allocates ~100k objects (modules, classes, mappers) that live as long as the
     # process: collecting as they came was about a fifth of `benchgen run --help`'s time, and
     # every later full collection would walk them again. Frozen, they never are. Left out of
     # the group's own loading, so a process that runs many commands (tests) never freezes.
     gc.disable()
     try:
-        import_module(f"benchgen.cli.{named.module}")
+        yield
     finally:
         gc.freeze()
         gc.enable()

@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from benchgen.cli.common import console, open_runtime, prepare
+from benchgen.cli.lazy import lasting_imports
 
 commands = typer.Typer()
 
@@ -19,9 +20,13 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
 ) -> None:
     """Serve the API (docs at /api/docs) and GET /healthz."""
-    import uvicorn
+    # The app's modules, which uvicorn would import by name, loaded here as a command's are
+    # (lazy.preload): a few tenths of a second sooner, and never walked by the collector again.
+    with lasting_imports():
+        import uvicorn
 
-    from benchgen.agent.brains import BrainUnavailable, configured_brain
+        import benchgen.app  # noqa: F401
+        from benchgen.agent.brains import BrainUnavailable, configured_brain
 
     with open_runtime() as runtime:
         prepare(runtime)  # migrate and seed once here, before several workers could race
