@@ -113,19 +113,3 @@ def test_without_the_train_extra_the_install_command_is_named(
     )
     with pytest.raises(FatalModelError, match=r"peft: pip install 'benchgen\[train\]'"):
         build_adapter(ModelSpec("local_hf", tiny["base"]))
-
-
-def test_it_reads_the_layout_and_prompt_format_the_trainer_writes() -> None:
-    from benchgen.training import records, weights
-
-    assert (local_hf.LORA_CONFIG, local_hf.LORA_WEIGHTS) == (
-        weights.LORA_CONFIG,
-        weights.LORA_WEIGHTS,
-    )
-
-    class Plain:
-        chat_template = None
-        eos_token = "</s>"
-
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-    assert local_hf._render(Plain(), messages) == records.render_chat(Plain(), messages, True)

@@ -1,5 +1,7 @@
-"""The packaged SmolLM2 GGUF end to end: a short LoRA job learns within its memory estimate, and
-the adapter it produced answers a question and a multiple-choice item through LocalHFAdapter."""
+"""The packaged SmolLM2 GGUF end to end: a short LoRA job learns within its memory estimate and
+keeps the base converted, and the adapter it produced answers a question and a multiple-choice
+item through LocalHFAdapter, which loads the base from that cache with weights equal to the
+GGUF file's."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from benchgen.evals.adapters.local_gguf import smollm2_path
-from benchgen.evals.adapters.local_hf import LocalHFAdapter
+from benchgen.evals.adapters.local_hf import CACHE_PARAM, LocalHFAdapter
 from benchgen.evals.prompts import letter_only_prompt
 from benchgen.evals.types import Item, ModelSpec
+from benchgen.training import weights
 from benchgen.training.sizing import describe_base, estimate_peak_bytes
 from benchgen.training.spec import BaseWeights, Hyperparameters, TrainSpec
 from tests.training.conftest import Recorded, require_or_skip, train
@@ -43,7 +46,7 @@ def smollm2_job(train_extra: None, tmp_path_factory: pytest.TempPathFactory) -> 
             for q, a in MEMORISE
         )
     )
-    base = BaseWeights("gguf", path)
+    base = BaseWeights("gguf", path, str(folder / "cache"))
     spec = TrainSpec("lora", base, str(rows), HYPER, str(folder / "out"), threads=2)
     # The estimate as the limit: a plan the estimate accepts must not die under it.
     limit = estimate_peak_bytes(describe_base(base), "lora", HYPER)
@@ -60,9 +63,23 @@ def test_a_lora_job_on_smollm2_learns_within_its_estimate(smollm2_job: Recorded)
     assert sum(losses[-2:]) < sum(losses[:2])
 
 
+def test_the_job_kept_the_base_converted_with_the_gguf_files_weights(
+    smollm2_job: Recorded,
+) -> None:
+    import torch
+
+    base = smollm2_job.spec.base
+    assert weights.kept_part(base, weights.TOKENIZER) and weights.kept_part(base, weights.MODEL)
+    converted = weights.load_model(base)
+    read = weights.load_model(BaseWeights("gguf", base.path))  # the GGUF file itself
+    ids = weights.load_tokenizer(base)("The secret word is", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert torch.equal(converted(input_ids=ids).logits, read(input_ids=ids).logits)
+
+
 async def test_the_trained_adapter_answers_through_local_hf(smollm2_job: Recorded) -> None:
     path, final = smollm2_job.spec.base.path, smollm2_job.outcome.final_dir
-    params = {"adapter_dir": final, "max_tokens": 16}
+    params = {"adapter_dir": final, "max_tokens": 16, CACHE_PARAM: smollm2_job.spec.base.cache_dir}
     qa = await LocalHFAdapter(ModelSpec("local_hf", path, params=params)).complete(
         Item(0, MEMORISE[0][0]), MEMORISE[0][0]
     )

@@ -3,10 +3,12 @@ use, its engine spec with the key decrypted, the operator's host allowlist."""
 
 from __future__ import annotations
 
+from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound
 from benchgen.db.tables import Model, TrainingJob
 from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
+from benchgen.evals.adapters.local_hf import CACHE_PARAM
 from benchgen.evals.types import FatalModelError, ModelSpec
 from benchgen.services import _keyring
 from benchgen.services._artifacts import store_for
@@ -45,12 +47,19 @@ def allowlist(ctx: Context) -> frozenset[str]:
     return frozenset(host.strip().lower() for host in raw.split(",") if host.strip())
 
 
-def base_weights(row: Model) -> BaseWeights:
-    """Where a local model's weights lie: its row is the operator's, and so is the path."""
+def base_weights(row: Model, settings: Settings | None = None) -> BaseWeights:
+    """Where a local model's weights lie: its row is the operator's, and so is the path. With
+    `settings`, a GGUF base is kept converted in the data folder for the loads to come."""
     if row.kind == "local_hf":
         return BaseWeights("hf_folder", row.endpoint_model)
     path = smollm2_path() if row.endpoint_model == SMOLLM2 else row.endpoint_model
-    return BaseWeights("gguf", path or "")
+    return BaseWeights("gguf", path or "", weights_cache(settings) if settings else None)
+
+
+def weights_cache(settings: Settings) -> str:
+    """Where GGUF bases are kept dequantised for transformers (safetensors, 4 bytes a weight:
+    about 0.5 GB for SmolLM2); the folder may be deleted at any time, and is made again."""
+    return str(settings.data_dir / "cache" / "weights")
 
 
 def trained_key(training_job_id: str) -> str:
@@ -66,5 +75,6 @@ def _trained_spec(ctx: Context, row: Model) -> ModelSpec:
         raise FatalModelError(f"the training job behind {row.name!r} is gone")
     folder = store_for(ctx.settings).folder(trained_key(job.id))
     part = "adapter_dir" if job.job_type == "lora" else "weights_dir"
-    params = {**row.params, part: str(folder)}
-    return ModelSpec("local_hf", base_weights(base).path, None, None, params, allowlist(ctx))
+    weights = base_weights(base, ctx.settings)
+    params = {**row.params, part: str(folder), CACHE_PARAM: weights.cache_dir}
+    return ModelSpec("local_hf", weights.path, None, None, params, allowlist(ctx))

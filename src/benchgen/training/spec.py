@@ -17,6 +17,9 @@ class BaseWeights:
 
     kind: Literal["hf_folder", "gguf"]
     path: str  # a folder with config.json + *.safetensors, or a .gguf file
+    # Where a GGUF base is kept dequantised, as safetensors, once it has been loaded: later loads
+    # skip reading the GGUF file (see weights.py). None: every load reads the GGUF file.
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)

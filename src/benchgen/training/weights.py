@@ -1,7 +1,13 @@
-"""Loading base models, trained checkpoints and tokenizers: safetensors or GGUF, never pickle."""
+"""Loading base models, trained checkpoints and tokenizers: safetensors or GGUF, never pickle.
+A GGUF base with a cache folder is kept there dequantised, as safetensors, after its first load."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +16,11 @@ from benchgen.training.spec import BaseWeights
 LORA_WEIGHTS = "adapter_model.safetensors"
 LORA_CONFIG = "adapter_config.json"
 CONFIG = "config.json"
+# Written last into a cached part's folder, which is then renamed into place: a part without it
+# was never finished and is never read.
+COMPLETE = "complete"
+TOKENIZER, MODEL = "tokenizer", "model"
+log = logging.getLogger(__name__)
 
 
 def load_tokenizer(base: BaseWeights) -> Any:
@@ -20,15 +31,21 @@ def load_tokenizer(base: BaseWeights) -> Any:
     """
     from transformers import AutoTokenizer
 
+    cached = kept_part(base, TOKENIZER)
+    if cached is not None:
+        return AutoTokenizer.from_pretrained(cached, trust_remote_code=False)
     folder, gguf_file = _location(base)
-    return AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, trust_remote_code=False)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, trust_remote_code=False)
+    keep_part(base, TOKENIZER, tokenizer)
+    return tokenizer
 
 
 def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = "cpu") -> Any:
     """A causal LM in fp32: the base's weights, or a full fine-tune's from `weights_dir`.
 
-    GGUF weights are dequantised to fp32 (transformers cannot train quantised GGUF tensors).
-    Remote code is never run and folders load only from safetensors, so nothing is unpickled.
+    GGUF weights are dequantised to fp32 (transformers cannot train quantised GGUF tensors),
+    and kept so in the base's cache folder for the next load. Remote code is never run and
+    folders load only from safetensors, so nothing is unpickled.
 
     Raises:
         FileNotFoundError: the folder has no config.json or no safetensors weights.
@@ -37,6 +54,9 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
     from transformers import AutoModelForCausalLM
 
     folder, gguf_file = (weights_dir, None) if weights_dir else _location(base)
+    cached = None if weights_dir else kept_part(base, MODEL)
+    if cached is not None:
+        folder, gguf_file = cached, None
     if gguf_file is None:
         require_safetensors_folder(folder)
     options: dict[str, Any] = {"dtype": torch.float32, "trust_remote_code": False}
@@ -48,7 +68,55 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
+        keep_part(base, MODEL, model)
     return model.to(device)
+
+
+def kept_part(base: BaseWeights, part: str) -> str | None:
+    """The folder holding `part` (TOKENIZER or MODEL) of a GGUF base as a load kept it, if one
+    did since the file last changed."""
+    entry = _entry(base)
+    if entry is None or not (entry / part / COMPLETE).is_file():
+        return None
+    return str(entry / part)
+
+
+def _entry(base: BaseWeights) -> Path | None:
+    """The cache folder of this GGUF file as it is now (a changed file gets a new one)."""
+    if base.kind != "gguf" or base.cache_dir is None:
+        return None
+    try:
+        source = Path(base.path).resolve()
+        stat = source.stat()
+    except OSError:
+        return None  # loading it says what is wrong
+    stamp = f"{source}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
+    return Path(base.cache_dir) / f"{source.stem}-{hashlib.sha256(stamp).hexdigest()[:16]}"
+
+
+def keep_part(base: BaseWeights, part: str, loaded: Any) -> None:
+    """Save a part just read from a GGUF file (a tokenizer or model: anything with
+    `save_pretrained`) into the base's cache folder: reading the GGUF file again
+    (its metadata parsed in Python, every tensor dequantised) took 4 s for SmolLM2's tokenizer
+    and 15 s for its model, reading the safetensors half a second. Best effort: a full disk, a
+    memory limit or a folder another process filled first leaves the load as it is."""
+    entry = _entry(base)
+    if entry is None or (entry / part / COMPLETE).is_file():
+        return
+    staging: str | None = None
+    try:
+        entry.mkdir(parents=True, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=f".{part}-", dir=entry)
+        loaded.save_pretrained(staging)
+        (Path(staging) / COMPLETE).write_text(base.path)
+        os.rename(staging, entry / part)  # at once, whole; fails if another process was first
+        staging = None
+    except Exception as exc:  # a disk, a folder or a memory limit: the load itself succeeded
+        if not (entry / part / COMPLETE).is_file():  # else another process kept it first
+            log.warning("could not keep the converted %s of %s: %s", part, base.path, exc)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def attach_adapter(model: Any, adapter_dir: str) -> Any:

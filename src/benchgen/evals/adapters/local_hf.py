@@ -13,12 +13,13 @@ from typing import Any
 from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.prompts import LABELS
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
+from benchgen.training import records, weights
+from benchgen.training.spec import BaseWeights
 
 INSTALL_HINT = "pip install 'benchgen[train]'"
-# The layout benchgen.training writes (the import contracts keep evals and training apart).
-LORA_CONFIG = "adapter_config.json"
-LORA_WEIGHTS = "adapter_model.safetensors"
-_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+# The param naming where a GGUF base is kept converted (BaseWeights.cache_dir); the platform sets
+# it for Trained models, over anything in their own params.
+CACHE_PARAM = "weights_cache_dir"
 DEFAULT_MAX_TOKENS = 512
 _DEFAULT_THREADS = 2
 _SAMPLING_TOP_K = 40
@@ -31,6 +32,7 @@ class _Key:
     base: str  # a folder, or a .gguf file
     adapter_dir: str | None
     weights_dir: str | None
+    cache_dir: str | None
 
 
 @dataclass
@@ -51,7 +53,8 @@ class LocalHFAdapter:
 
     `spec.name` is the base's weights: a folder (config.json + safetensors) or a `.gguf` file.
     Params: `adapter_dir` (a LoRA checkpoint folder) or `weights_dir` (a full fine-tune's
-    folder; the tokenizer stays the base's), `max_tokens` (512), `threads` (2),
+    folder; the tokenizer stays the base's), `weights_cache_dir` (where a GGUF base is kept
+    converted, see training.weights), `max_tokens` (512), `threads` (2),
     `letter_logprobs` (multiple choice by the next token's log-probs of the valid letters,
     for a letter-only prompt), and a run's `temperature`, `top_p`, `stop`, `seed` and
     `system_prompt`. Greedy unless `temperature` > 0.
@@ -84,7 +87,7 @@ class LocalHFAdapter:
         loaded = _load(self._key)
         with loaded.lock, torch.inference_mode():
             torch.set_num_threads(self._threads)
-            text = _render(loaded.tokenizer, messages)
+            text = records.render_chat(loaded.tokenizer, messages, add_generation_prompt=True)
             ids = loaded.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
             if labels:
                 return _letters(loaded, ids, labels)
@@ -131,10 +134,12 @@ def _key(spec: ModelSpec) -> _Key:
     weights_dir = spec.params.get("weights_dir")
     if adapter_dir and weights_dir:
         raise FatalModelError("give adapter_dir (LoRA) or weights_dir (full fine-tune), not both")
+    cache_dir = spec.params.get(CACHE_PARAM)
     return _Key(
         _base(spec.name),
         _adapter_dir(str(adapter_dir)) if adapter_dir else None,
         _weights_dir(str(weights_dir)) if weights_dir else None,
+        str(cache_dir) if cache_dir else None,
     )
 
 
@@ -157,7 +162,7 @@ def _weights_dir(folder: str) -> str:
 
 
 def _adapter_dir(folder: str) -> str:
-    for name in (LORA_CONFIG, LORA_WEIGHTS):
+    for name in (weights.LORA_CONFIG, weights.LORA_WEIGHTS):
         if not (Path(folder) / name).is_file():
             raise FatalModelError(f"no {name} in LoRA checkpoint {folder!r}")
     return str(Path(folder).resolve())
@@ -175,46 +180,21 @@ def _load(key: _Key) -> _Loaded:
 
 
 def _build(key: _Key) -> _Loaded:
+    if key.base.endswith(".gguf"):
+        base = BaseWeights("gguf", key.base, key.cache_dir)
+    else:
+        base = BaseWeights("hf_folder", key.base)
     try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder, gguf_file = _location(key.base)
-        # Never the model's own code, and folders only from safetensors: nothing is unpickled.
-        tokenizer = AutoTokenizer.from_pretrained(
-            folder, gguf_file=gguf_file, trust_remote_code=False
-        )
-        weights: dict[str, Any] = (
-            {"gguf_file": gguf_file} if gguf_file else {"use_safetensors": True}
-        )
-        if key.weights_dir:
-            folder, weights = key.weights_dir, {"use_safetensors": True}
-        # fp32, as the trainer trains: a LoRA adapter then sees the weights it was fitted to.
-        weights |= {"dtype": torch.float32, "trust_remote_code": False}
-        model: Any = AutoModelForCausalLM.from_pretrained(folder, **weights)
+        # As the trainer loads them (fp32, so a LoRA adapter sees the weights it was fitted to):
+        # never the model's own code, and folders only from safetensors, so nothing is unpickled.
+        tokenizer = weights.load_tokenizer(base)
+        model = weights.load_model(base, key.weights_dir)
         if key.adapter_dir:
-            from peft import PeftModel
-
-            model = PeftModel.from_pretrained(model, key.adapter_dir, is_trainable=False)
+            model = weights.attach_adapter(model, key.adapter_dir)
     except Exception as exc:  # a model that cannot load now will not load on a retry either
         raise FatalModelError(f"cannot load local model {key.base!r}: {exc}") from None
     model.eval()
     return _Loaded(model, tokenizer)
-
-
-def _location(base: str) -> tuple[str, str | None]:
-    path = Path(base)
-    return (str(path.parent), path.name) if base.endswith(".gguf") else (base, None)
-
-
-def _render(tokenizer: Any, messages: list[dict[str, str]]) -> str:
-    """The prompt through the model's chat template, or as the trainer's plain fallback."""
-    if getattr(tokenizer, "chat_template", None):
-        return str(
-            tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        )
-    turns = [f"{_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages]
-    return "".join(turns) + "Assistant: "
 
 
 def _letters(loaded: _Loaded, ids: Any, labels: str) -> Completion:

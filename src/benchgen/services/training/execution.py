@@ -127,7 +127,7 @@ def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
     hyper["target_modules"] = tuple(hyper["target_modules"])
     return TrainSpec(
         job_type="sft" if row.job_type == "sft" else "lora",
-        base=_model_specs.base_weights(base),
+        base=_model_specs.base_weights(base, ctx.settings),
         dataset_path=str(data),
         hyper=Hyperparameters(**hyper),
         output_dir=str(folder / "out"),
