@@ -21,9 +21,10 @@ from sqlalchemy import select, update
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.statuses import RunStatus, TrainingStatus
-from benchgen.db.tables import CreditEntry, Job, TrainingEvent, TrainingJob
+from benchgen.db.tables import CreditEntry, Job, Model, TrainingEvent, TrainingJob
+from benchgen.evals.adapters.local_hf import CACHE_PARAM
 from benchgen.jobs.worker import Worker
-from benchgen.services import models
+from benchgen.services import _model_specs, models
 from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
@@ -263,3 +264,9 @@ def test_smollm2_learns_by_heart_and_its_checkpoint_runs_a_benchmark(world: Worl
     assert Worker(world.rt).run_once()
     finished = world.do(Principal.web(ana), launch.get_run, run.id)
     assert (finished.status, finished.done_count) == (RunStatus.COMPLETED, 5)
+    # The training child kept the base dequantised in the data folder, and the run was sent there.
+    kept = Path(world.rt.settings.data_dir, "cache", "weights")
+    assert sorted(part.name for part in kept.glob("*/*")) == ["model", "tokenizer"]
+    trained = world.ctx_call(OPERATOR, lambda ctx: ctx.session.get(Model, done.trained_model_id))
+    spec = world.ctx_call(OPERATOR, lambda ctx: _model_specs.model_spec(ctx, trained))
+    assert spec.params[CACHE_PARAM] == str(kept)
