@@ -21,14 +21,10 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
 ) -> None:
     """Serve the API (docs at /api/docs) and GET /healthz."""
-    # The app uvicorn serves, imported by name here as a command's module is (lazy.preload): a
-    # few tenths of a second sooner, and never walked by the collector again.
-    with lasting_imports():
-        import uvicorn
-        from uvicorn.importer import import_from_string
+    import uvicorn
+    from uvicorn.importer import import_from_string
 
-        import_from_string(APP)
-        from benchgen.agent.brains import BrainUnavailable, configured_brain
+    from benchgen.agent.brains import BrainUnavailable, configured_brain
 
     with open_runtime() as runtime:
         prepare(runtime)  # migrate and seed once here, before several workers could race
@@ -37,6 +33,11 @@ def serve(
         except BrainUnavailable as exc:
             console.print(f"[red]Cannot start:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
+    # Only a process that goes on to serve comes here (never a test's). The app uvicorn serves,
+    # imported by name as a command's module is (lazy.preload): a few tenths of a second
+    # sooner, and never walked by the collector again.
+    with lasting_imports():
+        import_from_string(APP)
     console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
     uvicorn.run(
         APP,
