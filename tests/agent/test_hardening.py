@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from benchgen.agent import replies, turn
 from benchgen.agent.messages import MessageIn
+from benchgen.agent.state import MAX_LOGGED_ARGS, TurnOver, TurnState
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, Unauthenticated
@@ -292,6 +296,31 @@ def test_the_same_call_again_after_another_one_is_not_a_circle(
     alternating = [[("show_benchmark", {"benchmark_id": b})] for b in (bm, bm, other, other)]
     said = say(world.rt, api, new_conversation(world.rt, api), Script(alternating).brain(), "x")
     assert said.status == "completed" and len(said.tool_calls) == 4
+
+
+class _NoService:
+    """Stands for the turn credential: the calls below reach no service."""
+
+    @contextmanager
+    def context(self, write: bool = True) -> Iterator[None]:
+        yield None
+
+
+def test_calls_alike_only_in_what_the_transcript_keeps_are_not_a_circle() -> None:
+    # The transcript cuts arguments at MAX_LOGGED_ARGS characters; the calls differ past that.
+    clock = ManualClock()
+    deadline = clock.now() + timedelta(hours=1)
+    state = TurnState(_NoService(), "conversation", "", clock, deadline, 10)  # type: ignore[arg-type]
+    long = "x" * MAX_LOGGED_ARGS
+
+    def write(text: str) -> Any:
+        return state.call("write", {"content": long + text}, lambda ctx: {"written": text})
+
+    assert [write(text) for text in "abcc"] == [{"written": text} for text in "abcc"]
+    assert len({call["args"] for call in state.tool_calls}) == 1  # alike as the transcript shows
+    with pytest.raises(TurnOver):
+        write("c")  # the same whole arguments a third time in a row
+    assert state.circling == "write"
 
 
 def test_an_unexpected_tool_error_is_a_fixed_message(

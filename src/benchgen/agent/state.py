@@ -68,6 +68,10 @@ class TurnState:
     capped: bool = False
     lost_access: bool = False
     circling: str | None = None  # the tool a brain kept calling alike, once that ended the turn
+    # The latest call, its tool and whole arguments (the transcript keeps them cut and
+    # redacted), and how many times in a row it was made.
+    latest_call: tuple[str, str] | None = field(default=None, repr=False)
+    latest_count: int = 0
     # Brains may call several tools in one step, and pydantic-ai runs them at once: proposing
     # and asking are serialised so that only the first of them can end the turn (A8).
     asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -104,7 +108,7 @@ class TurnState:
         if self.over_cap():
             raise TurnOver
         entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
-        if self._repeats(entry) >= REPEATS_ALLOWED:
+        if self._made_again(tool, args) > REPEATS_ALLOWED:
             self.tool_calls.append(entry | {"ok": False, "error": "repeated"})
             self.circling = tool
             raise TurnOver
@@ -125,14 +129,12 @@ class TurnState:
             return self.refusal("tool_failed")
         return bounded(self._screened(result)) if isinstance(result, dict) else result
 
-    def _repeats(self, entry: dict[str, Any]) -> int:
-        """How many of the latest calls were this very call (same tool, same arguments)."""
-        count = 0
-        for earlier in reversed(self.tool_calls):
-            if (earlier["tool"], earlier["args"]) != (entry["tool"], entry["args"]):
-                break
-            count += 1
-        return count
+    def _made_again(self, tool: str, args: dict[str, Any]) -> int:
+        """Note a call; how many times in a row it has now been made (1: not just before)."""
+        made = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
+        self.latest_count = self.latest_count + 1 if made == self.latest_call else 1
+        self.latest_call = made
+        return self.latest_count
 
     def _screened(self, result: dict[str, Any]) -> dict[str, Any]:
         """The result with every secret redacted before a brain reads it; a live BenchGen token
@@ -147,10 +149,12 @@ class TurnState:
 
     def log(self, tool: str, args: dict[str, Any]) -> None:
         """Record a call that needed no service (it only shapes the turn's answer)."""
+        self._made_again(tool, args)
         self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": True})
 
     def remember(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
         """Log a call the harness refused before any service was reached, and say why."""
+        self._made_again(tool, args)
         self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": False, "error": error})
         return self.refusal(error)
 
