@@ -55,7 +55,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,9 +132,11 @@ def free_port() -> int:
         return port
 
 
-def server_env(data_dir: Path, src: Path | None) -> dict[str, str]:
-    """The environment of every CLI call: SQLite in `data_dir`, cheap password hashing, and
-    the code in `src` (a baseline) instead of the checkout's when given."""
+def server_env(
+    data_dir: Path, src: Path | None, settings: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of every CLI call: SQLite in `data_dir`, cheap password hashing, the
+    code in `src` (a baseline) instead of the checkout's when given, and `settings` on top."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHGEN_")}
     if src is not None:
         env["PYTHONPATH"] = str(src)  # ahead of the editable install of the checkout
@@ -142,6 +144,7 @@ def server_env(data_dir: Path, src: Path | None) -> dict[str, str]:
         "BENCHGEN_DATA_DIR": str(data_dir),
         "BENCHGEN_ARGON2_TIME_COST": "1",
         "BENCHGEN_ARGON2_MEMORY_KIB": "64",
+        **(settings or {}),
     }
 
 
@@ -164,14 +167,17 @@ class Server:
 
 
 @contextmanager
-def serve(data_dir: Path, processes: int, src: Path | None) -> Iterator[Server]:
-    """`benchgen serve --workers N` on a free loopback port until the block ends."""
+def serve(
+    data_dir: Path, processes: int, src: Path | None, settings: Mapping[str, str] | None = None
+) -> Iterator[Server]:
+    """`benchgen serve --workers N` (with `settings` in its environment) on a free loopback
+    port, from its first healthy answer until the block ends."""
     port = free_port()
     log_path = data_dir / f"serve-{processes}.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and CLI, fixed arguments
             [*CLI, "serve", "--host", HOST, "--port", str(port), "--workers", str(processes)],
-            env=server_env(data_dir, src),
+            env=server_env(data_dir, src, settings),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -199,7 +205,7 @@ def _wait_until_healthy(url: str, proc: subprocess.Popen[bytes], log_path: Path)
                 return
         except httpx.TransportError:
             pass
-        time.sleep(0.1)
+        time.sleep(0.02)  # bench/server_start.py times the start-up by this wait
     raise SystemExit(f"benchgen serve did not answer in {START_TIMEOUT_S} s")
 
 

@@ -2,12 +2,13 @@
 beside a git revision's, with the offline brain and with an OpenAI-compatible one.
 
 What is measured: a data folder is migrated once (`benchgen db upgrade`); then, for each brain
-and each code, `benchgen serve` starts on a free port of 127.0.0.1 and /healthz is polled every
-20 ms until it answers 200; the process is then stopped. The OpenAI-compatible brain points at
-127.0.0.1:9, where nothing listens: building it needs no connection, and start-up never makes
-one. The codes take turns `--repeats` times (default 3) and the table shows medians. With
-`--baseline-rev REV` the revision's `src/` (extracted with `git archive`, the checkout untouched)
-is put first on PYTHONPATH, as in the other benches; bytecode is compiled first for both.
+and each code, `benchgen serve` starts on a free port of 127.0.0.1 (as `bench/api_load.py` starts
+it) and /healthz is polled every 20 ms until it answers 200; the process is then stopped. The
+OpenAI-compatible brain points at 127.0.0.1:9, where nothing listens: building it needs no
+connection, and start-up never makes one. The codes take turns `--repeats` times (default 3) and
+the table shows medians. With `--baseline-rev REV` the revision's `src/` (extracted with `git
+archive`, the checkout untouched) is put first on PYTHONPATH, as in the other benches; bytecode
+is compiled first for both.
 
 Run:
 
@@ -17,22 +18,17 @@ Run:
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from api_load import cli, serve
 from baseline import baseline_src, warm_bytecode
 from rich.console import Console
 from rich.table import Table
 
-CLI = (sys.executable, "-c", "from benchgen.cli import main; main()")
 BRAINS = {
     "offline (default)": {},
     "OpenAI-compatible": {
@@ -42,59 +38,22 @@ BRAINS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as reply:  # noqa: S310 - our own loopback
-            return bool(reply.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def started_in(env: dict[str, str], timeout_s: float = 60) -> float:
-    """Seconds from launching `benchgen serve` to its first healthy answer."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/healthz"
+def started_in(data_dir: Path, src: Path | None, brain: dict[str, str]) -> float:
+    """Seconds from launching `benchgen serve` to its first healthy answer (it is then stopped)."""
     began = time.perf_counter()
-    server = subprocess.Popen(  # noqa: S603 - our interpreter and CLI, fixed arguments
-        [*CLI, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        while not healthy(url):
-            if time.perf_counter() - began > timeout_s or server.poll() is not None:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.02)
+    with serve(data_dir, 1, src, brain):
         return time.perf_counter() - began
-    finally:
-        server.terminate()
-        server.wait(30)
-
-
-def environment(data_dir: Path, src: Path | None, brain: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHGEN_")}
-    if src is not None:
-        env["PYTHONPATH"] = str(src)  # ahead of the editable install of the checkout
-    return env | {"BENCHGEN_DATA_DIR": str(data_dir)} | brain
 
 
 def measure(codes: dict[str, Path | None], repeats: int, data_dir: Path) -> dict[str, list[float]]:
     """Start-up times per (brain, code), the codes taking turns."""
-    subprocess.run(  # noqa: S603 - our interpreter and CLI, fixed arguments
-        [*CLI, "db", "upgrade"], env=environment(data_dir, None, {}), check=True
-    )
+    data_dir.mkdir()
+    cli(data_dir, None, "db", "upgrade")
     times: dict[str, list[float]] = {}
     for _ in range(repeats):
         for brain, settings in BRAINS.items():
             for label, src in codes.items():
-                took = started_in(environment(data_dir, src, settings))
+                took = started_in(data_dir, src, settings)
                 times.setdefault(f"{brain}\t{label}", []).append(took)
     return times
 
