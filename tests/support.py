@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from sqlalchemy import event
 
 from benchgen.core.context import Context, Principal
@@ -128,3 +130,17 @@ def sql_sent(runtime: Runtime) -> Iterator[list[str]]:
         yield statements
     finally:
         event.remove(runtime.database.engine, "before_cursor_execute", note)
+
+
+def flat_routes(app: FastAPI) -> Iterator[tuple[str, APIRoute]]:
+    """`app.routes` as (full path, route), included routers opened up (FastAPI 0.16x nests
+    them in `app.routes`; older versions list the routes themselves)."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:
+        yield from ((r.path, r) for r in app.routes if isinstance(r, APIRoute))
+        return
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute):
+            yield context.path or route.path, route

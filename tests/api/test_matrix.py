@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from httpx import Response
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
@@ -46,7 +45,7 @@ from benchgen.services.runtime import Runtime
 from benchgen.services.training import jobs
 from tests.bundle_factory import bundle, competition, results
 from tests.snapshots import Snapshot
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, flat_routes
 
 pytestmark = pytest.mark.both_backends  # the visibility filters are SQL
 
@@ -68,7 +67,7 @@ ERROR_CODES = {401: "unauthenticated", 403: "permission_denied", 404: "not_found
 def api_routes(app: FastAPI) -> dict[tuple[str, str], str | None]:
     """Every (method, path) the app serves under /api/v1, with the scope it declares."""
     found: dict[tuple[str, str], str | None] = {}
-    for path, route in _flat_routes(app):
+    for path, route in flat_routes(app):
         if not path.startswith("/api/v1/") or not route.include_in_schema:
             continue
         extra = route.openapi_extra or {}
@@ -76,20 +75,6 @@ def api_routes(app: FastAPI) -> dict[tuple[str, str], str | None]:
         for method in route.methods or ():
             found[(method, path)] = extra["x-scope"]
     return found
-
-
-def _flat_routes(app: FastAPI) -> Iterator[tuple[str, APIRoute]]:
-    """`app.routes` as (full path, route), included routers opened up (FastAPI 0.16x nests
-    them in `app.routes`; older versions list the routes themselves)."""
-    try:
-        from fastapi.routing import iter_route_contexts
-    except ImportError:
-        yield from ((r.path, r) for r in app.routes if isinstance(r, APIRoute))
-        return
-    for context in iter_route_contexts(app.routes):
-        route = context.original_route
-        if isinstance(route, APIRoute):
-            yield context.path or route.path, route
 
 
 @dataclass(frozen=True)

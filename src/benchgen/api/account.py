@@ -8,12 +8,13 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Me, Page
 from benchgen.core.errors import InvalidInput, invalid
 from benchgen.services.accounts import credits, tokens, users
 from benchgen.services.accounts.credits import LedgerLine
 
-router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON)
+router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON, route_class=OneThreadRoute)
 
 
 @router.get("/me", response_model=Me, openapi_extra={"x-scope": None})

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
 from benchgen.core.context import Context
 from benchgen.services.accounts import ratelimits
@@ -19,7 +20,9 @@ from benchgen.services.runs import leaderboards
 from benchgen.services.runs.leaderboards import Leaderboard
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn
 
-router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
+)
 _QUOTA_HEADERS = {
     f"X-RateLimit-{name}": {"description": text, "schema": {"type": "integer"}, "required": True}
     for name, text in (

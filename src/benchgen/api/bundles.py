@@ -11,13 +11,16 @@ from benchgen.api.benchmarks import CREATION, quota_headers
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment, read_upload
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark
 from benchgen.services.benchmarks import bundles
 from benchgen.services.benchmarks.bundles import BundleView
 from benchgen.services.runs import bundle_execution, submissions
 from benchgen.services.runs.launch import RunView
 
-router = APIRouter(prefix="/api/v1", tags=["custom formats"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1", tags=["custom formats"], responses=COMMON, route_class=OneThreadRoute
+)
 # Bundles and submissions are whole archives: the body limit allows them more.
 UPLOAD_PATH = f"{router.prefix}/benchmarks/bundles"
 VERSION_PATH = f"{router.prefix}/benchmarks/{{benchmark_id}}/bundle"

@@ -12,11 +12,14 @@ from benchgen.agent.runner import TurnRunner
 from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_input
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import ConversationView
 
-router = APIRouter(prefix="/api/v1/chat", tags=["chat"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/chat", tags=["chat"], responses=COMMON, route_class=OneThreadRoute
+)
 READ = {"x-scope": "read"}
 # One row more than the page is fetched to learn whether another follows; the service's
 # window allows 200, so pages stay well below it.

@@ -9,10 +9,13 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
+from benchgen.api.routing import OneThreadRoute
 from benchgen.services.runs import compare
 from benchgen.services.runs.compare import Comparison
 
-router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/runs", tags=["runs"], responses=COMMON, route_class=OneThreadRoute
+)
 
 
 @router.get("/compare", response_model=Comparison, openapi_extra={"x-scope": "read"})

@@ -11,12 +11,15 @@ from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import read_upload
 from benchgen.api.paging import page
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.core.errors import invalid
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetFormat, DatasetView
 
-router = APIRouter(prefix="/api/v1/datasets", tags=["datasets"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/datasets", tags=["datasets"], responses=COMMON, route_class=OneThreadRoute
+)
 # An uploaded dataset: the body limit allows its own size limit plus the multipart framing.
 UPLOAD_PATH = router.prefix
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]

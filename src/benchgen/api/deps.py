@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -108,28 +110,55 @@ async def _check_input(request: Request) -> None:
             raise invalid(["body"], "nested too deeply") from None
 
 
-def unit_of_work(
+@dataclass(frozen=True)
+class Work:
+    """What one request's unit of work needs, gathered without a worker thread: the runtime,
+    the credentials sent, what `input_problem` found, and whether the request only reads."""
+
+    runtime: Runtime
+    credentials: HTTPAuthorizationCredentials | None
+    problem: InvalidInput | None
+    reads: bool
+
+    @contextmanager
+    def opened(self) -> Iterator[Context]:
+        """One transaction as the authenticated principal; errors roll it back.
+
+        Reads take no write lock (on SQLite a write transaction serialises every request
+        behind it) and authenticate inside their own transaction: the token, the account and
+        the work see one snapshot, and the rows authentication loaded serve every later
+        decision. Writes authenticate first in a read of their own, so a request without a
+        valid token never waits for, or holds, the write lock. Either way the token is looked
+        up on every request: a revoked token or a disabled account is refused on the very
+        next one.
+        """
+        if self.reads:
+            yield from _reading(self.runtime, self.credentials, self.problem)
+            return
+        principal = get_principal(self.runtime, self.credentials)
+        if self.problem is not None:
+            raise self.problem
+        with transaction(self.runtime, principal) as ctx:
+            yield ctx
+
+
+async def pending_work(
     request: Request,
     runtime: RuntimeDep,
     credentials: CredentialsDep,
     problem: Annotated[InvalidInput | None, Depends(input_problem)],
-) -> Iterator[Context]:
-    """One transaction per request as the authenticated principal; errors roll it back.
+) -> Work:
+    """The request's unit of work, not yet opened (a coroutine: it needs no thread)."""
+    return Work(runtime, credentials, problem, request.method in ("GET", "HEAD"))
 
-    Reads take no write lock (on SQLite a write transaction serialises every request behind
-    it) and authenticate inside their own transaction: the token, the account and the work
-    see one snapshot, and the rows authentication loaded serve every later decision. Writes
-    authenticate first in a read of their own, so a request without a valid token never
-    waits for, or holds, the write lock. Either way the token is looked up on every request:
-    a revoked token or a disabled account is refused on the very next one.
-    """
-    if request.method in ("GET", "HEAD"):
-        yield from _reading(runtime, credentials, problem)
-        return
-    principal = get_principal(runtime, credentials)
-    if problem is not None:
-        raise problem
-    with transaction(runtime, principal) as ctx:
+
+WorkDep = Annotated[Work, Depends(pending_work)]
+
+
+def unit_of_work(work: WorkDep) -> Iterator[Context]:
+    """The request's unit of work, opened for an endpoint that runs on the event loop (one
+    that awaits an upload); `api.routing` opens it in a sync endpoint's own thread."""
+    with work.opened() as ctx:
         yield ctx
 
 

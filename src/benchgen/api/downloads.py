@@ -9,9 +9,12 @@ from fastapi import APIRouter, Query, Response
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import attachment
+from benchgen.api.routing import OneThreadRoute
 from benchgen.services.runs import exports
 
-router = APIRouter(prefix="/api/v1", tags=["benchmarks"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
+)
 
 
 @router.get(

@@ -11,11 +11,14 @@ from benchgen.api.benchmarks import CREATION, quota_headers
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import attachment, read_upload
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark
 from benchgen.core.errors import invalid
 from benchgen.services.benchmarks import exports, imports
 
-router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
+)
 # An uploaded file of questions: the body limit allows it what the JSON import allows.
 IMPORT_FILE_PATH = f"{router.prefix}/import/file"
 FILES: dict[int | str, dict[str, Any]] = {

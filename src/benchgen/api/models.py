@@ -8,11 +8,14 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.services import models
 from benchgen.services.models import ModelChange, ModelIn, ModelView
 
-router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/models", tags=["models"], responses=COMMON, route_class=OneThreadRoute
+)
 
 
 @router.get("", response_model=Page[ModelView], openapi_extra={"x-scope": "read"})

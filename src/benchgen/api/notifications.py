@@ -7,10 +7,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
+from benchgen.api.routing import OneThreadRoute
 from benchgen.services.runs import notifications
 from benchgen.services.runs.notifications import NotificationSettings
 
-router = APIRouter(prefix="/api/v1/me", tags=["account"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/me", tags=["account"], responses=COMMON, route_class=OneThreadRoute
+)
 
 
 class NotificationsIn(BaseModel):

@@ -10,12 +10,15 @@ from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment
 from benchgen.api.paging import page
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import LogLine, Page, StartRun
 from benchgen.services.runs import launch, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
 from benchgen.services.runs.rescoring import Rescore
 
-router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/runs", tags=["runs"], responses=COMMON, route_class=OneThreadRoute
+)
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
 MAX_LOG_ID = 2**31 - 1  # log line ids are 32-bit integers: a larger `after` fails the query
 

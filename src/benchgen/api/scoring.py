@@ -9,9 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
+from benchgen.api.routing import OneThreadRoute
 from benchgen.services.benchmarks import scoring
 
-router = APIRouter(prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
+)
 
 
 class ScoringIn(BaseModel):

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.paging import page
+from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.services.training import bases, compute, jobs, plans
 from benchgen.services.training.bases import BaseChoice
@@ -16,7 +17,9 @@ from benchgen.services.training.compute import PoolView
 from benchgen.services.training.jobs import TrainingJobView, TrainingLogLine
 from benchgen.services.training.plans import TrainingIn, TrainingPlan
 
-router = APIRouter(prefix="/api/v1", tags=["training"], responses=COMMON)
+router = APIRouter(
+    prefix="/api/v1", tags=["training"], responses=COMMON, route_class=OneThreadRoute
+)
 Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
 MAX_LOG_ID = 2**31 - 1
 
