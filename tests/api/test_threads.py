@@ -4,15 +4,16 @@ validate the answer and one to commit."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from typing import Any
 
 import anyio.to_thread
 import pytest
+from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
-from benchgen.api.deps import unit_of_work
+from benchgen.api.deps import ContextDep, opened_by_route
+from benchgen.api.routing import OneThreadRoute
 from benchgen.app import create_app
 from benchgen.services.runtime import Runtime
 from tests.support import QA, World, flat_routes
@@ -60,17 +61,39 @@ def test_each_request_hops_to_a_worker_thread_once(
     assert hops == ["_run"]
 
 
-def test_no_sync_api_endpoint_opens_its_unit_of_work_in_a_thread_of_its_own(
-    runtime: Runtime,
-) -> None:
+def test_every_api_endpoint_opens_its_unit_of_work_in_its_own_thread(runtime: Runtime) -> None:
     routes = list(flat_routes(create_app(runtime.settings, runtime)))
     apart = [
         path
         for path, route in routes
-        if not inspect.iscoroutinefunction(route.endpoint)
-        and any(d.call is unit_of_work for d in route.dependant.dependencies)
+        if any(d.call is opened_by_route for d in route.dependant.dependencies)
     ]
     assert apart == []
     # Named and documented as written (operation ids and summaries come from these).
     named = {route.name: route for _, route in routes}
     assert named["list_benchmarks"].description.startswith("Benchmarks you can see")
+
+
+def test_an_endpoint_that_would_run_services_on_the_event_loop_is_refused() -> None:
+    async def upload(ctx: ContextDep) -> None:
+        """Would block every other request while its services run."""
+
+    with pytest.raises(TypeError, match="must be sync"):
+        OneThreadRoute("/upload", upload)
+
+
+def test_a_route_of_another_class_cannot_open_a_unit_of_work(
+    runtime: Runtime, world: World
+) -> None:
+    router = APIRouter()
+
+    @router.get("/elsewhere")
+    def elsewhere(ctx: ContextDep) -> str:
+        return ctx.principal.kind
+
+    app = create_app(runtime.settings, runtime)
+    app.include_router(router)
+    secret = world.token(world.user("ana@example.com"), ALL_SCOPES)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/elsewhere", headers={"Authorization": f"Bearer {secret}"})
+    assert answer.status_code == 500

@@ -38,14 +38,14 @@ ZIP: dict[int | str, dict[str, Any]] = {
     responses=CREATION,
     openapi_extra={"x-scope": "create"},
 )
-async def upload_bundle(
+def upload_bundle(
     ctx: ContextDep,
     response: Response,
     bundle: Annotated[UploadFile, File(description="A Codabench v2 bundle (.zip)")],
 ) -> dict[str, Any]:
     """Create a custom benchmark from a Codabench v2 bundle. Every problem comes back at once,
     each with its place and line in competition.yaml; unknown keys are `warnings`."""
-    data = await read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
     created = bundles.upload_bundle(ctx, data, bundle.filename or "bundle.zip")
     quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
@@ -67,14 +67,14 @@ def get_bundle(ctx: ContextDep, benchmark_id: str) -> BundleView:
     responses=responses(409),
     openapi_extra={"x-scope": "edit"},
 )
-async def upload_bundle_version(
+def upload_bundle_version(
     ctx: ContextDep,
     benchmark_id: str,
     bundle: Annotated[UploadFile, File(description="The changed bundle (.zip)")],
 ) -> BundleView:
     """Upload a changed bundle as the next version. Adding or removing phases or tasks is
     refused here (403): that is done in the web app."""
-    data = await read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
+    data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
     return bundles.upload_bundle_version(ctx, benchmark_id, data, bundle.filename or "bundle.zip")
 
 
@@ -101,7 +101,7 @@ def download_bundle(
     responses=responses(409, 429),
     openapi_extra={"x-scope": "runs"},
 )
-async def submit(
+def submit(
     ctx: ContextDep,
     benchmark_id: str,
     submission: Annotated[UploadFile, File(description="A results zip or a code zip")],
@@ -111,7 +111,7 @@ async def submit(
     kind: Annotated[str, Form(description="auto, results or code")] = "auto",
 ) -> RunView:
     """Submit to a custom benchmark as Codabench participants do; it becomes a run."""
-    data = await read_upload(submission, "submission", ctx.settings.max_submission_bytes)
+    data = read_upload(submission, "submission", ctx.settings.max_submission_bytes)
     name = submission.filename or "submission.zip"
     return submissions.submit(ctx, benchmark_id, data, name, phase, kind)
 

@@ -36,7 +36,7 @@ def list_datasets(
 
 
 @router.post("", status_code=201, response_model=DatasetView, openapi_extra={"x-scope": "train"})
-async def upload_dataset(
+def upload_dataset(
     ctx: ContextDep,
     file: Annotated[
         UploadFile, File(description="Chat or prompt/completion JSONL, CSV, or Parquet")
@@ -54,7 +54,7 @@ async def upload_dataset(
     """Upload a dataset (at most BENCHGEN_MAX_DATASET_BYTES). Every row is checked: problems
     come back with their line or row number, and nothing is stored unless all rows are valid.
     The token estimate is characters / 4."""
-    data = await read_upload(file, "file", ctx.settings.max_dataset_bytes)
+    data = read_upload(file, "file", ctx.settings.max_dataset_bytes)
     try:
         fields = json.loads(mapping)
     except json.JSONDecodeError as exc:

@@ -155,11 +155,14 @@ async def pending_work(
 WorkDep = Annotated[Work, Depends(pending_work)]
 
 
-def unit_of_work(work: WorkDep) -> Iterator[Context]:
-    """The request's unit of work, opened for an endpoint that runs on the event loop (one
-    that awaits an upload); `api.routing` opens it in a sync endpoint's own thread."""
-    with work.opened() as ctx:
-        yield ctx
+def opened_by_route() -> Context:
+    """Stands for the request's unit of work in `ContextDep`: `api.routing.OneThreadRoute`
+    opens it in the endpoint's own thread instead. A route of another class reaches this.
+
+    Raises:
+        RuntimeError: always; the route's router needs `route_class=OneThreadRoute`.
+    """
+    raise RuntimeError("ContextDep needs a router made with route_class=OneThreadRoute")
 
 
 def _reading(
@@ -182,8 +185,7 @@ def _reading(
             _record_use(runtime, principal)
 
 
-# scope="function" commits when the endpoint returns, before the response is sent. The default
-# ("request") commits after the client already holds the answer, so its next request could miss
-# what this one wrote (PostgreSQL reads only committed rows), and a failed commit would follow a
-# success the client had already been told about.
-ContextDep = Annotated[Context, Depends(unit_of_work, scope="function")]
+# One transaction per request as its principal (`Work.opened`), committed in the endpoint's
+# thread as it returns: before the response is sent, so the client's next request sees what
+# this one wrote, and a failed commit is an error, never a success already reported.
+ContextDep = Annotated[Context, Depends(opened_by_route)]

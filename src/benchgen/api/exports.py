@@ -36,7 +36,7 @@ FILES: dict[int | str, dict[str, Any]] = {
     responses=CREATION,
     openapi_extra={"x-scope": "create"},
 )
-async def import_file(
+def import_file(
     ctx: ContextDep,
     response: Response,
     file: Annotated[UploadFile, File(description="JSONL, CSV, Parquet or a datasets file")],
@@ -51,7 +51,7 @@ async def import_file(
 ) -> dict[str, Any]:
     """Create a benchmark from an uploaded file through a field mapping (counts against the
     creation limit). Every row's problem comes back with its line or row number."""
-    data = await read_upload(file, "file", ctx.settings.max_import_bytes)
+    data = read_upload(file, "file", ctx.settings.max_import_bytes)
     try:
         fields = json.loads(mapping)
     except json.JSONDecodeError as exc:

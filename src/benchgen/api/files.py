@@ -7,14 +7,15 @@ from fastapi import Response, UploadFile
 from benchgen.core.errors import invalid
 
 
-async def read_upload(upload: UploadFile, field: str, limit: int) -> bytes:
-    """The uploaded file's bytes; refused when empty or larger than `limit`.
+def read_upload(upload: UploadFile, field: str, limit: int) -> bytes:
+    """The uploaded file's bytes; refused when empty or larger than `limit`. Read from the
+    file the framework spooled it to, in the endpoint's own thread (never on the event loop).
 
     Raises:
         InvalidInput: empty, or larger than the limit (the body limit allows a little more for
             the multipart framing, so the file itself is measured here).
     """
-    data = await upload.read(limit + 1)
+    data = upload.file.read(limit + 1)
     if len(data) > limit:
         raise invalid([field], f"is larger than {limit} bytes")
     if not data:

@@ -19,13 +19,12 @@ _WORK = "pending_unit_of_work"
 class OneThreadRoute(APIRoute):
     """A route that opens a sync endpoint's unit of work in the endpoint's own thread.
 
-    FastAPI runs a sync dependency with `yield` in the thread pool twice (to open it, then to
-    close it), the sync endpoint a third time and the response's validation a fourth: four
-    hops between the event loop and a thread per request, a fifth of a GET's CPU (measured
-    with py-spy). Here the endpoint becomes a coroutine that gathers the unit of work's
-    inputs on the event loop and makes one hop, in which the transaction opens, the endpoint
-    runs and the transaction commits. Commit-before-the-response and rollback-on-error hold
-    as with `ContextDep`; endpoints are written as before and stay plain functions in tests.
+    As a dependency with `yield`, the unit of work cost four hops between the event loop and
+    the thread pool per request: to open it, to run the endpoint, to validate the answer and
+    to commit; a fifth of a GET's CPU (py-spy). Here the endpoint becomes a coroutine that
+    gathers the unit of work's inputs on the event loop and makes one hop, in which the
+    transaction opens, the endpoint runs and the transaction commits (before the response is
+    sent) or rolls back (on any error). Endpoints stay plain functions taking a `ContextDep`.
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -33,14 +32,19 @@ class OneThreadRoute(APIRoute):
 
 
 def in_one_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """`endpoint` as a coroutine that runs it and its unit of work in one thread; any other
-    endpoint (a coroutine, or one without a `ContextDep` parameter) as it is."""
-    if inspect.iscoroutinefunction(endpoint):
-        return endpoint
+    """`endpoint` as a coroutine that runs it and its unit of work in one thread; an endpoint
+    without a `ContextDep` parameter as it is.
+
+    Raises:
+        TypeError: a coroutine endpoint with a `ContextDep`: its services would block the event
+            loop, and every other request with it.
+    """
     signature = get_typed_signature(endpoint)
     name = next((p.name for p in signature.parameters.values() if p.annotation == ContextDep), None)
     if name is None:
         return endpoint
+    if inspect.iscoroutinefunction(endpoint):
+        raise TypeError(f"{endpoint.__qualname__}: an endpoint with a ContextDep must be sync")
     kept = [p for p in signature.parameters.values() if p.name != name]
     work = inspect.Parameter(_WORK, inspect.Parameter.KEYWORD_ONLY, annotation=WorkDep)
 

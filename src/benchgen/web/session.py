@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from benchgen.core.context import Context, Principal
@@ -96,7 +97,9 @@ async def csrf_checked(request: Request) -> None:
     """
     if request.method in _SAFE_METHODS:
         return
-    live = current_session(request)
+    # The session is looked up in the database: in a worker thread, never on the event loop
+    # (a stamp of last-seen may wait for SQLite's write lock, and every request with it).
+    live = await run_in_threadpool(current_session, request)
     expected = live.csrf_token if live is not None else request.cookies.get(PRESESSION_COOKIE)
     sent = request.headers.get(CSRF_HEADER)
     if sent is None and "form" in request.headers.get("content-type", ""):

@@ -13,7 +13,7 @@ from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import lifecycle, scoring
 from benchgen.services.runtime import undo_on_error
-from benchgen.web.pages.benchmark_frame import back_to, render_tab
+from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
 from benchgen.web.pages.question_form import Problems, problems_of
 from benchgen.web.session import WebContext, csrf_checked
 
@@ -36,9 +36,8 @@ def scoring_page(request: Request, ctx: WebContext, benchmark_id: str) -> Respon
 
 
 @router.post("/benchmarks/{benchmark_id}/settings/scoring", name="benchmark_scoring_save")
-async def scoring_save(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
+def scoring_save(request: Request, ctx: WebContext, form: FormDep, benchmark_id: str) -> Response:
     """Save the chosen method; its boolean options come as checkboxes (unticked = off)."""
-    form = await request.form()
     method = str(form.get("method", ""))[:40]
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
     defaults = scoring.method_choices(found.format).get(method, {})
