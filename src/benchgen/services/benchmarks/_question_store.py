@@ -4,6 +4,8 @@ that have already required reading or editing the benchmark (lifecycle, runs, re
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import Text, cast, delete, insert, select
 
@@ -20,21 +22,30 @@ def load_canonical(
     """The stored questions of a benchmark, in order, in canonical form (one query; a window of
     them when `limit` is given, cut by the database)."""
     rows = ctx.session.execute(
-        select(Question.prompt, Question.answers, Question.choices, Question.tags, Question.meta)
+        select(
+            Question.prompt,
+            cast(Question.answers, Text),
+            cast(Question.choices, Text),
+            cast(Question.tags, Text),
+            cast(Question.meta, Text),
+        )
         .where(Question.benchmark_id == benchmark_id)
         .order_by(Question.position)
         .limit(limit)
         .offset(offset)
+    ).all()
+    decoded = _decoded(
+        f"[{answers},{choices or 'null'},{tags},{meta}]" for _, answers, choices, tags, meta in rows
     )
     return [
         Canonical(
-            prompt,
+            row[0],
             tuple(answers),
             tuple(choices) if choices is not None else None,
             tuple(tags),
-            json.dumps(meta, sort_keys=True),
+            json.dumps(meta, sort_keys=True) if meta else "{}",  # most have none
         )
-        for prompt, answers, choices, tags, meta in rows
+        for row, (answers, choices, tags, meta) in zip(rows, decoded, strict=True)
     ]
 
 
@@ -47,16 +58,20 @@ def load_keys(ctx: Context, benchmark_id: str) -> tuple[list[Key], list[tuple[st
         .where(Question.benchmark_id == benchmark_id)
         .order_by(Question.position)
     )
-    # One JSON document for every row: the C decoder runs once instead of three times per
-    # question, which was half the time of rescoring a large run.
-    text = ",".join(
-        f"[{answers},{choices or 'null'},{labels}]" for answers, choices, labels in rows
-    )
     keys, tags = [], []
-    for answers, choices, labels in json.loads(f"[{text}]"):
+    for answers, choices, labels in _decoded(
+        f"[{answers},{choices or 'null'},{labels}]" for answers, choices, labels in rows
+    ):
         keys.append(Key(tuple(answers), tuple(choices) if choices is not None else None))
         tags.append(tuple(labels))
     return keys, tags
+
+
+def _decoded(documents: Iterable[str]) -> list[Any]:
+    """Each row's JSON columns, stored as text and joined into one array per row, decoded as
+    one document: the C decoder runs once per query instead of once per column and row (half
+    the time of rescoring a large run; a third of a page of results)."""
+    return list(json.loads(f"[{','.join(documents)}]"))
 
 
 def replace_questions(ctx: Context, benchmark_id: str, questions: list[Canonical]) -> None:
