@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from benchgen.api.deps import ContextDep, opened_by_route
 from benchgen.api.routing import OneThreadRoute
 from benchgen.app import create_app
+from benchgen.services.chat import conversations
 from benchgen.services.runtime import Runtime
 from tests.support import QA, World, flat_routes
 
@@ -97,3 +98,24 @@ def test_a_route_of_another_class_cannot_open_a_unit_of_work(
     with TestClient(app, raise_server_exceptions=False) as client:
         answer = client.get("/elsewhere", headers={"Authorization": f"Bearer {secret}"})
     assert answer.status_code == 500
+
+
+def test_an_answer_that_fails_its_response_model_rolls_the_work_back(
+    runtime: Runtime, world: World
+) -> None:
+    router = APIRouter(route_class=OneThreadRoute)
+
+    @router.post("/broken", response_model=int)
+    def broken(ctx: ContextDep) -> Any:
+        conversations.create_conversation(ctx, "Kept?")
+        return "not a number"  # a bug the response model catches
+
+    app = create_app(runtime.settings, runtime)
+    app.include_router(router)
+    secret = world.token(world.user("ana@example.com"), ALL_SCOPES)
+    auth = {"Authorization": f"Bearer {secret}"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.post("/broken", headers=auth)
+        listed = client.get("/api/v1/chat/conversations", headers=auth).json()
+    assert answer.status_code == 500
+    assert listed["items"] == []

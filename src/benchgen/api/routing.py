@@ -6,8 +6,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from fastapi import Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.utils import get_typed_return_annotation, get_typed_signature
+from fastapi.exceptions import ResponseValidationError
 from fastapi.routing import APIRoute
 
 from benchgen.api.deps import ContextDep, Work, WorkDep
@@ -23,17 +25,35 @@ class OneThreadRoute(APIRoute):
     the thread pool per request: to open it, to run the endpoint, to validate the answer and
     to commit; a fifth of a GET's CPU (py-spy). Here the endpoint becomes a coroutine that
     gathers the unit of work's inputs on the event loop and makes one hop, in which the
-    transaction opens, the endpoint runs and the transaction commits (before the response is
-    sent) or rolls back (on any error). Endpoints stay plain functions taking a `ContextDep`.
+    transaction opens, the endpoint runs, its answer is checked against the response model
+    and the transaction commits (before the response is sent) or rolls back (on any error,
+    an answer that fails its model included). Endpoints stay plain functions taking a
+    `ContextDep`.
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        super().__init__(path, in_one_thread(endpoint), **kwargs)
+        super().__init__(path, in_one_thread(endpoint, self.checked), **kwargs)
+
+    def checked(self, answer: Any) -> None:
+        """Refuse an answer its response model would refuse, while its work can still be rolled
+        back (the framework checks it again, after the commit, as it serialises it).
+
+        Raises:
+            ResponseValidationError: the answer does not fit (a bug: the client gets a 500).
+        """
+        field = self.response_field
+        if field is None or isinstance(answer, Response):
+            return
+        _, errors = field.validate(answer, {}, loc=("response",))
+        if errors:
+            raise ResponseValidationError(errors, body=answer)
 
 
-def in_one_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """`endpoint` as a coroutine that runs it and its unit of work in one thread; an endpoint
-    without a `ContextDep` parameter as it is.
+def in_one_thread(
+    endpoint: Callable[..., Any], checked: Callable[[Any], None]
+) -> Callable[..., Any]:
+    """`endpoint` as a coroutine that runs it, and `checked` on its answer, inside its unit of
+    work in one thread; an endpoint without a `ContextDep` parameter as it is.
 
     Raises:
         TypeError: a coroutine endpoint with a `ContextDep`: its services would block the event
@@ -50,7 +70,7 @@ def in_one_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
 
     async def run(**values: Any) -> Any:
         pending: Work = values.pop(_WORK)
-        return await run_in_threadpool(_run, endpoint, name, pending, values)
+        return await run_in_threadpool(_run, endpoint, checked, (name, pending), values)
 
     # Named and documented as the endpoint (operation ids, OpenAPI summaries), but without
     # `__wrapped__`: FastAPI would unwrap it and take the coroutine for a sync function.
@@ -62,6 +82,14 @@ def in_one_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _run(endpoint: Callable[..., Any], name: str, pending: Work, values: dict[str, Any]) -> Any:
+def _run(
+    endpoint: Callable[..., Any],
+    checked: Callable[[Any], None],
+    work: tuple[str, Work],
+    values: dict[str, Any],
+) -> Any:
+    name, pending = work
     with pending.opened() as ctx:
-        return endpoint(**values, **{name: ctx})
+        answer = endpoint(**values, **{name: ctx})
+        checked(answer)
+    return answer
