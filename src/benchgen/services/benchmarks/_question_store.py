@@ -69,8 +69,8 @@ def load_keys(ctx: Context, benchmark_id: str) -> tuple[list[Key], list[tuple[st
 
 def _decoded(documents: Iterable[str]) -> list[Any]:
     """Each row's JSON columns, stored as text and joined into one array per row, decoded as
-    one document: the C decoder runs once per query instead of once per column and row (half
-    the time of rescoring a large run; a third of a page of results)."""
+    one document: the C decoder runs once per query instead of once per column and row (it was
+    half the time of rescoring a large run; reading 10,000 questions took 161 ms, now 90)."""
     return list(json.loads(f"[{','.join(documents)}]"))
 
 
