@@ -70,7 +70,7 @@ def in_one_thread(
 
     async def run(**values: Any) -> Any:
         pending: Work = values.pop(_WORK)
-        return await run_in_threadpool(_run, endpoint, checked, (name, pending), values)
+        return await run_in_threadpool(_run, endpoint, checked, name, pending, values)
 
     # Named and documented as the endpoint (operation ids, OpenAPI summaries), but without
     # `__wrapped__`: FastAPI would unwrap it and take the coroutine for a sync function.
@@ -85,10 +85,10 @@ def in_one_thread(
 def _run(
     endpoint: Callable[..., Any],
     checked: Callable[[Any], None],
-    work: tuple[str, Work],
+    name: str,
+    pending: Work,
     values: dict[str, Any],
 ) -> Any:
-    name, pending = work
     with pending.opened() as ctx:
         answer = endpoint(**values, **{name: ctx})
         checked(answer)
