@@ -20,9 +20,10 @@ from benchgen.cli.lazy import Entry
 SERVER = ("alembic", "fastapi", "starlette", "uvicorn", "httpx", "pydantic_ai", "benchgen.agent")
 STORAGE = ("sqlalchemy", "pydantic_settings", "benchgen.db", "benchgen.services", "benchgen.jobs")
 # What a model run does not use: custom benchmarks (bundles, Markdown, YAML), training (a Trained
-# model's plain spec aside), address validation (a run only looks its user up), and Rich (loaded
-# once the first model requests are out).
+# model's plain spec aside), address validation (a run only looks its user up), Rich (loaded
+# once the first model requests are out), and the SQL dialect of a database it does not use.
 NOT_FOR_A_RUN = (
+    "sqlalchemy.dialects.postgresql",
     "benchgen.bundles",
     "markdown_it",
     "yaml",

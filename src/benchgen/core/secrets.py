@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache, cached_property
 
 from benchgen.core.ids import CHECKSUM_LEN, TOKEN_BODY_LEN, TOKEN_PREFIXES, token_prefix
 from benchgen.core.text import INVISIBLE_RUN
@@ -93,8 +94,13 @@ class SecretPattern:
     """
 
     kind: SecretKind
-    regex: re.Pattern[str]
+    source: str
     check: Callable[[str], bool]
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The shape, compiled at its first use (see `_asks`)."""
+        return re.compile(self.source)
 
 
 def _always(_: str) -> bool:
@@ -157,7 +163,7 @@ _SEP = r"[_\-. ]?"
 
 
 def _row(kind: SecretKind, regex: str, check: Callable[[str], bool] = _always) -> SecretPattern:
-    return SecretPattern(kind, re.compile(regex), check)
+    return SecretPattern(kind, regex, check)
 
 
 # Order matters only for the reader: overlapping matches are all redacted (see redact_secrets).
@@ -358,16 +364,14 @@ _POINTED = (
 )
 _ASKS = (
     # "send me your token, …": asked of the reader, addressed to the agent.
-    re.compile(rf"\b{_HANDOVER}\s+(?:me|us)\s+(?:back\s+)?{_SECRET}"),
+    rf"\b{_HANDOVER}\s+(?:me|us)\s+(?:back\s+)?{_SECRET}",
     # "paste your API token here", "please provide the password."
-    re.compile(rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}"),
+    rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}",
     # "what is your password?", "what's your BenchGen token"
-    re.compile(rf"\bwhat(?:'s|\s+is|\s+are)\s+your\s+{_QUALIFIER}{_NOUN}\s*(?:$|[?.!,:;])"),
+    rf"\bwhat(?:'s|\s+is|\s+are)\s+your\s+{_QUALIFIER}{_NOUN}\s*(?:$|[?.!,:;])",
     # "I need your API key", "we'll require your credentials"
-    re.compile(
-        rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
-        rf"{_QUALIFIER}{_NOUN}\b"
-    ),
+    rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
+    rf"{_QUALIFIER}{_NOUN}\b",
 )
 # A request in the same clause after one of these is advice, not a request: "never paste your
 # token here", "you don't need to send me your password".
@@ -386,11 +390,19 @@ def asks_for_secret(text: str) -> bool:
     BENCHGEN_TOKEN", "manage your tokens at /settings/tokens") is not a request.
     """
     plain = INVISIBLE_RUN.sub("", text).replace("\u2019", "'").casefold()
-    for pattern in _ASKS:
+    for pattern in _asks():
         for match in pattern.finditer(plain):
             if not _negated(plain, match.start()):
                 return True
     return False
+
+
+@cache
+def _asks() -> tuple[re.Pattern[str], ...]:
+    # Compiled at the first check, not on import: every process that may redact a text imports
+    # this module, and compiling these and the table's shapes took ~8 ms of `benchgen run`'s
+    # start, where nothing is redacted before the first model request.
+    return tuple(re.compile(pattern) for pattern in _ASKS)
 
 
 def _negated(text: str, start: int) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from sqlalchemy import or_, select
 
 from benchgen.core.context import Context
@@ -21,7 +21,7 @@ from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
-from benchgen.services.specs import Line, Title, parse
+from benchgen.services.specs import STRICT, Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
 # Models whose weights lie on the server: only the operator registers them (by path).
@@ -35,7 +35,7 @@ class ModelIn(BaseModel):
     """A model to register. Users may register endpoints; local files and baselines are the
     operator's (a user-chosen file path would let anyone read the server's disk)."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = STRICT
 
     name: Title = Field(min_length=1, max_length=200, examples=["My vLLM Qwen"])
     kind: Literal["openai_compat", "anthropic", "local_gguf", "local_hf", "builtin"] = (
@@ -52,7 +52,7 @@ class ModelIn(BaseModel):
 class ModelChange(BaseModel):
     """Rename a model, rotate its key, or change its parameters."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = STRICT
 
     name: Title | None = Field(None, min_length=1, max_length=200)
     api_key: str | None = Field(None, max_length=2000)

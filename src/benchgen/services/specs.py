@@ -23,7 +23,9 @@ MAX_TAGS = 20
 MAX_TAG = 50
 MAX_METADATA_BYTES = 16 * 1024  # of the metadata as compact JSON
 
-_Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
+# Every input shape refuses unknown fields and strips its strings. Each is built at its first
+# use, not on import: `benchgen run` imports these with the services and never uses most of them.
+STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 # Text hygiene for every shape below (core/text.py says why): each door validates through these
@@ -63,7 +65,7 @@ class QuestionIn(BaseModel):
     """One question: mcq has `choices` and a letter (or the choice's text) as `answer`; qa has one
     or more accepted answers."""
 
-    model_config = _Strict
+    model_config = STRICT
 
     prompt: Text = Field(max_length=MAX_PROMPT, examples=["What is the capital of Australia?"])
     choices: list[Text] | None = Field(None, examples=[["Sydney", "Canberra", "Melbourne"]])
@@ -75,7 +77,7 @@ class QuestionIn(BaseModel):
 class BenchmarkIn(BaseModel):
     """A new qa or mcq benchmark with its questions."""
 
-    model_config = _Strict
+    model_config = STRICT
 
     title: Title = Field(max_length=MAX_TITLE, examples=["World capitals"])
     format: Literal["qa", "mcq"]
@@ -86,7 +88,7 @@ class BenchmarkIn(BaseModel):
 class BenchmarkChange(BaseModel):
     """One change shape for metadata and questions; `questions` is the full new list."""
 
-    model_config = _Strict
+    model_config = STRICT
 
     title: Title | None = Field(None, max_length=MAX_TITLE)
     description: Text | None = Field(None, max_length=MAX_DESCRIPTION)
