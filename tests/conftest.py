@@ -34,7 +34,7 @@ from benchgen.evals import engine
 from benchgen.services.runtime import Runtime
 from tests.compile_once import share_compiled_routes, share_compiled_sql, share_compiled_templates
 from tests.snapshots import TableRows
-from tests.support import World
+from tests.support import LOCAL_THREADS, World
 
 PG_ADMIN_URL = os.environ.get("BENCHGEN_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -71,6 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
     share_compiled_sql()
     share_compiled_routes()
     share_compiled_templates()
+    # The same for torch in the test processes themselves (it reads this when it starts);
+    # training children and local models set their own threads.
+    os.environ.setdefault("OMP_NUM_THREADS", str(LOCAL_THREADS))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -185,6 +188,7 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
         argon2_time_cost=1,
         argon2_memory_kib=64,
         worker_threads=0,
+        local_model_threads=LOCAL_THREADS,
     )
 
 

@@ -18,6 +18,10 @@ from benchgen.services.runtime import Runtime, transaction
 
 T = TypeVar("T")
 OPERATOR = Principal.cli()
+# CPU threads of a local model (and of torch) in tests. Two test processes share two cores: a
+# model on two threads in each waits, at every step, for a thread that has lost its core to the
+# other process (a SmolLM2 LoRA job took 158 s that way, 30 s on one thread).
+LOCAL_THREADS = 1
 
 MCQ = {
     "title": "Colours",

@@ -45,17 +45,21 @@ def test_a_local_brain_drives_the_same_tools(world: World, monkeypatch: pytest.M
         [{"tool": "list_benchmarks", "args": {}}, {"tool": "reply", "text": "You have one."}]
     )
     requests: list[dict[str, Any]] = []
+    threads: list[int] = []
 
-    def fake(name: str, request: dict[str, Any]) -> dict[str, Any]:
+    def fake(name: str, request: dict[str, Any], with_threads: int) -> dict[str, Any]:
         requests.append(request)
+        threads.append(with_threads)
         content = json.dumps(next(steps))
         return {"choices": [{"message": {"role": "assistant", "content": content}}]}
 
     monkeypatch.setattr(local_gguf, "chat_completion", fake)
     web = Principal.web(ana)
-    brain = Brain("local:test.gguf", local_model("test.gguf"))
+    configured = {"agent_model": "local:test.gguf", "local_model_threads": 3}
+    brain = build_brain(world.rt.settings.model_copy(update=configured))
     turn = say(world.rt, web, new_conversation(world.rt, web), brain, "what do I have?")
     assert turn.reply == "You have one." and turn.tool_calls[0]["tool"] == "list_benchmarks"
+    assert threads == [3, 3]  # the operator's setting
     # The tool's result went back to the model as a user turn, and the output was schema-bound.
     assert "Result of list_benchmarks" in requests[1]["messages"][-1]["content"]
     assert requests[0]["response_format"]["type"] == "json_schema"
@@ -85,7 +89,7 @@ def test_build_brain_names_each_kind(world: World) -> None:
 def test_smollm2_really_runs_a_turn(world: World) -> None:
     ana = world.user("ana@example.com")
     web = Principal.web(ana)
-    brain = Brain("local:smollm2", local_model("smollm2"))
+    brain = Brain("local:smollm2", local_model("smollm2", world.rt.settings.local_model_threads))
     turn = say(world.rt, web, new_conversation(world.rt, web), brain, "list my benchmarks")
     # A 135M model is not reliable at choosing tools; what must hold is that it really ran and
     # the turn ended in one of the honest ways, never with a raw half-object as the reply.

@@ -6,12 +6,14 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from benchgen.evals.adapters import build_adapter, local_gguf
 from benchgen.evals.types import (
+    THREADS_PARAM,
     Completion,
     FatalModelError,
     Item,
@@ -223,6 +225,32 @@ async def test_local_gguf_generates_text_for_qa_and_without_logprobs(
 async def test_local_gguf_errors_are_fatal(fake_gguf: tuple[str, FakeServer]) -> None:
     with pytest.raises(FatalModelError, match="context size"):
         await ask(ModelSpec("local_gguf", fake_gguf[0]), prompt="bad prompt")
+
+
+async def test_local_gguf_loads_its_model_on_the_specs_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF")
+    loaded: list[SimpleNamespace] = []
+
+    def server(params: SimpleNamespace) -> FakeServer:
+        loaded.append(params)
+        return FakeServer()
+
+    def common_params() -> SimpleNamespace:
+        parts = ("model", "cpuparams", "cpuparams_batch", "sampling")
+        return SimpleNamespace(**{part: SimpleNamespace() for part in parts})
+
+    fake = types.ModuleType("xllamacpp")
+    fake.CommonParams, fake.Server = common_params, server  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "xllamacpp", fake)
+    monkeypatch.setattr(local_gguf, "_models", {})
+    await ask(ModelSpec("local_gguf", str(path), params={THREADS_PARAM: 3}), Item(1, "q"))
+    await ask(ModelSpec("local_gguf", str(path), params={THREADS_PARAM: 1}), Item(1, "q"))
+    [params] = loaded  # loaded once per process: the first load's threads are kept
+    assert params.cpuparams.n_threads == params.cpuparams_batch.n_threads == 3
+    assert params.cpuparams.poll == params.cpuparams_batch.poll == 0  # waiting threads sleep
 
 
 def test_local_gguf_without_its_packages_names_the_install_command(

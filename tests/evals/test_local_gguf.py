@@ -12,7 +12,8 @@ from benchgen.evals.adapters import build_adapter
 from benchgen.evals.adapters.local_gguf import INSTALL_HINT, smollm2_path
 from benchgen.evals.engine import run_items
 from benchgen.evals.prompts import letter_only_prompt, render_prompt
-from benchgen.evals.types import Answer, Item, ModelSpec
+from benchgen.evals.types import THREADS_PARAM, Answer, Item, ModelSpec
+from tests.support import LOCAL_THREADS
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +51,8 @@ def local_model() -> None:
 
 
 async def _run(params: dict[str, object], prompts: list[str]) -> tuple[list[Answer], float]:
-    adapter = build_adapter(ModelSpec("local_gguf", "smollm2", params=params))
+    spec = ModelSpec("local_gguf", "smollm2", params={THREADS_PARAM: LOCAL_THREADS, **params})
+    adapter = build_adapter(spec)
     answers: list[Answer] = []
     started = time.perf_counter()
     report = await run_items(

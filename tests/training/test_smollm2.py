@@ -13,10 +13,11 @@ import pytest
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.adapters.local_hf import CACHE_PARAM, LocalHFAdapter
 from benchgen.evals.prompts import letter_only_prompt
-from benchgen.evals.types import Item, ModelSpec
+from benchgen.evals.types import THREADS_PARAM, Item, ModelSpec
 from benchgen.training import weights
 from benchgen.training.sizing import describe_base, estimate_peak_bytes
 from benchgen.training.spec import BaseWeights, Hyperparameters, TrainSpec
+from tests.support import LOCAL_THREADS
 from tests.training.conftest import Recorded, require_or_skip, train
 from tests.training.tiny_model import MEMORISE
 
@@ -47,7 +48,7 @@ def smollm2_job(train_extra: None, tmp_path_factory: pytest.TempPathFactory) -> 
         )
     )
     base = BaseWeights("gguf", path, str(folder / "cache"))
-    spec = TrainSpec("lora", base, str(rows), HYPER, str(folder / "out"), threads=2)
+    spec = TrainSpec("lora", base, str(rows), HYPER, str(folder / "out"), threads=LOCAL_THREADS)
     # The estimate as the limit: a plan the estimate accepts must not die under it.
     limit = estimate_peak_bytes(describe_base(base), "lora", HYPER)
     job = train(spec, memory_limit_bytes=limit, timeout_s=600)
@@ -80,6 +81,7 @@ def test_the_job_kept_the_base_converted_with_the_gguf_files_weights(
 async def test_the_trained_adapter_answers_through_local_hf(smollm2_job: Recorded) -> None:
     path, final = smollm2_job.spec.base.path, smollm2_job.outcome.final_dir
     params = {"adapter_dir": final, "max_tokens": 16, CACHE_PARAM: smollm2_job.spec.base.cache_dir}
+    params[THREADS_PARAM] = LOCAL_THREADS
     qa = await LocalHFAdapter(ModelSpec("local_hf", path, params=params)).complete(
         Item(0, MEMORISE[0][0]), MEMORISE[0][0]
     )

@@ -150,6 +150,14 @@ class Settings(BaseSettings):
         description="GPU pools for training, `TYPE=COUNT,…` (e.g. `H200=1,A100=4`); unset: "
         "detected with torch when it is installed; empty: none.",
     )
+    local_model_threads: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="CPU threads a local model (GGUF or Hugging Face weights) answers with, in "
+        "runs and in the agent's local brain. Where other busy processes share the cores, 1 is "
+        "faster: threads that wait on one another each lose their turn on a busy core.",
+    )
     training_threads: int = Field(
         1, ge=1, le=64, description="CPU threads one training job uses (torch threads)."
     )

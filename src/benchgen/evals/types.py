@@ -26,6 +26,12 @@ class Key:
     choices: tuple[str, ...] | None = None
 
 
+# The param of a local model's spec (GGUF or Hugging Face weights) that sets its CPU threads; the
+# services fill it from the `local_model_threads` setting, and a spec without it gets the default.
+THREADS_PARAM = "threads"
+DEFAULT_LOCAL_THREADS = 2
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """How to call one model. `kind` picks the adapter; `api_key` is decrypted only for the call."""

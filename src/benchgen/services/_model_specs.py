@@ -9,12 +9,14 @@ from benchgen.core.errors import NotFound
 from benchgen.db.tables import Model, TrainingJob
 from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
 from benchgen.evals.adapters.local_hf import CACHE_PARAM
-from benchgen.evals.types import FatalModelError, ModelSpec
+from benchgen.evals.types import THREADS_PARAM, FatalModelError, ModelSpec
 from benchgen.services import _keyring
 from benchgen.services._artifacts import store_for
 from benchgen.training.spec import BaseWeights
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
+# Models whose weights lie on the server and run on its own CPUs, registered only by the operator.
+LOCAL_KINDS = ("local_gguf", "local_hf")
 
 
 def usable_model(ctx: Context, model_id: str) -> Model:
@@ -38,6 +40,8 @@ def model_spec(ctx: Context, row: Model) -> ModelSpec:
     key = _keyring.decrypt(ctx, row.api_key_enc) if row.api_key_enc else None
     base_url = row.base_url or (ANTHROPIC_URL if row.kind == "anthropic" else None)
     params = dict(row.params)
+    if row.kind in LOCAL_KINDS:
+        params[THREADS_PARAM] = ctx.settings.local_model_threads
     return ModelSpec(row.kind, row.endpoint_model, base_url, key, params, allowlist(ctx))
 
 
@@ -77,4 +81,5 @@ def _trained_spec(ctx: Context, row: Model) -> ModelSpec:
     part = "adapter_dir" if job.job_type == "lora" else "weights_dir"
     weights = base_weights(base, ctx.settings)
     params = {**row.params, part: str(folder), CACHE_PARAM: weights.cache_dir}
+    params[THREADS_PARAM] = ctx.settings.local_model_threads
     return ModelSpec("local_hf", weights.path, None, None, params, allowlist(ctx))

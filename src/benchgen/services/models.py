@@ -25,8 +25,7 @@ from benchgen.services.specs import STRICT, Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
 # Models whose weights lie on the server: only the operator registers them (by path).
-LOCAL_KINDS = ("local_gguf", "local_hf")
-PLATFORM_KINDS = (*USER_KINDS, *LOCAL_KINDS, "builtin")
+PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
 READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
 
@@ -207,7 +206,7 @@ def delete_model(ctx: Context, model_id: str) -> None:
 
 def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> Model:
     base_url = _checked_url(ctx, spec) if spec.kind in USER_KINDS else None
-    if spec.kind in LOCAL_KINDS:
+    if spec.kind in _model_specs.LOCAL_KINDS:
         _check_local_path(spec)
     now = ctx.now()
     row = Model(

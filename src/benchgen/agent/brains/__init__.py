@@ -39,7 +39,7 @@ def build_brain(settings: Settings) -> Brain:
     if kind == "local" and name:
         from benchgen.agent.brains.local import local_model
 
-        return Brain(spec, local_model(name))
+        return Brain(spec, local_model(name, settings.local_model_threads))
     if kind in ("openai", "anthropic") and name:
         from benchgen.agent.brains.hosted import hosted_model
 

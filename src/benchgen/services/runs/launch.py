@@ -201,7 +201,7 @@ def launch_run(
         return _start_custom_run(ctx, benchmark, phase, model)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
-    if settings.get("method") == "choice_logprob" and model.kind not in models.LOCAL_KINDS:
+    if settings.get("method") == "choice_logprob" and model.kind not in _model_specs.LOCAL_KINDS:
         raise Conflict(
             "Letter log-prob scoring needs a local model (GGUF or Hugging Face); this one is "
             f"{model.kind}. Use the 'choice' method for it."

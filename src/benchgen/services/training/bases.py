@@ -16,9 +16,6 @@ from benchgen.services import _model_specs, access, models
 from benchgen.training.sizing import BaseInfo, describe_base
 from benchgen.training.spec import BaseWeights
 
-# Model kinds whose weights lie on the server, registered only by the operator.
-LOCAL_KINDS = ("local_hf", "local_gguf")
-
 
 @dataclass(frozen=True)
 class Base:
@@ -80,7 +77,7 @@ def trainable_base(ctx: Context, model_id: str) -> Base:
 def _refusal(row: Model) -> str:
     if row.training_job_id is not None:
         return f"{row.name!r} is a Trained model: train its base model on the combined data"
-    if row.kind not in LOCAL_KINDS or row.owner_id is not None:
+    if row.kind not in _model_specs.LOCAL_KINDS or row.owner_id is not None:
         return (
             f"{row.name!r} is a {row.kind} model: only the operator's local models "
             "(Hugging Face folders or GGUF files) can be trained here"
