@@ -23,9 +23,8 @@ MAX_TAGS = 20
 MAX_TAG = 50
 MAX_METADATA_BYTES = 16 * 1024  # of the metadata as compact JSON
 
-# Every input shape refuses unknown fields and strips its strings. Each is built at its first
-# use, not on import: `benchgen run` imports these with the services and never uses most of them.
-STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
+# Every input shape refuses unknown fields and strips its strings.
+STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
 # Text hygiene for every shape below (core/text.py says why): each door validates through these
