@@ -85,7 +85,8 @@ class StubOpenAI:
 
     Routes: POST /v1/chat/completions (OpenAI) and POST /v1/messages (Anthropic). Counters:
     `received` (every request, by prompt), `answered` (200 replies, by prompt), `in_flight_seen`
-    (requests being handled when each one arrived, in arrival order), `last_headers`.
+    (requests being handled when each one arrived, in arrival order), `last_headers`, `hosts`
+    (requests by their Host header).
     """
 
     def __init__(self, latency_s: float = 0.0, fail: FaultHook | None = None) -> None:
@@ -95,6 +96,7 @@ class StubOpenAI:
         self.answered: Counter[str] = Counter()
         self.in_flight_seen: list[int] = []
         self.last_headers: dict[str, str] = {}
+        self.hosts: Counter[str] = Counter()
         self.base_url = ""
         self._in_flight = 0
         self._requests = 0
@@ -154,6 +156,7 @@ class StubOpenAI:
         self._requests += 1
         self.received[prompt] += 1
         self.last_headers = headers
+        self.hosts[headers.get("host", "")] += 1
         self.in_flight_seen.append(self._in_flight)
         self._in_flight += 1
         try:
