@@ -29,7 +29,7 @@ class Key:
 # The param of a local model's spec (GGUF or Hugging Face weights) that sets its CPU threads; the
 # services fill it from the `local_model_threads` setting, and a spec without it gets the default.
 THREADS_PARAM = "threads"
-DEFAULT_LOCAL_THREADS = 2
+_DEFAULT_LOCAL_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,11 @@ class ModelSpec:
     # The operator's endpoint allow-list (netguard's entries): the adapters check each
     # connection's address against it, since a name may resolve elsewhere after registration.
     host_allowlist: frozenset[str] = frozenset()
+
+
+def local_threads(spec: ModelSpec) -> int:
+    """The CPU threads a local model's spec asks for (`THREADS_PARAM`, else the default)."""
+    return int(spec.params.get(THREADS_PARAM, _DEFAULT_LOCAL_THREADS))
 
 
 @dataclass(frozen=True)

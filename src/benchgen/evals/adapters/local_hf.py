@@ -12,14 +12,7 @@ from typing import Any
 
 from benchgen.evals.adapters.openai_compat import chat_messages, sampling_fields
 from benchgen.evals.prompts import LABELS
-from benchgen.evals.types import (
-    DEFAULT_LOCAL_THREADS,
-    THREADS_PARAM,
-    Completion,
-    FatalModelError,
-    Item,
-    ModelSpec,
-)
+from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec, local_threads
 from benchgen.training import records, weights
 from benchgen.training.spec import BaseWeights
 
@@ -70,7 +63,7 @@ class LocalHFAdapter:
         self._key = _key(spec)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
-        self._threads = int(spec.params.get(THREADS_PARAM, DEFAULT_LOCAL_THREADS))
+        self._threads = local_threads(spec)
         self._params = spec.params
         # Queue callers here rather than in worker threads, so waiting costs no thread.
         self._turn = asyncio.Lock()
