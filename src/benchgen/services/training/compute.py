@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import sys
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import func, select
 
@@ -20,6 +22,9 @@ from benchgen.db.tables import TrainingJob
 from benchgen.services import access
 
 CPU = "cpu"
+# What a GPU's kernel driver puts on a Linux machine (a container that was given one sees them
+# too): NVIDIA's, and AMD's for ROCm builds of torch, which show their GPUs as CUDA devices.
+GPU_DRIVER_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/kfd")
 
 
 @dataclass(frozen=True)
@@ -103,11 +108,21 @@ def _use(ctx: Context) -> tuple[Counter[str], Counter[str]]:
 
 @functools.cache
 def _detected_gpus() -> dict[str, int]:
-    """GPUs torch sees, by name (e.g. {"NVIDIA H200": 1}); none without torch or CUDA."""
-    if importlib.util.find_spec("torch") is None:
+    """GPUs torch sees, by name (e.g. {"NVIDIA H200": 1}); none without torch, without a GPU
+    driver or without CUDA."""
+    if importlib.util.find_spec("torch") is None or not _gpu_driver():
         return {}
     torch = importlib.import_module("torch")
     if not torch.cuda.is_available():
         return {}
     names = Counter(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
     return dict(names)
+
+
+def _gpu_driver() -> bool:
+    """Whether this machine may have a GPU for torch to find. Importing torch to ask takes
+    ~1.5 s, which the first look at the compute (a page, an estimate) would wait for on a
+    machine with no GPU driver at all."""
+    if sys.platform != "linux":
+        return True  # no cheap sign elsewhere: torch is asked
+    return any(Path(name).exists() for name in GPU_DRIVER_FILES)
