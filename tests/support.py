@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -148,3 +150,13 @@ def flat_routes(app: FastAPI) -> Iterator[tuple[str, APIRoute]]:
         route = context.original_route
         if isinstance(route, APIRoute):
             yield context.path or route.path, route
+
+
+def python_output(program: str) -> str:
+    """What `program` prints, run by this interpreter in a fresh process (which modules a
+    start-up loads can only be seen there); its error output on a failure."""
+    done = subprocess.run(  # noqa: S603 - this interpreter, a program of the tests
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

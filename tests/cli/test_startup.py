@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import gc
 import json
-import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import COMMANDS, app
 from benchgen.cli.lazy import Entry
+from tests.support import python_output
 
 # Each of these costs hundredths to tenths of a second at every start. Prefixes of module names.
 SERVER = ("alembic", "fastapi", "starlette", "uvicorn", "httpx", "pydantic_ai", "benchgen.agent")
@@ -37,10 +36,7 @@ runner = CliRunner()
 
 
 def _last_line(program: str) -> str:
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=120
-    )
-    return done.stdout.splitlines()[-1]
+    return python_output(program).splitlines()[-1]
 
 
 def _loaded(program: str, prefixes: tuple[str, ...]) -> list[str]:

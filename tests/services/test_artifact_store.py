@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +25,7 @@ from benchgen.services import _artifacts
 from benchgen.services._artifacts import MANIFEST, ArtifactStore, store_for
 from benchgen.services.datasets import datasets
 from benchgen.services.runtime import Runtime
-from tests.support import World
+from tests.support import World, python_output
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 # Loopback only, and nothing from the machine's own AWS configuration or metadata service.
@@ -308,10 +306,7 @@ def test_the_local_store_needs_no_object_storage_package() -> None:
         "store_for(Settings(data_dir='unused')).exists('a/b'); "
         "print(sorted(m for m in ('fsspec', 's3fs', 'botocore') if m in sys.modules))"
     )
-    done = subprocess.run(  # noqa: S603 (our own interpreter and code)
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]"
+    assert python_output(code).strip() == "[]"
 
 
 # Through a service, with BENCHGEN_ARTIFACT_URL pointing at the S3 server.

@@ -4,7 +4,6 @@ offers the CPU pool without importing torch (~1.5 s on the first look at the com
 from __future__ import annotations
 
 import importlib.machinery
-import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 
 from benchgen.core.config import Settings
 from benchgen.services.training import compute
+from tests.support import python_output
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +63,4 @@ def test_a_machine_without_a_gpu_driver_never_imports_torch_for_its_pools() -> N
         "from benchgen.services.training import compute\n"
         "print(compute.offered(Settings(training_cpu_slots=1)), 'torch' in sys.modules)"
     )
-    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.split() == ["{'cpu':", "1}", "False"]
+    assert python_output(program).split() == ["{'cpu':", "1}", "False"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from benchgen.training.sizing import (
     estimate_peak_bytes,
 )
 from benchgen.training.spec import BaseWeights, Hyperparameters
+from tests.support import python_output
 
 
 def _copy(base: BaseWeights, target: Path, **config_changes: object) -> BaseWeights:
@@ -119,7 +118,4 @@ def test_the_light_modules_never_import_torch() -> None:
         "benchgen.evals.adapters; "
         "print(sorted({'torch', 'transformers', 'peft'} & set(sys.modules)))"
     )
-    result = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert python_output(code).strip() == "[]"
