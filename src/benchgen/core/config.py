@@ -148,7 +148,7 @@ class Settings(BaseSettings):
     training_gpus: str | None = Field(
         None,
         description="GPU pools for training, `TYPE=COUNT,…` (e.g. `H200=1,A100=4`); unset: "
-        "detected with torch when it is installed; empty: none.",
+        "detected with torch when it is installed and a GPU driver is present; empty: none.",
     )
     local_model_threads: int = Field(
         2,

@@ -24,7 +24,6 @@ from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import STRICT, Line, Title, parse
 
 USER_KINDS = ("openai_compat", "anthropic")
-# Models whose weights lie on the server: only the operator registers them (by path).
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
 READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
