@@ -23,6 +23,7 @@ from benchgen.core.context import Principal
 from benchgen.core.statuses import RunStatus, TrainingStatus
 from benchgen.db.tables import CreditEntry, Job, Model, TrainingEvent, TrainingJob
 from benchgen.evals.adapters.local_hf import CACHE_PARAM
+from benchgen.evals.types import THREADS_PARAM
 from benchgen.jobs.worker import Worker
 from benchgen.services import _model_specs, models
 from benchgen.services.datasets import datasets
@@ -270,3 +271,5 @@ def test_smollm2_learns_by_heart_and_its_checkpoint_runs_a_benchmark(world: Worl
     trained = world.ctx_call(OPERATOR, lambda ctx: ctx.session.get(Model, done.trained_model_id))
     spec = world.ctx_call(OPERATOR, lambda ctx: _model_specs.model_spec(ctx, trained))
     assert spec.params[CACHE_PARAM] == str(kept)
+    # A Trained model answers on the operator's local-model threads, as its base would.
+    assert spec.params[THREADS_PARAM] == world.rt.settings.local_model_threads
