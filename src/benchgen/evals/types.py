@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 Outcome = Literal["correct", "wrong", "no_answer", "error"]
 
@@ -101,8 +101,9 @@ class Answer:
     sample: int = 0
 
 
-@dataclass(frozen=True)
-class Scored:
+# A named tuple, not a frozen dataclass: one is made for every answer scored (rescoring makes
+# millions), and a tuple is built in under half the time, as immutable.
+class Scored(NamedTuple):
     """A scorer's verdict on one answer."""
 
     outcome: Outcome
