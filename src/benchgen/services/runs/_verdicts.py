@@ -34,15 +34,9 @@ def update_verdicts(ctx: Context, run_id: str, verdicts: dict[int, Scored]) -> N
             extracted=bindparam("b_extracted"),
             reasoning=bindparam("b_reasoning"),
         ),
+        ("b_outcome", "b_score", "b_extracted", "b_reasoning", "b_run", "b_pos"),
         [
-            {
-                "b_run": run_id,
-                "b_pos": position,
-                "b_outcome": v.outcome,
-                "b_score": v.score,
-                "b_extracted": v.extracted,
-                "b_reasoning": v.reasoning,
-            }
+            (v.outcome, v.score, v.extracted, v.reasoning, run_id, position)
             for position, v in verdicts.items()
         ],
     )
