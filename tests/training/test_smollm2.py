@@ -80,8 +80,12 @@ def test_the_job_kept_the_base_converted_with_the_gguf_files_weights(
 
 async def test_the_trained_adapter_answers_through_local_hf(smollm2_job: Recorded) -> None:
     path, final = smollm2_job.spec.base.path, smollm2_job.outcome.final_dir
-    params = {"adapter_dir": final, "max_tokens": 16, CACHE_PARAM: smollm2_job.spec.base.cache_dir}
-    params[THREADS_PARAM] = LOCAL_THREADS
+    params = {
+        "adapter_dir": final,
+        "max_tokens": 16,
+        CACHE_PARAM: smollm2_job.spec.base.cache_dir,
+        THREADS_PARAM: LOCAL_THREADS,
+    }
     qa = await LocalHFAdapter(ModelSpec("local_hf", path, params=params)).complete(
         Item(0, MEMORISE[0][0]), MEMORISE[0][0]
     )

@@ -80,6 +80,10 @@ def _trained_spec(ctx: Context, row: Model) -> ModelSpec:
     folder = store_for(ctx.settings).folder(trained_key(job.id))
     part = "adapter_dir" if job.job_type == "lora" else "weights_dir"
     weights = base_weights(base, ctx.settings)
-    params = {**row.params, part: str(folder), CACHE_PARAM: weights.cache_dir}
-    params[THREADS_PARAM] = ctx.settings.local_model_threads
+    params = {
+        **row.params,
+        part: str(folder),
+        CACHE_PARAM: weights.cache_dir,
+        THREADS_PARAM: ctx.settings.local_model_threads,
+    }
     return ModelSpec("local_hf", weights.path, None, None, params, allowlist(ctx))
