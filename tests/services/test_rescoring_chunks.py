@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict
@@ -92,6 +92,47 @@ def test_chunked_and_whole_give_the_same_verdicts(world: World, runtime: Runtime
     assert _stored(world, chunked) == _stored(world, whole)
     again = world.do(web, rescoring.rescore_run, chunked, None, False, CHUNK)
     assert again.changed_count == 0, "every chunk was stored"
+
+
+LETTERS = {
+    "title": "Letters",
+    "format": "mcq",
+    "questions": [
+        {"prompt": f"Item {i}", "choices": ["one", "two", "three"], "answer": "ABC"[i % 3]}
+        for i in range(40)
+    ],
+}
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("rows", [CHUNK, rescoring.CHUNK_ROWS])
+def test_log_prob_scoring_reads_each_answers_stored_letters(
+    world: World, runtime: Runtime, rows: int
+) -> None:
+    ana = world.user("ana@example.com")
+    run_id = _finished_run(world, runtime, ana, world.benchmark(ana, LETTERS))
+
+    def letters(position: int) -> dict[str, float]:
+        # By position: the right letter favoured, a wrong one, or none of the three choices.
+        if position % 3 == 2:
+            return {"D": -0.5}
+        best = "ABC"[position % 3] if position % 3 == 0 else "ABC"[(position + 1) % 3]
+        return {"A": -3.5, "B": -2.25, "C": -1.125, best: -0.0625}
+
+    def store_letters(ctx: Context) -> None:
+        for position in range(40):
+            ctx.session.execute(
+                update(RunResult)
+                .where(RunResult.run_id == run_id, RunResult.position == position)
+                .values(letter_logprobs=letters(position))
+            )
+
+    world.ctx_call(OPERATOR, store_letters)
+    logprob = {"method": "choice_logprob"}
+    applied = world.do(Principal.web(ana), rescoring.rescore_run, run_id, logprob, True, rows)
+    outcomes = [row[1] for row in _stored(world, run_id)[0]]
+    assert outcomes == [("correct", "wrong", "no_answer")[i % 3] for i in range(40)]
+    assert applied.after["correct"] == 14 and applied.after["no_answer"] == 13
 
 
 def _on_answer(

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ClauseElement, CursorResult, Engine, Update, create_engine, event
+from sqlalchemy import (
+    ClauseElement,
+    Connection,
+    CursorResult,
+    Engine,
+    Update,
+    create_engine,
+    event,
+)
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
@@ -119,12 +128,6 @@ def _forget_memo_on_writes(factory: sessionmaker[Session]) -> None:
     event.listen(factory, "do_orm_execute", forget_after_write)
 
 
-def begin_reading(session: Session) -> None:
-    """Begin the session's next transaction without SQLite's write lock, for reads only (a
-    write in it could fail at once instead of waiting its turn). No transaction may be open."""
-    session.connection(execution_options={_IMMEDIATE: False})
-
-
 def execute_many(
     session: Session,
     statement: ClauseElement,
@@ -181,3 +184,14 @@ def is_busy(error: BaseException) -> bool:
     return isinstance(error, sa_exc.OperationalError) and (
         "database is locked" in text or "database is busy" in text or "table is locked" in text
     )
+
+
+@contextmanager
+def connection_apart(engine: Engine) -> Iterator[Connection]:
+    """A pooled connection of its own (not a session's), in a transaction that takes no write
+    lock and ends on exit: for reading in another thread while a session works in this one."""
+    with (
+        engine.execution_options(**{_IMMEDIATE: False}).connect() as connection,
+        connection.begin(),
+    ):
+        yield connection
