@@ -6,7 +6,10 @@ GGUF file's."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,15 +67,29 @@ def test_a_lora_job_on_smollm2_learns_within_its_estimate(smollm2_job: Recorded)
     assert sum(losses[-2:]) < sum(losses[:2])
 
 
+def _counted(parse: Callable[..., Any], name: str, calls: Counter[str]) -> Callable[..., Any]:
+    def counting(*args: Any) -> Any:
+        calls[name] += 1
+        return parse(*args)
+
+    return counting
+
+
 def test_the_job_kept_the_base_converted_with_the_gguf_files_weights(
-    smollm2_job: Recorded,
+    smollm2_job: Recorded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import gguf
     import torch
 
     base = smollm2_job.spec.base
     assert weights.kept_part(base, weights.TOKENIZER) and weights.kept_part(base, weights.MODEL)
     converted = weights.load_model(base)
+    parses = Counter[str]()
+    for name in ("GGUFReader", "get_tensor_name_map"):
+        monkeypatch.setattr(gguf, name, _counted(getattr(gguf, name), name, parses))
     read = weights.load_model(BaseWeights("gguf", base.path))  # the GGUF file itself
+    # transformers asks for both for the config and again for the weights, the map per module.
+    assert parses == {"GGUFReader": 1, "get_tensor_name_map": 1}
     ids = weights.load_tokenizer(base)("The secret word is", return_tensors="pt")["input_ids"]
     with torch.no_grad():
         assert torch.equal(converted(input_ids=ids).logits, read(input_ids=ids).logits)

@@ -3,6 +3,7 @@ again while the file is unchanged, and never in the way of the load that kept it
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,54 @@ def test_without_a_cache_folder_or_for_a_safetensors_folder_nothing_is_kept(
     keep_part(folder, MODEL, Loaded())
     assert kept_part(folder, MODEL) is None
     assert not (tmp_path / "cache").exists()
+
+
+def _tiny_gguf(folder: Path) -> str:
+    import numpy as np
+    from gguf import GGUFWriter
+
+    path = folder / "tiny-llama.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return str(path)
+
+
+def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path: Path) -> None:
+    gguf = pytest.importorskip("gguf")
+    path, llama = _tiny_gguf(tmp_path), gguf.MODEL_ARCH.LLAMA
+    parsers = gguf.GGUFReader, gguf.get_tensor_name_map
+    with weights.gguf_parsed_once():
+        first = gguf.GGUFReader(path)
+        with weights.gguf_parsed_once():  # an inner block shares the outer one's parses
+            assert gguf.GGUFReader(path) is first
+        assert gguf.GGUFReader(path) is first, "the inner block ended the outer one's"
+        assert gguf.get_tensor_name_map(llama, 1) is gguf.get_tensor_name_map(llama, 1)
+        assert first.tensors[0].name == "token_embd.weight"
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == parsers
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
+
+
+def test_another_threads_gguf_load_waits_for_the_block(tmp_path: Path) -> None:
+    gguf = pytest.importorskip("gguf")
+    path = _tiny_gguf(tmp_path)
+    entered, seen = threading.Event(), []
+
+    def other() -> None:
+        entered.set()
+        with weights.gguf_parsed_once():
+            seen.append(gguf.GGUFReader(path))
+
+    with weights.gguf_parsed_once():
+        ours = gguf.GGUFReader(path)
+        thread = threading.Thread(target=other, daemon=True)
+        thread.start()
+        entered.wait(5)
+        thread.join(0.2)
+        assert thread.is_alive() and not seen, "it loaded while our block remembered parses"
+    thread.join(5)
+    assert len(seen) == 1 and seen[0] is not ours, "it parsed the file itself"

@@ -25,7 +25,7 @@ from benchgen.training.checkpoints import (
 )
 from benchgen.training.records import Dataset, load_examples
 from benchgen.training.spec import TrainSpec, total_steps
-from benchgen.training.weights import load_model, load_tokenizer
+from benchgen.training.weights import gguf_parsed_once, load_model, load_tokenizer
 
 Emit = Callable[[dict[str, Any]], None]
 _SEED_STRIDE = 1_000_003  # spreads (seed, step) pairs so neighbouring jobs draw apart
@@ -40,11 +40,12 @@ def train(spec: TrainSpec, emit: Emit, stop_requested: Callable[[], bool]) -> No
     torch.set_num_threads(spec.threads)
     torch.manual_seed(spec.seed)
     device = torch.device(spec.device)
-    tokenizer = load_tokenizer(spec.base)
-    data = load_examples(spec.dataset_path, tokenizer, spec.hyper.max_seq_length)
-    if not data.examples:
-        raise ValueError("no dataset row has a completion token within max_seq_length")
-    model = _build_model(spec, device)
+    with gguf_parsed_once():  # a GGUF base's tokenizer and model from one parse of its file
+        tokenizer = load_tokenizer(spec.base)
+        data = load_examples(spec.dataset_path, tokenizer, spec.hyper.max_seq_length)
+        if not data.examples:
+            raise ValueError("no dataset row has a completion token within max_seq_length")
+        model = _build_model(spec, device)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=spec.hyper.learning_rate)
     state = _initial_state(spec, len(data.examples), optimizer)

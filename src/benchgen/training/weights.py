@@ -3,11 +3,15 @@ A GGUF base with a cache folder is kept there dequantised, as safetensors, after
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,8 @@ CONFIG = "config.json"
 COMPLETE = "complete"
 TOKENIZER, MODEL = "tokenizer", "model"
 log = logging.getLogger(__name__)
+_gguf_parsing = threading.RLock()
+_GGUF_PARSERS = ("GGUFReader", "get_tensor_name_map")  # what transformers calls in gguf-py
 
 
 def load_tokenizer(base: BaseWeights) -> Any:
@@ -35,7 +41,10 @@ def load_tokenizer(base: BaseWeights) -> Any:
     if cached is not None:
         return AutoTokenizer.from_pretrained(cached, trust_remote_code=False)
     folder, gguf_file = _location(base)
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, trust_remote_code=False)
+    with gguf_parsed_once():
+        tokenizer = AutoTokenizer.from_pretrained(
+            folder, gguf_file=gguf_file, trust_remote_code=False
+        )
     keep_part(base, TOKENIZER, tokenizer)
     return tokenizer
 
@@ -61,7 +70,8 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
         require_safetensors_folder(folder)
     options: dict[str, Any] = {"dtype": torch.float32, "trust_remote_code": False}
     options |= {"gguf_file": gguf_file} if gguf_file else {"use_safetensors": True}
-    model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
+    with gguf_parsed_once():
+        model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
     if gguf_file:
         # The tensors are plain fp32 by now; the GGUF "quantizer" transformers leaves attached
         # would only make save_pretrained refuse a full fine-tune as "not serializable".
@@ -70,6 +80,30 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
             del model.config.quantization_config
         keep_part(base, MODEL, model)
     return model.to(device)
+
+
+@contextmanager
+def gguf_parsed_once() -> Iterator[None]:
+    """Within it, loading from GGUF files parses each file once and builds each tensor-name map
+    once. transformers parses the file anew for the config, the tokenizer and the weights (4 s
+    each for SmolLM2's 49k-token vocabulary, read as millions of numpy views) and builds the map
+    anew for every module (397 times for SmolLM2, 13 ms each). Both are gguf-py's functions,
+    swapped for remembering ones until the outermost block ends; other threads' GGUF loads
+    wait for it, so none sees a file parsed before it changed or keeps the parses alive."""
+    try:
+        import gguf
+    except ImportError:  # without the train extra nothing reads GGUF files
+        yield
+        return
+    with _gguf_parsing:
+        reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+        if not hasattr(reader, "cache_info"):  # the outermost block: not remembering yet
+            remembering = functools.cache(reader), functools.cache(name_map)
+            vars(gguf).update(zip(_GGUF_PARSERS, remembering, strict=True))
+        try:
+            yield
+        finally:
+            vars(gguf).update(zip(_GGUF_PARSERS, (reader, name_map), strict=True))
 
 
 def kept_part(base: BaseWeights, part: str) -> str | None:

@@ -186,8 +186,9 @@ def _build(key: _Key) -> _Loaded:
     try:
         # As the trainer loads them (fp32, so a LoRA adapter sees the weights it was fitted to):
         # never the model's own code, and folders only from safetensors, so nothing is unpickled.
-        tokenizer = weights.load_tokenizer(base)
-        model = weights.load_model(base, key.weights_dir)
+        with weights.gguf_parsed_once():  # a GGUF file's tokenizer and model from one parse
+            tokenizer = weights.load_tokenizer(base)
+            model = weights.load_model(base, key.weights_dir)
         if key.adapter_dir:
             model = weights.attach_adapter(model, key.adapter_dir)
     except Exception as exc:  # a model that cannot load now will not load on a retry either
