@@ -3,7 +3,7 @@ GGUF file, the first load with a cache folder (which writes the converted copy),
 that copy, side by side in one process.
 
 What is measured: `training.weights.load_tokenizer` then `load_model` on the packaged SmolLM2
-(or `--gguf FILE`), in one `weights.gguf_parsed_once()` block as the trainer and the local_hf
+(or `--gguf FILE`), in one `weights.gguf_parsed_once(base)` block as the trainer and the local_hf
 adapter load them, three ways: without a cache folder; with an empty one (the load keeps the
 tokenizer and fp32 weights there as safetensors); with the same folder again. Each row shows
 the seconds for tokenizer and model, and whether that load's logits for a fixed prompt equal
@@ -36,7 +36,7 @@ PROMPT = "The capital of France is"
 
 def timed_load(base: BaseWeights) -> tuple[float, Any, Any]:
     started = time.perf_counter()
-    with weights.gguf_parsed_once():  # as the trainer and the local_hf adapter load a base
+    with weights.gguf_parsed_once(base):  # as the trainer and the local_hf adapter load a base
         tokenizer = weights.load_tokenizer(base)
         model = weights.load_model(base)
     return time.perf_counter() - started, tokenizer, model

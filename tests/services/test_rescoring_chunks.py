@@ -71,11 +71,14 @@ def _two_runs(world: World, runtime: Runtime) -> tuple[Principal, str, str]:
 
 
 @pytest.mark.both_backends
-def test_chunked_and_whole_give_the_same_verdicts(world: World, runtime: Runtime) -> None:
+@pytest.mark.parametrize("chunk", [CHUNK, 8], ids=["a short last chunk", "full chunks only"])
+def test_chunked_and_whole_give_the_same_verdicts(
+    world: World, runtime: Runtime, chunk: int
+) -> None:
     web, chunked, whole = _two_runs(world, runtime)
     assert _stored(world, chunked) == _stored(world, whole), "the baseline is deterministic"
     results = {}
-    for run_id, rows in ((chunked, CHUNK), (whole, rescoring.CHUNK_ROWS)):
+    for run_id, rows in ((chunked, chunk), (whole, rescoring.CHUNK_ROWS)):
         dry = world.do(web, rescoring.rescore_run, run_id, F1, False, rows)
         applied = world.do(web, rescoring.rescore_run, run_id, F1, True, rows)
         assert (dry.after, dry.changed_count, dry.changes) == (
@@ -90,7 +93,7 @@ def test_chunked_and_whole_give_the_same_verdicts(world: World, runtime: Runtime
         getattr(results[whole], name) for name in same
     ]
     assert _stored(world, chunked) == _stored(world, whole)
-    again = world.do(web, rescoring.rescore_run, chunked, None, False, CHUNK)
+    again = world.do(web, rescoring.rescore_run, chunked, None, False, chunk)
     assert again.changed_count == 0, "every chunk was stored"
 
 

@@ -115,10 +115,11 @@ def _tiny_gguf(folder: Path) -> str:
 def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
     path, llama = _tiny_gguf(tmp_path), gguf.MODEL_ARCH.LLAMA
+    base = BaseWeights("gguf", path)
     parsers = gguf.GGUFReader, gguf.get_tensor_name_map
-    with weights.gguf_parsed_once():
+    with weights.gguf_parsed_once(base):
         first = gguf.GGUFReader(path)
-        with weights.gguf_parsed_once():  # an inner block shares the outer one's parses
+        with weights.gguf_parsed_once(base):  # an inner block shares the outer one's parses
             assert gguf.GGUFReader(path) is first
         assert gguf.GGUFReader(path) is first, "the inner block ended the outer one's"
         assert gguf.get_tensor_name_map(llama, 1) is gguf.get_tensor_name_map(llama, 1)
@@ -130,14 +131,15 @@ def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path:
 def test_another_threads_gguf_load_waits_for_the_block(tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
     path = _tiny_gguf(tmp_path)
+    base = BaseWeights("gguf", path)
     entered, seen = threading.Event(), []
 
     def other() -> None:
         entered.set()
-        with weights.gguf_parsed_once():
+        with weights.gguf_parsed_once(base):
             seen.append(gguf.GGUFReader(path))
 
-    with weights.gguf_parsed_once():
+    with weights.gguf_parsed_once(base):
         ours = gguf.GGUFReader(path)
         thread = threading.Thread(target=other, daemon=True)
         thread.start()

@@ -40,7 +40,7 @@ def train(spec: TrainSpec, emit: Emit, stop_requested: Callable[[], bool]) -> No
     torch.set_num_threads(spec.threads)
     torch.manual_seed(spec.seed)
     device = torch.device(spec.device)
-    with gguf_parsed_once():  # a GGUF base's tokenizer and model from one parse of its file
+    with gguf_parsed_once(spec.base):  # a GGUF base's tokenizer and model from one parse
         tokenizer = load_tokenizer(spec.base)
         data = load_examples(spec.dataset_path, tokenizer, spec.hyper.max_seq_length)
         if not data.examples:

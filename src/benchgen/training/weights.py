@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def load_tokenizer(base: BaseWeights) -> Any:
     if cached is not None:
         return AutoTokenizer.from_pretrained(cached, trust_remote_code=False)
     folder, gguf_file = _location(base)
-    with gguf_parsed_once():
+    with gguf_parsed_once(base):
         tokenizer = AutoTokenizer.from_pretrained(
             folder, gguf_file=gguf_file, trust_remote_code=False
         )
@@ -70,7 +70,7 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
         require_safetensors_folder(folder)
     options: dict[str, Any] = {"dtype": torch.float32, "trust_remote_code": False}
     options |= {"gguf_file": gguf_file} if gguf_file else {"use_safetensors": True}
-    with gguf_parsed_once():
+    with gguf_parsed_once(base) if gguf_file else nullcontext():
         model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
     if gguf_file:
         # The tensors are plain fp32 by now; the GGUF "quantizer" transformers leaves attached
@@ -83,18 +83,19 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
 
 
 @contextmanager
-def gguf_parsed_once() -> Iterator[None]:
-    """Within it, loading from GGUF files parses each file once and builds each tensor-name map
-    once. transformers parses the file anew for the config, the tokenizer and the weights (4 s
-    each for SmolLM2's 49k-token vocabulary, read as millions of numpy views) and builds the map
-    anew for every module (397 times for SmolLM2, 13 ms each). Both are gguf-py's functions,
-    swapped for remembering ones until the outermost block ends; other threads' GGUF loads
-    wait for it, so none sees a file parsed before it changed or keeps the parses alive."""
-    try:
-        import gguf
-    except ImportError:  # without the train extra nothing reads GGUF files
+def gguf_parsed_once(base: BaseWeights) -> Iterator[None]:
+    """Within it, loading from `base`'s GGUF file parses it once and builds each tensor-name
+    map once (nothing to do for other bases). transformers parses the file anew for the config,
+    the tokenizer and the weights (4 s each for SmolLM2's 49k-token vocabulary, read as millions
+    of numpy views) and builds the map anew for every module (397 times for SmolLM2, 13 ms
+    each). Both are gguf-py's functions, swapped for remembering ones until the outermost block
+    ends; other threads' GGUF loads wait for it, so none sees a file parsed before it changed
+    or keeps the parses alive."""
+    if base.kind != "gguf":
         yield
         return
+    import gguf
+
     with _gguf_parsing:
         reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
         if not hasattr(reader, "cache_info"):  # the outermost block: not remembering yet

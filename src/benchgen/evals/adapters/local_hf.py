@@ -186,7 +186,7 @@ def _build(key: _Key) -> _Loaded:
     try:
         # As the trainer loads them (fp32, so a LoRA adapter sees the weights it was fitted to):
         # never the model's own code, and folders only from safetensors, so nothing is unpickled.
-        with weights.gguf_parsed_once():  # a GGUF file's tokenizer and model from one parse
+        with weights.gguf_parsed_once(base):  # a GGUF file's tokenizer and model from one parse
             tokenizer = weights.load_tokenizer(base)
             model = weights.load_model(base, key.weights_dir)
         if key.adapter_dir:
