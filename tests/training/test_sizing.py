@@ -19,6 +19,7 @@ from benchgen.training.sizing import (
 )
 from benchgen.training.spec import BaseWeights, Hyperparameters
 from tests.support import python_output
+from tests.training.tiny_model import write_tiny_gguf
 
 
 def _copy(base: BaseWeights, target: Path, **config_changes: object) -> BaseWeights:
@@ -60,18 +61,8 @@ def test_missing_files_are_refused_not_raised(tmp_path: Path) -> None:
 
 
 def test_a_gguf_architecture_transformers_cannot_load_is_refused(tmp_path: Path) -> None:
-    import numpy as np
-    from gguf import GGUFWriter
-
-    path = tmp_path / "mamba.gguf"
-    writer = GGUFWriter(str(path), "mamba")
-    writer.add_block_count(1)
-    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    info = describe_base(BaseWeights("gguf", str(path)))
+    path = write_tiny_gguf(tmp_path / "mamba.gguf", "mamba")
+    info = describe_base(BaseWeights("gguf", path))
     assert (info.trainable, info.param_count, info.layers) == (False, 32, 1)
     assert "mamba" in info.reason
 

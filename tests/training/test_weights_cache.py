@@ -11,6 +11,7 @@ import pytest
 from benchgen.training import weights
 from benchgen.training.spec import BaseWeights
 from benchgen.training.weights import MODEL, TOKENIZER, keep_part, kept_part
+from tests.training.tiny_model import write_tiny_gguf
 
 
 class Loaded:
@@ -97,24 +98,9 @@ def test_without_a_cache_folder_or_for_a_safetensors_folder_nothing_is_kept(
     assert not (tmp_path / "cache").exists()
 
 
-def _tiny_gguf(folder: Path) -> str:
-    import numpy as np
-    from gguf import GGUFWriter
-
-    path = folder / "tiny-llama.gguf"
-    writer = GGUFWriter(str(path), "llama")
-    writer.add_block_count(1)
-    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return str(path)
-
-
 def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
-    path, llama = _tiny_gguf(tmp_path), gguf.MODEL_ARCH.LLAMA
+    path, llama = write_tiny_gguf(tmp_path / "tiny-llama.gguf", "llama"), gguf.MODEL_ARCH.LLAMA
     base = BaseWeights("gguf", path)
     parsers = gguf.GGUFReader, gguf.get_tensor_name_map
     with weights.gguf_parsed_once(base):
@@ -130,7 +116,7 @@ def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path:
 
 def test_another_threads_gguf_load_waits_for_the_block(tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
-    path = _tiny_gguf(tmp_path)
+    path = write_tiny_gguf(tmp_path / "tiny-llama.gguf", "llama")
     base = BaseWeights("gguf", path)
     entered, seen = threading.Event(), []
 

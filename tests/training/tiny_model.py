@@ -74,3 +74,19 @@ def write_chat_rows(path: Path, repeat: int = 1) -> Path:
     ]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
+
+
+def write_tiny_gguf(path: Path, arch: str) -> str:
+    """A GGUF file for `arch` holding a block count and one 4×8 embedding tensor: enough to read
+    its header and tensors, not to load as a model. Needs the train extra's gguf package."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), arch)
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return str(path)
