@@ -97,6 +97,38 @@ def test_chunked_and_whole_give_the_same_verdicts(
     assert again.changed_count == 0, "every chunk was stored"
 
 
+@pytest.mark.both_backends
+@pytest.mark.parametrize(
+    ("budget", "fewest_reads"), [(1, 39), (12, 5)], ids=["one answer a chunk", "a few a chunk"]
+)
+def test_long_replies_make_shorter_chunks_with_the_same_verdicts(
+    world: World,
+    runtime: Runtime,
+    monkeypatch: pytest.MonkeyPatch,
+    budget: int,
+    fewest_reads: int,
+) -> None:
+    web, short, whole = _two_runs(world, runtime)
+    expected = world.do(web, rescoring.rescore_run, whole, F1, True)
+    # The baseline's replies are single words: a budget of 12 characters holds a few, one of a
+    # single character only the first reply of each chunk, which comes all the same.
+    monkeypatch.setattr(rescoring, "REPLY_CHARS_PER_CHUNK", budget)
+    reads: list[int] = []
+    read_apart = rescoring._Reader._document_apart
+
+    def counted(reader: rescoring._Reader, engine: Any, after: int) -> str:
+        reads.append(after)
+        return read_apart(reader, engine, after)
+
+    monkeypatch.setattr(rescoring._Reader, "_document_apart", counted)
+    applied = world.do(web, rescoring.rescore_run, short, F1, True)
+    # Read after the first chunk, in order; 39 reads at most for the other 39 answers.
+    assert reads == sorted(reads) and fewest_reads <= len(reads) <= 39
+    same = ("before", "after", "changed_count", "changes", "scoring")
+    assert [getattr(applied, name) for name in same] == [getattr(expected, name) for name in same]
+    assert _stored(world, short) == _stored(world, whole)
+
+
 LETTERS = {
     "title": "Letters",
     "format": "mcq",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Select, Text, cast, func, null, select
+from sqlalchemy import Connection, Engine, ScalarSelect, Select, Text, cast, func, null, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict
@@ -36,6 +36,10 @@ MAX_CHANGES_SHOWN = 1000
 # Rows per chunk. Only a chunk's UPDATE holds SQLite's write lock (a few tenths of a second for
 # 25k rows), so another writer waits well under a second; smaller chunks cost more commits.
 CHUNK_ROWS = 25_000
+# Characters of replies per chunk at most (the rest of a row is a small share): a chunk of long
+# replies holds fewer rows, so that its JSON document stays small beside the 1 GB that SQLite and
+# PostgreSQL allow a value, and the memory a chunk takes stays bounded.
+REPLY_CHARS_PER_CHUNK = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -62,12 +66,13 @@ def rescore_run(
 ) -> Rescore:
     """Rescore saved answers with the run's settings, or with `settings` (owner/collaborators).
 
-    A run of more answers than `chunk_rows` is read in chunks of that many rows, each in a
-    transaction of its own (the caller's is committed once the checks pass), and applied chunk
-    by chunk. Applying claims the run first by storing the new settings on it; a later apply
-    with other settings takes the claim over and this one stops with Conflict. Until the last
-    chunk, readers see some answers rescored and the old summary; if the process dies
-    meanwhile, applying again (the run already has the new settings) finishes the job.
+    A run of more answers than `chunk_rows` is read in chunks of that many rows (fewer where
+    long replies would outgrow REPLY_CHARS_PER_CHUNK), each in a transaction of its own (the
+    caller's is committed once the checks pass), and applied chunk by chunk. Applying claims
+    the run first by storing the new settings on it; a later apply with other settings takes
+    the claim over and this one stops with Conflict. Until the last chunk, readers see some
+    answers rescored and the old summary; if the process dies meanwhile, applying again (the
+    run already has the new settings) finishes the job.
 
     Raises:
         NotFound: the run is not visible.
@@ -121,14 +126,20 @@ def _checked(
 def _require_keys(ctx: Context, run: Run) -> None:
     # Checked before any chunk is written: an apply must not stop half-way for this.
     # Questions sit at positions 0..n-1, so comparing the largest positions suffices.
-    last_answer = ctx.session.scalar(
-        select(func.max(RunResult.position)).where(RunResult.run_id == run.id)
-    )
+    last_answer = _last_answer(ctx, run.id)
     last_question = ctx.session.scalar(
         select(func.max(Question.position)).where(Question.benchmark_id == run.benchmark_id)
     )
     if last_answer is not None and (last_question is None or last_answer > last_question):
         raise Conflict("The run has answers to questions its benchmark no longer has.")
+
+
+def _last_answer(ctx: Context, run_id: str) -> int | None:
+    """The position of the run's last stored answer; None without any."""
+    last: int | None = ctx.session.scalar(
+        select(func.max(RunResult.position)).where(RunResult.run_id == run_id)
+    )
+    return last
 
 
 @dataclass
@@ -191,19 +202,21 @@ class _Reader:
         """The next chunk after position `after`, in the connection's transaction."""
         return _decoded(self._document(connection, after))
 
-    def chunks(self, engine: Engine, first: list[list[Any]]) -> Iterator[list[list[Any]]]:
-        """`first`, then the chunks after it, each read in a transaction of its own: in
-        another thread, on a connection of its own, while the chunk before is scored (the
-        database builds one chunk's document while Python scores the other)."""
+    def chunks(
+        self, engine: Engine, first: list[list[Any]], last: int | None
+    ) -> Iterator[list[list[Any]]]:
+        """`first`, then the chunks after it up to the answer at position `last`, each read in
+        a transaction of its own: in another thread, on a connection of its own, while the
+        chunk before is scored (the database builds one chunk's document while Python scores
+        the other)."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescore-read") as ahead:
             rows = first
-            while True:
-                full = len(rows) == self.chunk_rows
-                if full:
+            while rows:
+                more = rows[-1][0] != last
+                if more:
                     following = ahead.submit(self._document_apart, engine, rows[-1][0])
-                if rows:
-                    yield rows
-                if not full:
+                yield rows
+                if not more:
                     return
                 # Decoded here, not in the reading thread: the values are then made on the
                 # core that scores them (a million answers scored 0.5-1 s sooner, measured).
@@ -238,10 +251,28 @@ class _Reader:
                 Question.choices,
             )
             .join(Question, question)
+            .where(
+                RunResult.run_id == self.run_id,
+                RunResult.position > after,
+                RunResult.position <= self._chunk_end(after),
+            )
+        )
+
+    def _chunk_end(self, after: int) -> ScalarSelect[Any]:
+        """The last position of the chunk after `after`: `chunk_rows` answers, fewer where
+        their replies outgrow REPLY_CHARS_PER_CHUNK (one answer at least)."""
+        following = (
+            select(RunResult.position, RunResult.raw)
             .where(RunResult.run_id == self.run_id, RunResult.position > after)
             .order_by(RunResult.position)
             .limit(self.chunk_rows)
+            .subquery()
         )
+        replies = func.coalesce(func.length(following.c.raw), 0)
+        before = func.sum(replies).over(order_by=following.c.position, rows=(None, -1))
+        sized = select(following.c.position, before.label("before")).subquery()
+        within = func.coalesce(sized.c.before, 0) < REPLY_CHARS_PER_CHUNK
+        return select(func.max(sized.c.position)).where(within).scalar_subquery()
 
 
 def _decoded(document: str) -> list[list[Any]]:
@@ -256,14 +287,14 @@ def _rescore(
     """Score every stored answer; write the changed verdicts when applying."""
     reader = _Reader(run.id, run.benchmark_id, settings.get("method") == LOGPROB, chunk_rows)
     connection = ctx.session.connection()
-    rows = reader.read(connection, -1)
-    chunked = len(rows) == chunk_rows
+    rows, last = reader.read(connection, -1), _last_answer(ctx, run.id)
+    chunked = bool(rows) and rows[-1][0] != last
     if chunked:
         if apply:
             run.scoring = settings  # the claim: a later apply with other settings stops this one
         ctx.session.commit()  # the caller's transaction: release the write lock from here on
     rescored = _Pass(registry.stored_scorer(settings), chunked)
-    for chunk in reader.chunks(connection.engine, rows):
+    for chunk in reader.chunks(connection.engine, rows, last):
         changed = rescored.add(chunk)
         if apply and changed:
             _write(ctx, run.id, settings, changed, chunked)
