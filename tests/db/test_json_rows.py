@@ -71,6 +71,7 @@ def test_every_value_comes_back_as_stored(engine: Engine) -> None:
     assert [row[0] for row in got] == [row["id"] for row in rows]
     for (_, number, words, doc), row in zip(got, rows, strict=True):
         assert (number, words, doc) == (row["number"], row["words"], row["doc"])
+        assert isinstance(number, float), "a whole number stays a float"
 
 
 @pytest.mark.both_backends
