@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict
-from benchgen.db.tables import Run, RunResult
+from benchgen.db.tables import Question, Run, RunResult
 from benchgen.evals.scorers import registry
 from benchgen.jobs.worker import Worker
 from benchgen.services.accounts import credits
@@ -127,6 +127,29 @@ def test_long_replies_make_shorter_chunks_with_the_same_verdicts(
     same = ("before", "after", "changed_count", "changes", "scoring")
     assert [getattr(applied, name) for name in same] == [getattr(expected, name) for name in same]
     assert _stored(world, short) == _stored(world, whole)
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("rows", [CHUNK, rescoring.CHUNK_ROWS])
+def test_answers_to_questions_the_benchmark_lost_stop_it_before_any_write(
+    world: World, runtime: Runtime, rows: int
+) -> None:
+    web, run_id, _ = _two_runs(world, runtime)
+    before = _stored(world, run_id)
+
+    def drop_last_question(ctx: Context) -> None:
+        run = ctx.session.get(Run, run_id)
+        assert run is not None
+        ctx.session.execute(
+            delete(Question).where(
+                Question.benchmark_id == run.benchmark_id, Question.position == 39
+            )
+        )
+
+    world.ctx_call(OPERATOR, drop_last_question)
+    with pytest.raises(Conflict, match="no longer has"):
+        world.do(web, rescoring.rescore_run, run_id, F1, True, rows)
+    assert _stored(world, run_id) == before, "nothing was written, not even the claim"
 
 
 LETTERS = {

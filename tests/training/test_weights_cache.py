@@ -99,7 +99,8 @@ def test_without_a_cache_folder_or_for_a_safetensors_folder_nothing_is_kept(
 
 
 def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     path, llama = write_tiny_gguf(tmp_path / "tiny-llama.gguf", "llama"), gguf.MODEL_ARCH.LLAMA
     base = BaseWeights("gguf", path)
     parsers = gguf.GGUFReader, gguf.get_tensor_name_map
@@ -115,7 +116,8 @@ def test_within_the_block_a_gguf_file_is_parsed_once_and_after_it_anew(tmp_path:
 
 
 def test_another_threads_gguf_load_waits_for_the_block(tmp_path: Path) -> None:
-    gguf = pytest.importorskip("gguf")
+    import gguf
+
     path = write_tiny_gguf(tmp_path / "tiny-llama.gguf", "llama")
     base = BaseWeights("gguf", path)
     entered, seen = threading.Event(), []

@@ -120,27 +120,22 @@ def _checked(
         raise Conflict(f"Only finished runs can be rescored; this one is {run.status}.")
     if chosen.get("method") == "judge":
         raise Conflict("Rescoring with the AI judge would call a model; rescoring never does.")
-    _require_keys(ctx, run)
     return run, chosen, access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
 
 
-def _require_keys(ctx: Context, run: Run) -> None:
-    # Checked before any chunk is written: an apply must not stop half-way for this.
+def _last_answer(ctx: Context, run: Run) -> int | None:
+    """The position of the run's last stored answer (None without any), checked to have its
+    question before any chunk is written: an apply must not stop half-way for this."""
     # Questions sit at positions 0..n-1, so comparing the largest positions suffices.
-    last_answer = _last_answer(ctx, run.id)
+    last_answer: int | None = ctx.session.scalar(
+        select(func.max(RunResult.position)).where(RunResult.run_id == run.id)
+    )
     last_question = ctx.session.scalar(
         select(func.max(Question.position)).where(Question.benchmark_id == run.benchmark_id)
     )
     if last_answer is not None and (last_question is None or last_answer > last_question):
         raise Conflict("The run has answers to questions its benchmark no longer has.")
-
-
-def _last_answer(ctx: Context, run_id: str) -> int | None:
-    """The position of the run's last stored answer; None without any."""
-    last: int | None = ctx.session.scalar(
-        select(func.max(RunResult.position)).where(RunResult.run_id == run_id)
-    )
-    return last
+    return last_answer
 
 
 @dataclass
@@ -290,10 +285,15 @@ def _decoded(document: str) -> list[list[Any]]:
 def _rescore(
     ctx: Context, run: Run, settings: dict[str, Any], apply: bool, chunk_rows: int
 ) -> _Pass:
-    """Score every stored answer; write the changed verdicts when applying."""
+    """Score every stored answer; write the changed verdicts when applying.
+
+    Raises:
+        Conflict: the run has answers to questions its benchmark no longer has.
+    """
+    last = _last_answer(ctx, run)
     reader = _Reader(run.id, run.benchmark_id, settings.get("method") == LOGPROB, chunk_rows)
     connection = ctx.session.connection()
-    rows, last = reader.read(connection, -1), _last_answer(ctx, run.id)
+    rows = reader.read(connection, -1)
     chunked = bool(rows) and rows[-1][0] != last
     if chunked:
         if apply:
