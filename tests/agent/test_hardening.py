@@ -444,6 +444,19 @@ def test_message_helpers_read_typed_words() -> None:
     assert MessageIn(text="continue").text == "continue"
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["OK, но нет", "ok… 不要", "ok 🙅", "ok?", "y?", "o.k.", "s.u.r.e", "yes\tno", "ok ok?"],
+)
+def test_words_around_or_inside_an_assent_make_it_no_assent(text: str) -> None:
+    """Nothing is dropped to make a match: another script's "no", a question mark, an emoji or
+    dots inside a word leave words that approve nothing (A8: anything else declines)."""
+    from benchgen.agent.messages import is_assent, is_continue
+
+    assert not is_assent(text)
+    assert not is_continue(text.replace("ok", "continue"))
+
+
 # --- 10: a live token in data a tool read is revoked, not only hidden -------------------------
 
 

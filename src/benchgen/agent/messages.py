@@ -74,7 +74,12 @@ _POLITE = frozenset({"please", "pls", "ok", "okay", "now", "just", "so", "and", 
 
 
 def _words(text: str) -> str:
-    return " ".join(re.sub(r"[^a-z ]", "", text.casefold()).split())
+    """The message as lower-case words, or "" when it holds anything but Latin letters, spaces,
+    commas between words and a closing "." or "!"."""
+    # Nothing is dropped to make a match: "OK, но нет", "ok?", "ok 🙅" and "o.k." stay what
+    # they are, and match no word list, so they approve nothing (A8: anything else declines).
+    plain = re.sub(r"[.!]+$", "", text.casefold().strip()).replace(",", " ")
+    return " ".join(plain.split()) if re.fullmatch(r"[a-z ]*", plain) else ""
 
 
 def is_assent(text: str) -> bool:
