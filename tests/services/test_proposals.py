@@ -12,7 +12,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Action, PrincipalKind, Scope
-from benchgen.db.tables import Base, Benchmark, Proposal, RateLimitEvent, Run
+from benchgen.db.tables import Base, Benchmark, Model, Proposal, RateLimitEvent, Run
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle
@@ -485,6 +485,18 @@ def test_benchmark_changed_after_the_preview_refuses_publish(world: World, ana: 
     assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility == "private"
 
 
+def test_benchmark_changed_after_the_preview_refuses_the_run(world: World, ana: str) -> None:
+    """A free model spends nothing, so the credit ceiling cannot catch it: the version can."""
+    bm = world.benchmark(ana, MCQ)
+    turn = agent(world, ana)
+    proposal = _approved(world, ana, turn, "start_run", {"benchmark_id": bm, "model_id": FIRST})
+    world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, {"questions": MCQ["questions"][:1]})
+    done = world.do(turn, proposals.execute, proposal)
+    assert (done.status, done.error_code) == ("failed", "conflict")
+    assert "changed after the preview" in done.error
+    assert count(world, Run) == 0
+
+
 def test_deleted_target_refuses_the_run(world: World, ana: str) -> None:
     bm = world.benchmark(ana, MCQ)
     turn = agent(world, ana)
@@ -502,8 +514,8 @@ def test_run_costing_more_than_shown_is_refused(world: World, ana: str) -> None:
     bm = world.benchmark(ana, QA)
     turn = agent(world, ana)
     proposal = _approved(world, ana, turn, "start_run", {"benchmark_id": bm, "model_id": model.id})
-    more = [*QA["questions"], {"prompt": "Capital of Peru?", "answer": "Lima"}]
-    world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, {"questions": more})
+    with world.rt.database.engine.begin() as conn:  # the operator raised the price
+        conn.execute(update(Model).where(Model.id == model.id).values(price_per_question=6))
     before = snapshot(world, UNTOUCHED)
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "conflict")

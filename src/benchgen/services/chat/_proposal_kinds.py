@@ -21,6 +21,7 @@ from benchgen.db.tables import Question
 from benchgen.services import access
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
 from benchgen.services.chat import _run_kind, _training_kind, previews, scratch
+from benchgen.services.chat._versions import require_version
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
@@ -227,30 +228,19 @@ def _perform_create(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _perform_edit(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    _require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    require_version(ctx, arguments, Action.BENCHMARK_EDIT)
     edited, _ = lifecycle.edit_benchmark(ctx, arguments["benchmark_id"], arguments["change"])
     return {"benchmark_id": edited.id, "version": edited.version}
 
 
 def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    _require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
+    require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
     published = lifecycle.publish_benchmark(ctx, arguments["benchmark_id"])
     return {"benchmark_id": published.id, "visibility": published.visibility}
 
 
-def _require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> None:
-    """Refuse when the benchmark changed since the preview: what was shown must be what runs."""
-    row = access.require_benchmark(ctx, arguments["benchmark_id"], action)
-    if row.version != arguments["version"]:
-        raise Conflict(
-            f"The benchmark's questions changed after the preview (version "
-            f"{arguments['version']}, now {row.version}); nothing was done.",
-            {"id": row.id, "version": row.version},
-        )
-
-
 def _perform_bundle(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    _require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    require_version(ctx, arguments, Action.BENCHMARK_EDIT)
     benchmark_id = arguments["benchmark_id"]
     _, data, sha256 = scratch.scratch_for_change(ctx, arguments["conversation_id"], benchmark_id)
     if sha256 != arguments["sha256"]:

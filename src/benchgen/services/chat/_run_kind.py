@@ -11,6 +11,7 @@ from benchgen.core.errors import Conflict
 from benchgen.core.permissions import Action
 from benchgen.services import access
 from benchgen.services.chat import previews
+from benchgen.services.chat._versions import require_version
 from benchgen.services.runs import launch
 from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
 from benchgen.services.specs import parse
@@ -65,7 +66,10 @@ def prepare(
     preview["text"] = previews.run_text(preview)
     # The estimate the user saw is bound into the arguments: a run that would now cost more
     # (a price rise, added questions) is refused rather than spending beyond what was approved.
-    return {**spec.model_dump(), "max_credits": estimate.credits}, preview
+    # So is the version of the questions it counted: edited after the preview, the benchmark is
+    # not what the user approved running.
+    canonical = {**spec.model_dump(), "max_credits": estimate.credits, "version": row.version}
+    return canonical, preview
 
 
 def perform(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -73,8 +77,11 @@ def perform(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         BenchGenError: whatever `launch.start_run` raises.
-        Conflict: the run would now cost more than the estimate shown.
+        Conflict: the benchmark changed after the preview, or the run would now cost more than
+            the estimate shown.
     """
+    if "version" in arguments:  # proposals from before runs were bound to it lack the key
+        require_version(ctx, arguments, Action.RUN_LAUNCH)
     benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
     # Proposals made before runs had settings lack these keys: they ran with the defaults.
     approved = {k: v for k, v in arguments.items() if k not in ("max_credits", "version")}

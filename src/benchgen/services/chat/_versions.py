@@ -1,0 +1,27 @@
+"""The check that a proposal's benchmark is still the version its preview showed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchgen.core.context import Context
+from benchgen.core.errors import Conflict
+from benchgen.core.permissions import Action
+from benchgen.services import access
+
+
+def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> None:
+    """Refuse when the benchmark changed since the preview: what was shown must be what runs.
+
+    Raises:
+        NotFound: the benchmark is no longer visible to the principal.
+        PermissionDenied: the principal may not do `action` on it.
+        Conflict: its questions changed after the preview.
+    """
+    row = access.require_benchmark(ctx, arguments["benchmark_id"], action)
+    if row.version != arguments["version"]:
+        raise Conflict(
+            f"The benchmark's questions changed after the preview (version "
+            f"{arguments['version']}, now {row.version}); nothing was done.",
+            {"id": row.id, "version": row.version},
+        )
