@@ -19,7 +19,8 @@ def quote(text: str) -> str:
 
 
 def question_lines(number: int, question: dict[str, Any], indent: str = "") -> list[str]:
-    """One question as `Canonical.as_dict()` gives it: the prompt, lettered choices, the key."""
+    """One question as `Canonical.as_dict()` gives it: the prompt, lettered choices, the key,
+    tags and metadata."""
     lines = [f"{indent}{number}. {quote(question['prompt'])}"]
     choices: dict[str, str] = question.get("choices") or {}
     lines += [f"{indent}   {label}) {quote(text)}" for label, text in choices.items()]
@@ -32,6 +33,10 @@ def question_lines(number: int, question: dict[str, Any], indent: str = "") -> l
         lines.append(f"{indent}   {label}: {' | '.join(quote(text) for text in answer)}")
     if question.get("tags"):
         lines.append(f"{indent}   Tags: {', '.join(quote(tag) for tag in question['tags'])}")
+    if question.get("metadata"):
+        # Stored with the question and shown to the model by later tools: approved as seen.
+        metadata = json.dumps(question["metadata"], ensure_ascii=False, sort_keys=True)
+        lines.append(f"{indent}   Metadata: {metadata}")
     return lines
 
 
