@@ -164,7 +164,7 @@ def combine_scores(
             continue
         values = reported.get(column.key)
         if values:
-            scores[column.key] = math.fsum(values) / len(values)
+            scores[column.key] = _finite(column.key, "avg", values)
         else:
             missing.append(column.key)
     if missing:
@@ -178,13 +178,31 @@ def combine_scores(
             keys = (by_index.get(index) for index in column.computation_indexes)
             parts = [scores[key] for key in keys if key in scores]
             if parts:
-                scores[column.key] = _compute(column.computation, parts)
+                scores[column.key] = _finite(column.key, column.computation, parts)
     return scores
+
+
+def _finite(column: str, computation: str, values: list[float]) -> float:
+    """`computation` over finite `values`, refused when the result is not a finite number."""
+    try:
+        result = _compute(computation, values)
+    except OverflowError:  # fsum's, when a partial sum passes the largest float
+        result = math.inf
+    if not math.isfinite(result):
+        # The scores are the participant's to choose: 1e308 twice is no crash and no ranking.
+        raise InvalidInput(
+            f"The {computation} of the scores for {column} is too large to be a number.",
+            [{"loc": ["scores", column], "msg": "not a finite number"}],
+        )
+    return result
 
 
 def _compute(computation: str, values: list[float]) -> float:
     if computation == "sum":
         return math.fsum(values)
     if computation == "avg":
-        return math.fsum(values) / len(values)
+        try:
+            return math.fsum(values) / len(values)
+        except OverflowError:  # each part divided first: a mean of finite scores is finite
+            return math.fsum(value / len(values) for value in values)
     return min(values) if computation == "min" else max(values)
