@@ -19,7 +19,7 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, Unauthenticated
 from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import Benchmark, Run
-from benchgen.services import access, deployment
+from benchgen.services import access, deployment, models
 from benchgen.services.accounts import ratelimits, tokens, users
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations, proposals
@@ -93,6 +93,28 @@ def test_run_preview_marks_the_agents_pick_only_when_the_user_left_it_open(
     assert "agent picked this model" in open_choice.reply
     assert named.proposal.preview["agent_pick"] is False
     assert "estimated at up to" in named.reply and bm in named.reply
+
+
+@pytest.mark.parametrize(
+    ("name", "request_"),
+    [
+        ("GPT-4", "run GPT-4o-mini on Capitals"),
+        ("GPT-4", "run gpt-4.1 on Capitals"),
+        ("mini", "run gpt-4o-mini on Capitals"),
+    ],
+)
+def test_a_name_inside_other_words_is_not_the_user_naming_the_model(
+    world: World, ana: str, api: Principal, name: str, request_: str
+) -> None:
+    bm = world.benchmark(ana)
+    spec = {"name": name, "kind": "builtin", "endpoint_model": "random"}
+    model = world.do(OPERATOR, models.create_platform_model, spec).id
+    script = Script([[("propose_run", {"benchmark_id": bm, "model_id": model})]] * 2)
+    inside = say(world.rt, api, new_conversation(world.rt, api), script.brain(), request_)
+    whole = say(world.rt, api, new_conversation(world.rt, api), script.brain(), f"run {name}!")
+    assert inside.proposal is not None and whole.proposal is not None
+    assert inside.proposal.preview["agent_pick"] is True
+    assert whole.proposal.preview["agent_pick"] is False
 
 
 def test_training_is_proposed_and_its_jobs_read_but_never_deleted(

@@ -6,6 +6,7 @@ There is deliberately no tool for any action in A13 (see `never.py`): a brain th
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -303,9 +304,16 @@ def _agent_pick(c: Context, request: str, model_id: str) -> bool:
     # Decided by code from the user's own words, never by the brain's say-so: a model the user
     # named neither by id nor by name is marked as the agent's pick in the preview (§2.2).
     words = request.casefold()
-    if model_id.casefold() in words:
+    if _named(model_id, words):
         return False
-    return models.get_model(c, model_id).name.casefold() not in words
+    return not _named(models.get_model(c, model_id).name, words)
+
+
+def _named(name: str, words: str) -> bool:
+    # Whole, with hyphens and inner dots part of a name: "GPT-4" is not named by "GPT-4o",
+    # "GPT-4-turbo" or "GPT-4.1", nor "mini" by "gpt-4o-mini".
+    found = rf"(?<![\w.-]){re.escape(name.casefold())}(?![\w-]|\.\w)"
+    return re.search(found, words) is not None
 
 
 def _pick(data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
