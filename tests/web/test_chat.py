@@ -21,8 +21,10 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.services.accounts import tokens, users
 from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat._proposal_kinds import KINDS
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
+from benchgen.web.pages.chat import PROPOSAL_TITLES
 from tests.agent.scripted import Script, think_with
 from tests.support import OPERATOR, QA, World
 from tests.web.support import WebUser
@@ -334,3 +336,7 @@ def test_signing_out_ends_the_turn_it_started(browser: Browser, runtime: Runtime
     again = WebUser.sign_in(ana.client, "ana@example.com")
     (reply,) = replies(settled(again, conv))
     assert reply.startswith("I had to stop: your access ended during this turn")
+
+
+def test_every_kind_of_proposal_has_a_card_heading() -> None:
+    assert set(PROPOSAL_TITLES) == set(KINDS)

@@ -30,6 +30,15 @@ PAGE_SIZE = 50
 # A page answers within seconds: a longer turn shows "working…" and the page polls for it.
 WEB_WAIT_S = 10.0
 Id = Annotated[str, Form(min_length=1, max_length=40)]
+# The heading of each kind's approval card (tests/web/test_chat.py checks that none is missing).
+PROPOSAL_TITLES = {
+    "create_benchmark": "Create a benchmark",
+    "edit_benchmark": "Change a benchmark",
+    "publish_benchmark": "Publish a benchmark",
+    "start_run": "Run a model",
+    "change_bundle": "Change a custom benchmark's bundle",
+    "start_training": "Train a model",
+}
 
 
 @router.get("/chat", name="chat")
@@ -208,6 +217,7 @@ def _page(
         request,
         "chat/conversation.html",
         status,
+        kinds=PROPOSAL_TITLES,
         conversation=conversation,
         turns=turns,
         error=error,
@@ -230,6 +240,7 @@ def _transcript(
     return render(
         request,
         "chat/fragment.html",
+        kinds=PROPOSAL_TITLES,
         conversation=conversation,
         turns=turns,
         report={},
