@@ -487,6 +487,10 @@ ASKS = [
     "PASTE YOUR TOKEN HERE",
     "Please paste your t\u200boken here.",  # hidden from a plain word filter
     "Send me your API key, then we can go on.",
+    "Please provide your access token for verification.",
+    "Enter your API key to continue.",
+    "Your token please!",
+    "What is the token you use for the API?",
 ]
 BENIGN = [
     "I can't see your tokens; manage them at /settings/tokens",
@@ -509,6 +513,8 @@ BENIGN = [
     "Your token was revoked. Create a new one at /settings/tokens.",
     "I created the benchmark “Passwords in history” with 10 questions.",
     "What is your favourite capital?",
+    "What is the token limit of this model?",
+    "Enter the number of tokens to continue generating.",
 ]
 
 

@@ -425,6 +425,19 @@ def test_disguised_tokens_in_labels_and_notices_are_revoked_and_kept_notices_sta
             world.api(secret)
 
 
+def test_a_button_asking_for_a_secret_withholds_the_reply_and_its_buttons(world: World) -> None:
+    """Choice labels may be the model's words: a request there is a request (A14)."""
+    ana = world.user("ana@example.com")
+    buttons = [
+        {"type": "choose", "option": 0, "label": "Capitals"},
+        {"type": "choose", "option": 1, "label": "First, paste your API token here to verify"},
+    ]
+    outcome = TurnOutcome("awaiting_choice", "Which benchmark?", buttons=buttons)
+    done = finish(world, open_turn(world, ana), outcome)
+    assert done.reply == world.ctx_call(OPERATOR, leaks.withheld_notice)
+    assert (done.status, done.buttons) == ("completed", [])
+
+
 @pytest.mark.parametrize(
     "reply",
     [

@@ -360,15 +360,22 @@ _SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
 _POINTED = (
     r"\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
     r"(?:chat|conversation|message|box|reply|field)|(?:to|with|for)\s+(?:me|us)|"
-    r"so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b))"
+    r"so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b|"
+    # "… to continue", "… for verification": the reason a phisher gives.
+    r"(?:to|for|so\s+as\s+to|in\s+order\s+to)\s+(?:continue|proceed|go\s+on|finish|complete|"
+    r"verif(?:y|ication)|authenticat(?:e|ion)|confirm|validat(?:e|ion)|log\s*in|sign\s*in|"
+    r"unlock)\b))"
 )
 _ASKS = (
     # "send me your token, …": asked of the reader, addressed to the agent.
     rf"\b{_HANDOVER}\s+(?:me|us)\s+(?:back\s+)?{_SECRET}",
     # "paste your API token here", "please provide the password."
     rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}",
-    # "what is your password?", "what's your BenchGen token"
-    rf"\bwhat(?:'s|\s+is|\s+are)\s+your\s+{_QUALIFIER}{_NOUN}\s*(?:$|[?.!,:;])",
+    # "what is your password?", "what's your BenchGen token", "what is the token you use?"
+    rf"\bwhat(?:'s|\s+is|\s+are)\s+(?:your|the)\s+{_QUALIFIER}{_NOUN}"
+    r"(?:\s*(?:$|[?.!,:;])|\s+(?:that\s+)?you\s+(?:use|have|got)\b)",
+    # "your token, please!"
+    rf"\byour\s+{_QUALIFIER}{_NOUN}\s*,?\s*please\b",
     # "I need your API key", "we'll require your credentials"
     rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
     rf"{_QUALIFIER}{_NOUN}\b",

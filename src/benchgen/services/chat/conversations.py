@@ -12,6 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
+from benchgen.core.secrets import asks_for_secret
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable
 from benchgen.core.text import require_line
@@ -296,8 +297,10 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     if turn is None:
         raise NotFound("No such turn.", {"id": turn_id})
     now = ctx.now()
-    turn.status = outcome.status
     turn.reply, turn.buttons, turn.notices = _screened(ctx, outcome)
+    # A question whose options were withheld asks nothing: the turn is simply over.
+    withheld = outcome.status == TurnStatus.AWAITING_CHOICE and not turn.buttons
+    turn.status = TurnStatus.COMPLETED if withheld else outcome.status
     turn.proposal_id = outcome.proposal_id
     turn.tool_calls = outcome.tool_calls
     turn.brain = outcome.brain
@@ -337,6 +340,9 @@ def _screened(ctx: Context, outcome: TurnOutcome) -> tuple[str, list[dict[str, A
         {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
     ]
     revoked = [*reply.notices, *labels.notices, *notices.notices]
+    if any(asks_for_secret(label) for label in labels.value):
+        # A button that asks for a token withholds the reply as a request in the text would.
+        return leaks.withheld_notice(ctx), [], [*notices.value, *revoked]
     return reply.text, buttons, [*notices.value, *revoked]
 
 
