@@ -110,8 +110,12 @@ def resume(state: TurnState) -> str:
 
 
 def _propose_again(state: TurnState, plan: dict[str, Any], last: proposals.ProposalView) -> str:
+    # An edit part's stored arguments carry the version its preview was bound to; proposed
+    # again, it is previewed and bound afresh (the kind refuses a version given as input).
+    arguments = {name: value for name, value in last.arguments.items() if name != "version"}
+
     def work(c: Context) -> proposals.ProposalView:
-        made = proposals.propose(c, state.conversation_id, last.kind, last.arguments)
+        made = proposals.propose(c, state.conversation_id, last.kind, arguments)
         state.proposal = made
         return made
 
