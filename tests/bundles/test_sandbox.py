@@ -18,8 +18,9 @@ import pytest
 
 from benchgen.bundles import bwrap, sandbox
 from benchgen.bundles.sandbox import Limits, Mount, Outcome, run_sandboxed, sandbox_problem
+from benchgen.core.config import Settings
 from benchgen.core.errors import Conflict
-from tests.bundle_factory import require_sandbox
+from tests.bundle_factory import SANDBOX_RUNTIME, require_sandbox
 from tests.processes import processes_running
 
 REPO = Path(__file__).resolve().parents[2]
@@ -303,6 +304,15 @@ def test_no_process_is_left_behind(tmp_path: Path, runtime: Path) -> None:
     assert quick.ok and quick.stdout == "done\n" and quick.seconds < 5
     for marker in ("sleep 987", "sleep 988", "sleep 989", "sleep 990"):
         assert not processes_running(marker.encode())
+
+
+def test_the_default_runtime_is_the_checkouts_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`benchgen serve` started outside the checkout still finds what `make sandbox` built."""
+    monkeypatch.delenv("BENCHGEN_SANDBOX_RUNTIME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert Settings(data_dir=tmp_path).sandbox_runtime == SANDBOX_RUNTIME
 
 
 def test_refuses_to_run_unisolated_unless_allowed(tmp_path: Path) -> None:

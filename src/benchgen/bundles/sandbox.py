@@ -52,7 +52,10 @@ def sandbox_problem(runtime: Path) -> str | None:
     if problem := uid_locks_problem():
         return problem
     if not (runtime / "bin" / "python").exists():
-        return f"the program runtime {runtime} is missing (run `make sandbox`)"
+        return (
+            f"the program runtime {runtime} is missing (run `make sandbox` in the checkout, or "
+            "point BENCHGEN_SANDBOX_RUNTIME at one)"
+        )
     return _probe(str(runtime))
 
 

@@ -8,6 +8,10 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The folder holding pyproject.toml (src/benchgen/core/ is three below it), where `make` builds
+# the programs' runtime: found from here, so a command run from any folder finds it.
+_CHECKOUT = Path(__file__).resolve().parents[3]
+
 
 class Settings(BaseSettings):
     """Everything an operator configures; built once per app or command, never at import time."""
@@ -122,9 +126,9 @@ class Settings(BaseSettings):
         64 * 1024 * 1024, ge=1024, description="Largest training dataset upload."
     )
     sandbox_runtime: Path = Field(
-        Path(".sandbox-venv"),
-        description="The Python environment organisers' programs run with (`make sandbox`), "
-        "kept apart from the server's own.",
+        default_factory=lambda: _CHECKOUT / ".sandbox-venv",
+        description="The Python environment organisers' programs run with (`make sandbox` "
+        "builds it in the checkout), kept apart from the server's own.",
     )
     allow_unsandboxed_programs: bool = Field(
         False,
