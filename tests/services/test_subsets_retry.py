@@ -45,6 +45,43 @@ def test_first_n_is_partial_and_refused_by_the_leaderboard(world: World, runtime
     assert world.do(web, leaderboards.get_leaderboard, bm).rows == []
 
 
+def test_a_subset_of_every_question_is_the_whole_benchmark(world: World) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    for subset in ({"kind": "first", "n": 500}, {"kind": "random", "n": 12, "seed": 3}):
+        estimate = world.do(Principal.web(ana), launch.estimate_run, bm, FIRST, {"subset": subset})
+        assert (estimate.question_count, estimate.partial) == (12, False)
+
+
+def test_a_subset_or_few_shot_that_leaves_nothing_to_ask_is_refused_at_the_estimate(
+    world: World,
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    web = Principal.web(ana)
+    nothing = {"subset": {"kind": "first", "n": 1}, "settings": {"few_shot": 1}}
+    with pytest.raises(InvalidInput, match="few-shot examples take every question") as refused:
+        world.do(web, launch.estimate_run, bm, FIRST, nothing)
+    assert refused.value.details["errors"][0]["loc"] == ["settings", "few_shot"]
+    with pytest.raises(InvalidInput, match="matches the subset"):
+        world.do(web, launch.estimate_run, bm, FIRST, {"subset": {"kind": "tags", "tags": ["x"]}})
+
+
+def test_only_the_team_may_run_part_of_a_published_benchmark(world: World) -> None:
+    """A score over one chosen question would be that question's right or wrong: an outsider
+    could read the key one free baseline run at a time."""
+    ana, sam = world.user("ana@example.com"), world.user("sam@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    one = {"subset": {"kind": "first", "n": 1}}
+    for attempt in (launch.estimate_run, launch.start_run):
+        args = (bm, FIRST, one) if attempt is launch.estimate_run else (bm, FIRST, None, one)
+        with pytest.raises(InvalidInput, match="only the benchmark's owner and collaborators"):
+            world.do(Principal.web(sam), attempt, *args)
+    assert world.do(Principal.web(sam), launch.start_run, bm, FIRST).question_count == 12
+    assert world.do(Principal.web(ana), launch.estimate_run, bm, FIRST, one).question_count == 1
+
+
 def test_a_seeded_random_subset_is_the_same_questions_again(world: World, runtime: Runtime) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, BIG_MCQ)
@@ -72,7 +109,7 @@ def test_a_tag_subset_asks_only_the_tagged_questions(world: World, runtime: Runt
     assert asked(world, web, run.id) == [1, 3, 5, 7, 9, 11]
     done = world.do(web, launch.get_run, run.id)
     assert done.summary["n"] == 6
-    with pytest.raises(Conflict):
+    with pytest.raises(InvalidInput, match="no question of the benchmark matches the subset"):
         world.do(
             web, launch.start_run, bm, FIRST, None, {"subset": {"kind": "tags", "tags": ["none"]}}
         )
@@ -153,8 +190,6 @@ def test_retries_count_against_a_strangers_quota(world: World, open_loopback: Ru
         first = world.do(stranger, launch.start_run, bm, model)
         work_all(open_loopback)
         for _ in range(4):
-            world.do(
-                stranger, launch.start_run, bm, FIRST, None, {"subset": {"kind": "first", "n": 1}}
-            )
+            world.do(stranger, launch.start_run, bm, FIRST)
         with pytest.raises(RateLimited):
             world.do(stranger, retries.retry_errored, first.id)

@@ -39,9 +39,17 @@ def plan_questions(
     the few-shot examples, which are shown, never scored.
 
     Raises:
-        InvalidInput: more few-shot examples than the principal may draw.
+        InvalidInput: a subset from someone who may not read the key, more few-shot examples
+            than the principal may draw, or nothing left to ask.
     """
     settings = options.settings
+    if options.subset is not None and not may_read_key:
+        # A score over one chosen question is that question's right or wrong (docs/permissions).
+        raise invalid(
+            ["subset"],
+            "only the benchmark's owner and collaborators may run part of it; anyone else's "
+            "run asks every question, so its score never tells one question's answer",
+        )
     if options.subset is None and chosen is None and settings.few_shot == 0:
         count, chars = _totals(ctx, benchmark_id)
         return Asked(None, [], count, chars + count * _extra(settings, 0), False)
@@ -55,9 +63,16 @@ def plan_questions(
     examples = _examples(tags, settings.few_shot, may_read_key)
     picked = chosen if chosen is not None else choose_positions(options.subset, tags)
     asked = [p for p in (range(len(rows)) if picked is None else picked) if p not in examples]
+    if rows and not asked:
+        if picked is not None and not picked:
+            raise invalid(["subset"], "no question of the benchmark matches the subset")
+        raise invalid(
+            ["settings", "few_shot"], "the few-shot examples take every question the run asks"
+        )
     example_chars = sum(sizes[p] + EXAMPLE_OVERHEAD_CHARS for p in examples)
     chars = sum(int(rows[p][1]) for p in asked) + len(asked) * _extra(settings, example_chars)
-    partial = picked is not None
+    # A subset that takes every question (the first 500 of 200) is the whole benchmark.
+    partial = chosen is not None or (picked is not None and len(picked) < len(rows))
     return Asked(asked if partial or examples else None, examples, len(asked), chars, partial)
 
 
