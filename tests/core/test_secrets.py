@@ -491,6 +491,8 @@ ASKS = [
     "Enter your API key to continue.",
     "Your token please!",
     "What is the token you use for the API?",
+    "I can't finish without your API key — please paste it.",
+    "Your password, please send it to me.",
 ]
 BENIGN = [
     "I can't see your tokens; manage them at /settings/tokens",
@@ -515,6 +517,9 @@ BENIGN = [
     "What is your favourite capital?",
     "What is the token limit of this model?",
     "Enter the number of tokens to continue generating.",
+    "Add your OpenAI API key: open Models and paste it into the form.",
+    "Your API key is secret; never paste it here.",
+    "Your token was revoked. Create a new one and paste it into BENCHGEN_TOKEN.",
 ]
 
 

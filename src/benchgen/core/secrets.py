@@ -380,6 +380,11 @@ _ASKS = (
     rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
     rf"{_QUALIFIER}{_NOUN}\b",
 )
+# "… without your API key — please paste it.": the secret named earlier in the sentence and
+# asked for by a pronoun, pointed at the chat. Told apart from advice ("paste it into the model's
+# form") by the pointing, as above.
+_PRONOUN_ASK = rf"\b{_HANDOVER}\s+(?:me\s+|us\s+)?(?:it|them){_POINTED}"
+_NAMED_BEFORE = re.compile(rf"{_NOUN}\b[^.?!\n]*$")
 # A request in the same clause after one of these is advice, not a request: "never paste your
 # token here", "you don't need to send me your password".
 _NEGATION = re.compile(
@@ -401,7 +406,11 @@ def asks_for_secret(text: str) -> bool:
         for match in pattern.finditer(plain):
             if not _negated(plain, match.start()):
                 return True
-    return False
+    return any(
+        _NAMED_BEFORE.search(plain, max(0, match.start() - 200), match.start())
+        and not _negated(plain, match.start())
+        for match in _pronoun_asks().finditer(plain)
+    )
 
 
 @cache
@@ -410,6 +419,11 @@ def _asks() -> tuple[re.Pattern[str], ...]:
     # this module, and compiling these and the table's shapes took ~8 ms of `benchgen run`'s
     # start, where nothing is redacted before the first model request.
     return tuple(re.compile(pattern) for pattern in _ASKS)
+
+
+@cache
+def _pronoun_asks() -> re.Pattern[str]:
+    return re.compile(_PRONOUN_ASK)
 
 
 def _negated(text: str, start: int) -> bool:
