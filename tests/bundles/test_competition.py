@@ -389,3 +389,43 @@ def test_published_codabench_bundles_parse() -> None:
         assert spec.warnings == (), name
         assert spec.phases and spec.tasks and spec.leaderboards
         assert CompetitionSpec.from_json(spec.to_json()) == spec
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "loc", "msg"),
+    [
+        ("title: Demo", 'title: "\\u202eevil"', ["title"], "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("title: Demo", 'title: "evil\\x00"', ["title"], "U+0000"),
+        ("title: Demo", f"title: {'x' * 201}", ["title"], "at most 200 characters"),
+        ("description: A demo", 'description: "a\\u2066b"', ["description"], "U+2066"),
+        ("    name: Dev", '    name: "D\\tev"', ["phases", 0, "name"], "U+0009"),
+        ("    name: T0", '    name: "T\\u202d0"', ["tasks", 0, "name"], "U+202D"),
+        ("  - title: Overview", '  - title: "O\\x07"', ["pages", 0, "title"], "U+0007"),
+        ("  - title: Results", '  - title: "R\\u2067"', ["leaderboards", 0, "title"], "U+2067"),
+        (
+            "      - title: Accuracy",
+            '      - title: "A\\x1b"',
+            ["leaderboards", 0, "columns", 0, "title"],
+            "U+001B",
+        ),
+    ],
+)
+def test_titles_names_and_prose_get_the_text_checks_with_their_line(
+    old: str, new: str, loc: list[Any], msg: str
+) -> None:
+    # The same hygiene as POST /benchmarks (core/text.py), and an over-long title is refused,
+    # never cut to fit.
+    text = edit(old, new)
+    found = [e for e in errors_of(text) if e["loc"] == loc]
+    assert len(found) == 1 and msg in found[0]["msg"], errors_of(text)
+    assert found[0]["line"] == line_of(text, new)
+
+
+def test_bundle_limits_match_the_typed_ones() -> None:
+    from benchgen.bundles import competition
+    from benchgen.services import specs
+
+    assert (competition.MAX_TITLE, competition.MAX_DESCRIPTION) == (
+        specs.MAX_TITLE,
+        specs.MAX_DESCRIPTION,
+    )

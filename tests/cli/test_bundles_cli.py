@@ -84,6 +84,33 @@ def test_upload_version_download_and_submit_here(world: World, tmp_path: Path) -
     assert "completed" in sent.output and "accuracy" in sent.output and "0.5" in sent.output
 
 
+def test_run_on_a_custom_benchmark_prints_its_bundle_scores(world: World, tmp_path: Path) -> None:
+    require_sandbox()
+    world.user("ana@example.com", credits_=100)
+    here = ["--as", "ana@example.com"]
+    made = runner.invoke(
+        app, ["benchmarks", "upload", _file(tmp_path, "tiny.zip", bundle()), *here], env=WIDE
+    )
+    bm = _new_id(made.output)
+    ran = runner.invoke(
+        app, ["run", "--benchmark", bm, "--model", "mdl_builtin_echo", *here], env=WIDE
+    )
+    assert ran.exit_code == 0, ran.output
+    # echo gets one of the factory's two answers right: its columns, not an accuracy of "—".
+    assert "completed: accuracy 0.5, errors 1, combined 1.5, 0 errors" in ran.output, ran.output
+
+
+def test_a_failing_solution_shows_what_its_programs_printed(world: World, tmp_path: Path) -> None:
+    require_sandbox()
+    world.user("ana@example.com")
+    scorer = "import sys; print('no [bold]scores.json[/] here', file=sys.stderr); sys.exit(2)"
+    path = _file(tmp_path, "bad.zip", bundle(solution={"q1": "rome"}, scorer=scorer))
+    made = runner.invoke(app, ["benchmarks", "upload", path, "--as", "ana@example.com"], env=WIDE)
+    assert made.exit_code == 0, made.output
+    assert "Output of solution 0:" in made.output
+    assert "[scoring stderr] no [bold]scores.json[/] here" in made.output
+
+
 def test_an_invalid_bundle_prints_each_problem_and_fails(world: World, tmp_path: Path) -> None:
     world.user("ana@example.com")
     broken = competition()

@@ -70,6 +70,25 @@ def test_bad_rows_are_printed_by_line_and_nothing_is_stored(world: World, tmp_pa
     assert world.do(Principal.web(ana), datasets.list_datasets) == []
 
 
+def test_one_bad_row_is_printed_once(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "hi"}) + "\n")
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 1
+    lines = [line for line in done.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: line 1, completion: "), done.output
+
+
+def test_auto_reads_a_parquet_name_as_parquet(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    data = tmp_path / "notjson.parquet"
+    data.write_text(json.dumps(PAIRS[0]) + "\n")
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 1
+    assert "Parquet" in done.output and "JSON" not in done.output, done.output
+
+
 def test_a_bad_map_option(world: World, tmp_path: Path) -> None:
     world.user("ana@example.com")
     data = tmp_path / "d.jsonl"

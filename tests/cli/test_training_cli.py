@@ -64,6 +64,8 @@ def test_plan_start_list_show_cancel(world: World, base: tuple[str, str]) -> Non
         "training", "show", training_id.group(1), *HERE
     )
     assert "cancelled" in invoke("training", "cancel", training_id.group(1), *HERE)
+    again = runner.invoke(app, ["training", "cancel", training_id.group(1), *HERE], env=WIDE)
+    assert again.exit_code == 1 and "has already been cancelled." in again.output
     assert "cpu" in invoke("training", "compute", *HERE)
 
 
@@ -71,7 +73,11 @@ def test_bad_values_are_refused_with_their_place(world: World, base: tuple[str, 
     model_id, dataset_id = base
     where = ["--base", model_id, "--dataset", dataset_id, *HERE]
     unknown = runner.invoke(app, ["training", "plan", *where, "--set", "epochs=lots"], env=WIDE)
-    assert unknown.exit_code == 2 and "not a number" in unknown.output
+    assert unknown.exit_code == 2 and "not a whole number" in unknown.output
+    half = runner.invoke(app, ["training", "plan", *where, "--set", "epochs=1.5"], env=WIDE)
+    assert half.exit_code == 2 and "'1.5' is not a whole number (an integer)" in half.output
+    rate = runner.invoke(app, ["training", "plan", *where, "--set", "learning_rate=x"], env=WIDE)
+    assert rate.exit_code == 2 and "'x' is not a number." in rate.output
     wrong = runner.invoke(app, ["training", "start", *where, "--set", "epochs=0"], env=WIDE)
     assert wrong.exit_code == 1 and "hyperparameters.epochs" in wrong.output
     assert world.do(Principal.web(world.user("x@example.com")), jobs.list_training_jobs) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,23 @@ def test_without_the_train_extra_the_install_command_is_named(
     )
     with pytest.raises(FatalModelError, match=r"peft: pip install 'benchgen\[train\]'"):
         build_adapter(ModelSpec("local_hf", tiny["base"]))
+
+
+async def test_loading_and_answering_print_no_library_noise(
+    tiny: dict[str, str], capfd: pytest.CaptureFixture[str]
+) -> None:
+    local_hf._loaded.clear()  # load again, where the progress bar and warnings came from
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        await _ask(tiny["base"], max_tokens=2, adapter_dir=tiny["lora"])
+        await _ask(tiny["base"], max_tokens=2, weights_dir=tiny["sft"])
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == "", printed
+    assert [str(w.message) for w in warned] == []
+
+
+async def test_generation_stops_at_the_models_context(tiny: dict[str, str]) -> None:
+    # The tiny model's context is 256 tokens: a reply never runs past it, whatever max_tokens says.
+    reply = await _ask(tiny["base"], max_tokens=1000, temperature=1.0, seed=3)
+    assert reply.input_tokens + reply.output_tokens <= 256

@@ -8,7 +8,7 @@ import pytest
 from benchgen.core.context import Principal, PrincipalKind
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Scope
-from benchgen.services.benchmarks import bundles, lifecycle
+from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle
 from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import (
@@ -126,6 +126,39 @@ def test_failing_solution_blocks_publishing_with_why(world: World) -> None:
     assert got.solutions is not None and not got.solutions[0]["ok"]
     with pytest.raises(Conflict, match="solution 0"):
         world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+
+
+def test_a_failing_solution_keeps_its_programs_output_bounded_and_redacted(world: World) -> None:
+    ana = world.user("ana@example.com")
+    key = "sk-proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
+    scorer = (
+        f"import sys; print('x' * 9000); print('reading {key}', file=sys.stderr); "
+        "print('ValueError: reference data is empty', file=sys.stderr); raise SystemExit(3)"
+    )
+    bm = _upload(world, ana, bundle(solution={"q1": "rome"}, scorer=scorer))
+    got = world.do(Principal.web(ana), bundles.get_bundle, bm)
+    assert got.solutions is not None
+    failed = got.solutions[0]
+    assert not failed["ok"] and "exit code 3" in failed["error"]
+    assert "ValueError: reference data is empty" in failed["output"]
+    assert key not in failed["output"] and "reading [redacted: OpenAI key]" in failed["output"]
+    assert len(failed["output"]) < _bundle_versions.SOLUTION_OUTPUT_CHARS + 100
+
+
+def test_a_passing_solution_has_no_output_to_show(world: World) -> None:
+    ana = world.user("ana@example.com")
+    got = world.do(Principal.web(ana), bundles.get_bundle, _upload(world, ana, bundle()))
+    assert got.solutions is not None and got.solutions[0]["output"] == ""
+
+
+def test_the_current_bundle_again_is_refused_naming_its_version(world: World) -> None:
+    ana = world.user("ana@example.com")
+    data = bundle()
+    bm = _upload(world, ana, data)
+    with pytest.raises(Conflict, match="identical to version 1") as refused:
+        world.do(Principal.web(ana), bundles.upload_bundle_version, bm, data, "same.zip")
+    assert refused.value.details["version"] == 1
+    assert world.do(Principal.web(ana), bundles.get_bundle, bm).version == 1
 
 
 def test_broken_bundle_is_refused_whole_with_places(world: World) -> None:

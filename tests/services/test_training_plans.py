@@ -96,6 +96,17 @@ def test_values_out_of_range_are_refused_at_their_field(
     assert loc in problems(exc)
 
 
+def test_lora_targets_must_name_a_module_of_the_base(world: World, scene: dict[str, Any]) -> None:
+    odd = {"target_modules": ["q_proj", "nonexistent_proj"]}
+    with pytest.raises(InvalidInput, match="'nonexistent_proj' names no module") as caught:
+        world.do(scene["web"], plans.plan_training, request(scene, hyperparameters=odd))
+    assert problems(caught) == [["hyperparameters", "target_modules", 1]]
+    assert "q_proj" in caught.value.message and "down_proj" in caught.value.message
+    named = {"target_modules": ["self_attn.o_proj", "mlp.down_proj", "lm_head"]}
+    plan = world.do(scene["web"], plans.plan_training, request(scene, hyperparameters=named))
+    assert plan.hyperparameters["target_modules"] == named["target_modules"]
+
+
 def test_a_gpu_this_deployment_lacks_is_refused(world: World, scene: dict[str, Any]) -> None:
     with pytest.raises(InvalidInput) as exc:
         world.do(scene["web"], plans.plan_training, request(scene, compute={"gpu_type": "B200"}))

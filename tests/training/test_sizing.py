@@ -16,6 +16,7 @@ from benchgen.training.sizing import (
     BaseInfo,
     describe_base,
     estimate_peak_bytes,
+    matches_module,
 )
 from benchgen.training.spec import BaseWeights, Hyperparameters
 from tests.support import python_output
@@ -34,6 +35,11 @@ def test_a_safetensors_folder_is_described(tiny_base: BaseWeights) -> None:
     assert (info.trainable, info.reason, info.model_type) == (True, "", "llama")
     assert (info.hidden_size, info.layers, info.heads, info.intermediate_size) == (32, 2, 4, 64)
     assert info.param_count > info.vocab_size * 32 * 2  # embeddings and lm_head at least
+    # Matrices only, by the names peft matches target_modules against (norms are vectors).
+    assert {"model.layers.1.self_attn.q_proj", "model.embed_tokens", "lm_head"} <= info.modules
+    assert not any("norm" in name for name in info.modules)
+    assert matches_module("q_proj", info.modules) and matches_module("mlp.up_proj", info.modules)
+    assert not matches_module("proj", info.modules) and not matches_module("norm", info.modules)
 
 
 def test_a_config_asking_for_remote_code_is_refused(tiny_base: BaseWeights, tmp_path: Path) -> None:

@@ -15,7 +15,12 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from benchgen.bundles.yaml_nodes import Lines, Loc, NodeReader, Problem, Section, compose
 from benchgen.core.errors import InvalidInput
+from benchgen.core.text import is_blank, line_problem, text_problem
 
+# The limits POST /benchmarks applies (services/specs.py): names and titles fit their 200-character
+# columns, and a bundle's prose is held to what a typed description may be.
+MAX_TITLE = 200
+MAX_DESCRIPTION = 20_000
 COMPUTATIONS = ("sum", "avg", "min", "max")
 SORTINGS = ("desc", "asc")
 
@@ -288,6 +293,31 @@ class _Reader(NodeReader):
             self.error(loc, self.line_of(loc, s.line), msg)
         return path
 
+    def line(self, s: Section, key: str, *, required: bool = False) -> str | None:
+        """A title or name: one line, by the checks every stored name gets (core/text.py)."""
+        text = self.text(s, key, required=required)
+        if text is None or not text.strip():
+            return None
+        text = text.strip()
+        problem = line_problem(text) or _too_long(text, MAX_TITLE)
+        if problem is None and is_blank(text):
+            problem = "must hold something visible"
+        return self._checked(s, key, text, problem)
+
+    def prose(self, s: Section, key: str) -> str | None:
+        """A description: line breaks allowed, no control or bidirectional characters."""
+        text = self.text(s, key)
+        if text is None:
+            return None
+        return self._checked(s, key, text, text_problem(text) or _too_long(text, MAX_DESCRIPTION))
+
+    def _checked(self, s: Section, key: str, text: str, problem: str | None) -> str | None:
+        if problem is None:
+            return text
+        loc = (*s.loc, key)
+        self.error(loc, self.line_of(loc, s.line), problem)
+        return None
+
     def competition(self, root: Node) -> CompetitionSpec:
         top = self.section(root, (), _TOP_USED, KEPT_TOP_LEVEL_KEYS)
         self.version(top)
@@ -301,8 +331,8 @@ class _Reader(NodeReader):
         for spec, s in [*phases, *self.unique(solutions)]:
             self.check_task_refs(s, spec.tasks, known_tasks)
         return CompetitionSpec(
-            title=self.text(top, "title", required=True) or "",
-            description=self.text(top, "description") or "",
+            title=self.line(top, "title", required=True) or "",
+            description=self.prose(top, "description") or "",
             image=self.path(top, "image"),
             docker_image=self.text(top, "docker_image"),
             terms=self.path(top, "terms"),
@@ -351,8 +381,8 @@ class _Reader(NodeReader):
         index = self.index(s)
         spec = TaskSpec(
             index=index,
-            name=self.text(s, "name") or f"Task {index}",
-            description=self.text(s, "description") or "",
+            name=self.line(s, "name") or f"Task {index}",
+            description=self.prose(s, "description") or "",
             scoring_program=self.path(s, "scoring_program", required=True),
             ingestion_program=self.path(s, "ingestion_program"),
             reference_data=self.path(s, "reference_data"),
@@ -377,8 +407,8 @@ class _Reader(NodeReader):
             )
         spec = PhaseSpec(
             index=index,
-            name=self.text(s, "name") or f"Phase {index}",
-            description=self.text(s, "description") or "",
+            name=self.line(s, "name") or f"Phase {index}",
+            description=self.prose(s, "description") or "",
             start=start,
             end=end,
             tasks=tasks,
@@ -391,7 +421,7 @@ class _Reader(NodeReader):
     def solution(self, loc: Loc, node: Node) -> tuple[SolutionSpec, Section]:
         s = self.section(node, loc, _SOLUTION_KEYS, _SOLUTION_KNOWN)
         index = self.index(s)
-        name = self.text(s, "name") or f"Solution {index}"
+        name = self.line(s, "name") or f"Solution {index}"
         spec = SolutionSpec(
             index, name, self.path(s, "path", required=True) or "", self.indexes(s, "tasks")
         )
@@ -400,7 +430,7 @@ class _Reader(NodeReader):
     def page(self, loc: Loc, node: Node) -> PageSpec:
         s = self.section(node, loc, _PAGE_USED, frozenset())
         return PageSpec(
-            self.text(s, "title", required=True) or "", self.path(s, "file", required=True) or ""
+            self.line(s, "title", required=True) or "", self.path(s, "file", required=True) or ""
         )
 
     def leaderboards(self, top: Section) -> list[tuple[LeaderboardSpec, Section]]:
@@ -431,7 +461,8 @@ class _Reader(NodeReader):
             )
         for spec, c in columns:
             self.check_computation(spec, c, {other.index for other, _ in columns})
-        spec = LeaderboardSpec(self.index(s), key, self.text(s, "title") or key, _specs(columns))
+        title = self.line(s, "title") or key
+        spec = LeaderboardSpec(self.index(s), key, title, _specs(columns))
         return spec, s
 
     def column(self, loc: Loc, node: Node) -> tuple[ColumnSpec, Section]:
@@ -439,7 +470,7 @@ class _Reader(NodeReader):
         key = self.text(s, "key", required=True) or ""
         spec = ColumnSpec(
             key=key,
-            title=self.text(s, "title") or key,
+            title=self.line(s, "title") or key,
             index=self.index(s),
             sorting=self.choice(s, "sorting", SORTINGS) or "desc",
             computation=self.choice(s, "computation", COMPUTATIONS),
@@ -457,6 +488,10 @@ class _Reader(NodeReader):
             if ref not in indexes or ref == spec.index:
                 at = (*loc, position)
                 self.error(at, self.line_of(at, s.line), f"no other column has index {ref}")
+
+
+def _too_long(text: str, limit: int) -> str | None:
+    return f"must be at most {limit} characters (it has {len(text)})" if len(text) > limit else None
 
 
 def _specs(found: list[tuple[Any, Section]]) -> tuple[Any, ...]:

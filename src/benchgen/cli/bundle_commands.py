@@ -74,6 +74,11 @@ def _show_bundle(view: Plain) -> None:
             f"{solution['index']} {solution['name']}", result, scores or solution["error"]
         )
     console.print(table)
+    for solution in solutions:
+        if solution.get("output"):
+            # Text, not markup: the programs' output is the bundle author's, printed as it is.
+            console.print(Text(f"Output of solution {solution['index']}:", style="bold"))
+            console.print(Text(solution["output"]))
     if not all(solution["ok"] for solution in solutions):
         console.print(Text("A failing solution keeps the benchmark from being published.", "red"))
 

@@ -210,11 +210,18 @@ def reported() -> Iterator[None]:
     try:
         yield
     except (InvalidInput, RemoteInvalid) as exc:
-        errors.print(Text(f"Error: {exc.message}", style="red"))
         # An imported file's problems are by line (text files) or row (Parquet, Arrow), as the
         # message names the first one.
         word = "row" if exc.message.startswith("row ") else "line"
-        for problem in exc.errors:
+        problems = exc.errors
+        msg = str(problems[0].get("msg", "")) if len(problems) == 1 else ""
+        if msg and exc.message.endswith(msg):
+            # The message is that one problem already: say it once, in the list's spelling.
+            where = f"{place(problems[0], word)}: " if problems[0].get("loc") else ""
+            errors.print(Text(f"Error: {where}{msg}", style="red"))
+            raise typer.Exit(1) from None
+        errors.print(Text(f"Error: {exc.message}", style="red"))
+        for problem in problems:
             errors.print(Text(f"  {place(problem, word)}: {problem.get('msg', '')}"))
         raise typer.Exit(1) from None
     except ClientError as exc:

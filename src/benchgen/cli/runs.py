@@ -56,11 +56,19 @@ def run(
             console.print(queued)
             return
         current = follow_run(runtime, as_email, started.id, started.question_count, queued)
+    totals = f"{current.error_count} errors, {current.cost} credits"
+    console.print(f"{current.status}: {_scores(current)}, {totals}")
+
+
+def _scores(current: launch.RunView) -> str:
+    """The run's accuracy, or a custom benchmark's scores: its bundle's leaderboard columns."""
     accuracy = current.summary.get("accuracy")
-    shown = "—" if accuracy is None else f"{accuracy:.1%}"
-    console.print(
-        f"{current.status}: accuracy {shown}, {current.error_count} errors, {current.cost} credits"
-    )
+    if accuracy is None and current.scores:
+        return ", ".join(
+            f"{key} {value:g}" if isinstance(value, float | int) else f"{key} {value}"
+            for key, value in current.scores.items()
+        )
+    return "accuracy " + ("—" if accuracy is None else f"{accuracy:.1%}")
 
 
 def follow_run(

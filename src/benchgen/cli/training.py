@@ -72,7 +72,8 @@ def _hyperparameter(item: str) -> tuple[str, Any]:
     try:
         return name, float(value) if name in _FLOATS else int(value)
     except ValueError:
-        errors.print(Text(f"Error: --set {name}: {value!r} is not a number.", style="red"))
+        wanted = "a number" if name in _FLOATS else "a whole number (an integer)"
+        errors.print(Text(f"Error: --set {name}: {value!r} is not {wanted}.", style="red"))
         raise typer.Exit(2) from None
 
 

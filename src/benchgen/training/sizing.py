@@ -40,6 +40,19 @@ GGUF_TYPES = {
     "nemotron": "nemotron",
 }
 
+# How transformers names a llama-style GGUF file's layer matrices (its GGUF tensor-name map).
+_GGUF_LLAMA_STYLE = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+_GGUF_LAYER_MODULES = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+_LM_HEAD = "lm_head"
+
 MIB = 2**20
 RUNTIME_BYTES = 640 * MIB  # Python, torch, transformers and peft loaded, before any weight
 _FP32 = 4
@@ -66,6 +79,15 @@ class BaseInfo:
     heads: int = 0
     context_length: int = 0
     dequantised: bool = False  # GGUF: weights arrive quantised and are expanded to fp32 at load
+    # The model's matrices (Linear and Embedding layers) by their transformers module names, as
+    # LoRA's target_modules are matched against; empty when they cannot be read cheaply.
+    modules: frozenset[str] = frozenset()
+
+
+def matches_module(target: str, modules: frozenset[str]) -> bool:
+    """Whether a LoRA target_modules entry names a module, as peft matches them (whole name, or
+    its last dotted parts)."""
+    return any(name == target or name.endswith("." + target) for name in modules)
 
 
 def describe_base(base: BaseWeights) -> BaseInfo:
@@ -131,7 +153,7 @@ def _describe_folder(folder: Path) -> BaseInfo:
         raise _Refused(f"no config.json in {str(folder)!r}")
     config = _read_json(config_path)
     model_type = str(config.get("model_type", ""))
-    params = _safetensors_params(folder)
+    params, modules = _safetensors_header(folder)
     nested = config.get("text_config")  # multimodal configs keep the language model's here
     text: dict[str, Any] = nested if isinstance(nested, dict) else config
     info = BaseInfo(
@@ -145,6 +167,7 @@ def _describe_folder(folder: Path) -> BaseInfo:
         intermediate_size=int(text.get("intermediate_size") or 0),
         heads=int(text.get("num_attention_heads") or text.get("n_head") or 0),
         context_length=int(text.get("max_position_embeddings") or 0),
+        modules=modules,
     )
     reason = _folder_refusal(folder, config, model_type, params)
     return _refuse(info, reason) if reason else info
@@ -162,15 +185,35 @@ def _folder_refusal(folder: Path, config: dict[str, Any], model_type: str, param
     return ""
 
 
-def _safetensors_params(folder: Path) -> int:
-    """Values in every *.safetensors file, from their JSON headers (no tensor is read)."""
+def _safetensors_header(folder: Path) -> tuple[int, frozenset[str]]:
+    """Values in every *.safetensors file, and its matrices' module names, from their JSON
+    headers (no tensor is read)."""
     total = 0
+    modules = {_LM_HEAD}  # tied embeddings store no lm_head, yet the model has one
     for path in sorted(folder.glob("*.safetensors")):
         with path.open("rb") as stream:
             (length,) = struct.unpack("<Q", stream.read(8))
             header = json.loads(stream.read(length))
-        total += sum(math.prod(t["shape"]) for k, t in header.items() if k != "__metadata__")
-    return total
+        tensors = {k: t for k, t in header.items() if k != "__metadata__"}
+        total += sum(math.prod(t["shape"]) for t in tensors.values())
+        modules |= {
+            k.removesuffix(".weight")
+            for k, t in tensors.items()
+            if k.endswith(".weight") and len(t["shape"]) == 2
+        }
+    return total, frozenset(modules)
+
+
+def _gguf_modules(arch: str, tensor_names: list[str]) -> frozenset[str]:
+    """The transformers module names of a llama-style GGUF file's matrices; empty for others."""
+    if arch not in _GGUF_LLAMA_STYLE:
+        return frozenset()
+    modules = {_LM_HEAD, "model.embed_tokens"}
+    for name in tensor_names:
+        parts = name.split(".")
+        if len(parts) == 4 and parts[0] == "blk" and parts[2] in _GGUF_LAYER_MODULES:
+            modules.add(f"model.layers.{parts[1]}.{_GGUF_LAYER_MODULES[parts[2]]}")
+    return frozenset(modules)
 
 
 def _describe_gguf(path: Path) -> BaseInfo:
@@ -202,6 +245,7 @@ def _describe_gguf(path: Path) -> BaseInfo:
         heads=int(_field(reader, f"{arch}.attention.head_count") or 0),
         context_length=int(_field(reader, f"{arch}.context_length") or 0),
         dequantised=True,
+        modules=_gguf_modules(arch, [str(t.name) for t in reader.tensors]),
     )
     if arch not in GGUF_TYPES:
         return _refuse(info, f"transformers cannot load GGUF architecture {arch!r}")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
+import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,7 +103,18 @@ class LocalHFAdapter:
         pad = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
-        options: dict[str, Any] = {"max_new_tokens": self._max_tokens, "do_sample": False}
+        # Past the model's context its positions mean nothing: the reply stops there, not at
+        # max_tokens (transformers would only warn and go on producing noise, slowly).
+        context = int(getattr(loaded.model.config, "max_position_embeddings", 0) or 0)
+        room = context - int(ids.shape[1]) if context else self._max_tokens
+        if room < 1:
+            raise FatalModelError(
+                f"the prompt ({int(ids.shape[1])} tokens) fills the model's context ({context})"
+            )
+        options: dict[str, Any] = {
+            "max_new_tokens": min(self._max_tokens, room),
+            "do_sample": False,
+        }
         temperature = float(self._params.get("temperature") or 0)
         if temperature > 0:
             options |= {"do_sample": True, "temperature": temperature, "top_k": _SAMPLING_TOP_K}
@@ -111,9 +125,10 @@ class LocalHFAdapter:
         if stops:
             options |= {"stop_strings": stops, "tokenizer": tokenizer}
         mask = torch.ones_like(ids)
-        output = loaded.model.generate(
-            input_ids=ids, attention_mask=mask, pad_token_id=pad, **options
-        )
+        with _quiet():
+            output = loaded.model.generate(
+                input_ids=ids, attention_mask=mask, pad_token_id=pad, **options
+            )
         new = output[0, ids.shape[1] :]
         reply = str(tokenizer.decode(new, skip_special_tokens=True))
         for stop in stops:  # generation halts after a stop string; the reply ends before it
@@ -186,15 +201,38 @@ def _build(key: _Key) -> _Loaded:
     try:
         # As the trainer loads them (fp32, so a LoRA adapter sees the weights it was fitted to):
         # never the model's own code, and folders only from safetensors, so nothing is unpickled.
-        with weights.gguf_parsed_once(base):  # a GGUF file's tokenizer and model from one parse
-            tokenizer = weights.load_tokenizer(base)
-            model = weights.load_model(base, key.weights_dir)
-        if key.adapter_dir:
-            model = weights.attach_adapter(model, key.adapter_dir)
+        with _quiet():
+            with weights.gguf_parsed_once(base):  # tokenizer and model from one parse
+                tokenizer = weights.load_tokenizer(base)
+                model = weights.load_model(base, key.weights_dir)
+            if key.adapter_dir:
+                model = weights.attach_adapter(model, key.adapter_dir)
     except Exception as exc:  # a model that cannot load now will not load on a retry either
         raise FatalModelError(f"cannot load local model {key.base!r}: {exc}") from None
     model.eval()
     return _Loaded(model, tokenizer)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep transformers' progress bars, notices and deprecation warnings off the terminal: a
+    run's progress is BenchGen's to show, and a model that cannot load says why as an error."""
+    from transformers.utils import logging as untyped
+
+    hf_logging: Any = untyped  # transformers leaves these functions unannotated
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _letters(loaded: _Loaded, ids: Any, labels: str) -> Completion:

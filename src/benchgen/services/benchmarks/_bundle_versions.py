@@ -18,6 +18,7 @@ from benchgen.bundles.competition import CompetitionSpec
 from benchgen.bundles.evaluation import (
     Environment,
     Submission,
+    TaskOutcome,
     combine_scores,
     evaluate_task,
     scored_columns,
@@ -28,10 +29,14 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid
 from benchgen.core.ids import new_id
+from benchgen.core.secrets import redact_secrets
 from benchgen.db.tables import BundleVersion
 from benchgen.services._artifacts import store_for
 
 MAX_VERSION = 2**31 - 1  # a 32-bit column
+# Of each failing task's program output kept with a solution's result (the end, where a
+# traceback is): enough to see why, small enough for every view of the bundle to carry.
+SOLUTION_OUTPUT_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -116,9 +121,10 @@ def score_solutions(settings: Settings, loaded: LoadedBundle, work: Path) -> lis
 
 
 def _solution_result(
-    index: int, name: str, outcomes: list[Any], leaderboard: Any
+    index: int, name: str, outcomes: list[TaskOutcome], leaderboard: Any
 ) -> dict[str, Any]:
     errors = [f"task {o.task_index}: {o.error}" for o in outcomes if o.error]
+    output = "\n".join(_output_tail(o) for o in outcomes if o.error)
     scores: dict[str, float] = {}
     if not errors:
         try:
@@ -131,7 +137,17 @@ def _solution_result(
         "ok": not errors,
         "scores": scores,
         "error": "; ".join(errors),
+        "output": output,
     }
+
+
+def _output_tail(outcome: TaskOutcome) -> str:
+    """What a failed task's programs printed, so the author can see why (bounded, redacted)."""
+    # Redacted as a run's program output is: an organiser's program may print its environment.
+    text = redact_secrets("\n".join(outcome.log))
+    if len(text) > SOLUTION_OUTPUT_CHARS:
+        text = "…" + text[-SOLUTION_OUTPUT_CHARS:]
+    return f"[task {outcome.task_index}]\n{text}"
 
 
 def store_version(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,7 +72,7 @@ def upload_bundle(ctx: Context, data: bytes, filename: str) -> lifecycle.Created
     row = Benchmark(
         id=benchmark_id,
         owner_id=owner_id,
-        title=spec.title[:200],
+        title=spec.title,
         description=spec.description,
         format="custom",
         visibility="private",
@@ -103,24 +104,37 @@ def upload_bundle_version(
         PermissionDenied: not the owner or a collaborator; or the new bundle adds or removes
             phases or tasks and a token or the agent asked (that is done in the web app, at
             /benchmarks/{id}/settings/phases).
-        Conflict: not a custom benchmark, or a removed phase already has runs.
+        Conflict: not a custom benchmark, a removed phase already has runs, or the bundle is
+            byte for byte the current version (named in the error).
         InvalidInput: the bundle is invalid; every problem with its place.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
     if row.format != "custom":
         raise Conflict("Only custom benchmarks take a bundle.", {"id": row.id})
+    _require_changed(ctx, row.id, data)
     inspected = _bundle_versions.inspect_bundle(ctx, data, filename)
     spec = inspected.competition
     require_structure_allowed(ctx, row, spec)
     _sync_structure(ctx, row, spec)
     row.version += 1
-    row.title, row.description = spec.title[:200], spec.description
+    row.title, row.description = spec.title, spec.description
     row.scoring = {"leaderboard": _leaderboard_json(spec)}
     row.updated_at = ctx.now()
     _bundle_versions.store_version(ctx, row.id, row.version, inspected, filename)
     _audit_upload(ctx, row, inspected)
     ctx.session.flush()
     return get_bundle(ctx, row.id)
+
+
+def _require_changed(ctx: Context, benchmark_id: str, data: bytes) -> None:
+    # Checked before unpacking: the same bytes would only score the same solutions again, and a
+    # second identical version would split the runs across versions that do not differ.
+    current = _bundle_versions.latest_version(ctx, benchmark_id)
+    if current is not None and current.sha256 == hashlib.sha256(data).hexdigest():
+        raise Conflict(
+            f"This bundle is identical to version {current.version}, the current one.",
+            {"id": benchmark_id, "version": current.version, "sha256": current.sha256},
+        )
 
 
 def require_structure_allowed(ctx: Context, row: Benchmark, spec: CompetitionSpec) -> None:
@@ -249,7 +263,7 @@ def _sync_structure(ctx: Context, benchmark: Benchmark, spec: CompetitionSpec) -
     for task_spec in spec.tasks:
         ref = _task_ref(task_spec.index)
         task = tasks.pop(ref, None) or Task(id=new_id("tsk"), benchmark_id=benchmark.id)
-        task.name, task.data_ref, task.scoring = task_spec.name[:200], ref, {}
+        task.name, task.data_ref, task.scoring = task_spec.name, ref, {}
         ctx.session.add(task)
         tasks.setdefault(ref, task)
     for stale in [t for ref, t in tasks.items() if ref not in _task_refs(spec)]:
@@ -279,7 +293,7 @@ def _sync_phases(
         phase = existing[position] if position < len(existing) else None
         if phase is None:
             phase = Phase(id=new_id("ph"), benchmark_id=benchmark.id, position=position)
-        phase.name, phase.position = phase_spec.name[:200], position
+        phase.name, phase.position = phase_spec.name, position
         phase.starts_at, phase.ends_at = phase_spec.start, phase_spec.end
         phase.rules = {
             "description": phase_spec.description,

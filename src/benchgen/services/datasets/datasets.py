@@ -40,6 +40,14 @@ _FILE_KINDS: dict[str, imports.FileFormat] = {
 }
 
 
+def _file_format(chosen: str, filename: str) -> imports.FileFormat:
+    # auto goes by the name first: a .parquet file that is not Parquet is reported as such,
+    # not as a JSON-lines file with a bad first line.
+    if chosen == "auto" and filename.lower().endswith(".parquet"):
+        return "parquet"
+    return _FILE_KINDS[chosen]
+
+
 class DatasetIn(BaseModel):
     """How to read an uploaded dataset. `format` chat or prompt_completion: JSON lines of
     `{"messages": [{"role", "content"}, …]}` or `{"prompt", "completion"}`; csv: a header with
@@ -86,7 +94,7 @@ def upload_dataset(
     limit = ctx.settings.max_dataset_bytes
     if len(data) > limit:
         raise invalid(["file"], f"is larger than {limit} bytes (BENCHGEN_MAX_DATASET_BYTES)")
-    kind = imports.file_kind(_FILE_KINDS[settings.format], filename, data)
+    kind = imports.file_kind(_file_format(settings.format, filename), filename, data)
     rows = imports.read_rows(kind, data, MAX_ROWS)
     if not rows:
         raise invalid(["file"], "has no rows")

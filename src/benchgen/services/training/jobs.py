@@ -195,7 +195,8 @@ def cancel_training_job(ctx: Context, training_id: str) -> TrainingJobView:
     access.require(ctx, Action.TRAINING_CANCEL)
     row = own_job(ctx, training_id)
     if row.status in TRAINING_FINAL:
-        raise Conflict(f"This training job has already {row.status}.", {"id": row.id})
+        ended = "been cancelled" if row.status == TrainingStatus.CANCELLED else row.status
+        raise Conflict(f"This training job has already {ended}.", {"id": row.id})
     row.cancel_requested_at = row.cancel_requested_at or ctx.now()
     if row.status == TrainingStatus.QUEUED and row.steps_done == 0:
         if row.job_id:

@@ -20,7 +20,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.specs import MAX_TITLE, Title, parse
 from benchgen.services.training import bases, compute
 from benchgen.services.training.bases import Base
-from benchgen.training.sizing import estimate_peak_bytes
+from benchgen.training.sizing import estimate_peak_bytes, matches_module
 from benchgen.training.spec import Hyperparameters, JobType, total_steps
 
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
@@ -176,6 +176,8 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
     pool = compute.pool_for(ctx.settings, spec.compute.gpu_type)
     count = 1 if pool == compute.CPU else spec.compute.gpus
     hyper = spec.hyperparameters.frozen()
+    if spec.job_type == "lora":
+        _require_targets(base, hyper)
     memory = _memory_mib(base, spec.job_type, hyper, dataset)
     limit = ctx.settings.training_memory_mib
     if memory > limit:
@@ -209,6 +211,22 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
         affordable=steps * price <= balance,
     )
     return Planned(plan, spec, base, dataset, pool)
+
+
+def _require_targets(base: Base, hyper: Hyperparameters) -> None:
+    """Refuse LoRA target_modules that name no module of the base, which peft would only find
+    once the job has started."""
+    modules = base.info.modules
+    if not modules:  # the base's module names could not be read: peft has the last word
+        return
+    for position, target in enumerate(hyper.target_modules):
+        if not matches_module(target, modules):
+            known = sorted({name.rsplit(".", 1)[-1] for name in modules})
+            raise invalid(
+                ["hyperparameters", "target_modules", position],
+                f"{target!r} names no module of {base.model.name}; its modules include "
+                f"{', '.join(known)}",
+            )
 
 
 def _memory_mib(base: Base, job_type: str, hyper: Hyperparameters, dataset: Dataset) -> int:
