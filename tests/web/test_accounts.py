@@ -125,6 +125,34 @@ def test_sign_up_problems_show_beside_their_fields_and_keep_what_was_typed(
     assert taken.status_code == 409 and "already exists" in taken.text
 
 
+def test_over_long_sign_up_fields_come_back_in_the_form(
+    app_client: TestClient, world: World
+) -> None:
+    set_mode(world, "open")
+    long_email = "a" * 330 + "@example.com"
+    email = submit(app_client, "/signup", signup_form(long_email, display_name="Bob"))
+    assert email.status_code == 422
+    page = BeautifulSoup(email.text, "html.parser")
+    assert "at most 320 characters" in page.find(id="email-error").get_text()
+    assert page.find("input", id="display_name")["value"] == "Bob"
+    assert page.find("input", id="password").get("value") is None  # never sent back
+    name = submit(app_client, "/signup", signup_form("bob@example.com", display_name="B" * 401))
+    assert name.status_code == 422
+    page = BeautifulSoup(name.text, "html.parser")
+    assert "at most 200 characters" in page.find(id="display_name-error").get_text()
+    assert page.find("input", id="email")["value"] == "bob@example.com"
+    assert "body." not in name.text
+
+
+def test_sign_in_with_empty_fields_shows_the_form_again(app_client: TestClient) -> None:
+    response = submit(app_client, "/signin", {"email": "bob@example.com"})
+    assert response.status_code == 422
+    page = BeautifulSoup(response.text, "html.parser")
+    assert "Enter your email and your password." in page.find(role="alert").get_text()
+    assert page.find("input", id="email")["value"] == "bob@example.com"
+    assert "body." not in response.text
+
+
 def test_a_hostile_display_name_comes_out_escaped(app_client: TestClient, world: World) -> None:
     set_mode(world, "open")
     submit(app_client, "/signup", signup_form("bob@example.com", display_name=HOSTILE))

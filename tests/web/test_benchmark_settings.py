@@ -36,7 +36,8 @@ def test_a_collaborator_sees_why_the_owners_pages_are_closed(site: Site) -> None
     for tail in (*SETTINGS[1:], EMAIL):
         response = site.bob.get(f"/benchmarks/{site.hostile}{tail}")
         assert response.status_code == 403, tail
-        assert "Not allowed: your role (collaborator) does not allow this." in response.text
+        assert "Not allowed: only the owner can" in response.text
+        assert "your role here is collaborator" in response.text
     owner_only = site.bob.page(f"/benchmarks/{site.hostile}/settings")
     assert owner_only.find("form", attrs={"data-confirm-text": True}) is None
 

@@ -92,8 +92,21 @@ def test_a_collaborator_edits_questions_but_not_access(site: Site) -> None:
     assert "Second, edited?" in site.bob.get(response.headers["location"]).text
     refused = site.bob.get(f"/benchmarks/{site.hostile}/settings/access")
     assert refused.status_code == 403
-    assert "does not allow this" in refused.text
-    assert f"/benchmarks/{site.hostile}/settings/access" in refused.text  # where the owner goes
+    assert "only the owner can manage collaborators" in refused.text
+
+
+def test_a_refusal_says_who_may_and_links_to_the_benchmark_not_back(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Published for refusals"})
+    site.world.do(Principal.web(site.ana_id), lifecycle.publish_benchmark, bm)
+    for tail in ("/questions/1", "/settings", "/settings/access"):
+        refused = site.cy.get(f"/benchmarks/{bm}{tail}")
+        assert refused.status_code == 403, tail
+        section = _soup(refused.text).select_one("section.error")
+        assert section is not None
+        assert "only the owner" in section.get_text(), tail
+        assert "its page in the web app" not in section.get_text(), tail
+        links = [a["href"] for a in section.find_all("a")]
+        assert f"/benchmarks/{bm}" in links and f"/benchmarks/{bm}{tail}" not in links, tail
 
 
 def test_create_an_mcq_benchmark_in_the_editor(site: Site) -> None:
@@ -124,6 +137,31 @@ def test_create_an_mcq_benchmark_in_the_editor(site: Site) -> None:
     assert "Editor quiz" not in site.ana.page("/benchmarks?show=published").get_text()
     questions = site.ana.page(f"{location}/questions").get_text()
     assert "Two plus two?" in questions and "easy, colours" in questions
+
+
+def test_a_warning_names_the_question_as_the_editor_numbers_it(site: Site) -> None:
+    form = {
+        "format": "mcq",
+        "title": "Warned quiz",
+        "q0-prompt": "",
+        "q1-prompt": "Capital of France?",
+        "q1-choices": "Paris\nParis\nLondon",
+        "q1-answer": "A",
+        "action": "create",
+    }
+    created = site.ana.post("/benchmarks", form)
+    assert created.status_code == 303
+    note = site.ana.page(created.headers["location"]).get_text()
+    assert "Question 2, choices: two choices read the same" in note
+    assert "questions.0" not in note
+
+
+def test_an_unknown_export_format_is_said_once_in_words(site: Site) -> None:
+    response = site.ana.get(f"/benchmarks/{site.hostile_qa}/export/xml")
+    assert response.status_code == 422
+    text = _soup(response.text).select_one("section.error").get_text()  # type: ignore[union-attr]
+    assert text.count("must be one of") == 1
+    assert "Format: must be one of" in text
 
 
 def test_invalid_editor_input_is_shown_by_field_and_keeps_what_was_typed(site: Site) -> None:
@@ -178,6 +216,32 @@ def test_import_shows_the_bad_line_and_creates_from_a_good_file(site: Site) -> N
         "/benchmarks/import", {**data, "content": '{"prompt": "x", "answer": "y"}'}
     )
     assert pasted.status_code == 303
+
+
+def test_an_import_with_a_file_and_pasted_text_is_refused(site: Site) -> None:
+    pasted = '{"prompt": "Pasted?", "answer": "y"}'
+    data = {"csrf_token": site.ana.csrf, "title": "Both given", "format": "qa", "content": pasted}
+    line = b'{"prompt": "From the file?", "answer": "x"}\n'
+    both = site.ana.client.post(
+        "/benchmarks/import", data=data, files={"file": ("q.jsonl", line, "application/json")}
+    )
+    assert both.status_code == 422
+    error = _soup(both.text).find(id="file-error")
+    assert error is not None and "not both" in error.get_text()
+    assert _soup(both.text).find("textarea", id="content").get_text() == pasted  # type: ignore[union-attr]
+    assert _titles(site, "Both given") == []
+
+
+def test_a_benchmarks_page_past_the_last_says_so_and_links_to_page_1(site: Site) -> None:
+    text = site.ana.page("/benchmarks?page=40")
+    assert "No more benchmarks" in text.get_text()
+    assert "No benchmarks here yet" not in text.get_text()
+    assert text.find("a", string="Go to page 1")["href"] == "/benchmarks?show=all&q="  # type: ignore[index]
+
+
+def test_long_titles_wrap_in_headings_and_table_cells(site: Site) -> None:
+    css = site.ana.get("/static/app.css").text
+    assert "h1, h2, h3, th, td { overflow-wrap: anywhere; }" in css
 
 
 def test_forms_without_the_csrf_token_are_refused(site: Site) -> None:
@@ -239,6 +303,24 @@ def test_frozen_questions_say_why_and_refuse_edits(site: Site) -> None:
         {"q0-prompt": "Changed?", "q0-choices": "a\nb", "q0-answer": "A"},
     )
     assert refused.status_code == 409 and "frozen" in refused.text
+
+
+def test_frozen_questions_open_read_only_with_no_save_form(site: Site) -> None:
+    for tail in ("/questions/1", "/questions/new"):
+        page = site.ana.page(f"/benchmarks/{site.scored}{tail}")
+        assert "frozen: this benchmark already has a run" in page.get_text(), tail
+        editing = [form for form in page.find_all("form") if "/questions" in form["action"]]
+        assert editing == [], tail
+        assert "Saving changes the benchmark's version" not in page.get_text(), tail
+    shown = site.ana.page(f"/benchmarks/{site.scored}/questions/1")
+    assert shown.select_one("p.message") is not None  # the question itself, as text
+
+
+def test_a_missing_question_number_is_a_404_page(site: Site) -> None:
+    for number in ("999", "0", "-1", "abc", "²", "9" * 5000):
+        response = site.ana.get(f"/benchmarks/{site.hostile}/questions/{number}")
+        assert response.status_code == 404, number
+        assert "No such question." in response.text and "path." not in response.text
 
 
 def test_evaluate_shows_refusals_and_starts_a_run(site: Site) -> None:

@@ -188,7 +188,10 @@ RULES: dict[Action, ActionRule] = {
         B, _OWNER, "/benchmarks/{id}/settings/phases", "add or remove phases and tasks"
     ),
     Action.ACCESS_MANAGE: _session(
-        B, _OWNER, "/benchmarks/{id}/settings/access", "collaborators, whitelist, participants"
+        B,
+        _OWNER,
+        "/benchmarks/{id}/settings/access",
+        "manage collaborators, the whitelist and participants",
     ),
     Action.JUDGE_CONFIGURE: _session(
         B, _OWNER, "/benchmarks/{id}/settings/judge", "set up the AI judge"

@@ -91,8 +91,27 @@ def explain(
     matching = sorted(roles & rule.roles)
     if not matching:
         held = ", ".join(sorted(roles))
-        return Decision(False, f"your role ({held}) does not allow this", page=page)
+        reason = f"only {_who(rule.roles)} can {rule.summary}; your role here is {held}"
+        # A token or agent user is pointed at the web app; a person already there would be
+        # sent to the page that just refused them.
+        return Decision(False, reason, page=page if principal.kind in DELEGATED_KINDS else None)
     return Decision(True, f"allowed as {matching[0]}", role=matching[0])
+
+
+_WHO = {
+    Role.OWNER: "the owner",
+    Role.COLLABORATOR: "collaborators",
+    Role.PARTICIPANT: "participants",
+    Role.INVITEE: "people the whitelist admits",
+    Role.PUBLIC: "anyone signed in (once it is published)",
+    Role.LAUNCHER: "whoever launched the run",
+}
+
+
+def _who(roles: frozenset[Role]) -> str:
+    """The roles that may do an action, in words, most trusted first."""
+    names = [_WHO[role] for role in Role if role in roles]
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _delegation_denial(ctx: Context, action: Action) -> str | None:

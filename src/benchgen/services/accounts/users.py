@@ -23,6 +23,7 @@ MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 MAX_USER_PAGE = 200
 MAX_SEARCH = 320
+MAX_EMAIL = 320
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,15 @@ def normalize_email(raw: str) -> str:
     """A syntactically valid, lower-cased address (no DNS lookups: no network at run time).
 
     Raises:
-        InvalidInput: not an email address.
+        InvalidInput: not an email address, or longer than 320 characters.
     """
     # Imported here: its RFC tables take a few percent of a command's start to load, and most
     # commands (every one that resolves `--as`) only look an address up.
     from email_validator import EmailNotValidError, validate_email
 
+    # Checked before parsing: the parser takes about a second on a form's worth of text.
+    if len(raw) > MAX_EMAIL:
+        raise invalid(["email"], f"must be at most {MAX_EMAIL} characters")
     try:
         checked = validate_email(raw.strip(), check_deliverability=False)
     except EmailNotValidError as exc:

@@ -129,12 +129,15 @@ def _signin_form(
 @router.post("/signin", name="signin_submit")
 def signin_submit(
     request: Request,
-    email: Annotated[str, Form(max_length=320)],
-    password: Annotated[str, Form(max_length=1024)],
+    # No length limits here: a refused field would lose the form; the services check them.
+    email: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
     next: Annotated[str, Form(max_length=2000)] = "",
 ) -> Response:
     """Check the password; on success a new session (and cookie) replaces any old one."""
     target = safe_next(next, path_for(request, "dashboard"))
+    if not email.strip() or not password:
+        return _signin_form(request, target, email, "Enter your email and your password.", 422)
     address = client_address(request)
     agent = request.headers.get("user-agent", "")
     try:
@@ -205,10 +208,11 @@ def _signup_form(
 @router.post("/signup", name="signup_submit")
 def signup_submit(
     request: Request,
-    email: Annotated[str, Form(max_length=320)] = "",
-    display_name: Annotated[str, Form(max_length=400)] = "",
-    password: Annotated[str, Form(max_length=1024)] = "",
-    password_again: Annotated[str, Form(max_length=1024)] = "",
+    # No length limits here: a refused field would lose the form; the services check them.
+    email: Annotated[str, Form()] = "",
+    display_name: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    password_again: Annotated[str, Form()] = "",
     invite: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
     """Make the account and sign it in; a self-made one gets a link to verify its email."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from starlette.datastructures import FormData
 
-from benchgen.core.errors import Conflict, InvalidInput
+from benchgen.core.errors import Conflict, InvalidInput, NotFound
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import lifecycle, question_edits
 from benchgen.services.benchmarks.lifecycle import BenchmarkView
@@ -49,7 +49,7 @@ def question_list(
 def question_new(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
     """An empty question to add after the last one."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
-    return _form(request, found, None, Row(), Problems())
+    return _form(request, found, None, Row(), Problems(), read_only=found.questions_frozen)
 
 
 @router.post("/benchmarks/{benchmark_id}/questions/new", name="benchmark_question_add")
@@ -71,14 +71,23 @@ def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: For
     return _to_page(request, benchmark_id, number, f"Question {number} added.")
 
 
+# Taken as text: 0, -1 or a word in a bookmark is a missing question (404), not a form error.
 @router.get("/benchmarks/{benchmark_id}/questions/{number}", name="benchmark_question_edit")
-def question_edit(request: Request, ctx: WebContext, benchmark_id: str, number: Number) -> Response:
-    """One question in the editor, as stored."""
+def question_edit(request: Request, ctx: WebContext, benchmark_id: str, number: str) -> Response:
+    """One question in the editor, as stored; shown read-only while the questions are frozen."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
-    stored = lifecycle.list_questions(ctx, benchmark_id, 1, number - 1)
+    # A few digits at most: int() refuses a string of thousands of them.
+    position = int(number) if number.isascii() and number.isdigit() and len(number) <= 6 else 0
+    stored = (
+        lifecycle.list_questions(ctx, benchmark_id, 1, position - 1)
+        if 1 <= position <= MAX_QUESTIONS
+        else []
+    )
     if not stored:
-        return back_to(request, "benchmark_questions", "No such question.", benchmark_id=found.id)
-    return _form(request, found, number, Row.from_question(stored[0]), Problems())
+        raise NotFound("No such question.", {"number": number})
+    row = Row.from_question(stored[0])
+    read_only = found.questions_frozen
+    return _form(request, found, position, row, Problems(), read_only=read_only, stored=stored[0])
 
 
 @router.post("/benchmarks/{benchmark_id}/questions/{number}", name="benchmark_question_save")
@@ -144,7 +153,11 @@ def _form(
     row: Row,
     problems: Problems,
     status_code: int = 200,
+    *,
+    read_only: bool = False,
+    stored: dict[str, Any] | None = None,
 ) -> Response:
+    """The editor, or with `read_only` the stored question and why it cannot change."""
     return render_tab(
         request,
         "benchmarks/question_edit.html",
@@ -154,4 +167,6 @@ def _form(
         number=number,
         row=row,
         problems=problems,
+        read_only=read_only,
+        stored=stored,
     )

@@ -22,6 +22,7 @@ from benchgen.web.pages.question_form import (
     rows_from,
     text_of,
 )
+from benchgen.web.places import described
 from benchgen.web.session import WebContext, csrf_checked, runtime_of
 from benchgen.web.templating import redirect, render
 
@@ -98,7 +99,7 @@ def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Respon
         places = {n: (index, index + 1) for n, (index, _) in enumerate(filled)}
         problems = problems_of(exc, places)
         return _editor(request, fmt, title, description, rows, problems, 422)
-    return _created(request, created)
+    return _created(request, created, {n: index + 1 for n, (index, _) in enumerate(filled)})
 
 
 def _editor(
@@ -123,13 +124,14 @@ def _editor(
     )
 
 
-def _created(request: Request, created: Created) -> Response:
+def _created(request: Request, created: Created, numbers: dict[int, int] | None = None) -> Response:
+    """The new benchmark's page, with a note of its first warning; `numbers` maps a question's
+    index to the number the editor showed it under."""
     count = created.benchmark.question_count
     note = f"Created with {count} question{'s' if count != 1 else ''}."
     if created.warnings:
-        first = created.warnings[0]
-        where = ".".join(str(part) for part in first.get("loc", []))
-        note += f" {len(created.warnings)} warning(s), e.g. {where}: {first.get('msg', '')}."
+        first = described(created.warnings[0], numbers)
+        note += f" {len(created.warnings)} warning(s), e.g. {first}."
     return redirect(request, "benchmark", flash=note, benchmark_id=created.benchmark.id)
 
 
@@ -174,8 +176,12 @@ def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) ->
 
 
 def _upload(form: FormData, typed: dict[str, str], problems: Problems) -> tuple[bytes, str] | None:
-    """The file's bytes and name (an upload wins over pasted text), or None with the problem."""
+    """The file's bytes and name (a file or pasted text, never both), or None with the problem."""
     upload = form.get("file")
+    if isinstance(upload, UploadFile) and upload.filename and typed["content"].strip():
+        # Taking one and dropping the other would import what the person did not mean.
+        problems.add("file", "File", "choose a file or paste its content, not both")
+        return None
     if isinstance(upload, UploadFile) and upload.filename:
         # The body limit has already bounded how much there is to read.
         data = upload.file.read()

@@ -1,0 +1,46 @@
+"""Where a problem is, in a page's words: "Question 1, choice B", "Email", never `body.email`."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# FastAPI's first step says which part of the request held the field; people never see those.
+_SOURCES = frozenset({"body", "query", "path", "header", "cookie"})
+
+
+def place_of(loc: Sequence[str | int], numbers: Mapping[int, int] | None = None) -> str:
+    """`loc` in words. Questions are numbered from 1, or as `numbers` maps a question's index
+    in the list the service checked to the number the page shows (blank editor rows skipped)."""
+    parts = list(loc)
+    if parts and parts[0] in _SOURCES:
+        parts = parts[1:]
+    if len(parts) >= 2 and parts[0] == "questions" and isinstance(parts[1], int):
+        shown = (numbers or {}).get(parts[1], parts[1] + 1)
+        return ", ".join([f"Question {shown}", *_words(parts[2:])])
+    words = ", ".join(_words(parts))
+    return words[:1].upper() + words[1:]
+
+
+def described(error: Mapping[str, Any], numbers: Mapping[int, int] | None = None) -> str:
+    """One problem or warning (`{"loc", "msg"}`) as a sentence: "Question 1, prompt: …"."""
+    where = place_of(error.get("loc") or [], numbers)
+    message = str(error.get("msg", ""))
+    return f"{where}: {message}" if where else message
+
+
+def _words(parts: Sequence[str | int]) -> list[str]:
+    words: list[str] = []
+    for before, part in zip([None, *parts], parts, strict=False):
+        if isinstance(part, int) and before == "choices":
+            words[-1] = f"choice {_letter(part)}"
+        elif isinstance(part, int):
+            words.append(f"item {part + 1}")
+        else:
+            words.append(str(part).replace("_", " "))
+    return words
+
+
+def _letter(index: int) -> str:
+    return string.ascii_uppercase[index] if 0 <= index < 26 else str(index + 1)
