@@ -403,37 +403,24 @@ def test_continue_shows_the_waiting_part_again_and_never_duplicates(
 
 
 @pytest.mark.both_backends
-def test_continue_after_the_part_expired_proposes_it_again(
-    world: World, ana: str, api: Principal, clock: ManualClock
-) -> None:
-    conv = new_conversation(world.rt, api)
-    first = say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
-    assert first.proposal is not None
-    clock.advance(minutes=11)
-    again = say(world.rt, api, conv, Script().brain(), "continue")
-    assert again.proposal is not None and again.proposal.id != first.proposal.id
-    assert again.proposal.preview_hash == first.proposal.preview_hash
-    say(world.rt, api, conv, Script().brain(), "yes")
-    (created,) = _mine(world, ana)
-    assert created.question_count == 50
-
-
-def test_continue_after_a_later_part_expired_proposes_that_part_again(
-    world: World, ana: str, api: Principal, clock: ManualClock
+@pytest.mark.parametrize("approved", [0, 1], ids=["first part", "later part"])
+def test_continue_after_a_part_expired_proposes_it_again(
+    world: World, ana: str, api: Principal, clock: ManualClock, approved: int
 ) -> None:
     """A later part is an edit bound to the benchmark's version: proposed again, it is bound
     afresh, not refused for carrying the version as input."""
     conv = new_conversation(world.rt, api)
-    say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
-    part2 = say(world.rt, api, conv, Script().brain(), "yes")
-    assert part2.proposal is not None and part2.proposal.kind == "edit_benchmark"
+    shown = say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
+    for _ in range(approved):
+        shown = say(world.rt, api, conv, Script().brain(), "yes")
+    assert shown.proposal is not None
     clock.advance(minutes=11)
     again = say(world.rt, api, conv, Script().brain(), "continue")
-    assert again.proposal is not None and again.proposal.id != part2.proposal.id
-    assert again.proposal.preview_hash == part2.proposal.preview_hash
+    assert again.proposal is not None and again.proposal.id != shown.proposal.id
+    assert again.proposal.preview_hash == shown.proposal.preview_hash
     say(world.rt, api, conv, Script().brain(), "yes")
     (created,) = _mine(world, ana)
-    assert created.question_count == 100
+    assert created.question_count == 50 * (approved + 1)
 
 
 def test_continue_without_a_plan_is_the_brains_to_answer(world: World, api: Principal) -> None:
