@@ -59,7 +59,7 @@ def test_notification_settings_through_a_token(client: TestClient, world: World)
         "webhook_secret": None,
         "updated_at": None,
     }
-    body = {"email_on_finish": True, "webhook_url": "https://hooks.example.com/bg"}
+    body = {"email_on_finish": True, "webhook_url": "https://93.184.216.34/bg"}
     saved = client.put(url, json=body, headers=auth).json()
     assert saved["webhook_secret"].startswith("whsec_") and saved["has_webhook_secret"]
     again = client.put(url, json=body, headers=auth).json()

@@ -442,13 +442,18 @@ def test_model_keys_go_in_and_never_come_out(
         "endpoint_model": "m",
         "base_url": "http://127.0.0.1:9/v1",
         "api_key": key,
-        "price_per_question": 50,
     }
+    # Users never price their own endpoints: a price is refused, not dropped.
+    priced = client.post("/api/v1/models", json={**spec, "price_per_question": 50}, headers=auth)
+    assert error_of(priced, 422, "invalid_input")["details"]["errors"][0]["loc"] == [
+        "body",
+        "price_per_question",
+    ]
     made = client.post("/api/v1/models", json=spec, headers=auth)
     assert made.status_code == 201, made.text
     model = made.json()
     assert model["has_api_key"] and model["owner"] == "you"
-    assert model["price_per_question"] == 0, "users never price their own endpoints"
+    assert model["price_per_question"] == 0
     assert "api_key" not in model
     responses = [
         made,
@@ -591,6 +596,10 @@ def test_openapi_documents_the_error_envelope(client: TestClient) -> None:
         create["201"]["headers"]
     )
     assert "402" in spec["paths"]["/api/v1/runs"]["post"]["responses"]
+    # Every route that launches a run counts toward the strangers' daily quota on it.
+    for path in ("/runs", "/runs/{run_id}/retry", "/benchmarks/{benchmark_id}/submissions"):
+        limited = spec["paths"][f"/api/v1{path}"]["post"]["responses"]
+        assert "Retry-After" in limited["429"]["headers"], path
     assert "HTTPValidationError" not in spec["components"]["schemas"]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from httpx import Response
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
@@ -137,6 +138,8 @@ NEW_QA = {"title": "Sums", "format": "qa", "questions": [{"prompt": "1+1?", "ans
 NEW_MODEL = {"name": "Mine too", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
 # A bundle with no solutions: uploading it runs no program, so the matrix needs no sandbox.
 BUNDLE = bundle(competition(solutions=[]))
+# A changed bundle for the new-version row: the current one again is refused as identical.
+NEXT_BUNDLE = bundle(competition(solutions=[], description="The next version"))
 SUBMISSION = results({"q1": "paris"})
 DATASET = b'{"prompt": "2+2?", "completion": "4"}\n'
 
@@ -230,7 +233,7 @@ ROUTES: dict[tuple[str, str], Row] = {
     ),
     ("POST", "/api/v1/benchmarks/{benchmark_id}/bundle"): Row(
         lambda s: Call(
-            "POST", f"/api/v1/benchmarks/{s.custom}/bundle", files=_zip("bundle", BUNDLE)
+            "POST", f"/api/v1/benchmarks/{s.custom}/bundle", files=_zip("bundle", NEXT_BUNDLE)
         )
     ),
     ("GET", "/api/v1/benchmarks/{benchmark_id}/bundle/download"): Row(
@@ -576,3 +579,48 @@ def test_authorization_matrix(
             if seen != unseen:
                 failures.append(f"{case}: differs from a missing object's {unseen}: {seen}")
     assert not failures, f"{route[0]} {route[1]} (scope {scope}):\n" + "\n".join(failures)
+
+
+def _refused_input(path: str, route: APIRoute) -> tuple[str, bool]:
+    """The route's URL with made-up ids, and whether a request to it with a broken JSON body
+    and no query parameters is invalid input (a body, or a required query parameter)."""
+    url = path
+    for name in route.param_convertors:
+        url = url.replace(f"{{{name}}}", "x")
+    needs_query = any(param.field_info.is_required() for param in route.dependant.query_params)
+    return url, route.body_field is not None or needs_query
+
+
+def _send_broken(client: TestClient, method: str, url: str, headers: dict[str, str]) -> Response:
+    """A request whose JSON body breaks off after its first character."""
+    sent = {"Content-Type": "application/json", **headers}
+    return client.request(method, url, content=b'{"', headers=sent)
+
+
+def test_a_bad_token_gets_401_before_any_422(
+    app: FastAPI, client: TestClient, world: World
+) -> None:
+    ana = world.user("ana@example.com")
+    bad = {
+        "no_token": {},
+        "malformed": {"Authorization": "Bearer not-a-token"},
+        "expired": {"Authorization": f"Bearer {_expired(world, ana)}"},
+        "revoked": {"Authorization": f"Bearer {_revoked(world, ana)}"},
+    }
+    valid = {"Authorization": f"Bearer {world.token(ana, ALL_SCOPES)}"}
+    failures, invalid = [], 0
+    for path, route in flat_routes(app):
+        if not path.startswith("/api/v1/"):
+            continue
+        url, refused = _refused_input(path, route)
+        for method in route.methods or ():
+            for case, headers in bad.items():
+                response = _send_broken(client, method, url, headers)
+                if response.status_code != 401:
+                    failures.append(f"{case} {method} {path}: {response.status_code}")
+            if refused:
+                answer = _send_broken(client, method, url, valid)
+                assert answer.status_code == 422, (method, path, answer.text)
+                invalid += 1
+    assert invalid > 20, "too few routes refused the broken input to test anything"
+    assert not failures, "\n".join(failures)

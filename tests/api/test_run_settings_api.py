@@ -111,12 +111,27 @@ def test_the_spending_cap_refuses_a_dearer_run(
             "params": {"max_tokens": 16},
         }
         model = world.do(OPERATOR, models.create_platform_model, spec).id
-        capped = client.post(
-            "/api/v1/runs",
-            json={"benchmark_id": bm, "model_id": model, "max_credits": 5},
-            headers=auth,
-        )
-    assert capped.status_code == 409 and "above your cap" in capped.json()["error"]["message"]
+        body = {"benchmark_id": bm, "model_id": model, "max_credits": 5}
+        previewed = client.post("/api/v1/runs/estimate", json=body, headers=auth)
+        capped = client.post("/api/v1/runs", json=body, headers=auth)
+    for refused in (previewed, capped):
+        assert refused.status_code == 409, refused.text
+        assert "above your cap of 5" in refused.json()["error"]["message"]
+
+
+def test_the_estimate_refuses_an_unknown_phase_as_the_start_does(
+    client: TestClient, setup: tuple[dict[str, str], str]
+) -> None:
+    auth, bm = setup
+    body = {"benchmark_id": bm, "model_id": FIRST, "phase_id": "ph_bogus"}
+    answers = [
+        client.post("/api/v1/runs/estimate", json=body, headers=auth),
+        client.get("/api/v1/runs/estimate", params=body, headers=auth),
+        client.post("/api/v1/runs", json=body, headers=auth),
+    ]
+    for answer in answers:
+        assert answer.status_code == 404, answer.text
+        assert answer.json()["error"]["message"] == "No such phase in this benchmark."
 
 
 @pytest.mark.usefixtures("quick_retries")

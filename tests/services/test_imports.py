@@ -77,3 +77,27 @@ def test_permission_is_checked_before_the_file_is_read(
     for data in (spec(DEEP), spec("prompt,answer\nOne?," + "x" * 200_000, "csv")):
         with pytest.raises(PermissionDenied):
             world.do(reader, imports.import_benchmark, data)
+
+
+@pytest.mark.parametrize("content_format", ["csv", "jsonl"])
+def test_a_bad_question_is_placed_at_its_content_line(
+    world: World, ana: Principal, content_format: str
+) -> None:
+    rows = {
+        "csv": 'prompt,answer\nq1,a1\n"multi\nline",x\nq3,\n',
+        "jsonl": f'{GOOD_LINE}\n\n{GOOD_LINE}\n\n{{"prompt": "q3", "answer": ""}}\n',
+    }
+    with pytest.raises(InvalidInput) as caught:
+        world.do(ana, imports.import_benchmark, spec(rows[content_format], content_format))
+    assert caught.value.errors[0]["loc"] == ["content", 5, "answer"]
+    assert caught.value.message.startswith("line 5.answer: ")
+
+
+def test_a_leading_byte_order_mark_is_not_part_of_the_header(world: World, ana: Principal) -> None:
+    created = world.do(ana, imports.import_benchmark, spec("\ufeffprompt,answer\nq,a\n", "csv"))
+    assert created.benchmark.question_count == 1
+
+
+def test_an_unclosed_quote_is_refused_where_its_record_starts(world: World, ana: Principal) -> None:
+    content = 'prompt,answer\nq,a\n"a,b\nc,d\n'
+    assert "never closed" in refused_at(world, ana, spec(content, "csv"), 3)

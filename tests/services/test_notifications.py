@@ -170,9 +170,13 @@ def test_a_private_address_is_refused_at_connect_time(
 ) -> None:
     hook = receivers[0]
     ana = world.user("ana@example.com")
-    # A name is accepted when saved (DNS may answer differently later) and checked when used.
+    # DNS may answer differently when the hook is used than when it was saved: a name saved
+    # while the operator allowed it is checked again, by the address it leads to, on use.
     by_name = hook.url.replace("127.0.0.1", "localhost")
+    closed = runtime.settings
+    runtime.settings = closed.model_copy(update={"model_host_allowlist": "localhost"})
     world.do(Principal.web(ana), notifications.update_notification_settings, False, by_name)
+    runtime.settings = closed
     run_id = _finished_run(world, runtime, ana)
     assert hook.seen == []
     failed = [line for line in _log(world, ana, run_id) if "webhook failed" in line]
@@ -184,6 +188,20 @@ def test_a_private_address_is_refused_at_connect_time(
             notifications.update_notification_settings,
             False,
             "http://10.0.0.7/hook",
+        )
+
+
+@pytest.mark.parametrize(
+    "host", ["127.1", "0x7f000001", "2130706433", "localhost", "[::ffff:127.0.0.1]"]
+)
+def test_an_internal_host_in_any_spelling_is_refused_when_saved(world: World, host: str) -> None:
+    ana = world.user("ana@example.com")
+    with pytest.raises(InvalidInput, match="non-public address"):
+        world.do(
+            Principal.web(ana),
+            notifications.update_notification_settings,
+            False,
+            f"http://{host}:8799/h",
         )
 
 

@@ -25,9 +25,10 @@ from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker
 from benchgen.services import models, queue
 from benchgen.services.accounts import _ledger
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import bundles, lifecycle, members
 from benchgen.services.runs import execution, launch, results, run_log
 from benchgen.services.runtime import Runtime, transaction
+from tests.bundle_factory import bundle, competition
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
 from tests.support import MCQ, OPERATOR, World
 
@@ -413,3 +414,19 @@ def test_allow_list_opens_a_host_and_keys_are_never_shown(
         world.do(Principal.web(bob), models.get_model, made.id)
     with pytest.raises(InvalidInput):
         world.do(Principal.web(ana), models.create_model, {**spec, "kind": "local_gguf"})
+
+
+@pytest.mark.usefixtures("open_loopback")
+def test_a_custom_run_above_its_cap_starts_nothing(world: World, stub: StubOpenAI) -> None:
+    ana = world.user("ana@example.com", credits_=100_000)
+    web = Principal.web(ana)
+    # No solutions: the upload runs no program, so no sandbox is needed.
+    custom = world.do(web, bundles.upload_bundle, bundle(competition(solutions=[])), "c.zip")
+    model = priced_model(world, stub)
+    bm = custom.benchmark.id
+    estimate = world.do(web, launch.estimate_run, bm, model)
+    capped = {"max_credits": estimate.credits - 1}
+    for refused in (launch.preview_run, launch.start_run):
+        with pytest.raises(Conflict, match="above your cap"):
+            world.do(web, refused, bm, model, None, capped)
+    assert world.do(web, launch.list_runs, bm, 10, 0) == []

@@ -135,7 +135,7 @@ def test_edits_previews_imports_and_proposals_refuse_them_too(world: World) -> N
         assert refused(call)[0] == ["title"]
     bad_line = '{"prompt": "Capital of \\u202eFrance?", "answer": "Paris"}'
     loc, _ = refused(lambda: world.do(web, imports.import_benchmark, _import(bad_line)))
-    assert loc == ["questions", 0, "prompt"]
+    assert loc == ["content", 1, "prompt"]  # the file's line, as the import is placed
     agent = world.principal(PrincipalKind.AGENT, ana)
 
     def propose(ctx: Context) -> Any:

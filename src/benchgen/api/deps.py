@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from benchgen.core.context import Context, Principal
@@ -50,6 +51,16 @@ def get_principal(runtime: RuntimeDep, credentials: CredentialsDep) -> Principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def require_token(request: Request) -> None:
+    """Refuse a request without a valid personal token, authenticating in a read of its own.
+
+    Raises:
+        Unauthenticated: no token, or a malformed, unknown, expired or revoked one.
+    """
+    credentials = await _bearer(request)
+    await run_in_threadpool(get_principal, await get_runtime(request), credentials)
 
 
 def _authenticate(ctx: Context, credentials: HTTPAuthorizationCredentials | None) -> Principal:

@@ -6,9 +6,10 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, params
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
@@ -37,14 +38,15 @@ _DESCRIPTIONS = {
     409: "The object's state does not allow this (frozen questions, already ended, …)",
     413: "The request body is larger than this route accepts (`details.limit_bytes`)",
     422: "Invalid input: `details.errors` lists each problem with its place (`loc`)",
-    429: "The creation limit is reached: `Retry-After` says when to try again",
+    429: "A rate limit is reached (creations, or runs on a benchmark by people outside its "
+    "team): `Retry-After` says when to try again",
     503: "The database is busy and nothing was changed: retry after `Retry-After` seconds",
 }
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "required": True}},
     429: {
         "Retry-After": {
-            "description": "Seconds until the creation will be allowed",
+            "description": "Seconds until it will be allowed",
             "schema": {"type": "integer", "minimum": 1},
             "required": True,
         }
@@ -85,6 +87,22 @@ def envelope(status: int, code: str, message: str, details: Any = None) -> JSONR
 PageErrors = Callable[[Request, Exception], Awaitable[Response]]
 
 
+def _json_sent_as_other(request: Request) -> bool:
+    """Whether the route takes a JSON body and the request sent one under another type."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or route.body_field is None:
+        return False
+    if isinstance(route.body_field.field_info, params.Form):
+        return False
+    headers = request.headers
+    if headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers:
+        return False  # no body at all: the fields it lacks say more
+    kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind != "application/json" and not (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
 def install(app: FastAPI, pages: PageErrors | None = None) -> None:
     """Map domain errors and the framework's own 404/405/422 onto the envelope; outside
     `/api/` they go to `pages` (the web app's HTML error page) when one is given."""
@@ -120,6 +138,12 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
         if pages is not None and for_pages(request):
             return await pages(request, exc)
         errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+        if _json_sent_as_other(request) and any(e["loc"][:1] == ["body"] for e in errors):
+            # The framework reads only a JSON content type as JSON and then explains that raw
+            # bytes are no object; the cause is the header, not the fields.
+            errors = [
+                {"loc": ["body"], "msg": "must be JSON, sent as Content-Type: application/json"}
+            ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(part) for part in first["loc"])
         return envelope(422, "invalid_input", f"{where}: {first['msg']}", {"errors": errors})

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
-from benchgen.api.errors import COMMON
+from benchgen.api.errors import COMMON, responses
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.services import models
@@ -42,7 +42,13 @@ def create_model(ctx: ContextDep, body: ModelIn) -> ModelView:
     return models.create_model(ctx, body)
 
 
-@router.patch("/{model_id}", response_model=ModelView, openapi_extra={"x-scope": "runs"})
+@router.patch(
+    "/{model_id}",
+    response_model=ModelView,
+    responses=responses(409),
+    openapi_extra={"x-scope": "runs"},
+)
 def update_model(ctx: ContextDep, model_id: str, body: ModelChange) -> ModelView:
-    """Rename one of your models, rotate its key or change its parameters."""
+    """Rename one of your models, rotate its key or change its parameters (409 when the
+    request gives none of them)."""
     return models.update_model(ctx, model_id, body)

@@ -34,29 +34,44 @@ def list_runs(
     return page(lambda n, skip: launch.list_runs(ctx, benchmark_id, n, skip), cursor, limit)
 
 
-@router.get("/estimate", response_model=Estimate, openapi_extra={"x-scope": "read"})
-def estimate_run(ctx: ContextDep, benchmark_id: str, model_id: str) -> Estimate:
-    """The most a run would cost, in credits (reserved when it starts)."""
-    return launch.estimate_run(ctx, benchmark_id, model_id)
+@router.get(
+    "/estimate",
+    response_model=Estimate,
+    responses=responses(409),
+    openapi_extra={"x-scope": "read"},
+)
+def estimate_run(
+    ctx: ContextDep, benchmark_id: str, model_id: str, phase_id: str | None = None
+) -> Estimate:
+    """The most a run would cost, in credits (reserved when it starts); an unknown phase is
+    404 and a closed one 409, as when starting it."""
+    return launch.preview_run(ctx, benchmark_id, model_id, phase_id)
 
 
-@router.post("/estimate", response_model=Estimate, openapi_extra={"x-scope": "read"})
+@router.post(
+    "/estimate",
+    response_model=Estimate,
+    responses=responses(409),
+    openapi_extra={"x-scope": "read"},
+)
 def estimate_run_with(ctx: ContextDep, body: StartRun) -> Estimate:
-    """The most a run with these settings, samples and subset would cost; settings the model's
-    provider does not support are refused here (422)."""
-    return launch.estimate_run(ctx, body.benchmark_id, body.model_id, body.options())
+    """The most a run with these settings, samples and subset would cost, refused as starting
+    it would be: unsupported settings (422), an unknown phase (404), a closed phase or an
+    estimate above `max_credits` (409)."""
+    return launch.preview_run(ctx, body.benchmark_id, body.model_id, body.phase_id, body.options())
 
 
 @router.post(
     "",
     status_code=202,
     response_model=RunView,
-    responses=responses(402, 409),
+    responses=responses(402, 409, 429),
     openapi_extra={"x-scope": "runs"},
 )
 def start_run(ctx: ContextDep, body: StartRun) -> RunView:
     """Queue a run: reserves the estimate (402 if the balance cannot cover it, 409 if it
-    exceeds `max_credits`) and freezes the benchmark's questions."""
+    exceeds `max_credits`) and freezes the benchmark's questions. People outside the
+    benchmark's team get a few runs on it a day (429 beyond them)."""
     return launch.start_run(ctx, body.benchmark_id, body.model_id, body.phase_id, body.options())
 
 
@@ -119,7 +134,7 @@ def cancel_run(ctx: ContextDep, run_id: str) -> RunView:
     "/{run_id}/retry",
     status_code=202,
     response_model=RunView,
-    responses=responses(402, 409),
+    responses=responses(402, 409, 429),
     openapi_extra={"x-scope": "runs"},
 )
 def retry_run(ctx: ContextDep, run_id: str) -> RunView:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
 from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
+from benchgen.services.specs import not_bool
 
 Item = TypeVar("Item")
 
@@ -59,6 +60,8 @@ class StartRun(BaseModel):
     subset: Subset | None = None
     cache: bool = False
     max_credits: int | None = Field(None, ge=0)
+
+    _whole = field_validator("max_credits", mode="before")(not_bool)
 
     def options(self) -> RunOptions:
         """The run's options as the services take them."""

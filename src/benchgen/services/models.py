@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import or_, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import NotFound, invalid
+from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import ModelStatus
@@ -21,7 +21,15 @@ from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
-from benchgen.services.specs import STRICT, Line, Title, parse
+from benchgen.services.specs import (
+    STRICT,
+    BoundedTitle,
+    BoundedUrl,
+    Line,
+    Title,
+    not_bool,
+    parse,
+)
 
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
@@ -40,11 +48,19 @@ class ModelIn(BaseModel):
         "openai_compat"
     )
     endpoint_model: Line = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
-    base_url: Line | None = Field(None, max_length=2000, examples=["https://api.example.com/v1"])
+    base_url: BoundedUrl | None = Field(None, examples=["https://api.example.com/v1"])
     api_key: str | None = Field(None, max_length=2000)
     params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlatformModelIn(ModelIn):
+    """A model offered to everyone, with its price in credits (a user's own model has none:
+    their key pays, so a price in their request is refused as an unknown field)."""
+
     price_per_question: int = Field(0, ge=0, le=10**6)
     price_per_1k_tokens: int = Field(0, ge=0, le=10**6)
+
+    _whole = field_validator("price_per_question", "price_per_1k_tokens", mode="before")(not_bool)
 
 
 class ModelChange(BaseModel):
@@ -52,7 +68,7 @@ class ModelChange(BaseModel):
 
     model_config = STRICT
 
-    name: Title | None = Field(None, min_length=1, max_length=200)
+    name: BoundedTitle | None = None
     api_key: str | None = Field(None, max_length=2000)
     params: dict[str, Any] | None = None
 
@@ -143,14 +159,14 @@ def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
     spec = parse(ModelIn, data)
     if spec.kind not in USER_KINDS:
         raise invalid(["kind"], f"users may register {' or '.join(USER_KINDS)} models")
-    row = _insert(ctx, spec, owner_id=ctx.principal.user_id, priced=False)
+    row = _insert(ctx, spec, owner_id=ctx.principal.user_id)
     audit.record(
         ctx, audit.AuditAction.MODEL_CREATE, "model", row.id, kind=row.kind, base_url=row.base_url
     )
     return view(row)
 
 
-def create_platform_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
+def create_platform_model(ctx: Context, data: PlatformModelIn | dict[str, Any]) -> ModelView:
     """Add a model offered to everyone, with its price (admins and the operator).
 
     Raises:
@@ -158,7 +174,7 @@ def create_platform_model(ctx: Context, data: ModelIn | dict[str, Any]) -> Model
         InvalidInput: bad fields or address.
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
-    row = _insert(ctx, parse(ModelIn, data), owner_id=None, priced=True)
+    row = _insert(ctx, parse(PlatformModelIn, data), owner_id=None)
     audit.record(ctx, audit.AuditAction.MODEL_CREATE_PLATFORM, "model", row.id, kind=row.kind)
     return view(row)
 
@@ -170,12 +186,15 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
         NotFound: not one of the user's models.
         PermissionDenied: the token lacks the runs scope.
         InvalidInput: bad fields.
+        Conflict: the change changes nothing (no field given).
     """
     access.require(ctx, Action.MODEL_MANAGE)
     change = parse(ModelChange, data)
     row = _model_specs.usable_model(ctx, model_id)
     if row.owner_id is None:
         raise NotFound("No such model among yours.", {"id": model_id})
+    if change == ModelChange():
+        raise Conflict("The change changes nothing.", {"id": model_id})
     if change.name is not None:
         row.name = change.name
     if change.api_key is not None:
@@ -203,7 +222,7 @@ def delete_model(ctx: Context, model_id: str) -> None:
     audit.record(ctx, audit.AuditAction.MODEL_DELETE, "model", row.id)
 
 
-def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> Model:
+def _insert(ctx: Context, spec: ModelIn, owner_id: str | None) -> Model:
     base_url = _checked_url(ctx, spec) if spec.kind in USER_KINDS else None
     if spec.kind in _model_specs.LOCAL_KINDS:
         _check_local_path(spec)
@@ -217,8 +236,9 @@ def _insert(ctx: Context, spec: ModelIn, owner_id: str | None, priced: bool) -> 
         base_url=base_url,
         api_key_enc=_keyring.encrypt(ctx, spec.api_key) if spec.api_key else None,
         params=_checked_params(spec.params),
-        price_per_question=spec.price_per_question if priced else 0,
-        price_per_1k_tokens=spec.price_per_1k_tokens if priced else 0,
+        # Only a platform model has a price: a user's own key pays for theirs.
+        price_per_question=spec.price_per_question if isinstance(spec, PlatformModelIn) else 0,
+        price_per_1k_tokens=spec.price_per_1k_tokens if isinstance(spec, PlatformModelIn) else 0,
         status=ModelStatus.AVAILABLE,
         created_at=now,
         updated_at=now,
@@ -233,6 +253,9 @@ def _checked_url(ctx: Context, spec: ModelIn) -> str | None:
         return None
     if not spec.base_url:
         raise invalid(["base_url"], "an OpenAI-compatible model needs its endpoint's base URL")
+    if "?" in spec.base_url or "#" in spec.base_url:
+        # The adapters append paths (/chat/completions): after a query or fragment they break.
+        raise invalid(["base_url"], "must have no query (?…) or fragment (#…)")
     try:
         check_endpoint(spec.base_url, _model_specs.allowlist(ctx))
     except FatalModelError as exc:
@@ -258,7 +281,8 @@ def _check_local_path(spec: ModelIn) -> None:
         )
 
 
-PARAM_LIMITS = {"max_tokens": (1, 32768), "timeout_s": (1, 600), "seed": (0, 2**31)}
+# A seed is a signed 32-bit integer, as providers take it (and as a run's settings bound it).
+PARAM_LIMITS = {"max_tokens": (1, 32768), "timeout_s": (1, 600), "seed": (0, 2**31 - 1)}
 
 
 def _checked_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -267,7 +291,9 @@ def _checked_params(params: dict[str, Any]) -> dict[str, Any]:
         raise invalid(["params", unknown[0]], "unknown parameter")
     for name, (low, high) in PARAM_LIMITS.items():
         value = params.get(name)
-        if value is not None and (not isinstance(value, int) or not low <= value <= high):
+        # bool is an int to Python, but `true` is no token count: providers refuse it.
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if value is not None and (not whole or not low <= value <= high):
             raise invalid(["params", name], f"must be a whole number from {low} to {high}")
     if not isinstance(params.get("letter_logprobs", False), bool):
         raise invalid(["params", "letter_logprobs"], "must be true or false")
@@ -311,7 +337,9 @@ def register_local_models(ctx: Context) -> ModelView | None:
     )
     if existing is not None:
         return view(existing)
-    spec = ModelIn(name="SmolLM2-135M-Instruct (local)", kind="local_gguf", endpoint_model=SMOLLM2)
-    row = _insert(ctx, spec, owner_id=None, priced=True)
+    spec = PlatformModelIn(
+        name="SmolLM2-135M-Instruct (local)", kind="local_gguf", endpoint_model=SMOLLM2
+    )
+    row = _insert(ctx, spec, owner_id=None)
     audit.record(ctx, audit.AuditAction.MODEL_CREATE_PLATFORM, "model", row.id, kind=row.kind)
     return view(row)

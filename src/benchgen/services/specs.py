@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 from pydantic_core import PydanticCustomError
 
 from benchgen.core.errors import InvalidInput, invalid
@@ -22,6 +29,7 @@ MAX_QUESTIONS = 10_000
 MAX_TAGS = 20
 MAX_TAG = 50
 MAX_METADATA_BYTES = 16 * 1024  # of the metadata as compact JSON
+MAX_URL = 2000
 
 # Every input shape refuses unknown fields and strips its strings.
 STRICT = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -55,9 +63,27 @@ def _texts(value: str | list[str]) -> str | list[str]:
     return value
 
 
+def not_bool(value: Any) -> Any:
+    """`value`, unless it is true or false: pydantic reads those as 1 and 0 where an int is due,
+    but no count or amount is a yes or no. For `field_validator(…, mode="before")`, which keeps
+    the field's bounds in its JSON schema (an `Annotated` validator would hide them).
+
+    Raises:
+        PydanticCustomError: `value` is a bool.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a whole number, not true or false")
+    return value
+
+
 Line = Annotated[str, AfterValidator(_line)]  # one line: a name, a tag, a model id
 Title = Annotated[str, AfterValidator(_title)]  # one line with something visible in it
 Text = Annotated[str, AfterValidator(_text)]  # prose: tab and line breaks allowed, no bidi
+# For optional fields: a `Field(max_length=…)` beside `| None` binds after the check above and
+# reports "items"; these carry their length before it, so it counts characters.
+BoundedTitle = Annotated[str, StringConstraints(max_length=MAX_TITLE), AfterValidator(_title)]
+BoundedText = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION), AfterValidator(_text)]
+BoundedUrl = Annotated[str, StringConstraints(max_length=MAX_URL), AfterValidator(_line)]
 
 
 class QuestionIn(BaseModel):
@@ -89,8 +115,8 @@ class BenchmarkChange(BaseModel):
 
     model_config = STRICT
 
-    title: Title | None = Field(None, max_length=MAX_TITLE)
-    description: Text | None = Field(None, max_length=MAX_DESCRIPTION)
+    title: BoundedTitle | None = None
+    description: BoundedText | None = None
     questions: list[QuestionIn] | None = Field(None, max_length=MAX_QUESTIONS)
 
 

@@ -52,23 +52,27 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
     Raises:
         PermissionDenied: the principal may not create benchmarks (checked before the file is
             read at all).
-        InvalidInput: a line that cannot be read (its line number in `loc`), or bad questions.
+        InvalidInput: a line that cannot be read, or bad questions: each problem's `loc` is
+            `["content", line, field…]`.
         RateLimited: as for `lifecycle.create_benchmark`.
     """
     # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(ImportIn, data)
     reader = _jsonl if spec.content_format == "jsonl" else _csv
-    questions = reader(spec.content)
-    return lifecycle.create_benchmark(
-        ctx,
-        {
-            "title": spec.title,
-            "format": spec.format,
-            "description": spec.description,
-            "questions": questions,
-        },
-    )
+    # A leading byte-order mark (Excel's "CSV UTF-8") is no text: the file route drops it too.
+    rows = reader(spec.content.removeprefix("\ufeff"))
+    body = {
+        "title": spec.title,
+        "format": spec.format,
+        "description": spec.description,
+        "questions": [question for _, question in rows],
+    }
+    try:
+        return lifecycle.create_benchmark(ctx, body)
+    except InvalidInput as exc:
+        numbers = [number for number, _ in rows]
+        raise _by_row(exc, numbers, spec.content_format, "content") from None
 
 
 FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
@@ -216,13 +220,13 @@ def _mapped(
     return fmt, questions
 
 
-def _by_row(exc: InvalidInput, numbers: list[int], kind: str) -> InvalidInput:
+def _by_row(exc: InvalidInput, numbers: list[int], kind: str, field: str = "file") -> InvalidInput:
     """Validation's places (`questions.3.answer`) as the file's (`file`, line 5, `answer`)."""
     problems = []
     for problem in exc.errors:
         loc = list(problem.get("loc", []))
         if loc[:1] == ["questions"] and len(loc) >= 2 and isinstance(loc[1], int):
-            loc = ["file", numbers[loc[1]], *loc[2:]]
+            loc = [field, numbers[loc[1]], *loc[2:]]
         problems.append({**problem, "loc": loc})
     return summary(problems, kind) if problems else exc
 
@@ -231,7 +235,7 @@ def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
     """One error for a file's row problems: the first named in the message, all in `errors`."""
     word = "line" if kind in ("jsonl", "csv") else "row"
     first = problems[0]["loc"]
-    if len(first) >= 2 and first[0] == "file":
+    if len(first) >= 2 and first[0] in ("file", "content"):
         where = f"{word} {first[1]}" + "".join(f".{part}" for part in first[2:])
     else:
         where = ".".join(str(part) for part in first)
@@ -239,8 +243,8 @@ def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
     return InvalidInput(f"{where}: {problems[0]['msg']}{more}", problems)
 
 
-def _jsonl(content: str) -> list[dict[str, Any]]:
-    return [item for _, item in _jsonl_rows(content, "content")]
+def _jsonl(content: str) -> list[tuple[int, dict[str, Any]]]:
+    return _jsonl_rows(content, "content")
 
 
 def _jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
@@ -262,48 +266,52 @@ def _jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def _csv(content: str) -> list[dict[str, Any]]:
-    lines = _Lines(content)
-    try:
-        return _csv_rows(csv.DictReader(lines))
-    except csv.Error as exc:
-        # Too long a field, a stray quote, a NUL: the reader stops on the line it was given last.
-        raise _bad(lines.number, f"not valid CSV ({exc})") from None
+def _csv(content: str) -> list[tuple[int, dict[str, Any]]]:
+    """Each CSV record as a question, with the line it ends on."""
+    records = _csv_records(content, "content", {"prompt", "answer"})
+    return [(number, _question(row)) for number, row in records]
 
 
-def _csv_records(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
+def _csv_records(
+    content: str, field: str, required: set[str] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
     """Each CSV record as a dict of its cells, with the line it ends on."""
     lines = _Lines(content)
     rows: list[tuple[int, dict[str, Any]]] = []
+    opened = 1  # the line the record being read starts on
     try:
-        for row in csv.DictReader(lines):
+        # Strict: an unclosed quote would otherwise swallow the rest of the file silently.
+        reader = csv.DictReader(lines, strict=True)
+        missing = (required or set()) - set(reader.fieldnames or [])
+        if missing:
+            raise _bad(1, f"the header needs the column(s) {', '.join(sorted(missing))}", field)
+        opened = lines.number + 1
+        for row in reader:
             if None in row:
                 raise _bad(lines.number, "more cells than header columns", field)
             rows.append((lines.number, dict(row)))
+            opened = lines.number + 1
     except csv.Error as exc:
+        if lines.exhausted:
+            raise _bad(
+                opened, "a quote in the record starting here is never closed", field
+            ) from None
+        # Too long a field, a stray quote, a NUL: the reader stops on the line it was given last.
         raise _bad(lines.number, f"not valid CSV ({exc})", field) from None
     return rows
 
 
-def _csv_rows(rows: csv.DictReader[str]) -> list[dict[str, Any]]:
-    missing = {"prompt", "answer"} - set(rows.fieldnames or [])
-    if missing:
-        raise _bad(1, f"the header needs the column(s) {', '.join(sorted(missing))}")
-    questions = []
-    for number, row in enumerate(rows, start=2):
-        if None in row:
-            raise _bad(number, "more cells than header columns")
-        question: dict[str, Any] = {
-            "prompt": row["prompt"] or "",
-            "answer": [part for part in (row["answer"] or "").split("|") if part.strip()],
-            "tags": [tag for tag in (row.get("tags") or "").split(";") if tag.strip()],
-        }
-        choices = [row[name] for name in CHOICE_COLUMNS if row.get(name)]
-        if choices:
-            question["choices"] = choices
-            question["answer"] = (row["answer"] or "").strip()
-        questions.append(question)
-    return questions
+def _question(row: dict[str, Any]) -> dict[str, Any]:
+    question: dict[str, Any] = {
+        "prompt": row["prompt"] or "",
+        "answer": [part for part in (row["answer"] or "").split("|") if part.strip()],
+        "tags": [tag for tag in (row.get("tags") or "").split(";") if tag.strip()],
+    }
+    choices = [row[name] for name in CHOICE_COLUMNS if row.get(name)]
+    if choices:
+        question["choices"] = choices
+        question["answer"] = (row["answer"] or "").strip()
+    return question
 
 
 class _Lines:
@@ -314,12 +322,17 @@ class _Lines:
     def __init__(self, content: str) -> None:
         self._lines = iter(io.StringIO(content))  # split at "\n" only, as the reader expects
         self.number = 0
+        self.exhausted = False  # the reader asked past the last line
 
     def __iter__(self) -> Iterator[str]:
         return self
 
     def __next__(self) -> str:
-        line = next(self._lines)
+        try:
+            line = next(self._lines)
+        except StopIteration:
+            self.exhausted = True
+            raise
         self.number += 1
         return line
 

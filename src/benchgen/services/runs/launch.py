@@ -104,6 +104,28 @@ def estimate_run(
     return _estimate(benchmark, model, asked, chosen)
 
 
+def preview_run(
+    ctx: Context,
+    benchmark_id: str,
+    model_id: str,
+    phase_id: str | None = None,
+    options: RunOptions | dict[str, Any] | None = None,
+) -> Estimate:
+    """`estimate_run`, refused where `start_run` would refuse the same choices: an unknown or
+    closed phase, and an estimate above the spending cap `max_credits`.
+
+    Raises:
+        See `estimate_run`.
+        NotFound: no such phase in the benchmark.
+        Conflict: the phase is not open now, or the estimate exceeds `max_credits`.
+    """
+    chosen = _options(options)
+    estimate = estimate_run(ctx, benchmark_id, model_id, chosen)
+    open_phase(ctx, access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ), phase_id)
+    _check_cap(estimate, chosen)
+    return estimate
+
+
 def _options(options: RunOptions | dict[str, Any] | None) -> RunOptions:
     return parse(RunOptions, options) if options is not None else RunOptions()
 
@@ -198,7 +220,7 @@ def launch_run(
     _check_options(options, benchmark, model)
     phase = open_phase(ctx, benchmark, phase_id)
     if benchmark.format == "custom":
-        return _start_custom_run(ctx, benchmark, phase, model)
+        return _start_custom_run(ctx, benchmark, phase, model, options)
     settings = scoring.settings_for(benchmark)
     _check_judge(ctx, benchmark, settings)
     if settings.get("method") == "choice_logprob" and model.kind not in _model_specs.LOCAL_KINDS:
@@ -238,10 +260,13 @@ def _check_cap(estimate: Estimate, options: RunOptions) -> None:
         )
 
 
-def _start_custom_run(ctx: Context, benchmark: Benchmark, phase: Phase, model: Model) -> RunView:
+def _start_custom_run(
+    ctx: Context, benchmark: Benchmark, phase: Phase, model: Model, options: RunOptions
+) -> RunView:
     """A catalogue model on a custom benchmark: the bundle's programs drive it through the
     per-run proxy (or the platform's engine over JSONL input), within the reservation."""
     estimate = _custom_estimate(ctx, benchmark, model)
+    _check_cap(estimate, options)
     run_id = new_id("run")
     ratelimits.consume_run(ctx, benchmark, run_id)
     reservation = _ledger.reserve_credits(ctx, estimate.credits, run_id)

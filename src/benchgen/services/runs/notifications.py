@@ -102,12 +102,14 @@ def update_notification_settings(
 
 
 def checked_url(ctx: Context, raw: str) -> str:
-    """The webhook address, trimmed, if its shape is acceptable. Names are resolved and checked
-    when each request connects, not here: DNS may answer differently later.
+    """The webhook address, trimmed, if its shape is acceptable and its host is public by the
+    rules a model's base URL is held to. Delivery checks the addresses it connects to again:
+    DNS may answer differently later.
 
     Raises:
         InvalidInput: not http(s) with a host and a valid port, user:password inside, a
-            fragment, over 2000 characters, or a literal internal address not allow-listed.
+            fragment, over 2000 characters, or a host that does not resolve or resolves to an
+            internal address (127.1, 0x7f000001, localhost…) not allow-listed.
     """
     loc: list[str | int] = ["webhook_url"]
     url = require_line(raw, loc)
@@ -116,20 +118,15 @@ def checked_url(ctx: Context, raw: str) -> str:
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise invalid(loc, "must be an http:// or https:// address with a host")
-    try:
-        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-    except ValueError:
-        raise invalid(loc, "has an invalid port") from None
     if parts.username or parts.password or parts.fragment:
         # Credentials in the address would be shown on the settings page and in audit rows.
         raise invalid(loc, "must not contain a user name, password or #fragment")
-    address = netguard.parse_address(parts.hostname)
-    if address is not None:
-        allowed = netguard.normalized(_model_specs.allowlist(ctx))
-        try:
-            netguard.check_addresses(parts.hostname, port, [address], allowed)
-        except FatalModelError as exc:
-            raise invalid(loc, str(exc)) from None
+    try:
+        # Resolved as the system resolver reads it: shorthand and numeric forms of an address
+        # (127.1, 0x7f000001, 2130706433) and names are judged by where they lead.
+        netguard.check_endpoint(url, _model_specs.allowlist(ctx))
+    except FatalModelError as exc:
+        raise invalid(loc, str(exc)) from None
     return url
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from benchgen.core.errors import invalid
 from benchgen.core.text import line_problem, text_problem
 from benchgen.evals.prompts import CHAIN_OF_THOUGHT, PROMPT_VERSION
+from benchgen.services.specs import not_bool
 
 # Questions an owner marks with this tag are public worked examples: anyone running the
 # benchmark may have them shown as few-shot examples (their answers are then no secret).
@@ -46,6 +47,8 @@ class RunSettings(BaseModel):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
     samples: int = Field(1, ge=1, le=20, description="answers asked per question")
 
+    _whole = field_validator("max_tokens", "few_shot", "seed", "samples", mode="before")(not_bool)
+
     @field_validator("stop")
     @classmethod
     def _stops(cls, stops: list[str]) -> list[str]:
@@ -77,6 +80,8 @@ class Subset(BaseModel):
     seed: int = Field(0, ge=0, le=MAX_SEED)
     tags: list[str] = Field(default_factory=list, max_length=20)
 
+    _whole = field_validator("n", "seed", mode="before")(not_bool)
+
     @model_validator(mode="after")
     def _complete(self) -> Subset:
         if self.kind in ("first", "random") and self.n is None:
@@ -98,6 +103,8 @@ class RunOptions(BaseModel):
     subset: Subset | None = None
     cache: bool = Field(False, description="reuse your own cached replies to identical asks")
     max_credits: int | None = Field(None, ge=0, description="refuse to start above this")
+
+    _whole = field_validator("max_credits", mode="before")(not_bool)
 
 
 def check_supported(settings: RunSettings, kind: str, name: str, fmt: str, method: str) -> None:
