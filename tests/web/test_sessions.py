@@ -218,7 +218,9 @@ def test_a_page_that_answers_an_error_commits_nothing(runtime: Runtime, signed_i
     @app.post("/test-refusal")
     def refusal(request: Request, ctx: WebContext) -> Response:
         audit.record(ctx, audit.AuditAction.REPLY_REPORT, "test", "written-then-refused")
-        return render(request, "error.html", 422, title="t", message="m", problems=[], page="")
+        return render(
+            request, "error.html", 422, title="t", message="m", problems=[], page="", back=None
+        )
 
     assert signed_in.post("/test-refusal").status_code == 422
     with runtime.database.session() as session:
