@@ -86,8 +86,12 @@ def test_benchmarks_visibility_and_paging(client: TestClient, world: World) -> N
     first, second = world.benchmark(ana), world.benchmark(ana)
     ana_token, bob_token = world.token(ana, ["read"]), world.token(bob, ["read"])
     page = client.get("/api/v1/benchmarks?limit=1", headers=_auth(ana_token)).json()
-    assert len(page["items"]) == 1 and page["next_cursor"] == "1"
-    rest = client.get("/api/v1/benchmarks?limit=1&cursor=1", headers=_auth(ana_token)).json()
+    assert len(page["items"]) == 1 and page["next_cursor"]
+    rest = client.get(
+        "/api/v1/benchmarks",
+        params={"limit": 1, "cursor": page["next_cursor"]},
+        headers=_auth(ana_token),
+    ).json()
     assert {page["items"][0]["id"], rest["items"][0]["id"]} == {first, second}
     assert rest["next_cursor"] is None
     assert client.get("/api/v1/benchmarks", headers=_auth(bob_token)).json()["items"] == []

@@ -84,8 +84,10 @@ def test_create_list_and_read_a_transcript(connect: Connect, ana: dict[str, str]
     assert (turn["status"], turn["reply"]) == ("completed", "Hello! I can build benchmarks.")
     assert turn["buttons"] == [] and turn["proposal"] is None
     listed = client.get("/api/v1/chat/conversations?limit=1", headers=ana).json()
-    assert len(listed["items"]) == 1 and listed["next_cursor"] == "1"
-    rest = client.get("/api/v1/chat/conversations?cursor=1", headers=ana).json()
+    assert len(listed["items"]) == 1 and listed["next_cursor"]
+    rest = client.get(
+        "/api/v1/chat/conversations", params={"cursor": listed["next_cursor"]}, headers=ana
+    ).json()
     assert {listed["items"][0]["id"], rest["items"][0]["id"]} == {conv, titled.json()["id"]}
     transcript = client.get(f"/api/v1/chat/conversations/{conv}", headers=ana).json()
     assert (transcript["id"], transcript["turn_count"], transcript["busy"]) == (conv, 1, False)

@@ -107,7 +107,7 @@ def test_create_returns_201_with_warnings_and_quota_headers(
     assert body["benchmark"]["question_count"] == 2
     assert body["benchmark"]["created_door"].startswith("api:tok_")
     assert body["benchmark"]["visibility"] == "private"
-    assert {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 0"} in body[
+    assert {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 1"} in body[
         "warnings"
     ]
     assert any(w["loc"] == ["questions", 1, "answer"] for w in body["warnings"])
@@ -316,9 +316,9 @@ def test_run_to_results_log_and_export(
 
     page = client.get(f"/api/v1/runs/{run['id']}/results", params={"limit": 1}, headers=auth)
     first = page.json()
-    assert first["next_cursor"] == "1" and first["items"][0]["outcome"] == "wrong"
+    assert first["next_cursor"] and first["items"][0]["outcome"] == "wrong"
     rest = client.get(
-        f"/api/v1/runs/{run['id']}/results", params={"cursor": "1"}, headers=auth
+        f"/api/v1/runs/{run['id']}/results", params={"cursor": first["next_cursor"]}, headers=auth
     ).json()
     assert rest["next_cursor"] is None and rest["items"][0]["expected"] == "A"
 

@@ -76,7 +76,9 @@ def test_a_later_page_shows_its_own_questions(
     setup: tuple[TestClient, dict[str, str], str, str],
 ) -> None:
     client, auth, _, run = setup
-    response = client.get(f"/api/v1/runs/{run}/results?limit=5&cursor=25", headers=auth)
+    first = client.get(f"/api/v1/runs/{run}/results?limit=25", headers=auth).json()
+    params = {"limit": 5, "cursor": first["next_cursor"]}
+    response = client.get(f"/api/v1/runs/{run}/results", params=params, headers=auth)
     assert response.is_success, response.text
     items = response.json()["items"]
     assert [item["position"] for item in items] == list(range(25, 30))

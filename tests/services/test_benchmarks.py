@@ -269,7 +269,7 @@ def test_duplicates_come_back_as_warnings_and_are_created(world: World, web: Pri
     created = world.do(web, lifecycle.create_benchmark, spec)
     assert created.warnings == [
         {"loc": ["questions", 0, "answer"], "msg": "duplicate accepted answers were merged"},
-        {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 0"},
+        {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 1"},
     ]
     assert created.benchmark.question_count == 3
     listed = world.do(web, lifecycle.list_questions, created.benchmark.id)
@@ -281,7 +281,7 @@ def test_duplicate_choices_are_a_warning(world: World, web: Principal) -> None:
         web, lifecycle.create_benchmark, mcq(choose("Blue", "blue ", "Red", answer="C"))
     )
     assert created.warnings == [
-        {"loc": ["questions", 0, "choices"], "msg": "two choices read the same"}
+        {"loc": ["questions", 0, "choices"], "msg": "two choices read the same (A and B)"}
     ]
     assert created.benchmark.question_count == 1
 
@@ -606,7 +606,7 @@ def test_edit_returns_duplicate_warnings(world: World, owner: str, web: Principa
     new = [*questions_of(QA), {"prompt": "capital of france?", "answer": "Paris"}]
     view, preview = world.do(web, lifecycle.edit_benchmark, bm, {"questions": new})
     assert preview.warnings == [
-        {"loc": ["questions", 2, "prompt"], "msg": "same prompt as question 0"}
+        {"loc": ["questions", 2, "prompt"], "msg": "same prompt as question 1"}
     ]
     assert (view.version, view.question_count) == (2, 3)
 

@@ -152,7 +152,7 @@ def test_a_warning_names_the_question_as_the_editor_numbers_it(site: Site) -> No
     created = site.ana.post("/benchmarks", form)
     assert created.status_code == 303
     note = site.ana.page(created.headers["location"]).get_text()
-    assert "Question 2, choices: two choices read the same" in note
+    assert "Question 2, choices: two choices read the same (A and B)" in note
     assert "questions.0" not in note
 
 
@@ -334,3 +334,25 @@ def test_evaluate_shows_refusals_and_starts_a_run(site: Site) -> None:
     assert "credits at most" in estimate.get_text()
     started = site.ana.post(f"/benchmarks/{bm}/evaluate", {"model_id": "mdl_builtin_echo"})
     assert started.status_code == 303 and started.headers["location"].startswith("/runs/run_")
+
+
+def test_an_over_long_title_is_refused_by_its_field_never_cut_short(site: Site) -> None:
+    # A browser's maxlength would cut a pasted title without a word; the server says why.
+    long = "T" * 201
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Short enough"})
+    for path in ("/benchmarks/new", "/benchmarks/import", f"/benchmarks/{bm}/settings", "/chat"):
+        field = site.ana.page(path).find("input", id="title")
+        assert field is not None and not field.has_attr("maxlength"), path
+    editor = {"format": "qa", "q0-prompt": "p", "q0-answer": "a", "action": "create"}
+    forms = {
+        "/benchmarks": editor,
+        "/benchmarks/import": {"format": "qa", "content": '{"prompt": "x", "answer": "y"}'},
+        f"/benchmarks/{bm}/settings": {"description": ""},
+    }
+    for path, form in forms.items():
+        refused = site.ana.post(path, {**form, "title": long})
+        assert refused.status_code == 422, (path, refused.text[:300])
+        soup = _soup(refused.text)
+        error = soup.find("p", id="title-error")
+        assert error is not None and "at most 200 characters" in error.get_text(), path
+        assert soup.find("input", id="title")["value"] == long  # type: ignore[index]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from bs4 import BeautifulSoup
+
 from benchgen.core.context import Principal
 from benchgen.services.accounts import users
 from benchgen.services.runs import launch
@@ -47,3 +49,22 @@ def test_a_refused_setting_is_shown_on_the_form(signed_in: WebUser, world: World
 
 def _ana_id(world: World) -> str:
     return world.do(Principal.cli(), users.get_user_by_email, "ana@example.com").id
+
+
+def test_refused_settings_are_said_in_words_by_their_fields(
+    signed_in: WebUser, world: World
+) -> None:
+    bm = world.benchmark(_ana_id(world), BIG_MCQ)
+    typed = {"temperature": "abc", "subset_kind": "first", "subset_n": "0"}
+    query = urlencode({"model_id": RANDOM, **typed})
+    response = signed_in.get(f"/benchmarks/{bm}/evaluate?{query}")
+    assert response.status_code == 422
+    assert "settings.temperature" not in response.text and "subset.n" not in response.text
+    page = BeautifulSoup(response.text, "html.parser")
+    said = page.find("p", role="alert")
+    assert said is not None and "Settings, temperature: " in said.get_text()
+    for field in ("temperature", "subset_n"):
+        assert page.find(id=field)["aria-invalid"] == "true", field  # type: ignore[index]
+        assert page.find("p", id=f"{field}-error") is not None, field
+    assert "valid number" in page.find("p", id="temperature-error").get_text()  # type: ignore[union-attr]
+    assert "greater than or equal to 1" in page.find("p", id="subset_n-error").get_text()  # type: ignore[union-attr]

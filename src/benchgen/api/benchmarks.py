@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
-from benchgen.api.paging import page
+from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
 from benchgen.core.context import Context
@@ -16,6 +16,7 @@ from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import imports, lifecycle
 from benchgen.services.benchmarks.imports import ImportIn
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
+from benchgen.services.keysets import Newest
 from benchgen.services.runs import leaderboards
 from benchgen.services.runs.leaderboards import Leaderboard
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn
@@ -35,7 +36,10 @@ CREATION = {201: {"headers": _QUOTA_HEADERS}, **responses(429)}
 # Imports carry whole files, so the body limit allows them more (BENCHGEN_MAX_IMPORT_BYTES).
 IMPORT_PATH = f"{router.prefix}/import"
 Limit = Annotated[int, Query(ge=1, le=200)]
-Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+BENCHMARKS: Keyset[BenchmarkView, Newest] = newest(
+    "benchmarks", lambda row: (row.created_at, row.id)
+)
+QUESTIONS = by_position("questions")
 
 
 @router.get("", response_model=Page[BenchmarkView], openapi_extra={"x-scope": "read"})
@@ -48,7 +52,10 @@ def list_benchmarks(
 ) -> dict[str, Any]:
     """Benchmarks you can see: yours, shared with you, and published ones (unless `mine`)."""
     return page(
-        lambda n, skip: lifecycle.list_benchmarks(ctx, mine, search, n, skip), cursor, limit
+        BENCHMARKS,
+        lambda n, after: lifecycle.list_benchmarks(ctx, mine, search, n, after=after),
+        cursor,
+        limit,
     )
 
 
@@ -107,9 +114,11 @@ def list_questions(
 ) -> dict[str, Any]:
     """The questions in order; `answer` only for the owner and collaborators."""
     return page(
-        lambda n, skip: lifecycle.list_questions(ctx, benchmark_id, limit=n, offset=skip),
+        QUESTIONS,
+        lambda n, after: lifecycle.list_questions(ctx, benchmark_id, limit=n, after=after),
         cursor,
         limit,
+        benchmark_id,
     )
 
 

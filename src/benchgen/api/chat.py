@@ -11,11 +11,12 @@ from benchgen.agent.messages import MessageIn
 from benchgen.agent.runner import TurnRunner
 from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_input
 from benchgen.api.errors import COMMON, responses
-from benchgen.api.paging import page
+from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import ConversationView
+from benchgen.services.keysets import Newest
 
 router = APIRouter(
     prefix="/api/v1/chat", tags=["chat"], responses=COMMON, route_class=OneThreadRoute
@@ -24,7 +25,10 @@ READ = {"x-scope": "read"}
 # One row more than the page is fetched to learn whether another follows; the service's
 # window allows 200, so pages stay well below it.
 Limit = Annotated[int, Query(ge=1, le=100)]
-Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+# Most recently active first: a conversation's key is its last activity, not its creation.
+CONVERSATIONS: Keyset[ConversationView, Newest] = newest(
+    "conversations", lambda row: (row.updated_at, row.id)
+)
 
 
 def get_runner(request: Request) -> TurnRunner:
@@ -42,7 +46,12 @@ def create_conversation(ctx: ContextDep, body: ConversationIn | None = None) -> 
 @router.get("/conversations", response_model=Page[ConversationView], openapi_extra=READ)
 def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None) -> dict[str, Any]:
     """Your conversations, most recently active first."""
-    return page(lambda n, skip: conversations.list_conversations(ctx, n, skip), cursor, limit)
+    return page(
+        CONVERSATIONS,
+        lambda n, after: conversations.list_conversations(ctx, n, after=after),
+        cursor,
+        limit,
+    )
 
 
 @router.get("/conversations/{conversation_id}", response_model=Transcript, openapi_extra=READ)

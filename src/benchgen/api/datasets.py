@@ -10,19 +10,20 @@ from fastapi import APIRouter, File, Form, Query, UploadFile
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import read_upload
-from benchgen.api.paging import page
+from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.core.errors import invalid
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetFormat, DatasetView
+from benchgen.services.keysets import Newest
 
 router = APIRouter(
     prefix="/api/v1/datasets", tags=["datasets"], responses=COMMON, route_class=OneThreadRoute
 )
 # An uploaded dataset: the body limit allows its own size limit plus the multipart framing.
 UPLOAD_PATH = router.prefix
-Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+DATASETS: Keyset[DatasetView, Newest] = newest("datasets", lambda row: (row.created_at, row.id))
 
 
 @router.get("", response_model=Page[DatasetView], openapi_extra={"x-scope": "read"})
@@ -32,7 +33,7 @@ def list_datasets(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Your datasets, newest first."""
-    return page(lambda n, skip: datasets.list_datasets(ctx, n, skip), cursor, limit)
+    return page(DATASETS, lambda n, after: datasets.list_datasets(ctx, n, after), cursor, limit)
 
 
 @router.post("", status_code=201, response_model=DatasetView, openapi_extra={"x-scope": "train"})

@@ -1,33 +1,110 @@
-"""Offset cursors for lists: opaque to clients, `{"items", "next_cursor"}` everywhere."""
+"""Keyset cursors for lists: opaque to clients, `{"items", "next_cursor"}` everywhere."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Generic, TypeVar
+
+from fastapi import Query
 
 from benchgen.core.errors import invalid
+from benchgen.services.keysets import Newest
 
 Row = TypeVar("Row")
+Key = TypeVar("Key")
+
+Cursor = Annotated[
+    str | None,
+    Query(max_length=200, description="next_cursor of the last page, passed back as it came"),
+]
+MAX_POSITION = 2**31 - 1  # positions are 32-bit integers: a larger one would fail the query
 
 
-def offset_of(cursor: str | None) -> int:
-    """The offset a cursor stands for.
+@dataclass(frozen=True)
+class Keyset(Generic[Row, Key]):
+    """One list's order as its cursors carry it: the sort key of a row, written as JSON values
+    and read back (`load` raises ValueError or TypeError on anything it did not write)."""
 
-    Raises:
-        InvalidInput: not a cursor this API issued.
-    """
-    if cursor is None:
-        return 0
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 9:
-        raise invalid(["query", "cursor"], "not a cursor from a previous page")
-    return int(cursor)
+    name: str
+    key: Callable[[Row], Key]
+    dump: Callable[[Key], list[Any]]
+    load: Callable[[list[Any]], Key]
+
+
+def newest(name: str, key: Callable[[Row], Newest]) -> Keyset[Row, Newest]:
+    """A newest-first list keyed by a time and an id."""
+    return Keyset(name, key, lambda last: [last[0].isoformat(), last[1]], _load_newest)
+
+
+def by_position(name: str) -> Keyset[dict[str, Any], int]:
+    """A list in order of its rows' `position`."""
+    return Keyset(name, lambda row: int(row["position"]), lambda last: [last], _load_position)
 
 
 def page(
-    fetch: Callable[[int, int], Sequence[Row]], cursor: str | None, limit: int
+    keyset: Keyset[Row, Key],
+    fetch: Callable[[int, Key | None], Sequence[Row]],
+    cursor: str | None,
+    limit: int,
+    scope: str = "",
 ) -> dict[str, Any]:
-    """Fetch one more row than asked to learn whether another page follows."""
-    offset = offset_of(cursor)
-    rows = fetch(limit + 1, offset)
-    more = len(rows) > limit
-    return {"items": list(rows[:limit]), "next_cursor": str(offset + limit) if more else None}
+    """One page after `cursor` of the list `keyset` orders within `scope` (the run or benchmark
+    whose rows it lists); one more row than asked tells whether another page follows.
+
+    Raises:
+        InvalidInput: not a cursor this list issued.
+    """
+    after = None if cursor is None else _open(keyset, scope, cursor)
+    rows = fetch(limit + 1, after)
+    if len(rows) <= limit:
+        return {"items": list(rows), "next_cursor": None}
+    return {"items": list(rows[:limit]), "next_cursor": _seal(keyset, scope, rows[limit - 1])}
+
+
+def _seal(keyset: Keyset[Row, Key], scope: str, row: Row) -> str:
+    body = json.dumps(keyset.dump(keyset.key(row)), separators=(",", ":")).encode()
+    text = base64.urlsafe_b64encode(body).decode().rstrip("=")
+    return f"{text}.{_check(keyset.name, scope, text)}"
+
+
+def _open(keyset: Keyset[Row, Key], scope: str, cursor: str) -> Key:
+    # The check catches garbled cursors and other lists' ones, not forgers, who need no secret:
+    # a forged key only moves where a page starts, and the services still filter every row by
+    # what the caller may see, so it reveals nothing a first page would not.
+    text, _, check = cursor.partition(".")
+    if cursor.isascii() and hmac.compare_digest(check, _check(keyset.name, scope, text)):
+        try:
+            parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            if isinstance(parts, list):
+                return keyset.load(parts)
+        except (ValueError, TypeError):
+            pass
+    raise invalid(["query", "cursor"], "not a cursor from a previous page")
+
+
+def _check(name: str, scope: str, text: str) -> str:
+    digest = hashlib.sha256(f"{name}\0{scope}\0{text}".encode()).digest()[:9]
+    return base64.urlsafe_b64encode(digest).decode()
+
+
+def _load_newest(parts: list[Any]) -> Newest:
+    stamp, row_id = parts
+    if not isinstance(stamp, str) or not isinstance(row_id, str):
+        raise TypeError("a time and an id")
+    at = datetime.fromisoformat(stamp)
+    if at.tzinfo is None:
+        raise ValueError("a naive time")
+    return at, row_id
+
+
+def _load_position(parts: list[Any]) -> int:
+    (position,) = parts
+    if type(position) is not int or not 0 <= position <= MAX_POSITION:
+        raise ValueError("not a position")
+    return position

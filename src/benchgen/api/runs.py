@@ -9,9 +9,10 @@ from fastapi import APIRouter, Body, Query, Response
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment
-from benchgen.api.paging import page
+from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import LogLine, Page, StartRun
+from benchgen.services.keysets import Newest
 from benchgen.services.runs import launch, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
 from benchgen.services.runs.rescoring import Rescore
@@ -19,7 +20,8 @@ from benchgen.services.runs.rescoring import Rescore
 router = APIRouter(
     prefix="/api/v1/runs", tags=["runs"], responses=COMMON, route_class=OneThreadRoute
 )
-Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+RUNS: Keyset[RunView, Newest] = newest("runs", lambda row: (row.created_at, row.id))
+RESULTS = by_position("results")
 MAX_LOG_ID = 2**31 - 1  # log line ids are 32-bit integers: a larger `after` fails the query
 
 
@@ -31,7 +33,9 @@ def list_runs(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Runs you launched, and every run on benchmarks you own or collaborate on."""
-    return page(lambda n, skip: launch.list_runs(ctx, benchmark_id, n, skip), cursor, limit)
+    return page(
+        RUNS, lambda n, after: launch.list_runs(ctx, benchmark_id, n, after=after), cursor, limit
+    )
 
 
 @router.get(
@@ -91,7 +95,13 @@ def list_results(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Per-question results; correctness and expected answers only for the benchmark's team."""
-    return page(lambda n, skip: results.list_results(ctx, run_id, n, skip), cursor, limit)
+    return page(
+        RESULTS,
+        lambda n, after: results.list_results(ctx, run_id, n, after=after),
+        cursor,
+        limit,
+        run_id,
+    )
 
 
 @router.get("/{run_id}/log", response_model=Page[LogLine], openapi_extra={"x-scope": "read"})

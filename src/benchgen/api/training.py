@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
-from benchgen.api.paging import page
+from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
+from benchgen.services.keysets import Newest
 from benchgen.services.training import bases, compute, jobs, plans
 from benchgen.services.training.bases import BaseChoice
 from benchgen.services.training.compute import PoolView
@@ -20,7 +21,9 @@ from benchgen.services.training.plans import TrainingIn, TrainingPlan
 router = APIRouter(
     prefix="/api/v1", tags=["training"], responses=COMMON, route_class=OneThreadRoute
 )
-Cursor = Annotated[str | None, Query(max_length=9, description="next_cursor of the last page")]
+JOBS: Keyset[TrainingJobView, Newest] = newest(
+    "training-jobs", lambda row: (row.created_at, row.id)
+)
 MAX_LOG_ID = 2**31 - 1
 
 
@@ -69,7 +72,7 @@ def list_training_jobs(
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Your training jobs, newest first."""
-    return page(lambda n, skip: jobs.list_training_jobs(ctx, n, skip), cursor, limit)
+    return page(JOBS, lambda n, after: jobs.list_training_jobs(ctx, n, after), cursor, limit)
 
 
 @router.get(

@@ -51,7 +51,7 @@ COMMANDS = (
     Entry(
         "worker",
         "evaluation",
-        "Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the\n"
+        "Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the "
         "broker's messages (Celery), without it they poll the configured database.",
     ),
     Entry("serve", "server", "Serve the API (docs at /api/docs) and GET /healthz."),
@@ -89,7 +89,6 @@ app = typer.Typer(
     "Configuration comes from BENCHGEN_* environment variables (see the README). "
     "Every command creates or migrates the database when needed.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
 )
 
 

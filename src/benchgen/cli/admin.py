@@ -9,19 +9,36 @@ import typer
 from rich.table import Table
 
 from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime
+from benchgen.cli.helptext import App
+from benchgen.core.errors import InvalidInput
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits, tokens, users
 from benchgen.services.benchmarks import outbox
 
-app = typer.Typer(help="Operator administration (acts with admin powers).", no_args_is_help=True)
+app = App(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
+# The spec's fields as `add-local-model` names them.
+LOCAL_MODEL_OPTIONS = {
+    "name": "--name",
+    "kind": "--kind",
+    "endpoint_model": "--path",
+    "price_per_question": "--price",
+}
 Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
 
 
 @app.command("create-user")
 def create_user(
     email: Email,
-    password: Annotated[str, typer.Option(help="At least 8 characters.")],
+    password: Annotated[
+        str,
+        typer.Option(
+            prompt=True,
+            hide_input=True,
+            confirmation_prompt=True,
+            help="At least 8 characters; asked for (hidden) when not given.",
+        ),
+    ],
     name: Annotated[str, typer.Option(help="Display name (default: from the email).")] = "",
     admin: Annotated[bool, typer.Option("--admin", help="Give admin powers.")] = False,
     initial: Annotated[int, typer.Option("--credits", min=0, help="Credits to grant.")] = 0,
@@ -67,8 +84,23 @@ def add_local_model(
     file on the server."""
     spec = {"name": name, "kind": kind, "endpoint_model": path, "price_per_question": price}
     with open_runtime() as runtime, as_operator(runtime) as ctx:
-        made = models.create_platform_model(ctx, spec)
+        try:
+            made = models.create_platform_model(ctx, spec)
+        except InvalidInput as exc:
+            raise by_option(exc, LOCAL_MODEL_OPTIONS) from None
     console.print(f"Added {made.name} ({made.id}, {made.kind}).")
+
+
+def by_option(exc: InvalidInput, options: dict[str, str]) -> InvalidInput:
+    """The same refusal, placed by the option the operator typed rather than the spec's field."""
+    problems = [
+        {**problem, "loc": [options.get(str(part), part) for part in problem.get("loc", [])]}
+        for problem in exc.errors
+    ]
+    first = problems[0] if problems else {}
+    where = ".".join(str(part) for part in first.get("loc", []))
+    message = f"{where}: {first.get('msg', '')}" if where else exc.message
+    return InvalidInput(message, problems)
 
 
 @app.command("create-token")
@@ -190,5 +222,5 @@ def _when(moment: object) -> str:
     return f"{moment:%Y-%m-%d %H:%M}" if moment else "—"
 
 
-commands = typer.Typer()
+commands = App()
 commands.add_typer(app, name="admin")

@@ -57,7 +57,7 @@ def import_file(
     url: Url = None,
     token: Token = None,
     title: Annotated[
-        str | None, typer.Option(metavar="T", help="The title (default: the file's name).")
+        str | None, typer.Option(metavar="TITLE", help="The title (default: the file's name).")
     ] = None,
     description: Annotated[str, typer.Option(metavar="TEXT", help="A description.")] = "",
     format: Annotated[

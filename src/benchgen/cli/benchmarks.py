@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import typer
-
 from benchgen.cli import benchmark_files, bundle_commands
 from benchgen.cli.doors import WHERE
+from benchgen.cli.helptext import App
 
-app = typer.Typer(
+app = App(
     help="Benchmarks as files: import questions from JSONL, CSV, Parquet or Hugging Face "
     "dataset files, export them for Inspect AI or lm-evaluation-harness; custom benchmarks made "
     "from Codabench v2 bundles: upload, new versions, download, submit." + WHERE,
     no_args_is_help=True,
-    rich_markup_mode="rich",
 )
 app.command("import")(benchmark_files.import_file)
 app.command("export")(benchmark_files.export)
@@ -21,5 +19,5 @@ app.command("download-bundle")(bundle_commands.download_bundle)
 app.command("submit")(bundle_commands.submit)
 
 
-commands = typer.Typer()
+commands = App()
 commands.add_typer(app, name="benchmarks")

@@ -15,6 +15,7 @@ from rich.prompt import Prompt
 from rich.text import Text
 
 from benchgen.cli.common import cli_principal, console, errors, open_runtime
+from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
 from benchgen.services.runtime import Runtime, transaction
@@ -269,5 +270,5 @@ def _show(door: Door, conv: str, turn: Turn) -> Buttons:
     return buttons
 
 
-commands = typer.Typer()
+commands = App()
 commands.command("chat", help=HELP)(chat_command)

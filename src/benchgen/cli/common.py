@@ -40,7 +40,9 @@ class LazyConsole:
 
 
 console = LazyConsole(soft_wrap=True)
-As = Annotated[str, typer.Option("--as", help="Act as this user (audited as the cli door).")]
+As = Annotated[
+    str, typer.Option("--as", metavar="EMAIL", help="Act as this user (audited as the cli door).")
+]
 # Commands that work here or on a server take one or the other: `--as` (this machine's database)
 # or `--url` with `--token` (a server's API).
 AsHere = Annotated[

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from benchgen.cli.common import AsHere, Token, Url, cli_principal, console, errors, open_runtime
 from benchgen.cli.doors import WHERE, Plain, plain, reported
+from benchgen.cli.helptext import App
 from benchgen.services.runtime import transaction
 
 RunArgument = Annotated[str, typer.Argument(metavar="RUN_A", help="The reference run (run_…).")]
@@ -142,5 +143,5 @@ def _points(value: Any) -> str:
     return f"{float(value) * 100:+.1f} points"
 
 
-commands = typer.Typer()
+commands = App()
 commands.command("compare", help=HELP)(compare_command)

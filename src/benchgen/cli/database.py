@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import typer
-
 from benchgen.cli.common import console, open_runtime
+from benchgen.cli.helptext import App
 
-app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
-commands = typer.Typer()
+app = App(help="Database maintenance.", no_args_is_help=True)
+commands = App()
 commands.add_typer(app, name="db")
 
 

@@ -13,9 +13,10 @@ from rich.text import Text
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.cli.doors import reported
+from benchgen.cli.helptext import App
 from benchgen.services.datasets import datasets
 
-app = typer.Typer(help="Datasets: training data for fine-tuning.", no_args_is_help=True)
+app = App(help="Datasets: training data for fine-tuning.", no_args_is_help=True)
 MAP_KEYS = ("messages", "prompt", "completion")
 
 
@@ -125,5 +126,5 @@ def delete(
     console.print(f"Deleted dataset {dataset_id}.")
 
 
-commands = typer.Typer()
+commands = App()
 commands.add_typer(app, name="datasets")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from benchgen.cli.common import as_operator, as_user, console, open_runtime, prepare
+from benchgen.cli.helptext import App
 from benchgen.core.errors import NotFound
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, tokens, users
@@ -65,5 +66,5 @@ def seed_demo(
     console.print(f"Try: curl -H 'Authorization: Bearer {secret}' {url}/api/v1/me")
 
 
-commands = typer.Typer()
+commands = App()
 commands.command("demo")(seed_demo)

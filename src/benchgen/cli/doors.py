@@ -233,13 +233,18 @@ def reported() -> Iterator[None]:
 
 
 def place(problem: Plain, word: str = "line") -> str:
-    """Where a problem is, e.g. `phases[0].tasks (line 12)`, or in an imported file
-    `line 3: answer`."""
+    """Where a problem is, e.g. `phases[0].tasks (line 12)`, in an archive `bundle ../x.txt`,
+    or in an imported file `line 3: answer`."""
     loc = problem.get("loc", [])
     if len(loc) >= 2 and loc[0] == "file" and isinstance(loc[1], int):
         return ", ".join([f"{word} {loc[1]}", *(str(part) for part in loc[2:])])
     where = ""
     for part in loc:
-        where += f"[{part}]" if isinstance(part, int) else f"{'.' if where else ''}{part}"
+        if isinstance(part, int):
+            where += f"[{part}]"
+        elif where and not str(part).isidentifier():
+            where += f" {part}"  # a path in an archive, which a dot would run into
+        else:
+            where += f"{'.' if where else ''}{part}"
     line = problem.get("line")
     return f"{where or 'bundle'}{f' (line {line})' if line else ''}"

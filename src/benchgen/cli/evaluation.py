@@ -11,15 +11,14 @@ import typer
 from rich.table import Table
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.helptext import App
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services import models, queue
 from benchgen.services.benchmarks import judges
 from benchgen.services.runs import leaderboards, rescoring
 
-models_app = typer.Typer(help="The model catalogue.", no_args_is_help=True)
-leaderboard_app = typer.Typer(
-    help="Put runs on a leaderboard or take them off.", no_args_is_help=True
-)
+models_app = App(help="The model catalogue.", no_args_is_help=True)
+leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
 
 
 def rescore(
@@ -154,7 +153,7 @@ def worker(
             stop_workers(started, timeout_s=60)
 
 
-judge_app = typer.Typer(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)
+judge_app = App(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)
 
 
 @judge_app.command("set")
@@ -187,7 +186,7 @@ def judge_set(
     )
 
 
-commands = typer.Typer()
+commands = App()
 commands.command("rescore")(rescore)
 commands.command("worker")(worker)
 commands.add_typer(models_app, name="models")

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.main
-from typer.core import TyperCommand, TyperGroup
+
+from benchgen.cli.helptext import Command as HelpfulCommand
+from benchgen.cli.helptext import Group
 
 if TYPE_CHECKING:
     from typer._click import Command, Context  # Typer's own copy of Click
@@ -26,9 +28,9 @@ class Entry:
     module: str
     summary: str
 
-    def placeholder(self) -> TyperCommand:
+    def placeholder(self) -> HelpfulCommand:
         """What listing the command needs, made without importing its module."""
-        return TyperCommand(self.name, help=self.summary)
+        return HelpfulCommand(name=self.name, help=self.summary)
 
     def load(self) -> Command:
         """The real command: its options, subcommands and whole help."""
@@ -36,7 +38,7 @@ class Entry:
         return typer.main.get_group(commands).commands[self.name]
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(Group):
     """Lists every entry from placeholders; the one a command line names is loaded first.
 
     Click resolves a command line (to run it, show its help or complete its options) through

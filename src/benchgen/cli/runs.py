@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from benchgen.cli.common import As, as_user, cli_principal, console, open_runtime
+from benchgen.cli.helptext import App
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runs import launch, retries
@@ -17,26 +18,43 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 POLL_S = 0.25
-commands = typer.Typer()
+commands = App()
 
 
 @commands.command()
 def run(
     as_email: As,
-    benchmark: Annotated[str, typer.Option(help="Benchmark id (bm_…).")] = "",
-    model: Annotated[str, typer.Option(help="Model id (mdl_…); see `benchgen models list`.")] = "",
+    benchmark: Annotated[
+        str, typer.Option(metavar="ID", help="Benchmark id (bm_…); required unless --retry.")
+    ] = "",
+    model: Annotated[
+        str,
+        typer.Option(
+            metavar="ID",
+            help="Model id (mdl_…; see `benchgen models list`); required unless --retry.",
+        ),
+    ] = "",
     wait: Annotated[bool, typer.Option(help="Work on it here and show progress.")] = True,
     retry: Annotated[
-        str, typer.Option(help="Ask a finished run's errored questions again (run_…).")
+        str,
+        typer.Option(
+            metavar="RUN_ID",
+            help="Instead: ask a finished run's errored questions again (run_…).",
+        ),
     ] = "",
-    first: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    first: Annotated[
+        int | None, typer.Option(metavar="N", help="Only the first N questions.")
+    ] = None,
     samples: Annotated[int, typer.Option(help="Answers asked per question (1-20).")] = 1,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     cache: Annotated[bool, typer.Option(help="Reuse your cached replies.")] = False,
     max_credits: Annotated[int | None, typer.Option(help="Refuse to start above this.")] = None,
 ) -> None:
-    """Launch a run (credits are reserved up front) and follow it with a progress bar."""
+    """Launch a run (credits are reserved up front) and follow it with a progress bar.
+
+    Give --benchmark and --model for a new run, or --retry with a finished run's id to ask its
+    errored questions again."""
     options = {
         "settings": {"samples": samples, "temperature": temperature, "seed": seed},
         "subset": {"kind": "first", "n": first} if first else None,

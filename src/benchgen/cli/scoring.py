@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from benchgen.cli.common import As, as_user, console, open_runtime
+from benchgen.cli.helptext import App
 from benchgen.services.benchmarks import scoring
 
 OPTION_HELP = (
@@ -59,5 +60,5 @@ def _value(text: str) -> bool | float:
         raise typer.BadParameter(f"{text!r}: expected true, false or a number") from None
 
 
-commands = typer.Typer()
+commands = App()
 commands.command("scoring")(scoring_command)

@@ -8,9 +8,10 @@ import typer
 from rich.markup import escape
 
 from benchgen.cli.common import console, open_runtime, prepare
+from benchgen.cli.helptext import App
 from benchgen.cli.lazy import lasting_imports
 
-commands = typer.Typer()
+commands = App()
 APP = "benchgen.app:create_app"  # by name: uvicorn imports it again in each worker process
 
 

@@ -12,12 +12,13 @@ from rich.text import Text
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.cli.doors import reported
+from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
 from benchgen.core.statuses import TRAINING_FINAL
 from benchgen.services.training import compute, jobs, plans
 from benchgen.services.training.jobs import TrainingJobView
 
-app = typer.Typer(
+app = App(
     help="Training: fine-tune a local model on one of your datasets (LoRA or full), then "
     "evaluate the Trained model like any other.",
     no_args_is_help=True,
@@ -192,5 +193,5 @@ def show_compute(as_email: As) -> None:
     console.print(table)
 
 
-commands = typer.Typer()
+commands = App()
 commands.add_typer(app, name="training")

@@ -99,7 +99,7 @@ class Connection:
         try:
             response = self._http.request(method, path, params=params, json=json, **extra)
         except httpx.TransportError as exc:
-            raise Unreachable(0, "unreachable", f"{type(exc).__name__}: {exc}") from exc
+            raise unreachable(exc, self.base_url) from exc
         if response.is_error:
             raise error_from_response(response)
         return response
@@ -146,3 +146,16 @@ class Connection:
 def segment(identifier: str) -> str:
     """An id made safe to put in a URL path (ids never contain these, but input may)."""
     return quote(identifier, safe="")
+
+
+def unreachable(exc: httpx.TransportError, url: str) -> Unreachable:
+    """What failed, in words: httpx's class names (`ConnectError`) mean little to a reader."""
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        said = f"cannot send to {url}: give an address that starts with http:// or https://"
+    elif isinstance(exc, httpx.TimeoutException):
+        said = f"no answer from {url} in time"
+    elif isinstance(exc, httpx.ConnectError):
+        said = f"cannot connect to {url} ({exc})"
+    else:
+        said = f"the connection to {url} broke off ({exc})"
+    return Unreachable(0, "unreachable", said)

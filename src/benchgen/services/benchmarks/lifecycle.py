@@ -18,6 +18,7 @@ from benchgen.db.tables import Benchmark, Question
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import _question_store, phases, questions
+from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import (
     MAX_LIST,
     MAX_QUESTIONS,
@@ -167,10 +168,12 @@ def list_benchmarks(
     limit: int = 50,
     offset: int = 0,
     section: str = "all",
+    after: Newest | None = None,
 ) -> list[BenchmarkView]:
     """Benchmarks the principal may see: own, collaborating, joined, and (unless `mine_only`)
     published ones; newest first. `section` narrows them to one of SECTIONS: `mine` (owned),
-    `shared` (someone else's, as collaborator or participant) or `published`.
+    `shared` (someone else's, as collaborator or participant) or `published`. `after` starts
+    the window after that benchmark's key, `offset` after that many.
 
     Raises:
         PermissionDenied: the token lacks the read scope.
@@ -190,8 +193,8 @@ def list_benchmarks(
         query = query.where(Benchmark.visibility == "published")
     if search.strip():
         query = query.where(Benchmark.title.ilike(f"%{_escape_like(search.strip())}%", escape="\\"))
-    query = query.order_by(Benchmark.created_at.desc(), Benchmark.id).limit(limit).offset(offset)
-    return _views(ctx, list(ctx.session.scalars(query)))
+    query = newest_first(query, Benchmark.created_at, Benchmark.id, after)
+    return _views(ctx, list(ctx.session.scalars(query.limit(limit).offset(offset))))
 
 
 def _views(ctx: Context, rows: list[Benchmark]) -> list[BenchmarkView]:
@@ -208,24 +211,31 @@ def _views(ctx: Context, rows: list[Benchmark]) -> list[BenchmarkView]:
 
 
 def list_questions(
-    ctx: Context, benchmark_id: str, limit: int = MAX_QUESTIONS, offset: int = 0
+    ctx: Context,
+    benchmark_id: str,
+    limit: int = MAX_QUESTIONS,
+    offset: int = 0,
+    after: int | None = None,
 ) -> list[dict[str, Any]]:
-    """A window of the questions in order (all of them by default); answers only for the owner
-    and collaborators.
+    """A window of the questions in order (all of them by default), starting after position
+    `after` when given; answers only for the owner and collaborators.
 
     Raises:
         NotFound: not visible to the principal.
         PermissionDenied: the token lacks the read scope.
-        InvalidInput: limit outside 1..MAX_QUESTIONS + 1 or a negative offset.
+        InvalidInput: limit outside 1..MAX_QUESTIONS + 1, or a window starting before the first.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    # Positions run from 0 without gaps (an edit replaces them all), so the question after
+    # position p is the one at offset p + 1.
+    start = offset if after is None else after + 1
     # One more than a benchmark can hold: a pager asks for a row beyond its page.
-    check_window(limit, offset, MAX_QUESTIONS + 1)
+    check_window(limit, start, MAX_QUESTIONS + 1)
     with_key = access.can(ctx, Action.BENCHMARK_READ_KEY, row)
-    window = _question_store.load_canonical(ctx, benchmark_id, limit, offset)
+    window = _question_store.load_canonical(ctx, benchmark_id, limit, start)
     return [
         {"position": position, **question.as_dict(with_answer=with_key)}
-        for position, question in enumerate(window, start=offset)
+        for position, question in enumerate(window, start=start)
     ]
 
 

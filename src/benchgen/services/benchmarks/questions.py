@@ -80,7 +80,7 @@ def validate_questions(fmt: str, items: list[QuestionIn]) -> Validated:
         key = _normalise(question.prompt)
         if key in seen:
             result.warnings.append(
-                {"loc": [*loc, "prompt"], "msg": f"same prompt as question {seen[key]}"}
+                {"loc": [*loc, "prompt"], "msg": f"same prompt as question {seen[key] + 1}"}
             )
         seen.setdefault(key, index)
     if errors:
@@ -166,8 +166,10 @@ def _check_mcq(
             errors.append(
                 {"loc": [*loc, "choices", position], "msg": f"at most {MAX_CHOICE} characters"}
             )
-    if len({_normalise(choice) for choice in choices}) < len(choices):
-        warnings.append({"loc": [*loc, "choices"], "msg": "two choices read the same"})
+    same = _same_choices(choices)
+    if same is not None and same[1] < len(LABELS):  # past Z the count is refused already
+        said = f"two choices read the same ({LABELS[same[0]]} and {LABELS[same[1]]})"
+        warnings.append({"loc": [*loc, "choices"], "msg": said})
     label = _answer_label(item.answer, choices)
     if label is None:
         allowed = f"A–{LABELS[len(choices) - 1]}"
@@ -176,6 +178,16 @@ def _check_mcq(
         )
         return choices, ()
     return choices, (label,)
+
+
+def _same_choices(choices: tuple[str, ...]) -> tuple[int, int] | None:
+    """The positions of the first two choices that read the same once normalised, if any."""
+    first_at: dict[str, int] = {}
+    for position, choice in enumerate(choices):
+        earlier = first_at.setdefault(_normalise(choice), position)
+        if earlier != position:
+            return earlier, position
+    return None
 
 
 def _answer_label(answer: str | list[str], choices: tuple[str, ...]) -> str | None:

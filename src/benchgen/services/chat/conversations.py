@@ -21,6 +21,7 @@ from benchgen.db.tables import ChatTurn, Conversation
 from benchgen.services import access
 from benchgen.services.accounts import leaks
 from benchgen.services.chat import proposals
+from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import check_window
 
 MAX_TITLE = 200
@@ -105,8 +106,11 @@ def create_conversation(ctx: Context, title: str = "") -> ConversationView:
     return _conversation_view(ctx, row)
 
 
-def list_conversations(ctx: Context, limit: int = 50, offset: int = 0) -> list[ConversationView]:
-    """The acting user's conversations, most recently active first.
+def list_conversations(
+    ctx: Context, limit: int = 50, offset: int = 0, after: Newest | None = None
+) -> list[ConversationView]:
+    """The acting user's conversations, most recently active first: after the one keyed `after`
+    (its last activity and id) when given, then after `offset` more.
 
     Raises:
         PermissionDenied: the principal may not chat.
@@ -114,14 +118,13 @@ def list_conversations(ctx: Context, limit: int = 50, offset: int = 0) -> list[C
     """
     user_id = _require_person(ctx)
     check_window(limit, offset, 200)
-    query = (
-        select(Conversation)
-        .where(Conversation.user_id == user_id)
-        .order_by(Conversation.updated_at.desc(), Conversation.id)
-        .limit(limit)
-        .offset(offset)
+    query = newest_first(
+        select(Conversation).where(Conversation.user_id == user_id),
+        Conversation.updated_at,
+        Conversation.id,
+        after,
     )
-    rows = ctx.session.scalars(query).all()
+    rows = ctx.session.scalars(query.limit(limit).offset(offset)).all()
     counted = (
         select(ChatTurn.conversation_id, func.count())
         .where(ChatTurn.conversation_id.in_([row.id for row in rows]))

@@ -25,7 +25,8 @@ from benchgen.services.benchmarks import imports
 from benchgen.services.benchmarks.mapping import RowProblem
 from benchgen.services.datasets import _dataset_rows
 from benchgen.services.datasets._dataset_rows import DatasetMapping, Shape
-from benchgen.services.specs import MAX_TITLE, Title, check_window, parse
+from benchgen.services.keysets import Newest, newest_first
+from benchgen.services.specs import MAX_LIST, MAX_TITLE, Title, check_window, parse
 
 DatasetFormat = Literal["auto", "chat", "prompt_completion", "csv", "parquet"]
 MAX_ROWS = 1_000_000
@@ -159,23 +160,24 @@ def _store(
     return view(row)
 
 
-def list_datasets(ctx: Context, limit: int = 50, offset: int = 0) -> list[DatasetView]:
-    """The acting user's datasets, newest first.
+def list_datasets(ctx: Context, limit: int = 50, after: Newest | None = None) -> list[DatasetView]:
+    """The acting user's datasets, newest first; after the one keyed `after` when given.
 
     Raises:
         PermissionDenied: the principal may not read datasets (the operator acts --as a user).
-        InvalidInput: limit outside 1..200 or a negative offset.
+        InvalidInput: limit outside 1..MAX_LIST.
     """
     access.require(ctx, Action.DATASET_READ)
-    check_window(limit, offset, 200)
-    query = (
-        select(Dataset)
-        .where(Dataset.owner_id == ctx.principal.user_id, Dataset.deleted_at.is_(None))
-        .order_by(Dataset.created_at.desc(), Dataset.id)
-        .limit(limit)
-        .offset(offset)
+    check_window(limit, 0, MAX_LIST)
+    query = newest_first(
+        select(Dataset).where(
+            Dataset.owner_id == ctx.principal.user_id, Dataset.deleted_at.is_(None)
+        ),
+        Dataset.created_at,
+        Dataset.id,
+        after,
     )
-    return [view(row) for row in ctx.session.scalars(query)]
+    return [view(row) for row in ctx.session.scalars(query.limit(limit))]
 
 
 def get_dataset(ctx: Context, dataset_id: str) -> DatasetView:

@@ -18,6 +18,7 @@ from benchgen.db.tables import Benchmark, Judge, Model, Phase, PhaseTask, Run
 from benchgen.services import _enqueue, _model_specs, access, audit, models
 from benchgen.services.accounts import _ledger, ratelimits
 from benchgen.services.benchmarks import lifecycle, scoring
+from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.runs import _asking, _log_writer, leaderboards
 from benchgen.services.runs.settings import RunOptions, check_supported, describe, recorded
 from benchgen.services.specs import MAX_LIST, check_window, parse
@@ -375,9 +376,14 @@ def get_run(ctx: Context, run_id: str) -> RunView:
 
 
 def list_runs(
-    ctx: Context, benchmark_id: str | None = None, limit: int = 50, offset: int = 0
+    ctx: Context,
+    benchmark_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    after: Newest | None = None,
 ) -> list[RunView]:
-    """Runs the user launched, plus every run on benchmarks they own or collaborate on.
+    """Runs the user launched, plus every run on benchmarks they own or collaborate on; newest
+    first, starting after the run keyed `after` when given, then after `offset` more.
 
     Raises:
         InvalidInput: limit outside 1..MAX_LIST or negative offset.
@@ -391,8 +397,8 @@ def list_runs(
     )
     if benchmark_id:
         query = query.where(Run.benchmark_id == benchmark_id)
-    query = query.order_by(Run.created_at.desc(), Run.id).limit(limit).offset(offset)
-    return _views(ctx, list(ctx.session.scalars(query)))
+    query = newest_first(query, Run.created_at, Run.id, after)
+    return _views(ctx, list(ctx.session.scalars(query.limit(limit).offset(offset))))
 
 
 def _views(ctx: Context, rows: list[Run]) -> list[RunView]:

@@ -58,9 +58,10 @@ _COLUMNS = (
 
 
 def list_results(
-    ctx: Context, run_id: str, limit: int = 100, offset: int = 0
+    ctx: Context, run_id: str, limit: int = 100, offset: int = 0, after: int | None = None
 ) -> list[dict[str, Any]]:
-    """One page of per-question results, in question order.
+    """One page of per-question results, in question order: after position `after` when given,
+    then after `offset` more.
 
     Raises:
         NotFound: the run is not visible to the principal.
@@ -68,7 +69,7 @@ def list_results(
     """
     check_window(limit, offset, MAX_RESULTS)
     run = access.require_run(ctx, run_id, Action.RUN_READ)
-    return list(_rows(ctx, run, limit, offset))
+    return list(_rows(ctx, run, limit, offset, after))
 
 
 def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
@@ -81,7 +82,7 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
     if fmt not in FORMATS:
         raise invalid(["format"], f"choose one of {', '.join(FORMATS)}")
     run = access.require_run(ctx, run_id, Action.RUN_READ)
-    rows = _rows(ctx, run, None, 0)
+    rows = _rows(ctx, run, None, 0, None)
     if fmt == "jsonl":
         return "application/x-ndjson", "".join(json.dumps(row) + "\n" for row in rows)
     fields = DETAIL_FIELDS if _detail(ctx, run) else PUBLIC_FIELDS
@@ -93,7 +94,9 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
     return "text/csv", buffer.getvalue()
 
 
-def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[dict[str, Any]]:
+def _rows(
+    ctx: Context, run: Run, limit: int | None, offset: int, after: int | None
+) -> Iterator[dict[str, Any]]:
     detail = _detail(ctx, run)
     query = (
         select(*_COLUMNS)
@@ -101,6 +104,10 @@ def _rows(ctx: Context, run: Run, limit: int | None, offset: int) -> Iterator[di
         .order_by(RunResult.position)
         .offset(offset)
     )
+    # A running run stores results as answers come back, not in question order: `after` is a
+    # position, so a result stored meanwhile at an earlier place cannot shift the page.
+    if after is not None:
+        query = query.where(RunResult.position > after)
     if limit is not None:
         query = query.limit(limit)
     found = list(ctx.session.execute(query))

