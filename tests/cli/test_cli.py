@@ -122,6 +122,22 @@ def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> N
     assert failed.exit_code == 1 and "already" in failed.output
 
 
+@pytest.mark.parametrize(
+    ("text", "said"), [("notjson", "not valid JSON"), ("[1]", "must be a JSON object")]
+)
+def test_rescore_says_what_is_wrong_with_its_scoring_json(text: str, said: str) -> None:
+    result = runner.invoke(app, ["rescore", "run_x", "--as", "a@example.com", "--scoring", text])
+    assert result.exit_code == 2 and said in result.output
+    assert "Traceback" not in result.output and "JSONDecodeError" not in result.output
+
+
+@pytest.mark.parametrize("url", ["foo://x", "http://broker:6379", "redis"])
+def test_a_broker_that_is_not_redis_or_rabbitmq_is_refused_in_one_line(url: str) -> None:
+    with pytest.raises(ValueError, match="must be a Redis or RabbitMQ URL"):
+        Settings(broker_url=url)
+    assert Settings(broker_url="AMQP://guest:guest@127.0.0.1:5672//").broker_url
+
+
 def test_serve_refuses_a_brain_it_cannot_build(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

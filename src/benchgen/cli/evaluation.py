@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -30,7 +30,7 @@ def rescore(
     ] = "",
 ) -> None:
     """Re-apply scoring to a run's saved answers without calling any model."""
-    settings = json.loads(scoring) if scoring else None
+    settings = _scoring_settings(scoring)
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         result = rescoring.rescore_run(ctx, run_id, settings, apply)
     before, after = result.before.get("accuracy"), result.after.get("accuracy")
@@ -42,6 +42,21 @@ def rescore(
         console.print(
             f"  #{change['position']}: {change['before']['outcome']} → {change['after']['outcome']}"
         )
+
+
+def _scoring_settings(text: str) -> dict[str, Any] | None:
+    """`--scoring` as a JSON object, or None when not given."""
+    if not text:
+        return None
+    try:
+        settings = json.loads(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not valid JSON ({exc})", param_hint="--scoring") from None
+    if not isinstance(settings, dict):
+        raise typer.BadParameter(
+            'must be a JSON object, e.g. {"method": "f1"}', param_hint="--scoring"
+        )
+    return settings
 
 
 @models_app.command("add")

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # The folder holding pyproject.toml (src/benchgen/core/ is three below it), where `make` builds
 # the programs' runtime: found from here, so a command run from any folder finds it.
 _CHECKOUT = Path(__file__).resolve().parents[3]
+BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 
 
 class Settings(BaseSettings):
@@ -221,6 +222,18 @@ class Settings(BaseSettings):
     def _artifact_url_has_scheme(cls, value: str | None) -> str | None:
         if value and "://" not in value:
             raise ValueError("must be a URL such as s3://bucket/prefix (unset: the local folder)")
+        return value or None
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_is_redis_or_rabbitmq(cls, value: str | None) -> str | None:
+        # Checked here, not by Celery when the first job is sent: an unknown scheme there is a
+        # KeyError deep in kombu, after the server has started.
+        scheme, sep, _ = (value or "").partition("://")
+        if value and not (sep and scheme.lower() in BROKER_SCHEMES):
+            raise ValueError(
+                f"must be a Redis or RabbitMQ URL ({', '.join(s + '://…' for s in BROKER_SCHEMES)})"
+            )
         return value or None
 
     @field_validator("training_gpus")
