@@ -59,6 +59,17 @@ def stored(world: World) -> int:
     )
 
 
+def test_every_bad_line_is_reported_whether_or_not_it_is_json(world: World) -> None:
+    """The page promises each bad row with its line: a line that is no JSON does not hide the
+    problems of the rows around it."""
+    ana = world.user("ana@example.com")
+    content = b'{"prompt": "hi", "completion": "there"}\n{"prompt": "x"}\nnot json\n'
+    with pytest.raises(InvalidInput) as caught:
+        upload(world, Principal.web(ana), content)
+    assert [problem["loc"][:2] for problem in caught.value.errors] == [["file", 2], ["file", 3]]
+    assert stored(world) == 0
+
+
 def test_chat_jsonl_is_counted_previewed_and_stored_normalised(
     world: World, runtime: Runtime
 ) -> None:

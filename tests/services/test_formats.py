@@ -156,6 +156,23 @@ def test_every_bad_row_is_reported_with_its_line_and_nothing_is_stored(world: Wo
     assert mine == []
 
 
+def test_lines_that_are_no_json_are_reported_with_the_other_rows_problems(
+    world: World,
+) -> None:
+    ana = world.user("ana@example.com")
+    good, wrong = '{"prompt": "2+2?", "answer": "4"}', '{"prompt": "3+3?"}'
+    content = "\n".join([good, "not json", wrong, "[1, 2]", good]).encode()
+    with pytest.raises(InvalidInput) as caught:
+        do_import(world, ana, content, "x.jsonl")
+    assert [problem["loc"][:2] for problem in caught.value.errors] == [
+        ["file", 2],
+        ["file", 3],
+        ["file", 4],
+    ]
+    assert caught.value.message.startswith("line 2: not valid JSON")
+    assert world.do(Principal.web(ana), lifecycle.list_benchmarks, True) == []
+
+
 def test_parquet_rows_are_numbered_as_rows(world: World) -> None:
     ana = world.user("ana@example.com")
     data = parquet([{"input": "a?", "target": "x"}, {"input": None, "target": "y"}])

@@ -117,12 +117,12 @@ def import_file(
     access.require(ctx, Action.BENCHMARK_CREATE)
     settings = parse(FileImportIn, spec)
     kind = file_kind(settings.file_format, filename, data)
-    rows = read_rows(kind, data)
+    rows, unreadable = rows_and_problems(kind, data)
     if not rows:
         raise invalid(["file"], "has no rows")
     if len(rows) > MAX_QUESTIONS:
         raise invalid(["file"], f"at most {MAX_QUESTIONS} questions ({len(rows)} rows)")
-    fmt, questions = _mapped(settings, rows, kind)
+    fmt, questions = _mapped(settings, rows, kind, unreadable)
     body = {
         "title": settings.title,
         "format": fmt,
@@ -168,6 +168,32 @@ def read_rows(
     return _csv_records(text, "file") if kind == "csv" else _jsonl_rows(text, "file")
 
 
+def rows_and_problems(
+    kind: str, data: bytes, max_rows: int = MAX_QUESTIONS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """`read_rows`, with lines that hold no JSON object as problems beside the other rows, so
+    their own problems are found in the same pass.
+
+    Raises:
+        InvalidInput: as `read_rows`, and when no line holds a JSON object.
+    """
+    try:
+        return read_rows(kind, data, max_rows), []
+    except UnreadableLines as exc:
+        if not exc.rows:
+            raise
+        return exc.rows, exc.errors
+
+
+def with_unreadable(
+    problems: list[dict[str, Any]], unreadable: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Both kinds of a file's problems in line order, at most MAX_ROW_PROBLEMS."""
+    return sorted([*unreadable, *problems], key=lambda problem: problem["loc"][1])[
+        :MAX_ROW_PROBLEMS
+    ]
+
+
 def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
     """The rows of a Parquet or Arrow (IPC file or stream) file, read batch by batch."""
     import pyarrow as pa  # loaded only for these files: it is large
@@ -196,9 +222,13 @@ def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
 
 
 def _mapped(
-    settings: FileImportIn, rows: list[tuple[int, dict[str, Any]]], kind: str
+    settings: FileImportIn,
+    rows: list[tuple[int, dict[str, Any]]],
+    kind: str,
+    unreadable: list[dict[str, Any]],
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The benchmark's format and its questions; every row's problems at once."""
+    """The benchmark's format and its questions; every row's problems at once, with the
+    `unreadable` lines'."""
     flat = kind == "csv"
     try:
         fields, forced_mcq = mapping.resolve(settings.preset, settings.mapping, rows[0][1], flat)
@@ -215,8 +245,8 @@ def _mapped(
             problems.append({"loc": ["file", number, problem.field], "msg": problem.message})
             if len(problems) >= MAX_ROW_PROBLEMS:
                 break
-    if problems:
-        raise summary(problems, kind)
+    if problems or unreadable:
+        raise summary(with_unreadable(problems, unreadable), kind)
     return fmt, questions
 
 
@@ -247,23 +277,50 @@ def _jsonl(content: str) -> list[tuple[int, dict[str, Any]]]:
     return _jsonl_rows(content, "content")
 
 
+class UnreadableLines(InvalidInput):
+    """Lines of a JSONL file that hold no JSON object (each in `errors`); `rows` are the other
+    lines' objects, so a caller can check them too and report every problem at once."""
+
+    def __init__(self, problems: list[dict[str, Any]], rows: list[tuple[int, dict[str, Any]]]):
+        (field, line), more = problems[0]["loc"], len(problems) - 1
+        extra = f" (and {more} more)" if more else ""
+        super().__init__(f"{field} line {line}: {problems[0]['msg']}{extra}", problems)
+        self.rows = rows
+
+
 def _jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
-    """Each JSON object with its line number."""
-    rows = []
+    """Each JSON object with its line number.
+
+    Raises:
+        UnreadableLines: lines that are no JSON object (up to MAX_ROW_PROBLEMS of them).
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[dict[str, Any]] = []
     # "\n" only: str.splitlines would also split inside a JSON string at U+2028 and friends.
     for number, line in enumerate(content.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _bad(number, f"not valid JSON ({exc.msg})", field) from None
-        except RecursionError:
-            raise _bad(number, "nested too deeply", field) from None
-        if not isinstance(item, dict):
-            raise _bad(number, "each line must be one JSON object", field)
-        rows.append((number, item))
+        item = _json_object(line)
+        if isinstance(item, str):
+            problems.append({"loc": [field, number], "msg": item})
+            if len(problems) >= MAX_ROW_PROBLEMS:
+                break
+        else:
+            rows.append((number, item))
+    if problems:
+        raise UnreadableLines(problems, rows)
     return rows
+
+
+def _json_object(line: str) -> dict[str, Any] | str:
+    """The line's JSON object, or what is wrong with it."""
+    try:
+        item = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg})"
+    except RecursionError:
+        return "nested too deeply"
+    return item if isinstance(item, dict) else "each line must be one JSON object"
 
 
 def _csv(content: str) -> list[tuple[int, dict[str, Any]]]:

@@ -96,20 +96,25 @@ def upload_dataset(
     if len(data) > limit:
         raise invalid(["file"], f"is larger than {limit} bytes (BENCHGEN_MAX_DATASET_BYTES)")
     kind = imports.file_kind(_file_format(settings.format, filename), filename, data)
-    rows = imports.read_rows(kind, data, MAX_ROWS)
+    rows, unreadable = imports.rows_and_problems(kind, data, MAX_ROWS)
     if not rows:
         raise invalid(["file"], "has no rows")
     if len(rows) > MAX_ROWS:
         raise invalid(["file"], f"at most {MAX_ROWS} rows ({len(rows)})")
     shape = _dataset_rows.shape_of(settings.format, settings.mapping, rows[0][1])
-    records = _records(shape, settings.mapping, rows, kind)
+    records = _records(shape, settings.mapping, rows, kind, unreadable)
     return _store(ctx, settings.name, shape, kind, records)
 
 
 def _records(
-    shape: Shape, fields: DatasetMapping, rows: list[tuple[int, dict[str, Any]]], kind: str
+    shape: Shape,
+    fields: DatasetMapping,
+    rows: list[tuple[int, dict[str, Any]]],
+    kind: str,
+    unreadable: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Every row as a record, or every row's problem at once (up to a hundred)."""
+    """Every row as a record, or every row's problem at once with the `unreadable` lines' (up
+    to a hundred)."""
     records, problems = [], []
     for number, row in rows:
         try:
@@ -118,8 +123,8 @@ def _records(
             problems.append({"loc": _loc(number, problem.field), "msg": problem.message})
             if len(problems) >= imports.MAX_ROW_PROBLEMS:
                 break
-    if problems:
-        raise imports.summary(problems, kind)
+    if problems or unreadable:
+        raise imports.summary(imports.with_unreadable(problems, unreadable), kind)
     return records
 
 
