@@ -88,6 +88,9 @@ def test_the_figures_hold_together(pairs: list[tuple[bool, bool]], seed: int) ->
     # The percentile interval of a mean's resamples lies within the values it can take and,
     # its distribution being centred on the observed difference, holds it.
     assert -1 <= stats.ci_low <= stats.difference <= stats.ci_high <= 1
+    # Each bound is a difference some resample gives: a whole number of questions out of n.
+    for bound in (stats.ci_low, stats.ci_high):
+        assert math.isclose(bound * n, round(bound * n), abs_tol=1e-9)
     assert 0 < stats.p_value <= 1
     assert stats == paired_stats(right_a, right_b, resamples=2000, seed=seed)  # seeded
 

@@ -223,7 +223,10 @@ def _bootstrap(n: int, only_a: int, only_b: int, resamples: int, seed: int) -> t
     counts = rng.multinomial(n, proportions, size=resamples)
     differences = (counts[:, 1] - counts[:, 0]) / n
     tail = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(differences, [tail, 1 - tail])
+    # Outward to the nearest difference a resample can give (a multiple of 1/n): interpolating
+    # between two of them would show bounds no resample can reach (+15.1 points out of 20).
+    low = np.quantile(differences, tail, method="lower")
+    high = np.quantile(differences, 1 - tail, method="higher")
     return float(low), float(high)
 
 
