@@ -14,7 +14,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.services import deployment
 from benchgen.services.accounts import _ledger, credits, users
 from benchgen.services.runtime import Runtime
-from tests.support import OPERATOR, World
+from tests.support import OPERATOR, World, sql_sent
 from tests.web.support import WebUser
 
 PAGES = ["/admin", "/admin/users", "/admin/settings", "/admin/reports", "/admin/audit"]
@@ -100,6 +100,27 @@ def test_grant_credits(admin: WebUser, world: World, runtime: Runtime) -> None:
     assert world.do(OPERATOR, _ledger.balance_of, ana) == 250
 
 
+def test_each_account_shows_its_balance_in_a_constant_number_of_queries(
+    admin: WebUser, world: World, runtime: Runtime
+) -> None:
+    def balance_in(page: BeautifulSoup, email: str) -> str:
+        return user_row(page, email).find_all("td")[-1].p.get_text(" ", strip=True)
+
+    world.user("ana@example.com", credits_=250)
+    world.user("bo@example.com")
+    with sql_sent(runtime) as few:
+        page = admin.page("/admin/users")
+    assert balance_in(page, "ana@example.com") == "Balance: 250"
+    assert balance_in(page, "bo@example.com") == "Balance: 0"
+
+    for n in range(5):
+        world.user(f"more{n}@example.com", credits_=10 + n)
+    with sql_sent(runtime) as many:
+        page = admin.page("/admin/users")
+    assert balance_in(page, "more4@example.com") == "Balance: 14"
+    assert len(many) == len(few), "a query per account"
+
+
 def test_settings_are_a_form_per_key(admin: WebUser, world: World) -> None:
     page = admin.page("/admin/settings")
     switch = page.select_one("#value-agent_allow_create")
@@ -162,7 +183,12 @@ def test_the_audit_log_filters(admin: WebUser, world: World, clock: ManualClock)
     assert actions("door=web") == ["deployment.set"]
     assert actions("door=cli") == ["credits.grant", "user.create", "user.create"]
     assert actions("door=system") == ["session.start", "session.start"]
-    assert actions("user=root%40example.com") == ["deployment.set"]
+    # A sign-in is the person's own act: their filter finds it, through the sign-in door.
+    assert actions("user=root%40example.com") == [
+        "deployment.set",
+        "session.start",
+        "session.start",
+    ]
     today = clock.now().date()
     assert actions(f"from={today}") == ["credits.grant", "deployment.set", "session.start"]
     before = today - timedelta(days=1)
