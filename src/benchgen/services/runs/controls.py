@@ -12,6 +12,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.db.tables import Benchmark, LeaderboardEntry
 from benchgen.services import access
+from benchgen.services.runs import rescoring
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class RunControls:
     can_cancel: bool
     can_manage_leaderboard: bool
     can_edit_score: bool
+    can_rescore: bool  # with the benchmark's scoring for future runs (a dry run first)
     on_leaderboard: bool
     edit_reason: str | None  # why the score was corrected, for the benchmark's team
 
@@ -46,6 +48,7 @@ def run_controls(ctx: Context, run_id: str) -> RunControls:
         can_cancel=run.status in RUN_ACTIVE and access.can(ctx, Action.RUN_CANCEL, benchmark, run),
         can_manage_leaderboard=manage,
         can_edit_score=access.can(ctx, Action.RUN_EDIT_SCORE, benchmark, run),
+        can_rescore=rescoring.can_rescore(ctx, run.id, rescoring.offered_scoring(ctx, run.id)),
         on_leaderboard=listed is not None,
         edit_reason=str(reason) if reason is not None else None,
     )

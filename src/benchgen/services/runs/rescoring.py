@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, Select, Text, case, cast, func, null,
 from sqlalchemy.sql.elements import ColumnElement
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict
+from benchgen.core.errors import Conflict, InvalidInput, PermissionDenied
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
 from benchgen.db.json_rows import json_rows
@@ -98,6 +98,33 @@ def rescore_run(
         rescored.changed_count,
         rescored.changes if detail else [],
     )
+
+
+def offered_scoring(ctx: Context, run_id: str) -> dict[str, Any] | None:
+    """The settings a run's page offers to rescore it with: its benchmark's scoring for future
+    runs; None on a custom benchmark, which its bundle's programs score.
+
+    Raises:
+        NotFound: the run is not visible.
+    """
+    run = access.require_run(ctx, run_id, Action.RUN_READ)
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    assert benchmark is not None  # require_run found it
+    return None if benchmark.format == "custom" else scoring.settings_for(benchmark)
+
+
+def can_rescore(ctx: Context, run_id: str, settings: dict[str, Any] | None = None) -> bool:
+    """Whether `rescore_run` would take the run up with these settings now: pages offer only
+    the controls that will work (rescoring checks again when one is used).
+
+    Raises:
+        NotFound: the run is not visible.
+    """
+    try:
+        _checked(ctx, run_id, settings)
+    except (PermissionDenied, Conflict, InvalidInput):
+        return False
+    return True
 
 
 def _checked(

@@ -1,7 +1,9 @@
-"""Run pages: status, live log, per-question breakdown, downloads, leaderboard and score edits."""
+"""Run pages: status, live log, per-question breakdown, downloads, leaderboard, rescoring and
+score edits."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -9,7 +11,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 
 from benchgen.core.context import Context
-from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied
+from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied, invalid
 from benchgen.core.statuses import RUN_FINAL
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import (
@@ -17,6 +19,7 @@ from benchgen.services.runs import (
     bundle_execution,
     launch,
     leaderboards,
+    rescoring,
     results,
     retries,
     run_log,
@@ -24,6 +27,7 @@ from benchgen.services.runs import (
 )
 from benchgen.services.runs.breakdown import TagAccuracy
 from benchgen.services.runs.controls import run_controls
+from benchgen.services.runs.rescoring import Rescore
 from benchgen.web.files import attachment
 from benchgen.web.pages import run_events
 from benchgen.web.session import WebContext, csrf_checked
@@ -75,6 +79,7 @@ def _run_page(
     filters: Filters,
     status_code: int = 200,
     score_form: ScoreForm | None = None,
+    rescored: Rescore | None = None,
 ) -> Response:
     run = launch.get_run(ctx, run_id)
     final = run.status in RUN_FINAL
@@ -91,6 +96,7 @@ def _run_page(
         "filters": filters,
         "show_labels": SHOW_LABELS,
         "score_form": score_form or ScoreForm(),
+        "rescored": rescored,  # a dry run's result, shown with its Apply button
         "settings_text": settings.describe(run.settings),
         "can_retry": final and run.error_count > 0 and run.launched_by == ctx.principal.user_id,
     }
@@ -222,6 +228,46 @@ def run_cancel(request: Request, ctx: WebContext, run_id: str) -> Response:
     cancelled = launch.cancel_run(ctx, run_id)
     note = "Cancelled." if cancelled.status in RUN_FINAL else "Asked the run to stop."
     return redirect(request, "run", flash=note, run_id=run_id)
+
+
+@router.post("/runs/{run_id}/rescore", name="run_rescore")
+def run_rescore(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """A dry run with the benchmark's scoring for future runs: the run's page with what would
+    change and an Apply button for exactly those settings."""
+    dry = rescoring.rescore_run(ctx, run_id, rescoring.offered_scoring(ctx, run_id))
+    return _run_page(request, ctx, run_id, Filters(), rescored=dry)
+
+
+@router.post("/runs/{run_id}/rescore/apply", name="run_rescore_apply")
+def run_rescore_apply(
+    request: Request,
+    ctx: WebContext,
+    run_id: str,
+    scoring: Annotated[str, Form(max_length=10_000)] = "",
+) -> Response:
+    """Apply the settings a dry run showed (rescoring checks them and the person again)."""
+    applied = rescoring.rescore_run(ctx, run_id, _settings_of(scoring), apply=True)
+    note = (
+        f"Rescored: {applied.changed_count} verdict(s) changed; accuracy "
+        f"{_accuracy_text(applied.before)} → {_accuracy_text(applied.after)}."
+    )
+    return redirect(request, "run", flash=note, run_id=run_id)
+
+
+def _settings_of(text: str) -> dict[str, Any]:
+    """The dry run's settings from the Apply form's hidden field (JSON of one object)."""
+    try:
+        settings = json.loads(text)
+    except ValueError:
+        settings = None
+    if not isinstance(settings, dict):
+        raise invalid(["scoring"], "the scoring settings were lost; run the dry run again")
+    return settings
+
+
+def _accuracy_text(summary: dict[str, Any]) -> str:
+    value = summary.get("accuracy")
+    return f"{value * 100:.1f}%" if isinstance(value, int | float) else "none"
 
 
 @router.post("/runs/{run_id}/score", name="run_edit_score")
