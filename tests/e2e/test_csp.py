@@ -6,11 +6,15 @@ pages with the most moving parts on purpose, and shows that the check can fail.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.support import (
     CREATE_MOONS,
+    FIRST_CHOICE,
     FIRST_CHOICE_ID,
     SHADES,
     VIOLATION,
@@ -50,3 +54,36 @@ def test_the_dashboard_a_run_and_a_chat_keep_to_the_policy(
     assert page.evaluate("() => window.inlineRan === undefined")
     assert len(policy_violations) == 1 and VIOLATION in policy_violations[0]
     policy_violations.clear()  # seen, and on purpose
+
+
+def test_approve_decline_and_choose_in_the_chat_keep_to_the_policy(
+    signed_in: Page, person: Person, site: Site, policy_violations: list[str], tmp_path: Path
+) -> None:
+    # Each button swaps the transcript in place. A screenshot (Playwright hides the caret with
+    # an inline style, then leaves style="" behind; an extension or devtools can do the same)
+    # before each press gives the old elements a style attribute: htmx must not copy it onto
+    # the new ones when it settles the swap, which the policy refuses.
+    page = signed_in
+    site.world.benchmark(person.id, SHADES)
+    site.world.benchmark(person.id, {**SHADES, "title": "Tints"})
+    start_conversation(page)
+    proposal = page.get_by_role("region", name=re.compile("^Proposal: "))
+
+    say(page, f"run {FIRST_CHOICE} on Shades")
+    page.screenshot(path=tmp_path / "proposal.png")
+    proposal.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("article").last).to_contain_text("[You pressed Approve]")
+    expect(proposal).to_have_count(0)
+
+    say(page, f"run {FIRST_CHOICE} on Tints")
+    page.screenshot(path=tmp_path / "second.png")
+    proposal.get_by_role("button", name="Decline").click()
+    expect(page.get_by_role("article").last).to_contain_text("[You pressed Decline]")
+    expect(proposal).to_have_count(0)
+
+    say(page, f"run {FIRST_CHOICE}")
+    page.screenshot(path=tmp_path / "choices.png")
+    page.get_by_role("group", name="Choose one").get_by_role("button", name="Tints").click()
+    expect(page.get_by_role("article").last).to_contain_text("[You chose]")
+    expect(proposal).to_be_visible()
+    assert policy_violations == []

@@ -7,18 +7,21 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.support import FIRST_CHOICE, SHADES, Person, Site
+from tests.e2e.support import FIRST_CHOICE, FIRST_CHOICE_ID, SHADES, Person, Site
 
 pytestmark = pytest.mark.browser
 
-# Records every value the live progress label and status take, in sessionStorage: the page
-# reloads itself when the run ends, and the record must outlive that reload.
+# Records every value the live progress label and status take, with the status badge by the
+# heading (text and class), in sessionStorage: the page reloads itself when the run ends, and
+# the record must outlive that reload.
 WATCH_PROGRESS = """() => {
   const box = document.querySelector('[data-events]');
+  const badge = document.querySelector('h1 + .status');
   const seen = [];
   const note = () => {
     seen.push(box.querySelector('[data-progress-label]').textContent + ' '
-      + box.querySelector('[data-status]').textContent);
+      + box.querySelector('[data-status]').textContent + ' | ' + badge.textContent
+      + ' (' + badge.className + ')');
     sessionStorage.setItem('seen', JSON.stringify(seen));
   };
   new MutationObserver(note).observe(box, {subtree: true, childList: true, characterData: true});
@@ -50,7 +53,8 @@ def test_run_a_built_in_model_watch_it_live_filter_and_rank_it(
     expect(page.get_by_text("3 of 3 questions (100%)")).to_be_visible()
     expect(page.locator("h1 + .status")).to_have_text("completed")
     seen = page.evaluate("() => JSON.parse(sessionStorage.getItem('seen') || '[]')")
-    assert "100% completed" in seen, seen
+    # Before the reload, the badge followed the live status (it said "queued" all along once).
+    assert "100% completed | completed (status status-completed)" in seen, seen
 
     page.get_by_label("Show", exact=True).select_option(label="Wrong")
     page.get_by_role("button", name="Filter").click()
@@ -73,3 +77,34 @@ def test_run_a_built_in_model_watch_it_live_filter_and_rank_it(
         "href", f"/runs/{run_id}"
     )
     expect(board.get_by_role("row").nth(1)).to_contain_text("66.7 %")
+
+
+# How many lines each header cell of the questions table takes on screen.
+HEADER_LINES = """() => [...document.querySelectorAll('table.breakdown th')].map((cell) => {
+  const range = document.createRange();
+  range.selectNodeContents(cell);
+  const tops = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+  return [cell.textContent.trim(), tops.size];
+})"""
+
+
+def test_question_numbers_and_headers_stay_on_one_line_beside_long_questions(
+    signed_in: Page, person: Person, site: Site
+) -> None:
+    # Long prompts take the table's width; the narrow columns must not wrap "12" as "1 / 2".
+    long_words = " ".join(["a-rather-long-question-wording"] * 40)
+    spec = {
+        "title": "Long",
+        "format": "mcq",
+        "questions": [
+            {"prompt": f"Question {n}: {long_words}", "choices": ["Yes", "No"], "answer": "A"}
+            for n in range(12)
+        ],
+    }
+    _, run_id = site.finished_run(person.id, spec, FIRST_CHOICE_ID)
+    page = signed_in
+    page.goto(f"/runs/{run_id}")
+    expect(page.locator("table.breakdown tbody tr")).to_have_count(12)
+    lines = page.evaluate(HEADER_LINES)
+    assert ["12", 1] in lines and ["Expected", 1] in lines, lines
+    assert [cell for cell in lines if cell[1] != 1] == [], lines

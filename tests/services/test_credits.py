@@ -118,6 +118,19 @@ def test_grant_to_unknown_user(world: World) -> None:
     assert ledger_rows(world) == []
 
 
+def test_admins_list_balances_of_several_accounts(world: World) -> None:
+    ana = world.user("ana@example.com", credits_=100)
+    bo = world.user("bo@example.com")
+    root = world.user("root@example.com", admin=True)
+    found = world.do(Principal.web(root), credits.list_balances, [ana, bo, "usr_nobody"])
+    assert found == {ana: 100, bo: 0, "usr_nobody": 0}
+    assert world.do(OPERATOR, credits.list_balances, []) == {}
+    with pytest.raises(PermissionDenied):
+        world.do(Principal.web(ana), credits.list_balances, [ana])
+    with pytest.raises(InvalidInput):
+        world.do(OPERATOR, credits.list_balances, [ana] * (users.MAX_USER_PAGE + 1))
+
+
 # --- reserve, settle, refund --------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import compare
 from benchgen.services.runtime import Runtime
+from benchgen.web.pages import run_compare
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
 from tests.support import MCQ, World
 from tests.web.support import WebUser
@@ -52,6 +53,10 @@ def test_the_owner_sees_figures_tags_and_questions(
     assert page.select_one("[data-p-value]").text.strip() == f"p = {found.p_value:.4g}"
     chart = json.loads(page.select_one("#compare-chart-data").string)
     assert chart["data"]["datasets"][0]["data"] == [33.3, round(found.accuracy_b * 100, 1)]
+    # Model names go on short lines, or Chart.js cuts them off at the canvas's edge.
+    labels = chart["data"]["labels"]
+    assert [" ".join(label) for label in labels] == [f"A: {found.model_a}", f"B: {found.model_b}"]
+    assert all(0 < len(line) <= run_compare.LABEL_LINE for label in labels for line in label)
     assert page.find("h2", id="tags-title") is not None
     rows = page.select("tr[data-position]")
     assert len(rows) == 12 and rows[0].th.text == "1"
@@ -59,6 +64,13 @@ def test_the_owner_sees_figures_tags_and_questions(
     categories = {row["data-category"] for row in only_b.select("tr[data-position]")}
     assert categories <= {"only_b"} and len(only_b.select("tr[data-position]")) == found.only_b
     assert page.select_one("[data-aggregates-only]") is None
+
+
+def test_long_model_names_are_wrapped_and_shortened_for_the_chart() -> None:
+    wrapped = run_compare.chart_label("B: Qwen2.5-1.5B-Instruct-GGUF-Q4_K_M-extra-long-name")
+    assert len(wrapped) == run_compare.LABEL_LINES and wrapped[-1].endswith("…")
+    assert all(len(line) <= run_compare.LABEL_LINE for line in wrapped)
+    assert run_compare.chart_label("A: x") == ["A: x"]
 
 
 def test_a_stranger_sees_the_figures_only(

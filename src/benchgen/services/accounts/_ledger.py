@@ -26,6 +26,19 @@ def balance_of(ctx: Context, user_id: str) -> int:
     return int(total or 0)
 
 
+def balances_of(ctx: Context, user_ids: list[str]) -> dict[str, int]:
+    """Sums of several users' ledgers in one query; a user with no entries has 0."""
+    if not user_ids:
+        return {}
+    rows = ctx.session.execute(
+        select(CreditEntry.user_id, func.sum(CreditEntry.amount))
+        .where(CreditEntry.user_id.in_(user_ids))
+        .group_by(CreditEntry.user_id)
+    )
+    found = {user_id: int(total or 0) for user_id, total in rows}
+    return {user_id: found.get(user_id, 0) for user_id in user_ids}
+
+
 def reserve_credits(ctx: Context, amount: int, reference: str) -> str:
     """Hold `amount` of the acting user's credits for a job; returns the reservation id.
 

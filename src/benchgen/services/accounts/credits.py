@@ -52,6 +52,20 @@ def my_balance(ctx: Context) -> int:
     return _ledger.balance_of(ctx, users.get_me(ctx).id)
 
 
+def list_balances(ctx: Context, user_ids: list[str]) -> dict[str, int]:
+    """The balances of the given accounts, by user id, in one query (for the admin's list of
+    users; an unknown id reads as 0).
+
+    Raises:
+        PermissionDenied: not an admin.
+        InvalidInput: more than MAX_USER_PAGE ids.
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    if len(user_ids) > users.MAX_USER_PAGE:
+        raise invalid(["user_ids"], f"must be at most {users.MAX_USER_PAGE}")
+    return _ledger.balances_of(ctx, user_ids)
+
+
 def list_ledger(ctx: Context, limit: int = 50, before: str | None = None) -> list[LedgerLine]:
     """The acting user's ledger, newest first; `before` is the id of the last line already seen.
 

@@ -83,9 +83,7 @@ def open_session(
     ctx.session.add(row)
     ctx.session.flush()
     # The door is the sign-in's; the person signing in is who acted (and whom a filter finds).
-    audit.record(
-        ctx, audit.AuditAction.SESSION_START, "user", user.id, by=user.id, session=row.id
-    )
+    audit.record(ctx, audit.AuditAction.SESSION_START, "user", user.id, by=user.id, session=row.id)
     return NewSession(secret, user)
 
 

@@ -53,11 +53,13 @@ def _users_page(
     typed: dict[str, Any] | None = None,
 ) -> Response:
     found = users.list_users(ctx, q, PAGE_SIZE + 1, start)
+    shown = found[:PAGE_SIZE]
     return render(
         request,
         "admin/users.html",
         status,
-        users=found[:PAGE_SIZE],
+        users=shown,
+        balances=credits.list_balances(ctx, [user.id for user in shown]),
         more=len(found) > PAGE_SIZE,
         q=q,
         start=start,

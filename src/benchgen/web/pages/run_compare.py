@@ -3,6 +3,7 @@ figures for everyone who may see both runs; tags and questions for the benchmark
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,6 +21,10 @@ from benchgen.web.templating import render
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 PAGE_SIZE = 50
 CHOICES = 200  # runs offered in each picker, newest first
+# Chart.js never shortens an axis label: one wider than the axis's share of the canvas (half of
+# a narrow grid column) is cut off at the edge. So model names go on short lines, at most three.
+LABEL_LINE = 14
+LABEL_LINES = 3
 SHOW_LABELS = {
     "all": "All questions",
     "only_a": "Only A right",
@@ -88,12 +93,17 @@ def _table(found: Comparison, filters: Filters) -> dict[str, Any]:
     }
 
 
+def chart_label(text: str) -> list[str]:
+    """`text` as the lines of one Chart.js axis label, short enough not to be cut off."""
+    return textwrap.wrap(text, LABEL_LINE, max_lines=LABEL_LINES, placeholder="…") or [""]
+
+
 def accuracy_chart(found: Comparison) -> dict[str, Any]:
     """A Chart.js bar chart of the two runs' accuracies on the questions both answered."""
     return {
         "type": "bar",
         "data": {
-            "labels": [f"A: {found.model_a}", f"B: {found.model_b}"],
+            "labels": [chart_label(f"A: {found.model_a}"), chart_label(f"B: {found.model_b}")],
             "datasets": [
                 {
                     "label": "Accuracy (%)",

@@ -45,9 +45,11 @@ function wireCharts(root) {
   });
 }
 
-// Live run log over server-sent events: appends lines, moves the progress bar, and reloads
-// the page once the run has ended so the results appear.
+// Live run log over server-sent events: appends lines, moves the progress bar, keeps the
+// status badge by the heading in step, and reloads the page once the run has ended so the
+// results appear.
 function wireLiveLogs(root) {
+  const badge = document.querySelector("[data-run-status]");
   root.querySelectorAll("[data-events]").forEach((box) => {
     if (box.dataset.listening) return;
     box.dataset.listening = "1";
@@ -67,6 +69,10 @@ function wireLiveLogs(root) {
       if (bar) { bar.max = data.total || 1; bar.value = data.done; }
       if (label) label.textContent = `${data.percent}%`;
       if (status) status.textContent = data.status;
+      if (badge) {
+        badge.textContent = data.status;
+        badge.className = `status status-${data.status}`;
+      }
     });
     source.addEventListener("end", () => {
       source.close();
