@@ -3,7 +3,6 @@ machine (`--as`) and through a server's API (`--url`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,6 @@ import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.client import BenchGen
-from benchgen.core.config import Settings
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.support import World
@@ -24,13 +22,7 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _file(folder: Path, name: str, data: bytes) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 from fastapi.testclient import TestClient
@@ -16,7 +14,6 @@ from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.cli import chat as chat_cli
 from benchgen.client import BenchGen
-from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
@@ -32,14 +29,7 @@ BUTTONS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
-    monkeypatch.delenv("BENCHGEN_AGENT_MODEL", raising=False)
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _proposing(monkeypatch: pytest.MonkeyPatch) -> Brain:

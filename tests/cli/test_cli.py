@@ -1,7 +1,5 @@
 """The operator's CLI: accounts, credits, tokens, settings and the demo seed."""
 
-from collections.abc import Iterator
-
 import pytest
 from typer.testing import CliRunner
 
@@ -17,14 +15,7 @@ from tests.support import MCQ, OPERATOR, World
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
-    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _ok(*args: str) -> str:

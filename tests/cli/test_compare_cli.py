@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -15,7 +14,6 @@ import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.client import BenchGen
-from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
@@ -26,13 +24,7 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture

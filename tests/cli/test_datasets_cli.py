@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.datasets import datasets
 from tests.support import World
@@ -24,12 +22,7 @@ PAIRS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def test_upload_then_list(world: World, tmp_path: Path) -> None:

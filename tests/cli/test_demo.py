@@ -1,13 +1,10 @@
 """`benchgen demo`: the token it prints carries every scope, so the demo can use every door."""
 
-from collections.abc import Iterator
-
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
 from benchgen.cli.demo import DEMO_EMAIL as DEMO
-from benchgen.core.config import Settings
 from benchgen.core.permissions import ALL_SCOPES
 from benchgen.services.accounts import users
 from benchgen.services.benchmarks import lifecycle, scoring
@@ -16,14 +13,7 @@ from tests.support import OPERATOR, World
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
-    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def test_the_demo_token_holds_every_scope_and_can_publish(world: World) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,6 @@ import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.client import BenchGen
-from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import exports, lifecycle
 from benchgen.services.runtime import Runtime
@@ -31,13 +29,7 @@ WIDE = {"COLUMNS": "200"}
 HERE = ["--as", "ana@example.com"]
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _file(folder: Path, name: str, data: bytes) -> str:

