@@ -14,6 +14,7 @@ from benchgen.bundles.layout import ProgramSpec, ResolvedTask
 from benchgen.bundles.programs import ProgramDirs, read_scores, run_program
 from benchgen.bundles.sandbox import Limits, Outcome
 from benchgen.core.errors import InvalidInput
+from benchgen.core.secrets import redact_secrets
 
 LOG_TAIL_CHARS = 4000  # of each program's stdout and stderr, kept in the run log
 
@@ -47,6 +48,11 @@ class TaskOutcome:
     log: list[str]
     error: str | None
     predictions: Path | None
+
+    def printed(self) -> str:
+        """What the task's programs printed (each one's tail), secrets redacted: a program may
+        print its environment, and the run's proxy key must never reach storage or a page."""
+        return redact_secrets("\n".join(self.log))
 
 
 def evaluate_task(

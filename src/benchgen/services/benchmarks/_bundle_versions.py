@@ -29,7 +29,6 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid
 from benchgen.core.ids import new_id
-from benchgen.core.secrets import redact_secrets
 from benchgen.db.tables import BundleVersion
 from benchgen.services._artifacts import store_for
 
@@ -143,8 +142,7 @@ def _solution_result(
 
 def _output_tail(outcome: TaskOutcome) -> str:
     """What a failed task's programs printed, so the author can see why (bounded, redacted)."""
-    # Redacted as a run's program output is: an organiser's program may print its environment.
-    text = redact_secrets("\n".join(outcome.log))
+    text = outcome.printed()
     if len(text) > SOLUTION_OUTPUT_CHARS:
         text = "…" + text[-SOLUTION_OUTPUT_CHARS:]
     return f"[task {outcome.task_index}]\n{text}"

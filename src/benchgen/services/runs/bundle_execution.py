@@ -29,7 +29,6 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import Action
-from benchgen.core.secrets import redact_secrets
 from benchgen.core.statuses import RUN_FINAL, RunStatus
 from benchgen.db.tables import BundleVersion, Model, PhaseTask, Run, Task
 from benchgen.evals.types import ModelSpec
@@ -132,7 +131,10 @@ def perform_bundle_run(
             place.mkdir()
             outcome = _evaluate(settings, plan, loaded.tasks[index], place, env, report)
             report.outcomes.append(outcome)
-            store.put_bytes(f"runs/{plan.run_id}/program-output/task-{index}.txt", _text(outcome))
+            store.put_bytes(
+                f"runs/{plan.run_id}/program-output/task-{index}.txt",
+                outcome.printed().encode("utf-8", "replace"),
+            )
             if outcome.predictions is not None:
                 _keep_predictions(settings, plan.run_id, index, outcome.predictions)
             status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
@@ -176,11 +178,6 @@ def _keep_predictions(settings: Settings, run_id: str, index: int, folder: Path)
     with tempfile.TemporaryDirectory() as spare:
         archive = shutil.make_archive(str(Path(spare) / "predictions"), "zip", folder)
         store_for(settings).put_file(f"runs/{run_id}/predictions/task-{index}.zip", Path(archive))
-
-
-def _text(outcome: TaskOutcome) -> bytes:
-    # A program may print its environment: the per-run proxy key never reaches storage.
-    return redact_secrets("\n".join(outcome.log)).encode("utf-8", "replace")
 
 
 def log_progress(ctx: Context, run_id: str, lines: list[str]) -> None:
