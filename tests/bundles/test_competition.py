@@ -19,6 +19,8 @@ from benchgen.bundles.competition import (
 )
 from benchgen.bundles.schema import bundle_json_schema
 from benchgen.core.errors import InvalidInput
+from benchgen.core.text import MAX_TITLE
+from benchgen.services.specs import BenchmarkIn, parse
 
 BASE = """\
 version: 2
@@ -422,10 +424,10 @@ def test_titles_names_and_prose_get_the_text_checks_with_their_line(
 
 
 def test_bundle_limits_match_the_typed_ones() -> None:
-    from benchgen.bundles import competition
-    from benchgen.services import specs
-
-    assert (competition.MAX_TITLE, competition.MAX_DESCRIPTION) == (
-        specs.MAX_TITLE,
-        specs.MAX_DESCRIPTION,
-    )
+    """A bundle's title is held to the length a typed one is: the longest either door takes."""
+    longest, over = "T" * MAX_TITLE, "T" * (MAX_TITLE + 1)
+    assert parse_competition(edit("title: Demo", f"title: {longest}")).title == longest
+    assert parse(BenchmarkIn, {"title": longest, "format": "qa", "questions": []}).title == longest
+    assert "at most 200 characters" in errors_of(edit("title: Demo", f"title: {over}"))[0]["msg"]
+    with pytest.raises(InvalidInput):
+        parse(BenchmarkIn, {"title": over, "format": "qa", "questions": []})

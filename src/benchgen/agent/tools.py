@@ -15,12 +15,13 @@ from pydantic_ai import RunContext, Tool
 from benchgen.agent import parts
 from benchgen.agent.state import TurnState, plain
 from benchgen.core.context import Context
+from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import proposals
 from benchgen.services.runs import launch, results
 from benchgen.services.runs.settings import RunSettings, Subset
-from benchgen.services.specs import MAX_DESCRIPTION, MAX_QUESTIONS, MAX_TITLE, QuestionIn
+from benchgen.services.specs import MAX_QUESTIONS, QuestionIn
 
 MAX_OPTIONS = 10
 MAX_OPTION_CHARS = 300

@@ -15,12 +15,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from benchgen.bundles.yaml_nodes import Lines, Loc, NodeReader, Problem, Section, compose
 from benchgen.core.errors import InvalidInput
-from benchgen.core.text import is_blank, line_problem, text_problem
+from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE, is_blank, line_problem, text_problem
 
-# The limits POST /benchmarks applies (services/specs.py): names and titles fit their 200-character
-# columns, and a bundle's prose is held to what a typed description may be.
-MAX_TITLE = 200
-MAX_DESCRIPTION = 20_000
 COMPUTATIONS = ("sum", "avg", "min", "max")
 SORTINGS = ("desc", "asc")
 

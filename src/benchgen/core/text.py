@@ -16,6 +16,11 @@ from benchgen.core.errors import invalid
 
 Loc = list[str | int]
 
+# Names and titles fit their 200-character columns; prose is bounded alike wherever it comes
+# from (typed, imported, or read from a bundle's competition.yaml).
+MAX_TITLE = 200
+MAX_DESCRIPTION = 20_000
+
 # Unicode's Default_Ignorable_Code_Point set (what renderers draw as nothing), plus the other
 # invisible format characters (interlinear annotation, Egyptian hieroglyph controls). Together
 # they hold every format (Cf) character except the few that render as visible signs, such as

@@ -16,10 +16,8 @@ from pydantic_core import PydanticCustomError
 
 from benchgen.core.errors import InvalidInput, invalid
 from benchgen.core.storable import require_storable
-from benchgen.core.text import is_blank, line_problem, text_problem
+from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE, is_blank, line_problem, text_problem
 
-MAX_TITLE = 200
-MAX_DESCRIPTION = 20_000
 MAX_PROMPT = 20_000
 MAX_CHOICE = 2_000
 MAX_ANSWER = 2_000

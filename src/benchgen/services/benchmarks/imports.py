@@ -15,18 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput, invalid
 from benchgen.core.permissions import Action
+from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services import access
 from benchgen.services.benchmarks import lifecycle, mapping
 from benchgen.services.benchmarks.lifecycle import Created
 from benchgen.services.benchmarks.mapping import FieldMap, Preset, RowProblem
-from benchgen.services.specs import (
-    MAX_DESCRIPTION,
-    MAX_QUESTIONS,
-    MAX_TITLE,
-    Text,
-    Title,
-    parse,
-)
+from benchgen.services.specs import MAX_QUESTIONS, Text, Title, parse
 
 MAX_CONTENT = 50_000_000
 CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]

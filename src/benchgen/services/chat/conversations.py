@@ -15,7 +15,7 @@ from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.core.secrets import asks_for_secret
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable
-from benchgen.core.text import require_line
+from benchgen.core.text import MAX_TITLE, require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
 from benchgen.services import access
@@ -24,7 +24,6 @@ from benchgen.services.chat import proposals
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import check_window
 
-MAX_TITLE = 200
 MAX_MESSAGE = 100_000
 # A turn still marked running this long after its cap belongs to a process that died: the
 # conversation is released rather than locked for ever.

@@ -18,6 +18,7 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import TRAINING_ACTIVE
+from benchgen.core.text import MAX_TITLE
 from benchgen.db.tables import Dataset, TrainingJob
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
@@ -26,7 +27,7 @@ from benchgen.services.benchmarks.mapping import RowProblem
 from benchgen.services.datasets import _dataset_rows
 from benchgen.services.datasets._dataset_rows import DatasetMapping, Shape
 from benchgen.services.keysets import Newest, newest_first
-from benchgen.services.specs import MAX_LIST, MAX_TITLE, Title, check_window, parse
+from benchgen.services.specs import MAX_LIST, Title, check_window, parse
 
 DatasetFormat = Literal["auto", "chat", "prompt_completion", "csv", "parquet"]
 MAX_ROWS = 1_000_000

@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
+from benchgen.core.text import MAX_TITLE
 from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
 from benchgen.services.datasets import datasets
-from benchgen.services.specs import MAX_TITLE, Title, parse
+from benchgen.services.specs import Title, parse
 from benchgen.services.training import bases, compute
 from benchgen.services.training.bases import Base
 from benchgen.training.sizing import estimate_peak_bytes, matches_module

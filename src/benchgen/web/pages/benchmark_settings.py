@@ -11,10 +11,10 @@ from fastapi.responses import Response
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
+from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import undo_on_error
-from benchgen.services.specs import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.web.pages.benchmark_frame import back_to, is_owner, render_tab
 from benchgen.web.pages.question_form import Problems, problems_of
 from benchgen.web.session import WebContext, csrf_checked
