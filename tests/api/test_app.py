@@ -1,20 +1,10 @@
 """The server's wiring: health, bearer auth, the error envelope, reading benchmarks."""
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
 from benchgen.services.accounts import tokens
-from benchgen.services.runtime import Runtime
 from tests.support import OPERATOR, World
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def _auth(secret: str) -> dict[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,6 @@ from tests.services.test_runs import work_all
 from tests.support import World
 
 ALL = ["read", "runs", "create", "edit", "publish"]
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def bearer(world: World, user_id: str, scopes: list[str] = ALL) -> dict[str, str]:

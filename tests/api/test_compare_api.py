@@ -3,12 +3,8 @@ a stranger gets, and the 422 for runs that do not compare."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import launch
@@ -18,12 +14,6 @@ from tests.services.test_runs import work_all
 from tests.support import MCQ, World
 
 COMPARE = "/api/v1/runs/compare"
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def bearer(world: World, user_id: str, scopes: tuple[str, ...] = ("read",)) -> dict[str, str]:

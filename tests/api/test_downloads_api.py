@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
 
-import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
 from tests.api.test_flows import bearer, error_of
 from tests.services.test_runs import work_all
 from tests.support import MCQ, World
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def test_leaderboard_export(client: TestClient, world: World, runtime: Runtime) -> None:

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -32,12 +31,6 @@ INSPECT_ROWS = [
 MMLU_CSV = (
     "question,A,B,C,D,answer,subject\n2+2?,3,4,5,6,B,math\nRed+blue?,Purple,Green,Blue,Red,A,art\n"
 )
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def bearer(world: World, user_id: str, scopes: list[str] = ALL) -> dict[str, str]:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from benchgen.app import create_app
 from benchgen.services.benchmarks import imports
-from benchgen.services.runtime import Runtime
 from tests.support import World
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -19,12 +16,6 @@ HOSTILE = {
     "nested json": ("jsonl", '{"prompt": "2+2?", "answer": "4"}\n' + DEEP, 2),
     "long csv field": ("csv", "prompt,answer\nOne?,1\nTwo?," + "x" * 200_000 + "\n", 3),
 }
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def post(

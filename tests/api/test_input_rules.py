@@ -3,27 +3,18 @@ registration's refusals, and no boolean where a count is due."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from benchgen.app import create_app
 from benchgen.core.permissions import Scope
-from benchgen.services.runtime import Runtime
 from tests.support import World
 
 ALL_SCOPES = sorted(scope.value for scope in Scope)
 PUBLIC = "http://93.184.216.34/v1"  # a public address: nothing to resolve offline
 MODEL = {"name": "Mine", "endpoint_model": "m", "base_url": PUBLIC}
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ between two pages neither repeats nor skips one, and a cursor this list did not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,6 @@ from sqlalchemy import delete, insert, select
 
 from benchgen.api import benchmarks as benchmarks_api
 from benchgen.api.paging import page
-from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Scope
@@ -101,12 +100,6 @@ LISTINGS = [
         marks=NO_SMOLLM2,
     ),
 ]
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -1,22 +1,11 @@
 """Through the API: models say which formats they answer, and a run that cannot be answered is
 refused with the one error envelope."""
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
-from benchgen.services.runtime import Runtime
 from tests.support import QA, World
 
 FIRST = "mdl_builtin_first"
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def test_a_choice_only_baseline_on_qa_is_a_422(client: TestClient, world: World) -> None:

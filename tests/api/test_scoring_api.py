@@ -3,25 +3,15 @@ scored; every problem is named; custom benchmarks are scored by their bundle."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from benchgen.app import create_app
 from benchgen.cli import app as cli
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import scoring
-from benchgen.services.runtime import Runtime
 from tests.support import MCQ, QA, World
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 def _bearer(world: World, user: str, scopes: list[str]) -> dict[str, str]:

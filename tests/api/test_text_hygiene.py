@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from benchgen.app import create_app
 from benchgen.core.permissions import Scope
-from benchgen.services.runtime import Runtime
 from tests.support import QA, World
 
 ALL_SCOPES = sorted(scope.value for scope in Scope)
 BENCHMARKS = "/api/v1/benchmarks"
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture
