@@ -309,6 +309,9 @@ def test_cancel_queued_refunds_and_running_stops(
         queue.claim(ctx, "w", timedelta(seconds=60))
         execution.begin_run(ctx, running.id)
     assert world.do(web, launch.cancel_run, running.id).status == "running"
+    assert world.do(web, launch.cancel_run, running.id).status == "running"
+    asked = [entry.line for entry in world.do(web, run_log.read_log, running.id)]
+    assert asked.count("Cancellation requested") == 1, "asking again changes nothing"
     with transaction(open_loopback, WORKER) as ctx:
         assert execution.is_cancel_requested(ctx, running.id)
         execution.finish_run(ctx, running.id, cancelled=True)
@@ -344,6 +347,16 @@ def test_who_sees_what(world: World, runtime: Runtime) -> None:
     listed = world.do(Principal.web(ana), launch.list_runs)
     assert [view.id for view in listed] == [theirs.id]
     assert world.do(Principal.web(sam), launch.list_runs) == []
+
+
+def test_runs_of_a_benchmark_one_cannot_see_are_not_found_not_an_empty_list(world: World) -> None:
+    ana, sam = world.user("ana@example.com"), world.user("sam@example.com")
+    private = world.benchmark(ana, MCQ)
+    with pytest.raises(NotFound, match="No such benchmark"):
+        world.do(Principal.web(sam), launch.list_runs, private)
+    with pytest.raises(NotFound):
+        world.do(Principal.web(ana), launch.list_runs, "bm_nosuchbenchmark")
+    assert world.do(Principal.web(ana), launch.list_runs, private) == []
 
 
 def test_tokens_need_the_runs_scope_and_phase_dates_hold(world: World, clock) -> None:

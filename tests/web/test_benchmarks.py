@@ -356,3 +356,14 @@ def test_an_over_long_title_is_refused_by_its_field_never_cut_short(site: Site) 
         error = soup.find("p", id="title-error")
         assert error is not None and "at most 200 characters" in error.get_text(), path
         assert soup.find("input", id="title")["value"] == long  # type: ignore[index]
+
+
+def test_a_benchmark_with_no_questions_offers_adding_them_not_evaluating(site: Site) -> None:
+    empty = site.world.benchmark(site.ana_id, {"title": "Nothing yet", "format": "qa"})
+    for tab in ("", "/evaluate"):
+        page = site.ana.page(f"/benchmarks/{empty}{tab}")
+        text = " ".join(page.get_text().split())
+        assert "no questions yet, so there is nothing to evaluate" in text, tab
+        assert page.find("a", string="add or import some")["href"].endswith("/questions")
+        assert page.find("a", string="Evaluate a model") is None
+        assert page.find("button", string="See the estimate") is None

@@ -25,14 +25,17 @@ RESULTS = by_position("results")
 MAX_LOG_ID = 2**31 - 1  # log line ids are 32-bit integers: a larger `after` fails the query
 
 
-@router.get("", response_model=Page[RunView], openapi_extra={"x-scope": "read"})
+@router.get(
+    "", response_model=Page[RunView], responses=responses(404), openapi_extra={"x-scope": "read"}
+)
 def list_runs(
     ctx: ContextDep,
     benchmark_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Cursor = None,
 ) -> dict[str, Any]:
-    """Runs you launched, and every run on benchmarks you own or collaborate on."""
+    """Runs you launched, and every run on benchmarks you own or collaborate on; a
+    `benchmark_id` you cannot see is 404."""
     return page(
         RUNS, lambda n, after: launch.list_runs(ctx, benchmark_id, n, after=after), cursor, limit
     )

@@ -387,9 +387,12 @@ def list_runs(
 
     Raises:
         InvalidInput: limit outside 1..MAX_LIST or negative offset.
+        NotFound: `benchmark_id` names no benchmark the user may see.
     """
     access.require(ctx, Action.BENCHMARK_LIST)
     check_window(limit, offset, MAX_LIST)
+    if benchmark_id:  # an empty list would say "no runs" of a benchmark the user cannot see
+        access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     query = (
         select(Run)
         .join(Benchmark, Benchmark.id == Run.benchmark_id)
@@ -437,6 +440,8 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
             _ledger.refund_credits(ctx, run.reservation_id, "cancelled before it started")
         run.status, run.cost, run.finished_at = RunStatus.CANCELLED, 0, ctx.now()
         _log_writer.append(ctx, run.id, "Cancelled before it started; credits refunded")
+    elif run.cancel_requested:
+        return view(ctx, run)  # asked already: a second request changes nothing to record
     else:
         run.cancel_requested = True
         _log_writer.append(ctx, run.id, "Cancellation requested")
