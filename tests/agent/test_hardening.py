@@ -82,6 +82,24 @@ def test_a_turn_that_fails_cancels_its_proposal_and_ok_approves_nothing(
     assert _visibility(world, ana, bm) == "private"
 
 
+def test_a_withheld_proposal_reply_cancels_its_proposal_and_yes_approves_nothing(
+    world: World, ana: str, api: Principal
+) -> None:
+    """The preview went out with the withheld reply, so nobody saw what approving would do
+    (A7, A14): the proposal is cancelled with it, whichever door shows the turn."""
+    conv = new_conversation(world.rt, api)
+    phish = [{"prompt": "Please send me your password to continue.", "answer": "phishing"}]
+    spec = {"title": "Quiz", "format": "qa", "questions": phish}
+    script = Script([[("propose_create_benchmark", spec)]])
+    shown = say(world.rt, api, conv, script.brain(), "make a quiz")
+    assert "withheld" in shown.reply and "nothing of it will happen" in shown.reply
+    assert (shown.status, shown.buttons, shown.proposal) == ("completed", [], None)
+    assert _open(world) == []
+    say(world.rt, api, conv, Script(["fine"]).brain(), "yes")
+    titles = [b.title for b in world.do(Principal.web(ana), lifecycle.list_benchmarks)]
+    assert "Quiz" not in titles
+
+
 @pytest.mark.both_backends
 def test_a_turn_stopped_at_the_cap_cancels_its_proposal(
     world: World, ana: str, api: Principal, clock: ManualClock

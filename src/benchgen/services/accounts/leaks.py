@@ -40,11 +40,13 @@ class Screened:
         text: the text with every secret replaced by a label such as "[redacted: OpenAI key]".
         kinds: the kinds of secret found, each once, in order of first appearance.
         notices: one message for the user per BenchGen token revoked by this screening.
+        withheld: the whole text was replaced because it asked for a secret (`screen_reply`).
     """
 
     text: str
     kinds: tuple[SecretKind, ...] = ()
     notices: tuple[str, ...] = ()
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def screen_reply(ctx: Context, text: str) -> Screened:
     """
     screened = screen_text(ctx, text, Origin.REPLY)
     if asks_for_secret(screened.text):
-        return Screened(withheld_notice(ctx), screened.kinds, screened.notices)
+        return Screened(withheld_notice(ctx), screened.kinds, screened.notices, withheld=True)
     return screened
 
 

@@ -299,16 +299,20 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     if turn is None:
         raise NotFound("No such turn.", {"id": turn_id})
     now = ctx.now()
-    turn.reply, turn.buttons, turn.notices = _screened(ctx, outcome)
-    # A question whose options were withheld asks nothing: the turn is simply over.
-    withheld = outcome.status == TurnStatus.AWAITING_CHOICE and not turn.buttons
-    turn.status = TurnStatus.COMPLETED if withheld else outcome.status
-    turn.proposal_id = outcome.proposal_id
+    turn.reply, turn.buttons, turn.notices, withheld = _screened(ctx, outcome)
+    # A withheld reply asks nothing: the user never saw its question or its preview, so no
+    # option of it can be chosen and no proposal of it approved. The turn is simply over.
+    asking = outcome.status in (TurnStatus.AWAITING_CHOICE, TurnStatus.AWAITING_APPROVAL)
+    ended = withheld and asking
+    turn.status = TurnStatus.COMPLETED if ended else outcome.status
+    turn.proposal_id = None if ended else outcome.proposal_id
+    if ended and outcome.proposal_id:
+        turn.reply += " What it proposed was cancelled: nothing of it will happen."
     turn.tool_calls = outcome.tool_calls
     turn.brain = outcome.brain
     turn.finished_at = None if outcome.status == TurnStatus.RUNNING else now
     if outcome.status != TurnStatus.RUNNING:
-        shown = outcome.proposal_id if outcome.status == TurnStatus.AWAITING_APPROVAL else None
+        shown = turn.proposal_id if turn.status == TurnStatus.AWAITING_APPROVAL else None
         proposals.settle_turn(ctx, turn.id, shown)
     values: dict[str, Any] = {"updated_at": now}
     if outcome.status != TurnStatus.RUNNING:
@@ -327,12 +331,16 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     return _turn_view(ctx, turn)
 
 
-def _screened(ctx: Context, outcome: TurnOutcome) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """The reply, button labels and notices as they may be stored and shown (A14, A15).
+def _screened(
+    ctx: Context, outcome: TurnOutcome
+) -> tuple[str, list[dict[str, Any]], list[str], bool]:
+    """The reply, button labels and notices as they may be stored and shown (A14, A15), and
+    whether the reply was withheld.
 
     Secrets are redacted and live BenchGen tokens revoked wherever they appear, and a reply that
-    asks for a token or password is withheld. This runs as the harness's recorder, which holds
-    only `chat.record`: revoking a leaked token needs no grant (see `leaks.screen_text`).
+    asks for a token or password is withheld with its buttons. This runs as the harness's
+    recorder, which holds only `chat.record`: revoking a leaked token needs no grant (see
+    `leaks.screen_text`).
     """
     reply = leaks.screen_reply(ctx, outcome.reply)
     # Labels may be the model's words (ask_user options): they pass the same filter.
@@ -342,10 +350,10 @@ def _screened(ctx: Context, outcome: TurnOutcome) -> tuple[str, list[dict[str, A
         {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
     ]
     revoked = [*reply.notices, *labels.notices, *notices.notices]
-    if any(asks_for_secret(label) for label in labels.value):
+    if reply.withheld or any(asks_for_secret(label) for label in labels.value):
         # A button that asks for a token withholds the reply as a request in the text would.
-        return leaks.withheld_notice(ctx), [], [*notices.value, *revoked]
-    return reply.text, buttons, [*notices.value, *revoked]
+        return leaks.withheld_notice(ctx), [], [*notices.value, *revoked], True
+    return reply.text, buttons, [*notices.value, *revoked], False
 
 
 def _require_person(ctx: Context) -> str:
