@@ -258,7 +258,17 @@ def test_date_forms(text: str, expected: datetime) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["31-12-2026", "2026/01/01", "1-1-26", "2026-02-30", "1/1-2026", "tomorrow"]
+    "text",
+    [
+        "31-12-2026",
+        "2026/01/01",
+        "1-1-26",
+        "2026-02-30",
+        "1/1-2026",
+        "tomorrow",
+        "0001-01-01T00:00+01:00",  # in UTC, before the first year a date can hold
+        "9999-12-31T23:59-01:00",
+    ],
 )
 def test_bad_dates(text: str) -> None:
     assert parse_date(text) is None

@@ -131,6 +131,13 @@ def test_phases_and_tasks(site: Site) -> None:
     path = f"/benchmarks/{bm}/settings/phases"
     bad = site.ana.post(f"{path}/add", {"phase_name": "Final", "starts_at": "soon"})
     assert bad.status_code == 422
+    for field, moment in (
+        ("starts_at", "0001-01-01T00:00+01:00"),
+        ("ends_at", "9999-12-31T23:59-01:00"),
+    ):
+        past_the_calendar = site.ana.post(f"{path}/add", {"phase_name": "Final", field: moment})
+        assert past_the_calendar.status_code == 422, past_the_calendar.text[:300]
+        assert "not a date and time" in past_the_calendar.text
     soup = BeautifulSoup(bad.text, "html.parser")
     assert soup.find("input", id="phase_name")["value"] == "Final"  # type: ignore[index]
     added = site.ana.post(

@@ -249,9 +249,9 @@ def parse_date(text: str) -> datetime | None:
             year, month, day, int(g["H"] or 0), int(g["M"] or 0), int(g["S"] or 0), micro
         )
         zone = _zone(g["tz"])
-    except ValueError:
+        return moment.replace(tzinfo=zone).astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset past year 1 or 9999
         return None
-    return moment.replace(tzinfo=zone).astimezone(UTC)
 
 
 def _zone(text: str | None) -> timezone:

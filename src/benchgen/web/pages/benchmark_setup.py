@@ -93,10 +93,10 @@ def _moment(typed: dict[str, str], name: str, problems: Problems) -> datetime | 
         return None
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset past year 1 or 9999
         problems.add(name, name.replace("_", " ").capitalize(), "not a date and time")
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _named(exc: InvalidInput | NotFound, field: str) -> Problems:
