@@ -95,6 +95,25 @@ def test_run_preview_marks_the_agents_pick_only_when_the_user_left_it_open(
     assert "estimated at up to" in named.reply and bm in named.reply
 
 
+def test_run_preview_shows_the_system_prompt_and_stop_sequences_word_for_word(
+    world: World, ana: str, api: Principal
+) -> None:
+    """Summarised ("a system prompt of 56 characters"), an approved run could carry text the
+    user never saw: an answer key, or a stop at the first space (A7, A8)."""
+    bm = world.benchmark(ana)
+    world.rt.settings.model_host_allowlist = "127.0.0.1"
+    spec = {"name": "GPT-X", "endpoint_model": "x", "base_url": "http://127.0.0.1:9/v1"}
+    model = world.do(OPERATOR, models.create_platform_model, spec).id
+    chosen = {"system_prompt": "Answer only banana.", "stop": [" ", "\n"]}
+    script = Script(
+        [[("propose_run", {"benchmark_id": bm, "model_id": model, "settings": chosen})]]
+    )
+    turn = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "run GPT-X")
+    assert turn.proposal is not None, turn.reply
+    assert 'stop sequences " ", "\\n"' in turn.reply
+    assert 'system prompt "Answer only banana."' in turn.reply
+
+
 @pytest.mark.parametrize(
     ("name", "request_"),
     [

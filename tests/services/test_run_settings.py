@@ -64,6 +64,9 @@ def test_defaults_change_nothing_and_describe_says_what_differs() -> None:
     assert describe(RunSettings().model_dump()) == ""
     text = describe({"temperature": 0.7, "samples": 5, "few_shot": 2, "stop": ["\n"]})
     assert text == "temperature 0.7, 1 stop sequence(s), 2-shot, 5 samples per question"
+    chosen = {"stop": ["\n", " "], "system_prompt": 'Say "A".'}
+    assert describe(chosen) == "2 stop sequence(s), a system prompt of 8 characters"
+    assert describe(chosen, whole=True) == 'stop sequences "\\n", " ", system prompt "Say \\"A\\"."'
 
 
 def user_model(world: World, user: str, kind: str, url: str = "") -> str:

@@ -169,7 +169,7 @@ def _estimate(
         f"{count} questions{times} × {model.price_per_question} + up to {tokens} tokens × "
         f"{model.price_per_1k_tokens}/1k"
     )
-    shown = describe(recorded(options, asked.few_shot_positions, asked.partial))
+    shown = describe(recorded(options, asked.few_shot_positions, asked.partial), whole=True)
     return Estimate(benchmark.id, model.id, model.name, count, cost, basis, shown, asked.partial)
 
 

@@ -3,6 +3,7 @@ which setting, the subset of questions asked, and the text that shows them to pe
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any, Literal
 
@@ -182,17 +183,25 @@ def recorded(options: RunOptions, few_shot_positions: list[int], partial: bool) 
     }
 
 
-def describe(settings: dict[str, Any]) -> str:
-    """The settings that differ from the defaults, in a short line ("" when none do)."""
+def describe(settings: dict[str, Any], whole: bool = False) -> str:
+    """The settings that differ from the defaults, in a line ("" when none do): short, or with
+    `whole` the stop sequences and system prompt word for word (JSON-quoted, so a newline or a
+    space shows), as a preview that is approved must show them."""
     parts = [
         f"{name.replace('_', ' ')} {settings[name]}"
         for name in ("temperature", "top_p", "max_tokens", "seed")
         if settings.get(name) is not None
     ]
-    if settings.get("stop"):
-        parts.append(f"{len(settings['stop'])} stop sequence(s)")
-    if settings.get("system_prompt"):
-        parts.append(f"a system prompt of {len(settings['system_prompt'])} characters")
+    stop, system_prompt = settings.get("stop"), settings.get("system_prompt")
+    if stop:
+        quoted = ", ".join(_quoted(sequence) for sequence in stop)
+        parts.append(f"stop sequences {quoted}" if whole else f"{len(stop)} stop sequence(s)")
+    if system_prompt:
+        parts.append(
+            f"system prompt {_quoted(system_prompt)}"
+            if whole
+            else f"a system prompt of {len(system_prompt)} characters"
+        )
     if settings.get("few_shot"):
         parts.append(f"{settings['few_shot']}-shot")
     if settings.get("chain_of_thought"):
@@ -205,6 +214,10 @@ def describe(settings: dict[str, Any]) -> str:
     if settings.get("cache"):
         parts.append("response cache on")
     return ", ".join(parts)
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _subset_text(subset: dict[str, Any]) -> str:

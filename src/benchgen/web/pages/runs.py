@@ -97,7 +97,7 @@ def _run_page(
         "show_labels": SHOW_LABELS,
         "score_form": score_form or ScoreForm(),
         "rescored": rescored,  # a dry run's result, shown with its Apply button
-        "settings_text": settings.describe(run.settings),
+        "settings_text": settings.describe(run.settings, whole=True),
         "can_retry": final and run.error_count > 0 and run.launched_by == ctx.principal.user_id,
     }
     offset = (filters.page - 1) * PAGE_SIZE
