@@ -101,6 +101,43 @@ def test_a_withheld_proposal_reply_cancels_its_proposal_and_yes_approves_nothing
 
 
 @pytest.mark.both_backends
+@pytest.mark.parametrize("said", ["half a pair \ud83d here", "a NUL \x00 here"])
+def test_a_reply_no_database_stores_is_kept_readable_and_frees_the_conversation(
+    world: World, api: Principal, said: str
+) -> None:
+    conv = new_conversation(world.rt, api)
+    done = say(world.rt, api, conv, Script([said]).brain(), "hello")
+    kept = said.replace("\ud83d", "\ufffd").replace("\x00", "\ufffd")
+    assert (done.status, done.reply) == ("completed", kept)
+    assert say(world.rt, api, conv, Script(["again"]).brain(), "hi").reply == "again"
+
+
+def test_a_turn_that_cannot_be_recorded_is_recorded_failed_at_once(
+    world: World, ana: str, api: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bm = world.benchmark(ana)
+    conv = new_conversation(world.rt, api)
+    record = conversations.finish_turn
+    outcomes: list[str] = []
+
+    def fails_once(ctx: Any, turn_id: str, outcome: conversations.TurnOutcome) -> Any:
+        outcomes.append(outcome.status)
+        if len(outcomes) == 1:
+            raise RuntimeError("the database refused the reply")
+        return record(ctx, turn_id, outcome)
+
+    monkeypatch.setattr(conversations, "finish_turn", fails_once)
+    script = Script([[("propose_publish", {"benchmark_id": bm})]])
+    failed = say(world.rt, api, conv, script.brain(), "publish it")
+    monkeypatch.undo()
+    assert outcomes == ["awaiting_approval", "failed"]
+    assert (failed.status, failed.proposal) == ("failed", None)
+    assert _open(world) == []
+    assert say(world.rt, api, conv, Script(["free"]).brain(), "yes").reply == "free"
+    assert _visibility(world, ana, bm) == "private"
+
+
+@pytest.mark.both_backends
 def test_a_turn_stopped_at_the_cap_cancels_its_proposal(
     world: World, ana: str, api: Principal, clock: ManualClock
 ) -> None:

@@ -162,8 +162,16 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
     outcome.brain = brain.name
     if state.plan_changed:
         outcome.plan, outcome.plan_changed = state.plan, True
-    with transaction(started.runtime, RECORDER) as ctx:
-        return conversations.finish_turn(ctx, started.turn.id, outcome)
+    try:
+        with transaction(started.runtime, RECORDER) as ctx:
+            return conversations.finish_turn(ctx, started.turn.id, outcome)
+    except Exception:
+        # What the turn produced could not be stored: record the turn as failed instead, so
+        # its conversation is free now, not when its lease runs out, and nothing stays pending.
+        log.exception("chat turn %s could not be recorded", started.turn.id)
+        failed = TurnOutcome("failed", replies.INTERNAL_ERROR, brain=brain.name)
+        with transaction(started.runtime, RECORDER) as ctx:
+            return conversations.finish_turn(ctx, started.turn.id, failed)
 
 
 def _state(started: Started) -> TurnState:

@@ -1,4 +1,5 @@
-"""Values no database keeps faithfully: NUL characters and NaN or infinite numbers."""
+"""Values no database keeps faithfully: NUL characters, lone surrogates and NaN or infinite
+numbers."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def require_storable(value: Any, loc: list[str | int]) -> None:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             require_storable(item, [*loc, index])
+
+
+def storable_text(text: str) -> str:
+    """`text` as every database keeps it, for words nobody can be asked to retype (a model's
+    reply): NUL and lone surrogates become U+FFFD, and a surrogate pair the character it
+    stands for."""
+    whole = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return whole.replace("\x00", "\ufffd")

@@ -14,7 +14,7 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.core.secrets import asks_for_secret
 from benchgen.core.statuses import TurnStatus
-from benchgen.core.storable import require_storable
+from benchgen.core.storable import require_storable, storable_text
 from benchgen.core.text import MAX_TITLE, require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
@@ -342,10 +342,13 @@ def _screened(
     recorder, which holds only `chat.record`: revoking a leaked token needs no grant (see
     `leaks.screen_text`).
     """
-    reply = leaks.screen_reply(ctx, outcome.reply)
+    # A model may answer with a NUL or half a surrogate pair, which no database stores.
+    reply = leaks.screen_reply(ctx, storable_text(outcome.reply))
     # Labels may be the model's words (ask_user options): they pass the same filter.
-    labels = leaks.screen_value(ctx, [b["label"] for b in outcome.buttons], leaks.Origin.REPLY)
-    notices = leaks.screen_value(ctx, list(outcome.notices), leaks.Origin.REPLY)
+    said = [storable_text(b["label"]) for b in outcome.buttons]
+    labels = leaks.screen_value(ctx, said, leaks.Origin.REPLY)
+    told = [storable_text(notice) for notice in outcome.notices]
+    notices = leaks.screen_value(ctx, told, leaks.Origin.REPLY)
     buttons = [
         {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
     ]
