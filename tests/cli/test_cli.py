@@ -66,6 +66,20 @@ def test_accounts_credits_and_tokens(world: World) -> None:
         world.api(secret)
 
 
+def test_the_operator_disables_and_enables_an_account(world: World) -> None:
+    ana = world.user("ana@example.com")
+    secret = world.token(ana, ["read"])
+    assert "ana@example.com is disabled." in _ok(
+        "admin", "disable-user", "--email", "ana@example.com"
+    )
+    with pytest.raises(Unauthenticated):
+        world.api(secret)
+    assert "ana@example.com is enabled." in _ok(
+        "admin", "enable-user", "--email", "Ana@example.com"
+    )
+    assert world.do(Principal.web(ana), users.get_me).id == ana
+
+
 def test_errors_are_clear_and_exit_nonzero() -> None:
     result = runner.invoke(app, ["admin", "create-user", "--email", "bad", "--password", "x" * 9])
     assert result.exit_code == 1

@@ -215,6 +215,15 @@ def test_admin_may_set_active(world: World) -> None:
     assert not world.do(Principal.web(boss), users.set_active, ana, False).is_active
 
 
+def test_an_admin_cannot_disable_their_own_account(world: World) -> None:
+    """It could be the last admin's: nobody could reach the admin pages again."""
+    boss = world.user("boss@example.com", admin=True)
+    with pytest.raises(Conflict, match="your own account"):
+        world.do(Principal.web(boss), users.set_active, boss, False)
+    assert world.do(Principal.web(boss), users.get_me).id == boss
+    assert world.do(Principal.web(boss), users.set_active, boss, True).is_active
+
+
 @pytest.mark.parametrize("kind", [PrincipalKind.WEB, PrincipalKind.API])
 def test_non_admin_cannot_set_active(world: World, kind: PrincipalKind) -> None:
     ana = world.user("ana@example.com")

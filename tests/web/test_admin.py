@@ -58,6 +58,18 @@ def test_admin_pages_render_for_an_admin(admin: WebUser) -> None:
     assert "Admin" in [a.get_text() for a in admin.page("/").select("nav a")]
 
 
+def test_an_admin_is_offered_no_button_to_disable_their_own_account(admin: WebUser) -> None:
+    admin.post("/admin/users", {"email": "ana@example.com", "password": "password123"})
+    page = admin.page("/admin/users")
+    buttons = {
+        email: [b.get_text(" ", strip=True) for b in user_row(page, email).find_all("button")]
+        for email in ("root@example.com", "ana@example.com")
+    }
+    assert "Disable ana@example.com" in buttons["ana@example.com"]
+    assert not [b for b in buttons["root@example.com"] if b.startswith("Disable")]
+    assert "(you)" in user_row(page, "root@example.com").get_text()
+
+
 def test_create_find_disable_and_enable_a_user(admin: WebUser, world: World) -> None:
     created = admin.post(
         "/admin/users",

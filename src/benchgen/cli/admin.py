@@ -64,6 +64,24 @@ def grant_credits(
     console.print(f"{user.email} now has {balance} credits.")
 
 
+@app.command("disable-user")
+def disable_user(email: Email) -> None:
+    """Disable an account: its sign-ins, sessions, tokens and agent turns stop at once."""
+    _set_active(email, active=False)
+
+
+@app.command("enable-user")
+def enable_user(email: Email) -> None:
+    """Enable a disabled account again (its old sessions and tokens do not come back)."""
+    _set_active(email, active=True)
+
+
+def _set_active(email: str, active: bool) -> None:
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        user = users.set_active(ctx, users.get_user_by_email(ctx, email).id, active)
+    console.print(f"{user.email} is {'enabled' if active else 'disabled'}.")
+
+
 @app.command("add-local-model")
 def add_local_model(
     name: Annotated[str, typer.Option(help="Its name in everyone's catalogue.")],

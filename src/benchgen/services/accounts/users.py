@@ -247,11 +247,18 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     Raises:
         PermissionDenied: not an admin.
         NotFound: no such account.
+        Conflict: an admin disabling their own account (it could be the last admin's).
     """
     access.require(ctx, Action.ADMIN_USERS)
     user = ctx.session.get(User, user_id)
     if user is None:
         raise NotFound("No such account.", {"id": user_id})
+    if not active and user.id == ctx.principal.user_id:
+        raise Conflict(
+            "You cannot disable your own account: another admin can, or the operator with "
+            "`benchgen admin disable-user`.",
+            {"id": user.id},
+        )
     user.is_active = active
     if not active:
         # Imported here because sessions builds on this module (sign-in checks passwords here).
