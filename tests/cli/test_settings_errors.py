@@ -29,6 +29,8 @@ INVOCATIONS = {
     "admin create-token": ["admin", "create-token", "--email", "a@b.co", "--scopes", "read"],
     "admin list-tokens": ["admin", "list-tokens", "--email", "a@b.co"],
     "admin revoke-token": ["admin", "revoke-token", "tok_x"],
+    "admin disable-user": ["admin", "disable-user", "--email", "a@b.co"],
+    "admin enable-user": ["admin", "enable-user", "--email", "a@b.co"],
     "admin settings": ["admin", "settings"],
     "admin set": ["admin", "set", "agent_allow_publish", "off"],
     "admin set-run-quota": ["admin", "set-run-quota", "bm_x", "3", *AS],
@@ -109,6 +111,63 @@ def test_each_problem_names_its_variable_and_value(
     result = runner.invoke(app, ["db", "upgrade"])
     assert result.exit_code == 2
     assert result.output == f"{line} (got '{value}')\n"
+
+
+@pytest.mark.parametrize(
+    ("settings", "line"),
+    [
+        (
+            {"BENCHGEN_SECRET_KEY": "short"},
+            "BENCHGEN_SECRET_KEY: must be a Fernet key: 32 bytes in URL-safe base64",
+        ),
+        (
+            {"BENCHGEN_TOKEN_MAX_DAYS": "10"},
+            "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (90)",
+        ),
+        (
+            {"BENCHGEN_TOKEN_DEFAULT_DAYS": "400"},
+            "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (400)",
+        ),
+    ],
+)
+def test_settings_that_would_fail_later_are_refused_at_the_start(
+    settings: dict[str, str], line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrong key was a 500 at a user's first saved API key; a default token life above the
+    maximum refused every token made without one."""
+    for variable, value in settings.items():
+        monkeypatch.setenv(variable, value)
+    result = runner.invoke(app, ["db", "upgrade"])
+    assert result.exit_code == 2
+    assert result.output.startswith(line) and "short" not in result.output
+
+
+def test_a_good_secret_key_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHGEN_SECRET_KEY", "A" * 43 + "=")
+    assert runner.invoke(app, ["db", "upgrade"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        (
+            "BENCHGEN_DATABASE_URL",
+            "postgresql+psycopg://ana:hunter22@127.0.0.1:1/db",
+            "cannot open the database postgresql+psycopg://ana:***@127.0.0.1:1/db",
+        ),
+        ("BENCHGEN_DATABASE_URL", "foo://", "cannot open the database foo://"),
+        ("BENCHGEN_DATA_DIR", "/proc/no-such-folder", "cannot use /proc/no-such-folder"),
+    ],
+)
+def test_a_database_that_cannot_be_opened_is_one_line_naming_the_setting(
+    variable: str, value: str, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, value)
+    result = runner.invoke(app, ["admin", "settings"])
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    assert text.startswith(f"Error: {said}") and f"check {variable}" in text
+    assert "Traceback" not in text and "hunter22" not in text
 
 
 def test_two_wrong_settings_are_two_lines(monkeypatch: pytest.MonkeyPatch) -> None:

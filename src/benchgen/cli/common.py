@@ -8,6 +8,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from sqlalchemy import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
@@ -19,6 +21,8 @@ from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from benchgen.core.config import Settings
 
 
 class LazyConsole:
@@ -64,11 +68,16 @@ OPERATOR = Principal.cli()
 
 @contextmanager
 def open_runtime() -> Iterator[Runtime]:
-    """The configured runtime (database migrated); domain errors end the command cleanly."""
+    """The configured runtime (database migrated); domain errors, and a database or data
+    folder that cannot be opened, end the command cleanly."""
+    settings = load_settings()
     try:
-        runtime = build_runtime(load_settings())
+        runtime = build_runtime(settings)
     except BenchGenError as exc:
         errors.print(f"[red]Error:[/] {exc.message}")
+        raise typer.Exit(1) from None
+    except (SQLAlchemyError, OSError) as exc:
+        errors.print(f"[red]Error:[/] {unopened(settings, exc)}")
         raise typer.Exit(1) from None
     try:
         with dispatching(runtime.settings):
@@ -78,6 +87,17 @@ def open_runtime() -> Iterator[Runtime]:
         raise typer.Exit(1) from None
     finally:
         runtime.close()
+
+
+def unopened(settings: Settings, exc: SQLAlchemyError | OSError) -> str:
+    """One line on why the database could not be opened, naming the setting to check (the
+    URL is shown without its password)."""
+    if isinstance(exc, OSError):
+        where = exc.filename or settings.data_dir
+        return f"cannot use {where}: {exc.strerror or exc}; check BENCHGEN_DATA_DIR."
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    shown = make_url(settings.resolved_database_url()).render_as_string(hide_password=True)
+    return f"cannot open the database {shown}: {cause}; check BENCHGEN_DATABASE_URL."
 
 
 def prepare(runtime: Runtime) -> None:

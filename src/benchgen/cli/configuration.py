@@ -52,7 +52,9 @@ def _line(error: ErrorDetails) -> str:
 
 
 def _plain(message: str) -> str:
-    # Pydantic says "Input should be …"; the variable is the input the operator knows.
+    # Pydantic says "Input should be …"; the variable is the input the operator knows. Our own
+    # checks' messages come as "Value error, …".
+    message = message.removeprefix("Value error, ")
     return message.replace("Input should", "must", 1) if message.startswith("Input") else message
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The folder holding pyproject.toml (src/benchgen/core/ is three below it), where `make` builds
 # the programs' runtime: found from here, so a command run from any folder finds it.
 _CHECKOUT = Path(__file__).resolve().parents[3]
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
+FERNET_KEY_BYTES = 32
 
 
 class Settings(BaseSettings):
@@ -217,6 +220,26 @@ class Settings(BaseSettings):
         "may take it over (a worker that died is noticed after this).",
     )
 
+    @field_validator("secret_key")
+    @classmethod
+    def _secret_key_is_a_fernet_key(cls, value: str | None) -> str | None:
+        # Checked here: a wrong key otherwise surfaces as a 500 when a user first saves a
+        # model's API key or a webhook.
+        if value and not _is_fernet_key(value):
+            raise ValueError(
+                "must be a Fernet key: 32 bytes in URL-safe base64 (44 characters), as "
+                "cryptography's `Fernet.generate_key()` makes"
+            )
+        return value or None
+
+    @field_validator("token_max_days")
+    @classmethod
+    def _default_days_fit_the_maximum(cls, value: int, info: ValidationInfo) -> int:
+        default = info.data.get("token_default_days")
+        if default is not None and value < default:
+            raise ValueError(f"must be at least BENCHGEN_TOKEN_DEFAULT_DAYS ({default})")
+        return value
+
     @field_validator("artifact_url")
     @classmethod
     def _artifact_url_has_scheme(cls, value: str | None) -> str | None:
@@ -252,6 +275,13 @@ class Settings(BaseSettings):
     def link(self, path: str) -> str:
         """A web-app link: absolute when a public URL is configured, else the bare path."""
         return f"{self.public_url.rstrip('/')}{path}" if self.public_url else path
+
+
+def _is_fernet_key(text: str) -> bool:
+    try:
+        return len(base64.urlsafe_b64decode(text.encode("ascii"))) == FERNET_KEY_BYTES
+    except (binascii.Error, UnicodeEncodeError):
+        return False
 
 
 def parse_gpu_pools(text: str) -> dict[str, int]:
