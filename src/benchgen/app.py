@@ -80,7 +80,7 @@ def create_app(
         description="Build benchmarks, run models on them, rank results. "
         "Authenticate with a personal API token: `Authorization: Bearer bgp_…`.",
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,  # web/pages/api_reference.py serves it without a CDN
         redoc_url=None,
         lifespan=lifespan,
     )

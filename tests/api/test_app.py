@@ -105,7 +105,10 @@ def test_framework_errors_use_the_envelope(client: TestClient, world: World) -> 
 def test_openapi_is_served(client: TestClient) -> None:
     spec = client.get("/api/v1/openapi.json").json()
     assert "/api/v1/me" in spec["paths"]
-    assert client.get("/api/docs").status_code == 200
+    reference = client.get("/api/docs")
+    assert reference.status_code == 200 and 'data-openapi="/api/v1/openapi.json"' in reference.text
+    assert "://" not in reference.text, "the reference must load nothing from elsewhere"
+    assert "<script>" not in reference.text, "no inline script: the policy refuses it"
 
 
 @pytest.mark.both_backends

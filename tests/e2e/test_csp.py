@@ -87,3 +87,25 @@ def test_approve_decline_and_choose_in_the_chat_keep_to_the_policy(
     expect(page.get_by_role("article").last).to_contain_text("[You chose]")
     expect(proposal).to_be_visible()
     assert policy_violations == []
+
+
+def test_the_api_reference_draws_every_route_from_this_server_alone(
+    page: Page, site: Site, policy_violations: list[str]
+) -> None:
+    """It was a blank page: Swagger UI came from a CDN with an inline script, both refused by
+    the policy (and unreachable offline)."""
+    elsewhere: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            elsewhere.append(request.url) if not request.url.startswith(site.url) else None
+        ),
+    )
+    page.goto("/api/docs")
+    operations = page.locator(".opblock")
+    expect(operations.first).to_be_visible()
+    assert operations.count() >= 20
+    expect(
+        page.locator(".opblock-summary-path").filter(has_text="/api/v1/me").first
+    ).to_be_visible()
+    assert elsewhere == [] and policy_violations == []

@@ -12,6 +12,7 @@ from benchgen.web.pages import (
     accounts,
     admin,
     admin_review,
+    api_reference,
     benchmark_access,
     benchmark_bundle,
     benchmark_email,
@@ -68,6 +69,7 @@ PAGES = (
     chat,
     admin,
     admin_review,
+    api_reference,
 )
 
 
