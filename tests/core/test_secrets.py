@@ -467,6 +467,21 @@ def test_invisible_characters_anywhere_in_a_token_hide_nothing(
         assert redacted.count(fragment) <= rest.count(fragment)
 
 
+@pytest.mark.parametrize("cut", [4, 5, 22, 41])
+@pytest.mark.parametrize("gap", ["\n", "\r\n", " ", "\t", "\u00a0"], ids=repr)
+def test_a_token_wrapped_or_broken_once_is_found_whole(cut: int, gap: str) -> None:
+    text = f"my token:\n{BENCHGEN[:cut]}{gap}{BENCHGEN[cut:]} thanks"
+    found = find_secrets(text)
+    # Other rows may see a part of it too (the body alone, a clipped token): all are redacted.
+    assert (BENCHGEN,) in [token_candidates(f) for f in found]
+    assert redact_secrets(text) == "my token:\n[redacted: BenchGen token] thanks"
+
+
+def test_words_after_a_prefix_are_no_token_without_the_checksum() -> None:
+    assert find_secrets("bgp_is the prefix of personal tokens, bga_ of turn ones") == []
+    assert [f.end for f in find_secrets(f"{BENCHGEN}\nnext line")] == [len(BENCHGEN)]
+
+
 # --- A14: replies that ask for a secret ----------------------------------------------------
 
 ASKS = [

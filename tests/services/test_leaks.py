@@ -250,8 +250,20 @@ def test_clean_text_comes_back_as_is_without_a_query(world: World, runtime: Runt
         lambda s: s[:10] + "\u200b" + s[10:30] + "\u200d\u2060" + s[30:],  # zero-width split
         lambda s: "\ufeff" + s[:4] + "\u00ad" + s[4:21] + "\u202e" + s[21:],  # BOM, soft hyphen
         lambda s: s[4:20] + "\u200c" + s[20:],  # both at once
+        lambda s: s[:22] + "\n" + s[22:],  # wrapped by a terminal or a mail client
+        lambda s: s[:30] + "\r\n" + s[30:],
+        lambda s: s[:16] + " " + s[16:],  # broken by a space
     ],
-    ids=["no-prefix", "mangled-prefix", "zero-width", "format-chars", "no-prefix-split"],
+    ids=[
+        "no-prefix",
+        "mangled-prefix",
+        "zero-width",
+        "format-chars",
+        "no-prefix-split",
+        "wrapped",
+        "wrapped-crlf",
+        "space",
+    ],
 )
 def test_a_disguised_live_token_is_redacted_and_revoked(world: World, disguise: Any) -> None:
     ana = world.user("ana@example.com")

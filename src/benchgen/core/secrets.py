@@ -133,6 +133,17 @@ def _is_bare_benchgen_token(candidate: str) -> bool:
     return token_prefix(f"{TOKEN_PREFIXES[0]}_{candidate}") is not None
 
 
+def _joined(candidate: str) -> str:
+    """A token wrapped over two lines (or broken by a space), put back together."""
+    return re.sub(r"\s", "", candidate)[:_TOKEN_LEN]
+
+
+def _is_wrapped_benchgen_token(candidate: str) -> bool:
+    # A terminal, mail client or PDF wraps a long token; it works again once the reader joins
+    # the lines. The checksum keeps two unrelated words from ever counting.
+    return token_prefix(_joined(candidate)) is not None
+
+
 def _is_benchgen_lookalike(candidate: str) -> bool:
     # Right prefix, nearly the right length, but no valid token starts here: most likely a
     # mistyped or clipped token, which still gives most of the secret away. Where a valid token
@@ -187,6 +198,13 @@ PATTERNS: tuple[SecretPattern, ...] = (
         + "".join(f"(?<!{prefix}_)" for prefix in TOKEN_PREFIXES)
         + rf"(?P<secret>[0-9A-Za-z]{{{_TOKEN_REST}}})(?![0-9A-Za-z])",
         _is_bare_benchgen_token,
+    ),
+    # A token broken once by a line break or a space: what is left of it on each side.
+    _row(
+        SecretKind.BENCHGEN_TOKEN,
+        rf"(?<![0-9A-Za-z]){_TOKEN_PREFIX}[0-9A-Za-z]{{0,{_TOKEN_REST - 1}}}\s{{1,2}}"
+        rf"[0-9A-Za-z]{{1,{_TOKEN_REST}}}",
+        _is_wrapped_benchgen_token,
     ),
     _row(
         SecretKind.BENCHGEN_LOOKALIKE,
@@ -300,8 +318,9 @@ def token_candidates(finding: Finding) -> tuple[str, ...]:
     """
     if finding.kind is not SecretKind.BENCHGEN_TOKEN:
         return ()
-    if token_prefix(finding.secret) is not None:
-        return (finding.secret,)
+    whole = _joined(finding.secret)
+    if token_prefix(whole) is not None:
+        return (whole,)
     return tuple(f"{prefix}_{finding.secret}" for prefix in TOKEN_PREFIXES)
 
 
