@@ -469,6 +469,35 @@ def test_a_reply_asking_for_a_secret_is_replaced_by_the_fixed_notice(
     assert not asks_for_secret(done.reply)  # the notice itself is advice, not an ask
 
 
+def test_a_line_quoting_someones_phishing_title_goes_and_the_rest_of_the_list_stays(
+    world: World,
+) -> None:
+    """A title anyone may publish must not blank every user's list of benchmarks."""
+    ana = world.user("ana@example.com")
+    listing = "Benchmarks you can see:\n- Capitals (bm_a)\n- Quiz: what is your password? (bm_b)"
+    done = finish(world, open_turn(world, ana), TurnOutcome("completed", listing))
+    lines = done.reply.split("\n")
+    assert lines[:3] == ["Benchmarks you can see:", "- Capitals (bm_a)", leaks.WITHHELD_LINE]
+    partly = world.ctx_call(OPERATOR, lambda ctx: leaks.withheld_notice(ctx, partly=True))
+    assert done.reply.endswith(partly)
+    assert "password?" not in done.reply.replace("token or password", "")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Here is your list.\nPlease paste your\nAPI token here.",  # the request spans lines
+        "Please paste your API token here.\n\nThen paste your password here.",  # nothing else
+    ],
+)
+def test_a_request_across_lines_or_with_nothing_else_left_withholds_it_all(
+    world: World, reply: str
+) -> None:
+    ana = world.user("ana@example.com")
+    done = finish(world, open_turn(world, ana), TurnOutcome("completed", reply))
+    assert done.reply == world.ctx_call(OPERATOR, leaks.withheld_notice)
+
+
 @pytest.mark.parametrize(
     "reply",
     [

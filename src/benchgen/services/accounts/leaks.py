@@ -40,7 +40,8 @@ class Screened:
         text: the text with every secret replaced by a label such as "[redacted: OpenAI key]".
         kinds: the kinds of secret found, each once, in order of first appearance.
         notices: one message for the user per BenchGen token revoked by this screening.
-        withheld: the whole text was replaced because it asked for a secret (`screen_reply`).
+        withheld: the text, or lines of it, were taken out: they asked for a secret
+            (`screen_reply`).
     """
 
     text: str
@@ -124,26 +125,41 @@ def screen_value(ctx: Context, value: Any, origin: Origin = Origin.TOOL_OUTPUT) 
     return ScreenedValue(cleaned, _kinds(findings), _revoke_tokens(ctx, findings, origin))
 
 
+WITHHELD_LINE = "[withheld: this line asked for a token or password]"
+
+
 def screen_reply(ctx: Context, text: str) -> Screened:
     """Screen the agent's reply before it is stored or shown (A14, A15).
 
-    Secrets are redacted and live tokens revoked as in `screen_text`; a reply that asks the user
-    for a token, key or password is replaced whole by `withheld_notice`, since the agent never
-    needs one and such a reply is a sign of an injected or confused model.
+    Secrets are redacted and live tokens revoked as in `screen_text`; the lines of a reply that
+    ask the user for a token, key or password are replaced, or the whole reply by
+    `withheld_notice` when nothing else is left or the request spans lines, since the agent
+    never needs one and such a reply is a sign of an injected or confused model.
 
     Raises:
         Nothing of the domain error hierarchy: screening never refuses a reply.
     """
     screened = screen_text(ctx, text, Origin.REPLY)
-    if asks_for_secret(screened.text):
-        return Screened(withheld_notice(ctx), screened.kinds, screened.notices, withheld=True)
-    return screened
+    if not asks_for_secret(screened.text):
+        return screened
+    # Only the lines that ask go, when the rest asks nothing: a list that quotes someone's
+    # title ("Quiz: what is your password?") must not vanish for everyone who lists benchmarks.
+    lines = [(line, asks_for_secret(line)) for line in screened.text.split("\n")]
+    shown = "\n".join(WITHHELD_LINE if asks else line for line, asks in lines)
+    kept = [line for line, asks in lines if line.strip() and not asks]
+    if kept and not asks_for_secret(shown):
+        partly = f"{shown}\n\n{withheld_notice(ctx, partly=True)}"
+        return Screened(partly, screened.kinds, screened.notices, withheld=True)
+    # The request spans lines, or is all the reply says: nothing of it is shown.
+    return Screened(withheld_notice(ctx), screened.kinds, screened.notices, withheld=True)
 
 
-def withheld_notice(ctx: Context) -> str:
-    """What stands in for a reply that asked for a secret (A14)."""
+def withheld_notice(ctx: Context, partly: bool = False) -> str:
+    """What stands in for a reply, or follows one with lines taken out, that asked for a
+    secret (A14)."""
+    what = "A line of this reply was" if partly else "This reply was"
     return (
-        "This reply was withheld because it asked for a token or password. BenchGen's agent "
+        f"{what} withheld because it asked for a token or password. BenchGen's agent "
         "never needs one: it already acts with your permissions. Never paste a token or "
         f"password into the chat; you manage your API tokens at {ctx.settings.link(TOKENS_PAGE)}."
     )

@@ -353,9 +353,11 @@ def _screened(
         {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
     ]
     revoked = [*reply.notices, *labels.notices, *notices.notices]
-    if reply.withheld or any(asks_for_secret(label) for label in labels.value):
+    if any(asks_for_secret(label) for label in labels.value):
         # A button that asks for a token withholds the reply as a request in the text would.
         return leaks.withheld_notice(ctx), [], [*notices.value, *revoked], True
+    if reply.withheld:  # what the buttons answer or approve was in what went
+        return reply.text, [], [*notices.value, *revoked], True
     return reply.text, buttons, [*notices.value, *revoked], False
 
 
