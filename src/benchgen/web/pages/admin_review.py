@@ -96,8 +96,9 @@ def _filters(ctx: Context, typed: dict[str, str], problems: dict[str, str]) -> d
             problems["user"] = exc.message
     first, last = _day(typed["from"], "from", problems), _day(typed["to"], "to", problems)
     chosen["since"] = datetime.combine(first, time(), UTC) if first else None
-    # "To" names a whole day: everything before the next midnight.
-    chosen["until"] = datetime.combine(last + timedelta(days=1), time(), UTC) if last else None
+    # "To" names a whole day: everything before the next midnight (the last day has none).
+    until = last + timedelta(days=1) if last and last < date.max else None
+    chosen["until"] = datetime.combine(until, time(), UTC) if until else None
     return chosen
 
 
