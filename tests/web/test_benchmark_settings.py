@@ -40,6 +40,11 @@ def test_a_collaborator_sees_why_the_owners_pages_are_closed(site: Site) -> None
         assert "your role here is collaborator" in response.text
     owner_only = site.bob.page(f"/benchmarks/{site.hostile}/settings")
     assert owner_only.find("form", attrs={"data-confirm-text": True}) is None
+    # Only the tabs a collaborator may open are offered; the owner sees them all.
+    tabs = [a.get_text() for a in owner_only.select('nav[aria-label="Settings"] a')]
+    assert tabs == ["General", "Scoring"]
+    owner = site.ana.page(f"/benchmarks/{site.hostile}/settings")
+    assert len(owner.select('nav[aria-label="Settings"] a')) == 6
 
 
 def test_title_and_description_change_and_are_checked(site: Site) -> None:
