@@ -138,9 +138,15 @@ def test_invite_mode_needs_a_live_unused_invite_for_its_own_address(
     with pytest.raises(PermissionDenied):
         sign_up(world, "other@example.com", invite=secret)
     late = world.do(OPERATOR, signup.create_invite, "late@example.com")
+    # A second invite while the first is open (a reloaded form) mails nothing more.
+    with pytest.raises(Conflict, match="already invited; that link works until"):
+        world.do(OPERATOR, signup.create_invite, "Late@example.com")
+    assert len(mails_to(world, "late@example.com")) == 1
     clock.advance(days=7, seconds=1)
     with pytest.raises(PermissionDenied):
         sign_up(world, "late@example.com", invite=late.link.rsplit("=", 1)[1])
+    again = world.do(OPERATOR, signup.create_invite, "late@example.com")  # the first expired
+    sign_up(world, "late@example.com", invite=again.link.rsplit("=", 1)[1])
 
 
 def test_invites_are_for_admins_and_not_for_taken_addresses_or_a_closed_door(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, PermissionDenied
@@ -111,7 +111,8 @@ def create_invite(ctx: Context, email: str) -> NewInvite:
     Raises:
         PermissionDenied: not an admin.
         InvalidInput: not an email address.
-        Conflict: sign-up is closed (an invite could not be used), or the address has an account.
+        Conflict: sign-up is closed (an invite could not be used), the address has an account,
+            or an invite to it is still open (a reloaded form would mail a second link).
     """
     access.require(ctx, Action.ADMIN_USERS)
     address = users.normalize_email(email)
@@ -119,6 +120,20 @@ def create_invite(ctx: Context, email: str) -> NewInvite:
         raise Conflict("Sign-up is closed, so an invite could not be used: set it to invite first.")
     if ctx.session.scalar(select(User.id).where(User.email == address)) is not None:
         raise Conflict(f"{address} already has an account.", {"email": address})
+    open_until = ctx.session.scalar(
+        select(func.max(AccountLink.expires_at)).where(
+            AccountLink.purpose == Purpose.INVITE.value,
+            AccountLink.email == address,
+            AccountLink.used_at.is_(None),
+            AccountLink.expires_at > ctx.now(),
+        )
+    )
+    if open_until is not None:
+        raise Conflict(
+            f"{address} was already invited; that link works until {open_until:%Y-%m-%d %H:%M} "
+            "UTC.",
+            {"email": address},
+        )
     secret, row = links.issue_link(ctx, Purpose.INVITE, address)
     link = links.link_text(ctx, SIGNUP_PATH.format(token=secret))
     body = (
