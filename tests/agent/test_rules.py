@@ -482,10 +482,13 @@ def test_a12_an_expired_proposal_never_runs_and_the_model_is_told(
     turn = say(world.rt, api, conv, Script([[("propose_create_benchmark", NEW)]]).brain(), "make")
     assert turn.proposal is not None
     clock.advance(seconds=proposals.EXPIRY.total_seconds() + 1)
-    script = Script(["ok"])
-    say(world.rt, api, conv, script.brain(), "yes")  # too late: nothing is pending any more
+    script = Script(["Done!"])  # a brain that ignores the note: the platform still tells
+    late = say(world.rt, api, conv, script.brain(), "yes")  # too late: nothing is pending
     assert f"{turn.proposal.id} (create_benchmark) EXPIRED" in script.seen[0]
     assert _count(world, ana) == 0
+    assert any("approval came too late" in n and "nothing was done" in n for n in late.notices)
+    other = say(world.rt, api, conv, Script(["ok"]).brain(), "what now?")
+    assert not [n for n in other.notices if "too late" in n]
 
 
 def test_a12_the_decline_control_says_nothing_was_done(

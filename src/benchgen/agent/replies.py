@@ -74,6 +74,15 @@ def expired_note(proposal: ProposalView) -> str:
     )
 
 
+def too_late_notice(proposal: ProposalView) -> str:
+    """What the user is told when their words approve a proposal that had expired (A12): the
+    platform says it, whatever the brain makes of the note above."""
+    return (
+        f"Your approval came too late: the proposal ({proposal.kind.replace('_', ' ')}) expired "
+        f"at {proposal.expires_at:%H:%M} UTC and nothing was done. Ask again for a new one."
+    )
+
+
 def capped_reply(cap_s: int) -> str:
     """A18: the turn reached its cap and stopped cleanly."""
     return (

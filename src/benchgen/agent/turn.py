@@ -191,6 +191,8 @@ def _state(started: Started) -> TurnState:
     last = started.history[-1].proposal if started.history else None
     if last is not None and last.status == "expired":
         state.notes.append(replies.expired_note(last))
+        if is_assent(started.request):
+            started.notices.append(replies.too_late_notice(last))
     if started.plan is not None and started.approved is None and not started.continued:
         # Any message but approving the current part or `continue` abandons the plan.
         state.plan, state.plan_changed = None, True
