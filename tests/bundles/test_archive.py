@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from benchgen.bundles.archive import DEFAULT_LIMITS, ArchiveLimits, extract_zip, is_zip
+from benchgen.bundles.archive import (
+    DEFAULT_LIMITS,
+    ArchiveLimits,
+    extract_zip,
+    is_zip,
+    zip_plain_files,
+)
 from benchgen.core.errors import InvalidInput
 
 
@@ -192,3 +198,23 @@ def test_is_zip(tmp_path: Path) -> None:
     assert not is_zip(link)
     assert not is_zip(tmp_path / "missing.zip")
     assert not is_zip(tmp_path)
+
+
+def test_packing_a_programs_folder_takes_its_files_and_no_link_pipe_or_linked_folder(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("HOST-SECRET")
+    written = tmp_path / "written"
+    (written / "sub").mkdir(parents=True)
+    (written / "predictions.json").write_text("{}")
+    (written / "sub" / "more.txt").write_text("kept")
+    (written / "leak.txt").symlink_to(outside / "secret.txt")
+    (written / "linked").symlink_to(outside)
+    os.mkfifo(written / "pipe")  # opened for reading, it would wait for a writer forever
+    target = tmp_path / "packed.zip"
+    zip_plain_files(written, target)
+    with zipfile.ZipFile(target) as packed:
+        assert sorted(packed.namelist()) == ["predictions.json", "sub/more.txt"]
+        assert packed.read("sub/more.txt") == b"kept"

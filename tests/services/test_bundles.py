@@ -3,11 +3,16 @@ leaderboard; a built-in model through an ingestion program and the proxy; versio
 
 from __future__ import annotations
 
+import io
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from benchgen.core.context import Principal, PrincipalKind
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Scope
+from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle
 from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
 from benchgen.services.runtime import Runtime
@@ -117,6 +122,34 @@ def test_code_submission_runs_through_the_ingestion_program(world: World, runtim
     done = world.do(Principal.web(ana), launch.get_run, run.id)
     assert done.status == "completed", done.error
     assert done.scores["accuracy"] == 1.0
+
+
+def test_links_a_program_leaves_in_its_output_never_bring_host_files_in(
+    world: World, runtime: Runtime, tmp_path: Path
+) -> None:
+    """The server saves the ingestion output for rescoring; a link there to a host file was
+    followed (as the server's user), which put /etc/shadow or the server's environment in the
+    saved predictions, for the bundle's scratch scoring to print back."""
+    secret = tmp_path / "host-only.txt"
+    secret.write_text("HOST-SECRET")
+    planted = (
+        "import os\n"
+        f"os.symlink({str(secret)!r}, '/app/output/leak.txt')\n"
+        "os.symlink('/proc/self/environ', '/app/output/environ')\n"
+        f"os.symlink({str(tmp_path)!r}, '/app/output/folder')\n"
+        "os.mkfifo('/app/output/pipe')\n"
+    ).encode()
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(ingestion=CODE_INGESTION))
+    code = zip_of({"model.py": planted + MODEL_CODE})
+    run = world.do(Principal.web(ana), submissions.submit, bm, code, "code.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "completed", done.error
+    saved = store_for(runtime.settings).read_bytes(f"runs/{run.id}/predictions/task-0.zip")
+    with zipfile.ZipFile(io.BytesIO(saved)) as kept:
+        assert kept.namelist() == ["predictions.json"]
+        assert b"HOST-SECRET" not in kept.read("predictions.json")
 
 
 def test_failing_solution_blocks_publishing_with_why(world: World) -> None:

@@ -5,7 +5,6 @@ through the per-run proxy or the platform's own engine — and close the run wit
 from __future__ import annotations
 
 import math
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from benchgen.bundles.archive import extract_zip
+from benchgen.bundles.archive import extract_zip, zip_plain_files
 from benchgen.bundles.competition import LeaderboardSpec
 from benchgen.bundles.evaluation import (
     Environment,
@@ -176,8 +175,9 @@ def _evaluate(
 def _keep_predictions(settings: Settings, run_id: str, index: int, folder: Path) -> None:
     """Save what was scored, so the run can be rescored later without asking anyone again."""
     with tempfile.TemporaryDirectory() as spare:
-        archive = shutil.make_archive(str(Path(spare) / "predictions"), "zip", folder)
-        store_for(settings).put_file(f"runs/{run_id}/predictions/task-{index}.zip", Path(archive))
+        archive = Path(spare) / "predictions.zip"
+        zip_plain_files(folder, archive)  # the program wrote the folder: no link is followed
+        store_for(settings).put_file(f"runs/{run_id}/predictions/task-{index}.zip", archive)
 
 
 def log_progress(ctx: Context, run_id: str, lines: list[str]) -> None:
