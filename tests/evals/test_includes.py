@@ -54,6 +54,26 @@ def test_each_step_can_be_switched_off() -> None:
     assert _verdict("ANSWER: ４２", ("42",), "exact", nfkc=False) == "wrong"
 
 
+@pytest.mark.parametrize(
+    ("said", "key", "verdict"),
+    [
+        ("twenty one", "20", "wrong"),  # read word by word it held "20"
+        ("three thousand", "1000", "wrong"),
+        ("one hundred and five", "100", "wrong"),
+        ("one hundred and five", "105", "correct"),
+        ("forty-two", "42", "correct"),
+        ("forty two", "42", "correct"),
+        ("two thousand and twenty four", "2024", "correct"),
+        ("one million two hundred thousand", "1200000", "correct"),
+        ("nineteen hundred", "1900", "correct"),
+        ("one two three", "2", "correct"),  # a list of three numbers holds 2
+        ("rock and roll", "rock and roll", "correct"),
+    ],
+)
+def test_number_words_read_as_whole_numbers(said: str, key: str, verdict: str) -> None:
+    assert _verdict(f"ANSWER: {said}", (key,), number_words=True) == verdict
+
+
 def test_unknown_or_mistyped_steps_are_refused() -> None:
     with pytest.raises(ValueError, match="options"):
         validate_scoring("qa", {"method": "includes", "options": {"casing": True}})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -73,37 +74,42 @@ class Steps:
 
 STEP_NAMES = ("nfkc", "case", "punctuation", "articles", "whitespace", "number_words")
 DEFAULT_STEPS = Steps()
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = (
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+)
+_TENS_WORDS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+# Each number word: its value and its kind, which says what may come next in one number.
+_NUMBER_WORDS: dict[str, tuple[int, str]] = {
+    "zero": (0, "zero"),
+    **{word: (value, "unit") for value, word in enumerate(_UNITS, 1)},
+    **{word: (value, "teen") for value, word in enumerate(_TEENS, 10)},
+    **{word: (value, "tens") for value, word in zip(range(20, 100, 10), _TENS_WORDS, strict=True)},
+    "hundred": (100, "hundred"),
+    "thousand": (10**3, "scale"),
+    "million": (10**6, "scale"),
+    "billion": (10**9, "scale"),
 }
-_TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
-_NUMBER_WORDS |= {word: str(value) for word, value in _TENS.items()}
-_NUMBER_WORDS |= {"ninety": "90", "hundred": "100", "thousand": "1000"}
+# Which kinds may follow which in one number ("twenty one", "one hundred and five", "three
+# thousand two"); any other pair starts a new number ("one two" is two numbers).
+_FOLLOWS: dict[str, set[str | None]] = {
+    "unit": {None, "tens", "hundred", "scale", "and"},
+    "teen": {None, "hundred", "scale", "and"},
+    "tens": {None, "hundred", "scale", "and"},
+    "hundred": {None, "unit", "teen", "tens"},
+    "scale": {None, "unit", "teen", "tens", "hundred"},
+    "zero": {None},
+}
+_HYPHEN_IN_WORD = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011](?=[^\W\d_])")
 
 
 def normaliser(steps: Steps) -> Callable[[str], str]:
@@ -123,6 +129,8 @@ def normalize_with(text: str, steps: Steps) -> str:
         text = unicodedata.normalize("NFKC", text)
     if steps.case:
         text = text.casefold()
+    if steps.number_words:
+        text = _HYPHEN_IN_WORD.sub(" ", text)  # "forty-two" is two number words, not one
     if steps.punctuation:
         text = "".join(ch for ch in text if not _is_punctuation(ch))
         if steps.nfkc:
@@ -133,7 +141,68 @@ def normalize_with(text: str, steps: Steps) -> str:
     if steps.articles:
         words = [word for word in words if word.casefold() not in _ARTICLES]
     if steps.number_words:
-        words = [_NUMBER_WORDS.get(word.casefold(), word) for word in words]
+        words = _with_numbers(words)
     # Without the whitespace step the words are joined back as they were split: single spaces
     # are all that whole-word matching needs, and collapsing is exactly that step.
     return " ".join(words)
+
+
+def _with_numbers(words: list[str]) -> list[str]:
+    """`words` with each run of number words that makes one number replaced by its digits:
+    "twenty one" is 21, "one hundred and five" 105, "three thousand" 3000, "one two" 1 2."""
+    out: list[str] = []
+    number: _Number | None = None
+    for word in words:
+        known = _NUMBER_WORDS.get(word.casefold())
+        if known is None and number is not None and number.may_and(word):
+            number.pending_and = word
+            continue
+        if number is not None and (known is None or not number.takes(*known)):
+            out += number.said()
+            number = None
+        if known is None:
+            out.append(word)
+            continue
+        number = number or _Number()
+        number.add(*known)
+    if number is not None:
+        out += number.said()
+    return out
+
+
+@dataclass
+class _Number:
+    """A number being read word by word."""
+
+    total: int = 0
+    current: int = 0
+    last: str | None = None
+    scale: int | None = None  # the last scale word's value: the next must be smaller
+    pending_and: str = ""  # an "and" kept until the word after it says it belongs
+
+    def may_and(self, word: str) -> bool:
+        """Whether `word` is an "and" this number may go on after ("one hundred and five")."""
+        return word.casefold() == "and" and self.last in ("hundred", "scale")
+
+    def takes(self, value: int, kind: str) -> bool:
+        after = "and" if self.pending_and else self.last
+        if after not in _FOLLOWS[kind]:
+            return False
+        if kind == "hundred":
+            return self.current < 100
+        return kind != "scale" or self.scale is None or value < self.scale
+
+    def add(self, value: int, kind: str) -> None:
+        self.pending_and = ""
+        if kind == "hundred":
+            self.current = (self.current or 1) * value
+        elif kind == "scale":
+            self.total += (self.current or 1) * value
+            self.current, self.scale = 0, value
+        else:
+            self.current += value
+        self.last = kind
+
+    def said(self) -> list[str]:
+        """The number's digits, and an "and" read after it that no number word followed."""
+        return [str(self.total + self.current), *([self.pending_and] if self.pending_and else [])]
