@@ -200,6 +200,13 @@ ERROR_CASES = [
         ["pages"],
         "pages: overview.md",
     ),
+    (
+        # Codabench runs both programs at once for this; here it would wait forever.
+        "    reference_data: reference_data/\n",
+        "    reference_data: reference_data/\n    ingestion_only_during_scoring: true\n",
+        ["tasks", 0, "ingestion_only_during_scoring"],
+        "ingestion_only_during_scoring: true",
+    ),
 ]
 
 

@@ -152,6 +152,20 @@ def test_links_a_program_leaves_in_its_output_never_bring_host_files_in(
         assert b"HOST-SECRET" not in kept.read("predictions.json")
 
 
+def test_a_phases_execution_time_limit_stops_a_slower_program(
+    world: World, runtime: Runtime
+) -> None:
+    comp = competition()
+    comp["phases"][0]["execution_time_limit"] = 2
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(comp, ingestion=CODE_INGESTION))
+    slow = zip_of({"model.py": b"import time\ntime.sleep(30)\n" + MODEL_CODE})
+    run = world.do(Principal.web(ana), submissions.submit, bm, slow, "code.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "failed" and "wall-time limit of 2 s" in done.error, done.error
+
+
 def test_failing_solution_blocks_publishing_with_why(world: World) -> None:
     ana = world.user("ana@example.com")
     bm = _upload(world, ana, bundle(solution={"q1": "rome"}, scorer="raise SystemExit(3)"))

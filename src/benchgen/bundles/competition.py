@@ -385,6 +385,16 @@ class _Reader(NodeReader):
             input_data=self.path(s, "input_data"),
             ingestion_only_during_scoring=self.flag(s, "ingestion_only_during_scoring"),
         )
+        if spec.ingestion_only_during_scoring:
+            # Codabench then runs both programs at once, talking to each other; here the
+            # ingestion program ends before scoring starts, so such a bundle would wait forever.
+            at = (*loc, "ingestion_only_during_scoring")
+            self.error(
+                at,
+                self.line_of(at, s.line),
+                "running the ingestion program during scoring is not supported: here it runs "
+                "first and ends before the scoring program starts",
+            )
         return spec, s
 
     def phase(self, loc: Loc, node: Node) -> tuple[PhaseSpec, Section]:

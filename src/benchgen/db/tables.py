@@ -178,7 +178,8 @@ class Phase(Base):
     position: Mapped[int]
     starts_at: Mapped[datetime | None]
     ends_at: Mapped[datetime | None]
-    # A bundle's phase rules: description, max_submissions, max_submissions_per_day.
+    # A bundle's phase rules: description, max_submissions, max_submissions_per_day,
+    # execution_time_limit.
     rules: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 

@@ -50,11 +50,13 @@ class Inspected:
     solutions: list[dict[str, Any]]
 
 
-def environment(settings: Settings) -> Environment:
-    """How programs run on this deployment (limits from the settings)."""
+def environment(settings: Settings, phase_limit_s: int | None = None) -> Environment:
+    """How programs run on this deployment: limits from the settings, and the time a phase's
+    `execution_time_limit` allows when it is shorter."""
+    seconds = min(settings.program_wall_seconds, phase_limit_s or settings.program_wall_seconds)
     limits = Limits(
-        wall_seconds=float(settings.program_wall_seconds),
-        cpu_seconds=settings.program_wall_seconds,
+        wall_seconds=float(seconds),
+        cpu_seconds=seconds,
         memory_bytes=settings.program_memory_mib << 20,
     )
     return Environment(

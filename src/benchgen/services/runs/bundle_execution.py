@@ -29,7 +29,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
-from benchgen.db.tables import BundleVersion, Model, PhaseTask, Run, Task
+from benchgen.db.tables import BundleVersion, Model, Phase, PhaseTask, Run, Task
 from benchgen.evals.types import ModelSpec
 from benchgen.services import _model_specs, access
 from benchgen.services._artifacts import store_for
@@ -51,6 +51,7 @@ class BundlePlan:
     prices: tuple[int, int]
     budget: int
     max_calls: int
+    time_limit_s: int | None = None  # the phase's execution_time_limit, per program
 
 
 @dataclass
@@ -92,6 +93,7 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
     run.status, run.started_at = RunStatus.RUNNING, run.started_at or ctx.now()
     _log_writer.append(ctx, run.id, f"Started: {len(indexes)} task(s) of bundle v{version.version}")
     competition = _bundle_versions.competition_of(version)
+    phase = ctx.session.get(Phase, run.phase_id) if run.phase_id else None
     return BundlePlan(
         run.id,
         version.storage_key,
@@ -102,6 +104,7 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
         prices,
         run.estimated_cost,
         ctx.settings.custom_run_model_calls,
+        phase.rules.get("execution_time_limit") if phase else None,
     )
 
 
@@ -113,7 +116,7 @@ def perform_bundle_run(
 ) -> BundleReport:
     """Evaluate every task of the plan (no database: the caller records the report)."""
     report = BundleReport()
-    env = _bundle_versions.environment(settings)
+    env = _bundle_versions.environment(settings, plan.time_limit_s)
     store = store_for(settings)
     with tempfile.TemporaryDirectory(prefix="custom-run-") as folder:
         work = Path(folder)
