@@ -1,5 +1,8 @@
 """The operator's CLI: accounts, credits, tokens, settings and the demo seed."""
 
+import json
+from typing import Any
+
 import pytest
 from typer.testing import CliRunner
 
@@ -163,3 +166,21 @@ def test_the_operator_reads_a_reset_link_in_the_outbox(world: World) -> None:
     message_id = world.ctx_call(OPERATOR, lambda ctx: outbox.list_outbox(ctx)[0].id)
     shown = _ok("admin", "outbox", "--show", message_id)
     assert "To: ana@example.com" in shown and "/password/reset/" in shown
+
+
+def test_scoring_options_not_given_keep_their_values_until_the_method_changes(
+    world: World,
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana)
+
+    def scoring(*args: str) -> dict[str, Any]:
+        return dict(json.loads(_ok("scoring", bm, "--as", "ana@example.com", *args)))
+
+    scoring("--method", "includes", "--option", "number_words=true")
+    both = scoring("--option", "articles=false")["options"]
+    assert (both["number_words"], both["articles"]) == (True, False)
+    again = scoring("--method", "includes", "--option", "case=false")["options"]
+    assert (again["number_words"], again["articles"], again["case"]) == (True, False, False)
+    fresh = scoring("--method", "exact")
+    assert fresh["method"] == "exact" and fresh["options"].get("number_words") is not True

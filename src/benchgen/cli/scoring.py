@@ -28,14 +28,17 @@ def scoring_command(
 ) -> None:
     """Show the scoring of a benchmark, or change it with --method and --option.
 
-    Past runs keep their scoring until rescored (`benchgen rescore RUN --apply`).
+    Options not given keep their values, unless --method changes the method: then they start
+    from the new method's defaults. Past runs keep their scoring until rescored (`benchgen
+    rescore RUN --apply`).
     """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
-        if method is None and not option:
-            current = scoring.get_scoring(ctx, benchmark)
-        else:
-            settings = {"method": method or scoring.get_scoring(ctx, benchmark)["method"]}
-            current = scoring.set_scoring(ctx, benchmark, {**settings, "options": _parsed(option)})
+        current = scoring.get_scoring(ctx, benchmark)
+        if method is not None or option:
+            chosen = method or current["method"]
+            kept = current["options"] if chosen == current["method"] else {}
+            options = {**kept, **_parsed(option)}
+            current = scoring.set_scoring(ctx, benchmark, {"method": chosen, "options": options})
     console.print_json(json.dumps(current))
 
 
