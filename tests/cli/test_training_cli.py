@@ -81,6 +81,15 @@ def test_the_operator_names_only_real_weights(world: World, tmp_path: object) ->
         app, ["admin", "add-local-model", "--name", "X", "--path", "/nowhere/model"], env=WIDE
     )
     assert missing.exit_code == 1 and "config.json" in missing.output
+    remote = runner.invoke(
+        app, ["admin", "add-local-model", "--name", "B", "--kind", "builtin", "--path", "x"]
+    )
+    assert remote.exit_code == 2 and "'builtin' is not one of 'local_hf', 'local_gguf'" in " ".join(
+        remote.output.replace("│", " ").split()
+    )
+    # As --help says: the packaged SmolLM2 (a .gguf file) needs no --kind.
+    packaged = invoke("admin", "add-local-model", "--name", "Smol2", "--path", "smollm2")
+    assert "local_gguf)" in packaged
 
 
 def test_datasets_delete(world: World) -> None:

@@ -3,6 +3,7 @@ benchmark run quotas (those act `--as` the benchmark's owner)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -25,6 +26,13 @@ LOCAL_MODEL_OPTIONS = {
     "price_per_question": "--price",
 }
 Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
+
+
+class LocalKind(StrEnum):
+    """The kinds of model whose weights lie on this server (the others are remote)."""
+
+    HF = "local_hf"
+    GGUF = "local_gguf"
 
 
 @app.command("create-user")
@@ -92,15 +100,21 @@ def add_local_model(
             "this server, or `smollm2` for the packaged SmolLM2."
         ),
     ],
-    kind: Annotated[str, typer.Option(help="local_hf (a folder) or local_gguf (a file).")] = (
-        "local_hf"
-    ),
+    kind: Annotated[
+        LocalKind | None,
+        typer.Option(
+            help="local_hf (a folder) or local_gguf (a file); by default local_gguf for a .gguf "
+            "file or `smollm2`, else local_hf."
+        ),
+    ] = None,
     price: Annotated[int, typer.Option(min=0, help="Credits per question asked.")] = 0,
 ) -> None:
     """Offer a model whose weights lie on this server to everyone: runs use it, and training
     jobs may use it as their base. Only the operator registers paths: a user never names a
     file on the server."""
-    spec = {"name": name, "kind": kind, "endpoint_model": path, "price_per_question": price}
+    gguf = path == "smollm2" or path.lower().endswith(".gguf")
+    chosen = kind or (LocalKind.GGUF if gguf else LocalKind.HF)
+    spec = {"name": name, "kind": chosen.value, "endpoint_model": path, "price_per_question": price}
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         try:
             made = models.create_platform_model(ctx, spec)
