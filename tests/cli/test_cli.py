@@ -11,8 +11,10 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import token_prefix
+from benchgen.services import models
 from benchgen.services.accounts import passwords, users
 from benchgen.services.benchmarks import lifecycle, outbox
+from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, World
 
 runner = CliRunner()
@@ -128,6 +130,46 @@ def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> N
     assert "Added" in _ok("leaderboard", "add", run_id, "--as", "ana@example.com")
     failed = runner.invoke(app, ["leaderboard", "add", run_id, "--as", "ana@example.com"])
     assert failed.exit_code == 1 and "already" in failed.output
+
+
+def test_run_takes_every_setting_the_api_takes(world: World) -> None:
+    ana = world.user("ana@example.com", credits_=1000)
+    five = [{"prompt": f"{n}?", "choices": ["yes", "no"], "answer": "A"} for n in range(5)]
+    bm = world.benchmark(ana, {"title": "Five", "format": "mcq", "questions": five})
+    world.rt.settings.model_host_allowlist = "127.0.0.1"
+    spec = {"name": "Hosted", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    model = world.do(OPERATOR, models.create_platform_model, spec).id
+    chosen = ["--top-p", "0.5", "--max-tokens", "7", "--stop", "###", "--stop", "END"]
+    chosen += ["--system-prompt", "Be brief.", "--few-shot", "1", "--step-by-step"]
+    chosen += ["--random", "1", "--subset-seed", "3", "--no-wait"]
+    printed = _ok("run", "--benchmark", bm, "--model", model, *chosen, "--as", "ana@example.com")
+    run_id = printed.split("Run ")[1].split()[0]
+    settings = world.do(Principal.web(ana), launch.get_run, run_id).settings
+    assert {k: settings[k] for k in ("top_p", "max_tokens", "stop", "system_prompt")} == {
+        "top_p": 0.5,
+        "max_tokens": 7,
+        "stop": ["###", "END"],
+        "system_prompt": "Be brief.",
+    }
+    assert (settings["few_shot"], settings["chain_of_thought"]) == (1, "step_by_step")
+    assert settings["subset"] == {"kind": "random", "n": 1, "seed": 3, "tags": []}
+    both = runner.invoke(
+        app,
+        [
+            "run",
+            "--benchmark",
+            bm,
+            "--model",
+            model,
+            "--first",
+            "1",
+            "--tag",
+            "x",
+            "--as",
+            "ana@example.com",
+        ],
+    )
+    assert both.exit_code == 2 and "give one of --first, --random and --tag" in both.output
 
 
 @pytest.mark.parametrize(

@@ -45,8 +45,33 @@ def run(
     first: Annotated[
         int | None, typer.Option(metavar="N", help="Only the first N questions.")
     ] = None,
+    draw: Annotated[
+        int | None,
+        typer.Option(
+            "--random", metavar="N", help="Only N questions drawn at random (see --subset-seed)."
+        ),
+    ] = None,
+    subset_seed: Annotated[int, typer.Option(help="Which random draw --random takes.")] = 0,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(help="Only questions holding this tag (repeatable: any of them)."),
+    ] = None,
     samples: Annotated[int, typer.Option(help="Answers asked per question (1-20).")] = 1,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    top_p: Annotated[
+        float | None, typer.Option(help="Nucleus sampling (above 0, up to 1).")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Longest answer, in tokens.")] = None,
+    stop: Annotated[
+        list[str] | None, typer.Option(help="A stop sequence (repeatable, up to 4).")
+    ] = None,
+    system_prompt: Annotated[str, typer.Option(help="A system prompt for every question.")] = "",
+    few_shot: Annotated[
+        int, typer.Option(help="Worked examples from the benchmark before each question (0-10).")
+    ] = 0,
+    step_by_step: Annotated[
+        bool, typer.Option(help="Ask the model to reason step by step before answering.")
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="Sampling seed.")] = None,
     cache: Annotated[bool, typer.Option(help="Reuse your cached replies.")] = False,
     max_credits: Annotated[int | None, typer.Option(help="Refuse to start above this.")] = None,
@@ -54,10 +79,22 @@ def run(
     """Launch a run (credits are reserved up front) and follow it with a progress bar.
 
     Give --benchmark and --model for a new run, or --retry with a finished run's id to ask its
-    errored questions again."""
+    errored questions again. The options are those of docs/run-settings.md; one the model's
+    provider cannot take is refused before anything starts."""
+    settings = {
+        "samples": samples,
+        "temperature": temperature,
+        "top_p": top_p,
+        "max_tokens": max_tokens,
+        "stop": stop or [],
+        "system_prompt": system_prompt,
+        "few_shot": few_shot,
+        "chain_of_thought": "step_by_step" if step_by_step else None,
+        "seed": seed,
+    }
     options = {
-        "settings": {"samples": samples, "temperature": temperature, "seed": seed},
-        "subset": {"kind": "first", "n": first} if first else None,
+        "settings": settings,
+        "subset": _subset(first, draw, subset_seed, tag),
         "cache": cache,
         "max_credits": max_credits,
     }
@@ -76,6 +113,22 @@ def run(
         current = follow_run(runtime, as_email, started.id, started.question_count, queued)
     totals = f"{current.error_count} errors, {current.cost} credits"
     console.print(f"{current.status}: {_scores(current)}, {totals}")
+
+
+def _subset(
+    first: int | None, draw: int | None, seed: int, tags: list[str] | None
+) -> dict[str, object] | None:
+    """The one subset the options ask for (None: every question)."""
+    chosen: list[dict[str, object]] = []
+    if first:
+        chosen.append({"kind": "first", "n": first})
+    if draw:
+        chosen.append({"kind": "random", "n": draw, "seed": seed})
+    if tags:
+        chosen.append({"kind": "tags", "tags": tags})
+    if len(chosen) > 1:
+        raise typer.BadParameter("give one of --first, --random and --tag")
+    return chosen[0] if chosen else None
 
 
 def _scores(current: launch.RunView) -> str:
