@@ -12,7 +12,7 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import token_prefix
 from benchgen.services import models
-from benchgen.services.accounts import passwords, users
+from benchgen.services.accounts import _mail_queue, passwords, users
 from benchgen.services.benchmarks import lifecycle, outbox
 from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, World
@@ -226,3 +226,14 @@ def test_scoring_options_not_given_keep_their_values_until_the_method_changes(
     assert (again["number_words"], again["articles"], again["case"]) == (True, False, False)
     fresh = scoring("--method", "exact")
     assert fresh["method"] == "exact" and fresh["options"].get("number_words") is not True
+
+
+def test_a_delivery_round_with_failures_says_so_and_exits_nonzero(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world.ctx_call(OPERATOR, lambda ctx: _mail_queue.record_mail(ctx, "a@b.co", "Hi", "Body"))
+    monkeypatch.setenv("BENCHGEN_SMTP_URL", "smtp://127.0.0.1:1")  # nothing listens there
+    result = runner.invoke(app, ["admin", "outbox", "--deliver"])
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    assert "Sent 0 message(s); 1 failed" in text and "Connection refused" in text

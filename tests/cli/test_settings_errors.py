@@ -125,6 +125,10 @@ def test_each_problem_names_its_variable_and_value(
             "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (90)",
         ),
         (
+            {"BENCHGEN_SMTP_URL": "smtps://mail.example.org"},
+            "BENCHGEN_SMTP_URL: must be smtp://[user:password@]host[:port] or smtp+starttls://",
+        ),
+        (
             {"BENCHGEN_TOKEN_DEFAULT_DAYS": "400"},
             "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (400)",
         ),

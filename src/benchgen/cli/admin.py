@@ -241,13 +241,17 @@ def show_outbox(
         if show:
             typer.echo(outbox.read_outbox_message(ctx, show))
             return
-        if deliver:
-            console.print(f"Sent {outbox.deliver_outbox(ctx)} message(s).")
+        delivered = outbox.deliver_outbox(ctx) if deliver else None
         rows = outbox.list_outbox(ctx)
     table = Table("id", "to", "subject", "status", "error")
     for row in rows:
         table.add_row(row.id, row.to_email, row.subject, row.status, row.error)
     console.print(table)
+    if delivered is not None:
+        failed = f"; {delivered.failed} failed (see their error)" if delivered.failed else ""
+        console.print(f"Sent {delivered.sent} message(s){failed}.")
+        if delivered.failed:
+            raise typer.Exit(1)
 
 
 def _when(moment: object) -> str:

@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 _CHECKOUT = Path(__file__).resolve().parents[3]
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 FERNET_KEY_BYTES = 32
+SMTP_SCHEMES = ("smtp", "smtp+starttls")
 
 
 class Settings(BaseSettings):
@@ -239,6 +240,15 @@ class Settings(BaseSettings):
         if default is not None and value < default:
             raise ValueError(f"must be at least BENCHGEN_TOKEN_DEFAULT_DAYS ({default})")
         return value
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_url_is_smtp(cls, value: str | None) -> str | None:
+        # Any other scheme was tried as plain SMTP (smtps:// without TLS) or failed per message.
+        scheme, sep, _ = (value or "").partition("://")
+        if value and not (sep and scheme.lower() in SMTP_SCHEMES):
+            raise ValueError("must be smtp://[user:password@]host[:port] or smtp+starttls://…")
+        return value or None
 
     @field_validator("artifact_url")
     @classmethod

@@ -50,7 +50,7 @@ def queued_account_mail(ctx: Context, to_email: str, limit: int = 10) -> list[Le
 
 
 def send_letter(settings: Settings, letter: Letter) -> str:
-    """Send one message through `BENCHGEN_SMTP_URL`; returns "" or the name of the failure.
+    """Send one message through `BENCHGEN_SMTP_URL`; returns "" or what went wrong.
 
     Outside any transaction on purpose: a slow mail server must not hold a database lock.
     """
@@ -59,8 +59,15 @@ def send_letter(settings: Settings, letter: Letter) -> str:
     try:
         smtp_send(settings.smtp_url, settings.mail_from, letter)
     except (OSError, smtplib.SMTPException) as exc:
-        return type(exc).__name__
+        return failure(exc)
     return ""
+
+
+def failure(exc: OSError | smtplib.SMTPException) -> str:
+    """What went wrong sending, in words ("Connection refused", "Name or service not known"),
+    the failure's kind when it says nothing more."""
+    said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
 
 def record_outcome(ctx: Context, letter_id: str, error: str) -> None:

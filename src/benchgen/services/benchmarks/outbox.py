@@ -169,24 +169,38 @@ def read_outbox_message(ctx: Context, message_id: str) -> str:
     return f"To: {row.to_email}\nSubject: {row.subject}\n\n{row.body}"
 
 
-def deliver_outbox(ctx: Context, limit: int = 100) -> int:
-    """Send queued messages through `BENCHGEN_SMTP_URL`; without it they stay in the outbox.
+@dataclass(frozen=True)
+class Delivered:
+    """What one delivery round did: messages sent, and messages that failed (again)."""
 
-    Returns how many were sent. Failures are recorded on the message, never raised.
+    sent: int = 0
+    failed: int = 0
+
+
+def deliver_outbox(ctx: Context, limit: int = 100) -> Delivered:
+    """Send queued messages, and those that failed before, through `BENCHGEN_SMTP_URL`;
+    without it they stay in the outbox.
+
+    Failures are recorded on the message with what went wrong, never raised.
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
     if not ctx.settings.smtp_url:
-        return 0
-    queued = list(
-        ctx.session.scalars(select(OutboxEmail).where(OutboxEmail.status == "queued").limit(limit))
+        return Delivered()
+    waiting = list(
+        ctx.session.scalars(
+            select(OutboxEmail)
+            .where(OutboxEmail.status.in_(("queued", "failed")))
+            .order_by(OutboxEmail.created_at, OutboxEmail.id)
+            .limit(limit)
+        )
     )
     sent = 0
-    for message in queued:
+    for message in waiting:
         try:
             mail.smtp_send(ctx.settings.smtp_url, ctx.settings.mail_from, message)
         except (OSError, smtplib.SMTPException) as exc:
-            message.status, message.error = "failed", type(exc).__name__
+            message.status, message.error = "failed", mail.failure(exc)
             continue
-        message.status, message.sent_at = "sent", ctx.now()
+        message.status, message.sent_at, message.error = "sent", ctx.now(), ""
         sent += 1
-    return sent
+    return Delivered(sent, len(waiting) - sent)
