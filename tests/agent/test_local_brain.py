@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,7 +39,9 @@ def test_parse_step_reads_tool_calls_and_replies_and_refuses_half_objects() -> N
         parse_step('{"tool": "list_models", "args": {"sea')
 
 
-def test_a_local_brain_drives_the_same_tools(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_local_brain_drives_the_same_tools(
+    world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     ana = world.user("ana@example.com")
     world.benchmark(ana)
     steps = iter(
@@ -55,7 +58,9 @@ def test_a_local_brain_drives_the_same_tools(world: World, monkeypatch: pytest.M
 
     monkeypatch.setattr(local_gguf, "chat_completion", fake)
     web = Principal.web(ana)
-    configured = {"agent_model": "local:test.gguf", "local_model_threads": 3}
+    weights = tmp_path / "test.gguf"  # never read: the fake answers for it
+    weights.write_bytes(b"")
+    configured = {"agent_model": f"local:{weights}", "local_model_threads": 3}
     brain = build_brain(world.rt.settings.model_copy(update=configured))
     turn = say(world.rt, web, new_conversation(world.rt, web), brain, "what do I have?")
     assert turn.reply == "You have one." and turn.tool_calls[0]["tool"] == "list_benchmarks"

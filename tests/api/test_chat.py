@@ -199,11 +199,27 @@ def test_a_slow_turn_answers_running_then_finishes(
     assert send(client, ana, conv, text="thanks").json()["status"] == "completed"
 
 
-@pytest.mark.parametrize("spec", ["nonsense", "openai:"])
-def test_an_unusable_brain_setting_stops_the_app(runtime: Runtime, spec: str) -> None:
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("nonsense", "must be offline, local:"),
+        ("openai:", "must be offline, local:"),
+        # Found at the start, not at every turn after it (each failed with FatalModelError).
+        ("local:/nowhere/brain.gguf", "no GGUF model file at '/nowhere/brain.gguf'"),
+        # In the operator's words, not the SDK's advice to pass `api_key=` in code.
+        ("anthropic:claude-x", "set BENCHGEN_AGENT_API_KEY or ANTHROPIC_API_KEY"),
+        ("openai:gpt-x", "set BENCHGEN_AGENT_API_KEY or OPENAI_API_KEY"),
+    ],
+)
+def test_an_unusable_brain_setting_stops_the_app(
+    runtime: Runtime, spec: str, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
     wrong = runtime.settings.model_copy(update={"agent_model": spec})
-    with pytest.raises(BrainUnavailable, match="BENCHGEN_AGENT_MODEL="):
+    with pytest.raises(BrainUnavailable, match="BENCHGEN_AGENT_MODEL=") as refused:
         create_app(wrong, runtime)
+    assert said in str(refused.value) and "api_key=" not in str(refused.value)
 
 
 @pytest.mark.both_backends

@@ -9,6 +9,7 @@ from pydantic_ai.models import Model
 
 from benchgen.core.config import Settings
 from benchgen.core.errors import BenchGenError, invalid
+from benchgen.evals.types import FatalModelError
 
 
 class BrainUnavailable(RuntimeError):
@@ -28,7 +29,9 @@ def build_brain(settings: Settings) -> Brain:
     (optionally at `BENCHGEN_AGENT_BASE_URL`) or `anthropic:<model>`.
 
     Raises:
-        InvalidInput: an unknown kind of brain, or a name without a model.
+        InvalidInput: an unknown kind of brain, a name without a model, or a hosted brain
+            without an API key.
+        FatalModelError: a local brain's GGUF file is missing.
     """
     spec = settings.agent_model.strip()
     kind, _, name = spec.partition(":")
@@ -38,7 +41,9 @@ def build_brain(settings: Settings) -> Brain:
         return Brain("offline", offline_model(settings))
     if kind == "local" and name:
         from benchgen.agent.brains.local import local_model
+        from benchgen.evals.adapters.local_gguf import model_path
 
+        model_path(name)  # a missing file stops the start, not every turn after it
         return Brain(spec, local_model(name, settings.local_model_threads))
     if kind in ("openai", "anthropic") and name:
         from benchgen.agent.brains.hosted import hosted_model
@@ -61,6 +66,8 @@ def configured_brain(settings: Settings) -> Brain:
         return build_brain(settings)
     except BenchGenError as exc:
         raise BrainUnavailable(f"{named}: {exc.message}") from None
+    except FatalModelError as exc:
+        raise BrainUnavailable(f"{named}: {exc}") from None
     except UserError as exc:
         # The provider's own refusal, e.g. no API key in BENCHGEN_AGENT_API_KEY or its variable.
         raise BrainUnavailable(f"{named}: {exc}") from None

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from benchgen.core.config import Settings
+from benchgen.core.errors import invalid
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
+
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
 def hosted_model(kind: str, name: str, settings: Settings) -> Model:
@@ -16,6 +20,10 @@ def hosted_model(kind: str, name: str, settings: Settings) -> Model:
     # Each provider's SDK is imported for its own kind only: a server with an OpenAI-compatible
     # brain need not wait the 1.7 s Anthropic's takes to import (OpenAI's takes 0.65 s).
     key = settings.agent_api_key.get_secret_value() if settings.agent_api_key else None
+    own = KEY_VARIABLES[kind]
+    if key is None and not os.environ.get(own) and not settings.agent_base_url:
+        # Said here: the SDK's own message tells a programmer to pass `api_key=` in code.
+        raise invalid(["agent_api_key"], f"needs an API key: set BENCHGEN_AGENT_API_KEY or {own}")
     if kind == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider

@@ -60,7 +60,7 @@ class LocalGGUFAdapter:
 
     def __init__(self, spec: ModelSpec) -> None:
         _xllamacpp()  # fail at build time, not on the first question, when the extra is missing
-        self._path = _model_path(spec.name)
+        self._path = model_path(spec.name)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._letter_logprobs = bool(spec.params.get("letter_logprobs", False))
         self._threads = local_threads(spec)
@@ -96,7 +96,12 @@ def _xllamacpp() -> ModuleType:
         raise FatalModelError(f"local GGUF models need xllamacpp: {INSTALL_HINT}") from None
 
 
-def _model_path(name: str) -> str:
+def model_path(name: str) -> str:
+    """The GGUF file `name` stands for (a path, or `smollm2` for the packaged model).
+
+    Raises:
+        FatalModelError: no such file, or SmolLM2 is not installed.
+    """
     if name == SMOLLM2:
         path = smollm2_path()
         if path is None:
@@ -180,4 +185,4 @@ def chat_completion(name: str, request: dict[str, Any], threads: int) -> dict[st
         FatalModelError: xllamacpp or the model file is missing, or the model refused.
     """
     _xllamacpp()
-    return _chat(_model_path(name), request, threads)
+    return _chat(model_path(name), request, threads)
