@@ -254,6 +254,11 @@ def test_trained_models_show_in_their_own_group_with_their_lineage(
     assert trained.find("a", href=path) is not None
     mine = catalogue.find("h2", string="My models").find_parent("section")
     assert "Tuned" not in mine.text
+    # Its dataset deleted, both pages name it without a link to a page that is gone.
+    scene.world.do(scene.ana, datasets.delete_dataset, scene.dataset)
+    for page in (scene.person.page(path), scene.person.page("/models")):
+        assert page.find("a", href=f"/datasets/{scene.dataset}") is None
+        assert f"{scene.dataset} (deleted)" in " ".join(page.get_text().split())
 
 
 def _complete(scene: Scene, training_id: str, tmp_path: Path) -> None:

@@ -252,9 +252,12 @@ def views(ctx: Context, rows: Sequence[TrainingJob]) -> list[TrainingJobView]:
             select(Model.id, Model.name).where(Model.id.in_({r.base_model_id for r in rows}))
         ).all()
     )
+    # A deleted dataset has no name here: pages then show its id, not a link to a 404.
     datasets: dict[str, str] = dict(
         ctx.session.execute(
-            select(Dataset.id, Dataset.name).where(Dataset.id.in_({r.dataset_id for r in rows}))
+            select(Dataset.id, Dataset.name).where(
+                Dataset.id.in_({r.dataset_id for r in rows}), Dataset.deleted_at.is_(None)
+            )
         ).all()
     )
     newest = (
