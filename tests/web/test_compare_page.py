@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
-from benchgen.services.runs import compare
+from benchgen.services.runs import compare, leaderboards
 from benchgen.services.runtime import Runtime
 from benchgen.web.pages import run_compare
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
@@ -64,6 +64,12 @@ def test_the_owner_sees_figures_tags_and_questions(
     categories = {row["data-category"] for row in only_b.select("tr[data-position]")}
     assert categories <= {"only_b"} and len(only_b.select("tr[data-position]")) == found.only_b
     assert page.select_one("[data-aggregates-only]") is None
+    assert page.select_one("[data-edited]") is None
+    # A score corrected by hand: the page says its figures come from the answers.
+    reason = "the key of question 3 was wrong"
+    world.do(Principal.web(owner), leaderboards.edit_run_score, run_b, {"accuracy": 0.5}, reason)
+    edited = person.page(f"{PAGE}?a={run_a}&b={run_b}").select_one("[data-edited]")
+    assert edited is not None and edited.text.startswith("Run B: its official score was corrected")
 
 
 def test_long_model_names_are_wrapped_and_shortened_for_the_chart() -> None:

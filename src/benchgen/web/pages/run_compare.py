@@ -69,7 +69,17 @@ def compare_page(
     except InvalidInput as exc:
         values["problems"] = [str(error.get("msg", "")) for error in exc.errors] or [exc.message]
         return render(request, "runs/compare.html", status_code=422, **values)
-    values.update(comparison=found, chart=accuracy_chart(found), **_table(found, values["filters"]))
+    # A score corrected by hand is official on the run page and the leaderboard; the figures
+    # here are computed from the answers, so the page says which run they may differ for.
+    edited = [
+        name for name, run_id in (("A", a), ("B", b)) if launch.get_run(ctx, run_id).score_edited
+    ]
+    values.update(
+        comparison=found,
+        chart=accuracy_chart(found),
+        edited=edited,
+        **_table(found, values["filters"]),
+    )
     return render(request, "runs/compare.html", **values)
 
 
