@@ -14,7 +14,7 @@ from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import compare, leaderboards
 from benchgen.services.runtime import Runtime
-from benchgen.web.pages import run_compare
+from benchgen.web import charts
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
 from tests.support import MCQ, World
 from tests.web.support import WebUser
@@ -56,7 +56,7 @@ def test_the_owner_sees_figures_tags_and_questions(
     # Model names go on short lines, or Chart.js cuts them off at the canvas's edge.
     labels = chart["data"]["labels"]
     assert [" ".join(label) for label in labels] == [f"A: {found.model_a}", f"B: {found.model_b}"]
-    assert all(0 < len(line) <= run_compare.LABEL_LINE for label in labels for line in label)
+    assert all(0 < len(line) <= charts.LABEL_LINE for label in labels for line in label)
     assert page.find("h2", id="tags-title") is not None
     rows = page.select("tr[data-position]")
     assert len(rows) == 12 and rows[0].th.text == "1"
@@ -73,10 +73,10 @@ def test_the_owner_sees_figures_tags_and_questions(
 
 
 def test_long_model_names_are_wrapped_and_shortened_for_the_chart() -> None:
-    wrapped = run_compare.chart_label("B: Qwen2.5-1.5B-Instruct-GGUF-Q4_K_M-extra-long-name")
-    assert len(wrapped) == run_compare.LABEL_LINES and wrapped[-1].endswith("…")
-    assert all(len(line) <= run_compare.LABEL_LINE for line in wrapped)
-    assert run_compare.chart_label("A: x") == ["A: x"]
+    wrapped = charts.chart_label("B: Qwen2.5-1.5B-Instruct-GGUF-Q4_K_M-extra-long-name")
+    assert len(wrapped) == charts.LABEL_LINES and wrapped[-1].endswith("…")
+    assert all(len(line) <= charts.LABEL_LINE for line in wrapped)
+    assert charts.chart_label("A: x") == ["A: x"]
 
 
 def test_a_stranger_sees_the_figures_only(

@@ -15,6 +15,7 @@ from benchgen.services.benchmarks.lifecycle import BenchmarkView
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runs.leaderboards import Leaderboard
 from benchgen.services.runtime import undo_on_error
+from benchgen.web.charts import chart_label
 from benchgen.web.pages.benchmark_frame import back_to, render_tab
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import render
@@ -159,7 +160,7 @@ def chart_config(board: Leaderboard, percent: bool = True) -> dict[str, Any] | N
     return {
         "type": "bar",
         "data": {
-            "labels": [f"#{row.rank} {row.model_name}" for row in top],
+            "labels": [chart_label(f"#{row.rank} {row.model_name}") for row in top],
             "datasets": [
                 {
                     "label": f"{title} (%)" if percent else title,

@@ -3,7 +3,6 @@ figures for everyone who may see both runs; tags and questions for the benchmark
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -14,6 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
 from benchgen.services.runs import compare, launch
 from benchgen.services.runs.compare import CATEGORIES, Comparison, PairedItem
+from benchgen.web.charts import chart_label
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import render
 
@@ -21,10 +21,6 @@ from benchgen.web.templating import render
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 PAGE_SIZE = 50
 CHOICES = 200  # runs offered in each picker, newest first
-# Chart.js never shortens an axis label: one wider than the axis's share of the canvas (half of
-# a narrow grid column) is cut off at the edge. So model names go on short lines, at most three.
-LABEL_LINE = 14
-LABEL_LINES = 3
 SHOW_LABELS = {
     "all": "All questions",
     "only_a": "Only A right",
@@ -101,11 +97,6 @@ def _table(found: Comparison, filters: Filters) -> dict[str, Any]:
         "has_next": offset + PAGE_SIZE < len(shown),
         "counts": counts,
     }
-
-
-def chart_label(text: str) -> list[str]:
-    """`text` as the lines of one Chart.js axis label, short enough not to be cut off."""
-    return textwrap.wrap(text, LABEL_LINE, max_lines=LABEL_LINES, placeholder="…") or [""]
 
 
 def accuracy_chart(found: Comparison) -> dict[str, Any]:
