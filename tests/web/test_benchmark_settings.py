@@ -122,7 +122,15 @@ def test_email_participants_with_a_preview_then_the_record(site: Site) -> None:
     assert_escaped(preview.text)
     assert "cy@example.com" in preview.text and "Check before sending" in preview.text
     assert "Nothing sent yet." in preview.text
-    sent = site.ana.post(path, {**message, "step": "send"})
+    shown = BeautifulSoup(preview.text, "html.parser").select('input[name="recipients"]')
+    assert [field["value"] for field in shown] == ["cy@example.com"]
+    # Someone joins after the preview: Send shows the new list to check, and sends nothing.
+    site.world.do(Principal.web(site.bob_id), members.join_benchmark, bm, True)
+    stale = site.ana.post(path, {**message, "step": "send", "recipients": "cy@example.com"})
+    assert stale.status_code == 409 and "changed since the preview" in stale.text
+    assert "bob@example.com" in stale.text and "Nothing sent yet." in stale.text
+    both = ["bob@example.com", "cy@example.com"]
+    sent = site.ana.post(path, {**message, "step": "send", "recipients": both})
     assert sent.status_code == 303
     record = site.ana.get(path)
     assert_escaped(record.text)

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import NotFound, invalid
+from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
@@ -92,13 +92,20 @@ def send_participant_email(
     subject: str,
     body: str,
     statuses: tuple[str, ...] = ("active",),
+    shown: tuple[str, ...] | None = None,
 ) -> EmailPreview:
-    """Record one message per recipient in the outbox (delivered by `deliver_outbox`).
+    """Record one message per recipient in the outbox (delivered by `deliver_outbox`); with
+    `shown`, the recipients a preview showed, only if they are still exactly those.
 
     Raises:
-        As `preview_participant_email`.
+        As `preview_participant_email`; Conflict: the recipients changed since `shown`.
     """
     preview = preview_participant_email(ctx, benchmark_id, subject, body, statuses)
+    if shown is not None and sorted(shown) != sorted(preview.recipients):
+        raise Conflict(
+            "The participants changed since the preview: check who it goes to now.",
+            {"recipients": preview.recipients},
+        )
     batch = new_id("mailb")
     ctx.session.add_all(
         OutboxEmail(

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from benchgen.core.context import Context
-from benchgen.core.errors import InvalidInput
+from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import lifecycle, members, outbox
 from benchgen.services.benchmarks.outbox import EmailPreview
@@ -30,23 +30,31 @@ def email_submit(request: Request, ctx: WebContext, benchmark_id: str, form: For
     """Preview first (exactly what goes to whom); send only from the preview; edit goes back."""
     subject, body, step = text_of(form, "subject"), text_of(form, "body"), text_of(form, "step")
     statuses = [value for value in form.getlist("statuses") if isinstance(value, str)]
+    shown = tuple(value for value in form.getlist("recipients") if isinstance(value, str))
     if step == "edit":
         return _page(request, ctx, benchmark_id, subject, body, statuses, None, Problems())
+    changed: Conflict | None = None
     try:
         with undo_on_error(ctx):
             if step == "send":
                 sent = outbox.send_participant_email(
-                    ctx, benchmark_id, subject, body, tuple(statuses)
+                    ctx, benchmark_id, subject, body, tuple(statuses), shown
                 )
                 note = f"Queued {len(sent.recipients)} message(s); see the record below."
                 return back_to(request, EMAIL, note, benchmark_id=benchmark_id)
-            preview = outbox.preview_participant_email(
-                ctx, benchmark_id, subject, body, tuple(statuses)
-            )
+    except Conflict as exc:
+        changed = exc  # who it goes to changed since the preview: the new one, to check
+    try:
+        preview = outbox.preview_participant_email(
+            ctx, benchmark_id, subject, body, tuple(statuses)
+        )
     except InvalidInput as exc:
         problems = problems_of(exc, {})
         return _page(request, ctx, benchmark_id, subject, body, statuses, None, problems, 422)
-    return _page(request, ctx, benchmark_id, subject, body, statuses, preview, Problems())
+    problems, status = Problems(), changed.http_status if changed else 200
+    if changed:
+        problems.add("", "", changed.message)
+    return _page(request, ctx, benchmark_id, subject, body, statuses, preview, problems, status)
 
 
 def _page(
