@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from benchgen.agent import replies, turn
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.state import MAX_LOGGED_ARGS, TurnOver, TurnState
+from benchgen.agent.state import MAX_LOGGED_ARGS, MAX_TOOL_CALLS, TurnOver, TurnState
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, Unauthenticated
@@ -135,6 +135,20 @@ def test_a_turn_that_cannot_be_recorded_is_recorded_failed_at_once(
     assert _open(world) == []
     assert say(world.rt, api, conv, Script(["free"]).brain(), "yes").reply == "free"
     assert _visibility(world, ana, bm) == "private"
+
+
+def test_a_brain_flooding_tool_calls_is_stopped_before_it_proposes(
+    world: World, ana: str, api: Principal
+) -> None:
+    """6,000 calls in a turn all ran and were kept; now the turn ends at MAX_TOOL_CALLS."""
+    bm = world.benchmark(ana)
+    flood = [("show_benchmark", {"benchmark_id": f"bm_{n:020d}"}) for n in range(MAX_TOOL_CALLS)]
+    script = Script([flood, [("propose_publish", {"benchmark_id": bm})]])
+    conv = new_conversation(world.rt, api)
+    done = say(world.rt, api, conv, script.brain(), "publish it, slowly")
+    assert done.status == "failed" and "far more steps than any request needs" in done.reply
+    assert len(done.tool_calls) == MAX_TOOL_CALLS and done.proposal is None
+    assert _open(world) == []
 
 
 @pytest.mark.both_backends

@@ -106,6 +106,10 @@ def going_in_circles(tool: str) -> str:
     )
 
 
+TOO_MANY_CALLS = (
+    "I made far more steps than any request needs, so I stopped. Nothing more was done; try "
+    "asking for less at a time."
+)
 INTERNAL_ERROR = "Something went wrong on the server while answering. Nothing more was done."
 
 

@@ -28,6 +28,9 @@ MAX_RESULT_CHARS = 60_000
 # turn instead of being made: a brain that asks again for what it just read is going round in
 # circles (SmolLM2 asked for one made-up training job 25 times in a turn, until the step limit).
 REPEATS_ALLOWED = 2
+# Tool calls in one turn: a real task takes a few dozen; past this a brain is flooding (a
+# hostile one made 6,000 calls in a turn, each kept in the transcript and fed back to it).
+MAX_TOOL_CALLS = 200
 
 
 class TurnOver(Exception):
@@ -68,6 +71,7 @@ class TurnState:
     capped: bool = False
     lost_access: bool = False
     circling: str | None = None  # the tool a brain kept calling alike, once that ended the turn
+    flooding: bool = False  # the brain reached MAX_TOOL_CALLS, which ended the turn
     # The latest call, its tool and whole arguments (the transcript keeps them cut and
     # redacted), and how many times in a row it was made.
     latest_call: tuple[str, str] | None = field(default=None, repr=False)
@@ -101,13 +105,14 @@ class TurnState:
         internals (or data) that neither the brain nor the user should see.
 
         Raises:
-            TurnOver: the turn cap has been reached, or the brain made this same call the
-                REPEATS_ALLOWED times before (nothing was called either way), or the
-                credential no longer authenticates (A4).
+            TurnOver: the turn cap has been reached, the turn made MAX_TOOL_CALLS calls, or
+                the brain made this same call the REPEATS_ALLOWED times before (nothing was
+                called in these cases), or the credential no longer authenticates (A4).
         """
         if self.over_cap():
             raise TurnOver
         entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
+        self._count_call()
         if self._made_again(tool, args) > REPEATS_ALLOWED:
             self.tool_calls.append(entry | {"ok": False, "error": "repeated"})
             self.circling = tool
@@ -129,6 +134,16 @@ class TurnState:
             return self.refusal("tool_failed")
         return bounded(self._screened(result)) if isinstance(result, dict) else result
 
+    def _count_call(self) -> None:
+        """Stop the turn before the call past MAX_TOOL_CALLS (nothing of it is made).
+
+        Raises:
+            TurnOver: the turn has made MAX_TOOL_CALLS calls already.
+        """
+        if len(self.tool_calls) >= MAX_TOOL_CALLS:
+            self.flooding = True
+            raise TurnOver
+
     def _made_again(self, tool: str, args: dict[str, Any]) -> int:
         """Note a call; how many times in a row it has now been made (1: not just before)."""
         made = (tool, json.dumps(args, sort_keys=True, ensure_ascii=False, default=str))
@@ -148,12 +163,22 @@ class TurnState:
         return dict(screened.value)
 
     def log(self, tool: str, args: dict[str, Any]) -> None:
-        """Record a call that needed no service (it only shapes the turn's answer)."""
+        """Record a call that needed no service (it only shapes the turn's answer).
+
+        Raises:
+            TurnOver: past MAX_TOOL_CALLS.
+        """
+        self._count_call()
         self._made_again(tool, args)
         self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": True})
 
     def remember(self, tool: str, args: dict[str, Any], error: str) -> dict[str, Any]:
-        """Log a call the harness refused before any service was reached, and say why."""
+        """Log a call the harness refused before any service was reached, and say why.
+
+        Raises:
+            TurnOver: past MAX_TOOL_CALLS.
+        """
+        self._count_call()
         self._made_again(tool, args)
         self.tool_calls.append({"tool": tool, "args": _logged(args), "ok": False, "error": error})
         return self.refusal(error)

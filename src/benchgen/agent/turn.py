@@ -324,6 +324,8 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
         return _ended(state)
     if state.circling is not None:
         return TurnOutcome("failed", replies.going_in_circles(state.circling))
+    if state.flooding:
+        return TurnOutcome("failed", replies.TOO_MANY_CALLS)
     if state.proposal is not None:
         text = replies.proposal_reply(state.proposal, state.lead)
         return _waiting(state, state.proposal.id, text)
