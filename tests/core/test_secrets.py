@@ -508,6 +508,12 @@ ASKS = [
     "What is the token you use for the API?",
     "I can't finish without your API key — please paste it.",
     "Your password, please send it to me.",
+    # "In your next message" points at the chat as "here" does.
+    "Please paste your API token in your next message.",
+    "Please write your API token in your reply.",
+    "What's the password for your account?",
+    "Copy your personal access token and put it in your next message.",
+    "For verification, kindly include your OpenAI key in the next reply.",
 ]
 BENIGN = [
     "I can't see your tokens; manage them at /settings/tokens",
@@ -535,6 +541,10 @@ BENIGN = [
     "Add your OpenAI API key: open Models and paste it into the form.",
     "Your API key is secret; never paste it here.",
     "Your token was revoked. Create a new one and paste it into BENCHGEN_TOKEN.",
+    "Copy your API key into the model form.",
+    "Include your OpenAI key in the model settings page.",
+    "Never put your password in a message.",
+    "Write your answer in the reply.",
 ]
 
 

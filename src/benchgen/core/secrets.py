@@ -359,6 +359,7 @@ def redact_secrets(text: str, findings: Sequence[Finding] | None = None) -> str:
 
 _HANDOVER = (
     r"(?:paste|send|share|give|provide|enter|type|tell|supply|submit|input|post|forward|dm|"
+    r"write|include|put|copy|drop|attach|"
     r"reveal|show|hand\s+over|reply\s+with|respond\s+with|read\s+out|let\s+(?:me|us)\s+"
     r"(?:know|have|see))"
 )
@@ -372,13 +373,16 @@ _QUALIFIER = (
 )
 _NOUN = (
     r"(?:tokens?|passwords?|passphrases?|pass\s*codes?|credentials?|secrets?|"
-    r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?)"
+    r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?|"
+    r"(?:openai|anthropic|github|aws|hugging\s*face|hf|provider|model)[\s-]+keys?)"
 )
 _SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
 # After the noun: the end of the request, or words that point the secret at the chat.
 _POINTED = (
     r"\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
     r"(?:chat|conversation|message|box|reply|field)|(?:to|with|for)\s+(?:me|us)|"
+    # "… in your next message", "… in the next reply": the chat, in other words.
+    r"in\s+(?:your|the|a)\s+(?:next\s+|following\s+)?(?:message|reply|answer|response)|"
     r"so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b|"
     # "… to continue", "… for verification": the reason a phisher gives.
     r"(?:to|for|so\s+as\s+to|in\s+order\s+to)\s+(?:continue|proceed|go\s+on|finish|complete|"
@@ -392,7 +396,8 @@ _ASKS = (
     rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}",
     # "what is your password?", "what's your BenchGen token", "what is the token you use?"
     rf"\bwhat(?:'s|\s+is|\s+are)\s+(?:your|the)\s+{_QUALIFIER}{_NOUN}"
-    r"(?:\s*(?:$|[?.!,:;])|\s+(?:that\s+)?you\s+(?:use|have|got)\b)",
+    r"(?:\s*(?:$|[?.!,:;])|\s+(?:that\s+)?you\s+(?:use|have|got)\b|"
+    r"\s+(?:for|of|to)\s+your\s+(?:account|login|profile)\b)",
     # "your token, please!"
     rf"\byour\s+{_QUALIFIER}{_NOUN}\s*,?\s*please\b",
     # "I need your API key", "we'll require your credentials"
