@@ -4,14 +4,19 @@ the platform changes until the user approves, and approval uploads exactly what 
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo
+
+from benchgen.agent.scratch_tools import PAGE_CHARS
 from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.chat import scratch
 from benchgen.services.runs import launch, submissions
-from tests.agent.scripted import Script, new_conversation, say
+from tests.agent.scripted import Script, last_returns, new_conversation, say, think_with
 from tests.bundle_factory import SCORER, bundle, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
@@ -34,6 +39,35 @@ def _setup(world: World, ana: str) -> tuple[str, str]:
     work_all(world.rt)
     assert world.do(web, launch.get_run, run.id).scores["accuracy"] == 0.5
     return bm, run.id
+
+
+def test_a_file_larger_than_one_result_is_read_a_page_at_a_time(
+    world: World, ana: str, api: Principal
+) -> None:
+    """A 90,000-character file was refused whole ("ask for a smaller page") by a tool that
+    took no page: it could never be read."""
+    big = "".join(f"# line {n:05d} of a long scorer\n" for n in range(3000))
+    web = Principal.web(ana)
+    data = bundle(extra={"scoring_program/notes.py": big.encode()})
+    bm = world.do(web, bundles.upload_bundle, data, "b.zip").benchmark.id
+    where = {"benchmark_id": bm, "path": "scoring_program/notes.py"}
+    pages: list[dict[str, Any]] = []
+
+    def read_on(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [part.content for part in last_returns(messages)] if len(messages) > 1 else []
+        pages.extend(page for page in returned if isinstance(page, dict) and "next_offset" in page)
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[ToolCallPart("copy_bundle_to_scratch", {"benchmark_id": bm})]
+            )
+        at = pages[-1]["next_offset"] if pages else 0
+        if at is None:
+            return ModelResponse(parts=[TextPart("read")])
+        return ModelResponse(parts=[ToolCallPart("read_scratch_file", {**where, "offset": at})])
+
+    say(world.rt, api, new_conversation(world.rt, api), think_with(read_on), "read the notes")
+    assert len(pages) == -(-len(big) // PAGE_CHARS) and "".join(p["text"] for p in pages) == big
+    assert pages[-1]["total_chars"] == len(big)
 
 
 def test_scratch_fix_is_proved_locally_then_approved_as_a_new_version(

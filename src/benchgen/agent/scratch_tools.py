@@ -9,12 +9,16 @@ from pydantic import Field
 from pydantic_ai import Tool
 
 from benchgen.agent.state import TurnState, plain
-from benchgen.agent.tools import Deps, Id, propose_action
+from benchgen.agent.tools import Deps, Id, Offset, propose_action
 from benchgen.core.context import Context
 from benchgen.services.chat import scratch
 
 Path = Annotated[str, Field(min_length=1, max_length=300)]
 Content = Annotated[str, Field(max_length=scratch.MAX_FILE_BYTES)]
+# A page of a file fits a tool result however its text escapes in JSON (a newline is two
+# characters there): a whole large file did not, so it could never be read.
+PAGE_CHARS = 20_000
+TextLimit = Annotated[int, Field(ge=1, le=PAGE_CHARS)]
 
 
 def copy_bundle_to_scratch(ctx: Deps, benchmark_id: Id) -> Any:
@@ -33,19 +37,31 @@ def copy_bundle_to_scratch(ctx: Deps, benchmark_id: Id) -> Any:
     return state.call("copy_bundle_to_scratch", {"benchmark_id": benchmark_id}, work)
 
 
-def read_scratch_file(ctx: Deps, benchmark_id: Id, path: Path) -> Any:
-    """Read one file of the scratch copy (e.g. scoring_program/score.py).
+def read_scratch_file(
+    ctx: Deps, benchmark_id: Id, path: Path, offset: Offset = 0, limit: TextLimit = PAGE_CHARS
+) -> Any:
+    """Read one file of the scratch copy (e.g. scoring_program/score.py), a page at a time:
+    `next_offset` is where the next page starts (null at the end).
 
     Args:
         benchmark_id: the custom benchmark's id (bm_…).
         path: the file's path inside the bundle.
+        offset: the first character to read (0: the start).
+        limit: how many characters to read at most.
     """
     state = ctx.deps
-    args = {"benchmark_id": benchmark_id, "path": path}
+    args = {"benchmark_id": benchmark_id, "path": path, "offset": offset, "limit": limit}
 
     def work(c: Context) -> dict[str, Any]:
         text = scratch.read_scratch_file(c, state.conversation_id, benchmark_id, path)
-        return {"path": path, "text": text}
+        end = min(len(text), offset + limit)
+        return {
+            "path": path,
+            "text": text[offset:end],
+            "offset": offset,
+            "total_chars": len(text),
+            "next_offset": end if end < len(text) else None,
+        }
 
     return state.call("read_scratch_file", args, work, write=False)
 
