@@ -573,11 +573,13 @@ def test_credit_ledger_pages(
     assert seen == [30, 20, 10, 100]
     exact = client.get("/api/v1/credits", params={"limit": 4}, headers=auth).json()
     assert exact["next_cursor"] is None, "a last page that is full has no next page"
-    bad = client.get("/api/v1/credits", params={"cursor": "cr_nope"}, headers=auth)
-    assert error_of(bad, 422, "invalid_input")["details"]["errors"][0]["loc"] == [
-        "query",
-        "cursor",
-    ]
+    # Unknown, or another list's (longer than a ledger id): said the same as every list says.
+    another = "MTc2NzIyNTYwMC4wfHJ1bl94eHh4eHh4eHh4eHh4eHh4eHh4eHh4.deadbeefdeadbeef"
+    for cursor in ("cr_nope", another):
+        bad = client.get("/api/v1/credits", params={"cursor": cursor}, headers=auth)
+        (error,) = error_of(bad, 422, "invalid_input")["details"]["errors"]
+        assert error["loc"] == ["query", "cursor"]
+        assert error["msg"] == "not a cursor from a previous page", error
 
 
 def test_openapi_documents_the_error_envelope(client: TestClient) -> None:

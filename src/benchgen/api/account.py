@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
+from benchgen.api.paging import Cursor
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Me, Page
 from benchgen.core.errors import InvalidInput, invalid
@@ -37,9 +38,7 @@ def get_me(ctx: ContextDep) -> Me:
 def list_credits(
     ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[
-        str | None, Query(max_length=40, description="next_cursor of the last page")
-    ] = None,
+    cursor: Cursor = None,
 ) -> dict[str, Any]:
     """Your credit ledger, newest first: grants, reservations, settlements, refunds."""
     try:
