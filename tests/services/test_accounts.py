@@ -201,8 +201,8 @@ def test_disabled_account_is_locked_out_everywhere(world: World, kind: Principal
         world.do(principal, users.get_me)
     enabled = world.do(OPERATOR, users.set_active, ana, True)
     assert enabled.is_active
-    if kind is PrincipalKind.AGENT:
-        # Disabling ended the running agent turn for good: its credential was revoked.
+    if kind in (PrincipalKind.AGENT, PrincipalKind.API):
+        # Disabling revoked its credentials for good: the turn's, and the personal token.
         with pytest.raises(Unauthenticated):
             world.do(principal, users.get_me)
     else:

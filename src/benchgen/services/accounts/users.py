@@ -7,7 +7,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
@@ -15,7 +15,7 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthent
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
 from benchgen.core.text import require_line
-from benchgen.db.tables import User
+from benchgen.db.tables import ApiToken, User
 from benchgen.services import access, audit
 from benchgen.services.specs import check_window
 
@@ -241,8 +241,9 @@ def get_me(ctx: Context) -> UserView:
 
 
 def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
-    """Disable or re-enable an account; a disabled account's tokens stop working at once, and
-    its sessions and running agent turns end (re-enabling it brings none of them back).
+    """Disable or re-enable an account; disabling revokes its tokens and ends its sessions and
+    running agent turns (re-enabling it brings none of them back: the person signs in and
+    makes new tokens).
 
     Raises:
         PermissionDenied: not an admin.
@@ -265,6 +266,13 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         from benchgen.services.accounts import sessions
 
         sessions.end_sessions_of(ctx, user.id)
+        # Personal tokens too: an account is disabled when it may be in the wrong hands, and
+        # enabling it again must not bring back tokens that may have leaked with it.
+        ctx.session.execute(
+            update(ApiToken)
+            .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
+            .values(revoked_at=ctx.now())
+        )
     audit.record(
         ctx,
         audit.AuditAction.USER_ACTIVATE if active else audit.AuditAction.USER_DISABLE,
