@@ -3,6 +3,8 @@ between two pages neither repeats nor skips one, and a cursor this list did not 
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import delete, insert, select
 
 from benchgen.api import benchmarks as benchmarks_api
+from benchgen.api import paging
 from benchgen.api.paging import page
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
@@ -290,3 +293,18 @@ def test_a_result_stored_between_pages_does_not_shift_the_next(
     world.ctx_call(OPERATOR, lambda ctx: ctx.session.execute(insert(table), [late._asdict()]))
     rest = the_rest(client, path, auth, first["next_cursor"])
     assert [item["position"] for item in rest] == list(range(5, 12))
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"])
+def test_a_forged_cursor_with_a_time_past_the_calendar_is_a_422(
+    client: TestClient, ana: str, auth: dict[str, str], stamp: str
+) -> None:
+    """Forging needs no secret (the check only tells garbled and other lists' cursors), and a
+    forged time in UTC beyond year 1 or 9999 was a 500 on every newest-first list."""
+    text = base64.urlsafe_b64encode(json.dumps([stamp, "x"]).encode()).decode().rstrip("=")
+    for name, path in (("benchmarks", "/api/v1/benchmarks"), ("runs", "/api/v1/runs")):
+        forged = f"{text}.{paging._check(name, '', text)}"
+        refused = client.get(path, params={"cursor": forged}, headers=auth)
+        assert refused.status_code == 422, (path, refused.text)
+        (error,) = refused.json()["error"]["details"]["errors"]
+        assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}

@@ -8,7 +8,7 @@ import hmac
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Query
@@ -100,7 +100,11 @@ def _load_newest(parts: list[Any]) -> Newest:
     at = datetime.fromisoformat(stamp)
     if at.tzinfo is None:
         raise ValueError("a naive time")
-    return at, row_id
+    try:
+        # In UTC here, as the database compares it: an offset past year 1 or 9999 is no time.
+        return at.astimezone(UTC), row_id
+    except OverflowError:
+        raise ValueError("a time out of range") from None
 
 
 def _load_position(parts: list[Any]) -> int:
