@@ -368,3 +368,23 @@ def test_a_benchmark_with_no_questions_offers_adding_them_not_evaluating(site: S
         assert page.find("a", string="add or import some")["href"].endswith("/questions")
         assert page.find("a", string="Evaluate a model") is None
         assert page.find("button", string="See the estimate") is None
+
+
+def test_saving_again_after_a_conflict_never_writes_over_another_question(site: Site) -> None:
+    """The conflict page carried the version of now: a second Save passed the check and
+    replaced whichever question had moved up to the number."""
+    three = [{"prompt": f"Question {n}?", "answer": str(n)} for n in (1, 2, 3)]
+    bm = site.world.benchmark(site.ana_id, {"title": "Three", "format": "qa", "questions": three})
+    opened = site.ana.page(f"/benchmarks/{bm}/questions/2")
+    since = opened.find("input", attrs={"name": "version"})["value"]
+    edit = {"version": since, "q0-prompt": "Question 2, edited?", "q0-answer": "2"}
+    removed = site.ana.post(f"/benchmarks/{bm}/questions/1/delete", {"version": since})
+    assert removed.status_code == 303  # in another tab: question 3 is now number 2
+    for _ in range(2):
+        refused = site.ana.post(f"/benchmarks/{bm}/questions/2", edit)
+        assert refused.status_code == 409 and "changed since this page was opened" in refused.text
+        kept = _soup(refused.text).find("input", attrs={"name": "version"})["value"]
+        assert kept == since and "Question 2, edited?" in refused.text
+        edit["version"] = kept
+    listed = site.world.do(Principal.web(site.ana_id), lifecycle.list_questions, bm)
+    assert [question["prompt"] for question in listed] == ["Question 2?", "Question 3?"]

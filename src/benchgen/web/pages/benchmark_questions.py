@@ -67,7 +67,8 @@ def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: For
         problems = problems_of(exc, {number - 1: (0, number)})
         return _form(request, found, None, row, problems, 422)
     except Conflict as exc:
-        return _form(request, found, None, row, _problem(exc.message), exc.http_status)
+        problem = _problem(exc.message)
+        return _form(request, found, None, row, problem, exc.http_status, since=_version(form))
     return _to_page(request, benchmark_id, number, f"Question {number} added.")
 
 
@@ -106,7 +107,8 @@ def question_save(
         problems = problems_of(exc, {number - 1: (0, number)})
         return _form(request, found, number, row, problems, 422)
     except Conflict as exc:
-        return _form(request, found, number, row, _problem(exc.message), exc.http_status)
+        problem = _problem(exc.message)
+        return _form(request, found, number, row, problem, exc.http_status, since=_version(form))
     return _to_page(request, benchmark_id, number, f"Question {number} saved.")
 
 
@@ -156,8 +158,13 @@ def _form(
     *,
     read_only: bool = False,
     stored: dict[str, Any] | None = None,
+    since: int | None = None,
 ) -> Response:
-    """The editor, or with `read_only` the stored question and why it cannot change."""
+    """The editor, or with `read_only` the stored question and why it cannot change.
+
+    `since` is the version the editor was opened at, kept after a conflict: with the version
+    of now, saving again would pass the check and write over whatever question has taken the
+    number meanwhile."""
     return render_tab(
         request,
         "benchmarks/question_edit.html",
@@ -169,4 +176,5 @@ def _form(
         problems=problems,
         read_only=read_only,
         stored=stored,
+        since=benchmark.version if since is None else since,
     )
