@@ -14,6 +14,7 @@ from benchgen.services.specs import (
     MAX_ANSWERS,
     MAX_CHOICE,
     MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
     MAX_PROMPT,
 )
 from tests.support import World
@@ -59,6 +60,8 @@ OVER = {
         ["questions", 0, "metadata"],
     ),
     "nesting": (qa(metadata=nested(5000)), []),
+    # Few bytes, but deeper than a response can show: it was stored, then a 500.
+    "depth": (qa(metadata=nested(MAX_METADATA_DEPTH + 1)), ["questions", 0, "metadata"]),
 }
 
 
@@ -83,3 +86,5 @@ def test_questions_at_the_caps_are_accepted(world: World, ana: Principal) -> Non
         metadata={"note": note},
     )
     assert world.do(ana, lifecycle.create_benchmark, spec).benchmark.question_count == 1
+    deepest = qa(metadata=nested(MAX_METADATA_DEPTH))
+    assert world.do(ana, lifecycle.create_benchmark, deepest).benchmark.question_count == 1

@@ -27,6 +27,7 @@ MAX_QUESTIONS = 10_000
 MAX_TAGS = 20
 MAX_TAG = 50
 MAX_METADATA_BYTES = 16 * 1024  # of the metadata as compact JSON
+MAX_METADATA_DEPTH = 32  # objects and lists inside one another, as YAML in bundles
 MAX_URL = 2000
 
 # Every input shape refuses unknown fields and strips its strings.

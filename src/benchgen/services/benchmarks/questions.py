@@ -17,6 +17,7 @@ from benchgen.services.specs import (
     MAX_CHOICE,
     MAX_CHOICES,
     MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
     MAX_TAG,
     QuestionIn,
 )
@@ -125,6 +126,26 @@ def _check_metadata(item: QuestionIn, loc: list[str | int], errors: list[dict[st
                 "msg": f"at most {MAX_METADATA_BYTES} bytes as JSON ({size} given)",
             }
         )
+    # Deep nesting fits in few bytes, but every response that shows the question (a change's
+    # diff, say) failed to serialise it, after the change it reported had been stored.
+    if _depth(item.metadata) > MAX_METADATA_DEPTH:
+        errors.append(
+            {"loc": [*loc, "metadata"], "msg": f"at most {MAX_METADATA_DEPTH} levels deep"}
+        )
+
+
+def _depth(value: Any) -> int:
+    """How many objects and lists are nested in `value`, at the deepest (0 for a scalar)."""
+    level, current = 0, [value]
+    while current:
+        current = [
+            child
+            for item in current
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+        level += 1
+    return level - 1
 
 
 def _check_qa(
