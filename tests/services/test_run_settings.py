@@ -163,10 +163,26 @@ def test_settings_are_recorded_and_samples_give_pass_at_k(world: World, runtime:
     assert done.done_count == 12 and done.cost == 0
     # The random baseline's samples differ: some question got more than one distinct answer.
     assert sampling["pass_at_k"]["4"] > sampling["pass_at_k"]["1"]
+
     # On the leaderboard with its settings shown.
     world.do(web, leaderboards.add_to_leaderboard, run.id)
     row = world.do(web, leaderboards.get_leaderboard, bm).rows[0]
     assert "4 samples per question" in row.settings and "seed 11" in row.settings
+
+
+def test_an_outsiders_run_shows_no_figures_over_samples(world: World, runtime: Runtime) -> None:
+    """pass@k over 20 samples from one's own endpoint tested a guess per sample count: several
+    answer-key bits in one run, where the run quota counts on about one."""
+    ana, sam = world.user("ana@example.com"), world.user("sam@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    options = {"settings": {"samples": 4, "seed": 11}}
+    run = world.do(Principal.web(sam), launch.start_run, bm, RANDOM, None, options)
+    work_all(runtime)
+    theirs = world.do(Principal.web(sam), launch.get_run, run.id)
+    assert not theirs.detail_visible and "sampling" not in theirs.summary
+    assert "accuracy" in theirs.summary
+    assert "sampling" in world.do(Principal.web(ana), launch.get_run, run.id).summary
 
 
 def test_few_shot_examples_are_sent_and_never_scored(world: World, runtime: Runtime) -> None:

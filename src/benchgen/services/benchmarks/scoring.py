@@ -85,9 +85,16 @@ def key_for(question: questions.Canonical) -> Key:
     return Key(question.answers, question.choices)
 
 
+# Shown only to those who may see per-question results: a tag held by a single question would
+# reveal whether it was right, and the figures over every sample (pass@k, majority) let an
+# endpoint that answers differently from sample to sample test many answer-key guesses in one
+# run, where the run quota counts on about one per run (docs/permissions.md).
+_DETAIL_ONLY = frozenset({"per_tag", "sampling"})
+
+
 def visible_summary(summary: dict[str, Any], detail: bool) -> dict[str, Any]:
-    """Aggregates for everyone; the per-tag breakdown only for those who may see per-question
-    results, since a tag held by a single question would reveal whether it was right."""
+    """Aggregates for everyone; per-tag and per-sample figures only for those who may see
+    per-question results."""
     if detail:
         return dict(summary)
-    return {name: value for name, value in summary.items() if name != "per_tag"}
+    return {name: value for name, value in summary.items() if name not in _DETAIL_ONLY}
