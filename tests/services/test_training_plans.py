@@ -86,6 +86,9 @@ def test_the_plan_shows_every_part_with_defaults(world: World, scene: dict[str, 
         ({"lora_dropout": 0.9}, ["hyperparameters", "lora_dropout"]),
         ({"target_modules": ["q_proj; rm -rf"]}, ["hyperparameters", "target_modules", 0]),
         ({"momentum": 0.9}, ["hyperparameters", "momentum"]),
+        # No count is a yes or no, as everywhere else in the API.
+        ({"epochs": True}, ["hyperparameters", "epochs"]),
+        ({"lora_rank": False}, ["hyperparameters", "lora_rank"]),
     ],
 )
 def test_values_out_of_range_are_refused_at_their_field(
@@ -112,6 +115,9 @@ def test_a_gpu_this_deployment_lacks_is_refused(world: World, scene: dict[str, A
         world.do(scene["web"], plans.plan_training, request(scene, compute={"gpu_type": "B200"}))
     assert problems(exc) == [["compute", "gpu_type"]]
     assert "B200" in exc.value.message
+    with pytest.raises(InvalidInput, match="not true or false") as exc:
+        world.do(scene["web"], plans.plan_training, request(scene, compute={"gpus": True}))
+    assert problems(exc) == [["compute", "gpus"]]
 
 
 def test_a_configured_gpu_pool_is_planned_with_its_price(

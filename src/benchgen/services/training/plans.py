@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
@@ -18,7 +18,7 @@ from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
 from benchgen.services.datasets import datasets
-from benchgen.services.specs import Title, parse
+from benchgen.services.specs import Title, not_bool, parse
 from benchgen.services.training import bases, compute
 from benchgen.services.training.bases import Base
 from benchgen.training.sizing import estimate_peak_bytes, matches_module
@@ -54,6 +54,9 @@ class HyperparametersIn(BaseModel):
         max_length=32,
         description="Module names LoRA adapts (q_proj, k_proj, v_proj, o_proj, …)",
     )
+    _whole = field_validator(
+        "epochs", "batch_size", "max_seq_length", "lora_rank", "lora_alpha", mode="before"
+    )(not_bool)
 
     def frozen(self) -> Hyperparameters:
         """As the engine's plain value."""
@@ -68,6 +71,7 @@ class ComputeIn(BaseModel):
 
     gpu_type: str | None = Field(None, max_length=100, examples=["H200"])
     gpus: int = Field(1, ge=1, le=16)
+    _whole = field_validator("gpus", mode="before")(not_bool)
 
 
 class TrainingIn(BaseModel):
