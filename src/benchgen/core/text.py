@@ -37,11 +37,26 @@ INVISIBLE_RUN = re.compile(f"[{INVISIBLE_CLASS}]+")
 _BIDI = "\u202a-\u202e\u2066-\u2069"
 # Controls other than tab and line breaks have no place in prose.
 _PROSE_CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+# Tag characters spell out ASCII that people never see and language models read ("ASCII
+# smuggling": hidden instructions in a title or a question). Their one visible use is a
+# subdivision flag, black flag + tags + CANCEL TAG (England's), which stays allowed.
+_TAGS = "\U000e0000-\U000e007f"
+_FLAG = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
 # A name is one line: no control character at all (tab and newline included), no line or
-# paragraph separator, and none of the invisible characters that make two names look alike.
-# The joiners U+200C and U+200D stay allowed: real scripts and emoji sequences need them.
-_LINE_FORBIDDEN = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\u200b\u2060\ufeff\u2028\u2029]")
-_TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}]")
+# paragraph separator, and none of the invisible characters that make two names look alike:
+# every one of INVISIBLE_CLASS but those real scripts and emoji need, the joiners U+200C and
+# U+200D, the variation selectors (U+FE0F makes an emoji colour; Mongolian and CJK ones pick
+# a glyph) and the Mongolian vowel separator.
+_NAME_INVISIBLE = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u200b\u200e\u200f\u2060-\u206f\u3164\ufeff"
+    "\uffa0\ufff0-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    f"{_TAGS}\U000e01f0-\U000e0fff"
+)
+# Refused in a name even when nothing else is there: controls, bidi, line breaks, zero widths.
+_SPOOFING = f"\x00-\x1f\x7f-\x9f{_BIDI}\u200b\u2060\ufeff\u2028\u2029"
+_NAMED_ALONE = re.compile(f"[{_SPOOFING}]")
+_LINE_FORBIDDEN = re.compile(f"[{_SPOOFING}{_NAME_INVISIBLE}]")
+_TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}{_TAGS}]")
 
 
 def describe(char: str) -> str:
@@ -54,13 +69,13 @@ def describe(char: str) -> str:
 
 def line_problem(value: str) -> str | None:
     """Why `value` cannot be a name or title (a single-line field), or None when it can."""
-    found = _LINE_FORBIDDEN.search(value)
+    found = _LINE_FORBIDDEN.search(_FLAG.sub("", value))
     return f"must not contain {describe(found.group())}" if found else None
 
 
 def text_problem(value: str) -> str | None:
     """Why `value` cannot be stored as prose (question, answer, description), or None."""
-    found = _TEXT_FORBIDDEN.search(value)
+    found = _TEXT_FORBIDDEN.search(_FLAG.sub("", value))
     return f"must not contain {describe(found.group())}" if found else None
 
 
@@ -84,9 +99,12 @@ def require_line(value: str, loc: Loc, *, required: bool = True) -> str:
         InvalidInput: a forbidden character, or (when `required`) nothing visible, at `loc`.
     """
     value = value.strip()
-    problem = line_problem(value)
-    if problem is not None:
-        raise invalid(loc, problem)
+    # Only invisible marks (a soft hyphen, a filler) are an empty field; a control or bidi
+    # character is named even alone.
+    if not is_blank(value) or _NAMED_ALONE.search(value):
+        problem = line_problem(value)
+        if problem is not None:
+            raise invalid(loc, problem)
     if is_blank(value):
         if required:
             raise invalid(loc, "must not be empty")
