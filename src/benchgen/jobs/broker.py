@@ -80,14 +80,7 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None
 
     @app.task(name=TASK, acks_late=True)  # type: ignore[untyped-decorator]
     def run_job(job_id: str) -> None:
-        if Worker(runtime, kinds=kinds).run_once(job_id):
-            return
-        with transaction(runtime, WORKER, write=False) as ctx:
-            kind = queue.waiting_kind(ctx, job_id)
-        if kind is not None:
-            # Its user's slots are full (or another worker holds the row for a moment): ask
-            # again shortly rather than leave it to the sweeper.
-            dispatch(job_id, kind, RETRY_S)
+        handle_message(runtime, kinds, dispatch, job_id)
 
     stopping = threading.Event()
     sweeper = threading.Thread(
@@ -101,6 +94,23 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None
     finally:
         stopping.set()
         dispatch.close()
+
+
+def handle_message(
+    runtime: Runtime, kinds: frozenset[str], dispatch: CeleryDispatch, job_id: str
+) -> None:
+    """One message: run its job if it can be claimed, then send the next job its user waits
+    with (a slot is free now); if another worker held it for a moment, ask again shortly."""
+    if Worker(runtime, kinds=kinds).run_once(job_id):
+        with transaction(runtime, WORKER, write=False) as ctx:
+            waiting = queue.next_for_user(ctx, job_id)
+        if waiting is not None:
+            dispatch(*waiting)
+        return
+    with transaction(runtime, WORKER, write=False) as ctx:
+        kind = queue.waiting_kind(ctx, job_id)
+    if kind is not None:
+        dispatch(job_id, kind, RETRY_S)
 
 
 def sweep_forever(

@@ -203,10 +203,37 @@ def _due(now: datetime) -> ColumnElement[bool]:
 
 
 def waiting_kind(ctx: Context, job_id: str) -> str | None:
-    """The job's kind while it is due and unheld (queued, or held by a dead worker), else None:
-    a message that found it unclaimable (its user's slots were full) must come back."""
-    kind = ctx.session.scalar(select(Job.kind).where(Job.id == job_id, _due(ctx.now())))
-    return str(kind) if kind is not None else None
+    """The job's kind while it is due, unheld (queued, or held by a dead worker) and its user
+    has a slot free, else None: a message that found it unclaimable only for a moment (another
+    worker held its row) must come back.
+
+    A job waiting for its user's slot is not sent again from here: each such message came back
+    every second while the sweeper added more each sweep, a storm of claims that grew for as
+    long as the backlog waited. The job that frees the slot sends it (`next_for_user`), and the
+    sweeper catches any message lost on the way.
+    """
+    now = ctx.now()
+    row = ctx.session.execute(
+        select(Job.kind, Job.user_id).where(Job.id == job_id, _due(now))
+    ).first()
+    if row is None or _executing_count(ctx, row.user_id, now) >= user_slots(ctx.settings):
+        return None
+    return str(row.kind)
+
+
+def next_for_user(ctx: Context, job_id: str) -> tuple[str, str] | None:
+    """(id, kind) of the oldest due job that nobody holds of the user `job_id` worked for: sent
+    when that job ends, since it freed one of the user's slots."""
+    user_id = ctx.session.scalar(select(Job.user_id).where(Job.id == job_id))
+    if user_id is None:
+        return None
+    row = ctx.session.execute(
+        select(Job.id, Job.kind)
+        .where(Job.user_id == user_id, Job.id != job_id, _due(ctx.now()))
+        .order_by(Job.run_after, Job.id)
+        .limit(1)
+    ).first()
+    return (str(row.id), str(row.kind)) if row is not None else None
 
 
 def overdue_jobs(ctx: Context, waited: timedelta, limit: int = 500) -> list[tuple[str, str]]:
@@ -272,10 +299,17 @@ def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetim
     if user_id is None:
         return True
     users.lock_user(ctx, user_id)
+    return _executing_count(ctx, user_id, now) < slots
+
+
+def _executing_count(ctx: Context, user_id: str | None, now: datetime) -> int:
+    """How many jobs `user_id` has executing (none for jobs of no user: they take no slot)."""
+    if user_id is None:
+        return 0
     executing = ctx.session.scalar(
         select(func.count()).select_from(Job).where(Job.user_id == user_id, _executing(now))
     )
-    return int(executing or 0) < slots
+    return int(executing or 0)
 
 
 def _held(ctx: Context, job_id: str, worker: str) -> Job | None:

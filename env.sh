@@ -1,0 +1,1 @@
+export BM=bm_69viD5SJMLLvUn2cFvcq BMQA=bm_k9jYYzDcIhsqJutyJ1pB
