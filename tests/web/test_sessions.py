@@ -111,6 +111,14 @@ def test_sign_out_revokes_the_session_on_the_server(signed_in: WebUser) -> None:
     assert signed_in.get("/").status_code == 303
 
 
+def test_pages_are_never_kept_by_the_browser_but_static_files_are(signed_in: WebUser) -> None:
+    """Back after signing out showed answer keys and chats again, from the browser's cache."""
+    for path in ("/", "/settings/account", "/benchmarks"):
+        assert signed_in.get(path).headers["cache-control"] == "no-store", path
+    assert "no-store" not in signed_in.get("/static/app.css").headers.get("cache-control", "")
+    assert signed_in.get("/favicon.ico").headers["cache-control"].startswith("public")
+
+
 def test_sign_out_needs_the_csrf_token(signed_in: WebUser) -> None:
     response = signed_in.client.post("/signout")
     assert response.status_code == 403

@@ -1,4 +1,5 @@
-"""Security headers on every web response: a strict Content-Security-Policy and friends."""
+"""Security headers on every web response: a strict Content-Security-Policy and friends, and
+no caching of pages."""
 
 from __future__ import annotations
 
@@ -42,9 +43,21 @@ class SecurityHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", [])}
+                headers = message.get("headers", [])
+                present = {name.lower() for name, _ in headers}
                 extra = [(name, value) for name, value in _HEADERS if name not in present]
-                message["headers"] = [*message.get("headers", []), *extra]
+                if b"cache-control" not in present and _is_html(headers):
+                    # A page may hold answer keys or a chat: after signing out, Back must not
+                    # show it again from the browser's cache (a shared or lab computer).
+                    extra.append((b"cache-control", b"no-store"))
+                message["headers"] = [*headers, *extra]
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def _is_html(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        name.lower() == b"content-type" and value.startswith(b"text/html")
+        for name, value in headers
+    )
