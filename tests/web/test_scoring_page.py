@@ -31,3 +31,27 @@ def test_an_unknown_method_is_refused_with_the_page_kept(site: Site) -> None:
     assert refused.status_code == 422
     assert "unknown scoring method" in refused.text
     assert site.world.do(Principal.web(site.ana_id), scoring.get_scoring, bm)["method"] == "exact"
+
+
+def test_numbers_are_fields_and_saving_the_page_unchanged_keeps_them(site: Site) -> None:
+    """The page showed only switches: saving it reset a tolerance of 0.5 to 0."""
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Within a tolerance"})
+    owner = Principal.web(site.ana_id)
+    site.world.do(
+        owner, scoring.set_scoring, bm, {"method": "numeric", "options": {"tolerance": 0.5}}
+    )
+    page = site.ana.page(f"/benchmarks/{bm}/settings/scoring")
+    field = page.find("input", attrs={"name": "numeric.tolerance"})
+    assert field is not None and field["type"] == "number" and float(field["value"]) == 0.5
+    assert page.find("label", attrs={"for": "numeric-tolerance"}) is not None
+    shown = {f["name"]: f["value"] for f in page.select('input[type="number"]')}
+    saved = site.ana.post(f"/benchmarks/{bm}/settings/scoring", {"method": "numeric", **shown})
+    assert saved.status_code == 303
+    assert site.world.do(owner, scoring.get_scoring, bm)["options"]["tolerance"] == 0.5
+    site.ana.post(f"/benchmarks/{bm}/settings/scoring", {"method": "f1", "f1.threshold": "0.3"})
+    assert site.world.do(owner, scoring.get_scoring, bm)["options"]["threshold"] == 0.3
+    wrong = site.ana.post(
+        f"/benchmarks/{bm}/settings/scoring", {"method": "f1", "f1.threshold": "lots"}
+    )
+    assert wrong.status_code == 422 and "threshold" in wrong.text
+    assert site.world.do(owner, scoring.get_scoring, bm)["options"]["threshold"] == 0.3

@@ -26,6 +26,9 @@ STEP_LABELS = {
     "articles": "Ignore the articles a, an, the",
     "whitespace": "Collapse whitespace",
     "number_words": "Number words count as digits (four = 4)",
+    "tolerance": "Tolerance (an answer this far from the key, or nearer, is right)",
+    "rel_tolerance": "Relative tolerance (a share of the key: 0.01 is 1 %)",
+    "threshold": "Threshold (the word overlap, 0 to 1, from which an answer is right)",
 }
 
 
@@ -37,14 +40,18 @@ def scoring_page(request: Request, ctx: WebContext, benchmark_id: str) -> Respon
 
 @router.post("/benchmarks/{benchmark_id}/settings/scoring", name="benchmark_scoring_save")
 def scoring_save(request: Request, ctx: WebContext, form: FormDep, benchmark_id: str) -> Response:
-    """Save the chosen method; its boolean options come as checkboxes (unticked = off)."""
+    """Save the chosen method: its switches come as checkboxes (unticked = off), its numbers
+    as fields (empty = the default)."""
     method = str(form.get("method", ""))[:40]
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
     defaults = scoring.method_choices(found.format).get(method, {})
-    options: dict[str, bool | float] = {}
+    options: dict[str, Any] = {}
     for name, default in defaults.items():
+        typed = form.get(f"{method}.{name}")
         if isinstance(default, bool):
-            options[name] = form.get(f"{method}.{name}") == "on"
+            options[name] = typed == "on"
+        else:
+            options[name] = _number(typed) if isinstance(typed, str) and typed.strip() else default
     settings: dict[str, Any] = {"method": method, "options": options}
     try:
         with undo_on_error(ctx):
@@ -54,6 +61,14 @@ def scoring_save(request: Request, ctx: WebContext, form: FormDep, benchmark_id:
     return back_to(
         request, SCORING, "Scoring saved: future runs use it.", benchmark_id=benchmark_id
     )
+
+
+def _number(text: str) -> float | str:
+    """A typed number, or the text as it was: the service then says what is wrong with it."""
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()[:40]
 
 
 def _page(
