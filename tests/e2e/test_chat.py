@@ -50,3 +50,16 @@ def test_approve_a_proposed_benchmark_then_delete_it_where_the_agent_points(
     expect(page.get_by_role("status")).to_have_text("Deleted “Moons”.")
     expect(page.get_by_role("heading", level=1)).to_have_text("Benchmarks")
     expect(page.get_by_role("link", name="Moons", exact=True)).to_have_count(0)
+
+
+def test_a_message_sent_after_the_session_ended_says_so_and_keeps_the_text(
+    signed_in: Page,
+) -> None:
+    """htmx drops a refused answer: Send did nothing at all, however often it was pressed."""
+    page = signed_in
+    start_conversation(page)
+    page.context.clear_cookies()  # signed out elsewhere: the session is gone
+    page.get_by_label("Message to the agent").fill("list my benchmarks")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("alert")).to_contain_text("your session may have ended")
+    expect(page.get_by_label("Message to the agent")).to_have_value("list my benchmarks")

@@ -137,5 +137,32 @@ function wireAll(root) {
   wireTrainingProgress(root);
 }
 
+// htmx swaps only successful answers: a refusal from before the page's own handling (a
+// session that ended, a lost connection) would otherwise leave the button doing nothing.
+function sayRequestFailed(event) {
+  const asker = event.detail.elt;
+  const form = asker.closest("form") || asker;
+  const status = event.detail.xhr ? event.detail.xhr.status : 0;
+  let text = "The server cannot be reached, so nothing was sent. Check the connection and try again.";
+  if (status === 401 || status === 403) {
+    text = "This was refused: your session may have ended. Sign in again in another tab (what you typed stays here), then try again.";
+  } else if (status === 429) {
+    text = "Too many requests just now: wait a moment, then try again.";
+  } else if (status) {
+    text = `The server could not do this (error ${status}). Nothing was changed; try again.`;
+  }
+  let note = form.previousElementSibling;
+  if (!note || !note.hasAttribute("data-request-failed")) {
+    note = document.createElement("p");
+    note.className = "error-text";
+    note.setAttribute("role", "alert");
+    note.setAttribute("data-request-failed", "");
+    form.before(note);
+  }
+  note.textContent = text;
+}
+
 document.addEventListener("DOMContentLoaded", () => wireAll(document));
 document.addEventListener("htmx:afterSwap", (event) => wireAll(event.target));
+document.addEventListener("htmx:responseError", sayRequestFailed);
+document.addEventListener("htmx:sendError", sayRequestFailed);
