@@ -206,6 +206,9 @@ def test_the_operator_reads_a_reset_link_in_the_outbox(world: World) -> None:
         "127.0.0.1",
     )
     message_id = world.ctx_call(OPERATOR, lambda ctx: outbox.list_outbox(ctx)[0].id)
+    # The listing prints the id whole even at 80 columns: it is what --show takes.
+    listing = runner.invoke(app, ["admin", "outbox"], env={"COLUMNS": "80"})
+    assert listing.exit_code == 0 and message_id in listing.output, listing.output
     shown = _ok("admin", "outbox", "--show", message_id)
     assert "To: ana@example.com" in shown and "/password/reset/" in shown
 

@@ -108,3 +108,13 @@ def test_question_numbers_and_headers_stay_on_one_line_beside_long_questions(
     lines = page.evaluate(HEADER_LINES)
     assert ["12", 1] in lines and ["Expected", 1] in lines, lines
     assert [cell for cell in lines if cell[1] != 1] == [], lines
+
+
+def test_the_compare_page_fits_a_phone(signed_in: Page, person: Person, site: Site) -> None:
+    """Its run pickers, one long option each, laid the page out 790 px wide on a 375 px phone."""
+    _, first = site.finished_run(person.id, SHADES, FIRST_CHOICE_ID)
+    page = signed_in
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"/runs/compare?a={first}&b={first}")
+    expect(page.locator("#compare-a")).to_be_visible()
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 375

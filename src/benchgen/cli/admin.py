@@ -243,9 +243,11 @@ def show_outbox(
             return
         delivered = outbox.deliver_outbox(ctx) if deliver else None
         rows = outbox.list_outbox(ctx)
-    table = Table("id", "to", "subject", "status", "error")
+    # The id is what `--show` takes: it must print whole, however narrow the terminal.
+    table = Table("to", "subject", "status", "error")
+    table.add_column("id", no_wrap=True, min_width=25)
     for row in rows:
-        table.add_row(row.id, row.to_email, row.subject, row.status, row.error)
+        table.add_row(row.to_email, row.subject, row.status, row.error, row.id)
     console.print(table)
     if delivered is not None:
         failed = f"; {delivered.failed} failed (see their error)" if delivered.failed else ""
