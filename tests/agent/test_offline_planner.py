@@ -616,6 +616,18 @@ def test_normal_requests_are_not_refused(world: World, text: str, kind: str | No
     assert (turn.proposal.kind if turn.proposal else None) == kind
 
 
+@pytest.mark.parametrize("word", ["decline", "Declined.", "reject", "don't"])
+def test_typing_the_cards_decline_word_says_nothing_was_done(world: World, word: str) -> None:
+    """"decline" declined, then answered "I did not understand" with the help text."""
+    chat = Chat(world)
+    bm = chat.benchmark()
+    shown = chat.say(f"publish {bm}")
+    assert shown.status == "awaiting_approval"
+    turn = chat.say(word)
+    assert "Nothing was done" in turn.reply and "did not understand" not in turn.reply
+    assert chat.pending() is None
+
+
 def test_cancel_after_the_title_question(world: World) -> None:
     chat = Chat(world)
     chat.say("Q: 2+2?\nA: 4")

@@ -19,7 +19,11 @@ _POLITE = re.compile(
     r"|i want you to|help me)\b[\s,]*)+",
     re.I,
 )
-_CANCEL = re.compile(r"^(?:cancel|stop|never\s?mind|forget it|no|nope|nothing)[.!]*$", re.I)
+# The card's own word "decline" among them: typed, it declines as the button does.
+_CANCEL = re.compile(
+    r"^(?:cancel|stop|never\s?mind|forget it|no|nope|nothing|declined?|reject|don'?t)[.!]*$",
+    re.I,
+)
 # The labels of the planner's own choice buttons, read before anything else (a title may hold
 # any word, "delete" included).
 _LABEL = re.compile(r"^(?P<verb>Run|Publish|Show)\s+(?P<rest>.*\((?:bm|mdl)_[A-Za-z0-9_]+\))$")
