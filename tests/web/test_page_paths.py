@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
-from benchgen.core.permissions import RULES, Action, Target
+from benchgen.core.permissions import RULES, Action, Target, page_for
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
@@ -81,3 +81,15 @@ def test_the_page_for_each_action_resolves_for_someone_allowed(
     response = person.get(path)
     assert response.status_code == 200, (path, response.status_code)
     assert "text/html" in response.headers["content-type"]
+
+
+@pytest.mark.parametrize("action", [a for a in _LINKED if "{id}" in RULES[a].page], ids=str)
+def test_with_no_id_the_page_for_an_action_is_a_list_that_exists(
+    admin_owner: tuple[WebUser, dict[str, str]], action: Action
+) -> None:
+    """The agent's refusals pointed at "/runs/…", which a reader (and the link) took for /runs:
+    a 404."""
+    person, _ = admin_owner
+    path = page_for(action)
+    assert "…" not in path and "{" not in path
+    assert person.get(path).status_code == 200, path

@@ -254,6 +254,16 @@ def is_session_only(action: Action) -> bool:
     return RULES[action].scope is None
 
 
+# Where a person finds an object whose id is not known: the list of its kind. Runs have no page
+# of their own kind: the dashboard lists a person's runs (and each benchmark its own).
+_LIST_PAGES = {"/runs": "/"}
+
+
 def page_for(action: Action, object_id: str = "") -> str:
-    """The web-app path where a person performs `action` (with the object's id filled in)."""
-    return RULES[action].page.replace("{id}", object_id or "…")
+    """The web-app path where a person performs `action`, with the object's id filled in; with
+    no id, the page that lists such objects (a path with a gap in it was a link to a 404)."""
+    page = RULES[action].page
+    if object_id or "{id}" not in page:
+        return page.replace("{id}", object_id)
+    listed = page.split("/{id}", 1)[0]
+    return _LIST_PAGES.get(listed, listed)
