@@ -136,6 +136,23 @@ def test_a_name_inside_other_words_is_not_the_user_naming_the_model(
     assert whole.proposal.preview["agent_pick"] is False
 
 
+@pytest.mark.parametrize(
+    ("request_", "picked"),
+    [
+        ("run seeded random on Capitals", False),  # what people call "Baseline: seeded random"
+        ("run Baseline: seeded random on Capitals", False),
+        ("run random on Capitals", True),  # a word of the name leaves the choice open
+    ],
+)
+def test_a_model_is_named_by_what_follows_its_label(
+    world: World, ana: str, api: Principal, request_: str, picked: bool
+) -> None:
+    bm = world.benchmark(ana, MCQ)
+    script = Script([[("propose_run", {"benchmark_id": bm, "model_id": FIRST})]])
+    turn = say(world.rt, api, new_conversation(world.rt, api), script.brain(), request_)
+    assert turn.proposal is not None and turn.proposal.preview["agent_pick"] is picked
+
+
 def test_training_is_proposed_and_its_jobs_read_but_never_deleted(
     world: World, api: Principal
 ) -> None:

@@ -307,7 +307,11 @@ def _agent_pick(c: Context, request: str, model_id: str) -> bool:
     words = request.casefold()
     if _named(model_id, words):
         return False
-    return not _named(models.get_model(c, model_id).name, words)
+    name = models.get_model(c, model_id).name
+    # A label before a colon is not part of what people call the model: "seeded random" names
+    # "Baseline: seeded random".
+    called = name.rsplit(": ", 1)[-1]
+    return not (_named(name, words) or _named(called, words))
 
 
 def _named(name: str, words: str) -> bool:
