@@ -618,7 +618,7 @@ def test_normal_requests_are_not_refused(world: World, text: str, kind: str | No
 
 @pytest.mark.parametrize("word", ["decline", "Declined.", "reject", "don't"])
 def test_typing_the_cards_decline_word_says_nothing_was_done(world: World, word: str) -> None:
-    """"decline" declined, then answered "I did not understand" with the help text."""
+    """ "decline" declined, then answered "I did not understand" with the help text."""
     chat = Chat(world)
     bm = chat.benchmark()
     shown = chat.say(f"publish {bm}")
