@@ -8,16 +8,21 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import Unavailable
+from benchgen.db.tables import Job, Run
+from benchgen.jobs import handlers
 from benchgen.jobs import worker as worker_module
+from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker, _Heartbeat
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import launch
-from benchgen.services.runtime import Runtime
-from tests.support import MCQ, World
+from benchgen.services.runtime import Runtime, transaction
+from tests.support import MCQ, OPERATOR, World
 
 FIRST = "mdl_builtin_first"
 
@@ -97,3 +102,53 @@ def test_a_run_launched_in_this_process_wakes_an_idle_worker(
         working.stop()  # wakes it too: stopping takes no poll interval either
         thread.join(20)
     assert not thread.is_alive()
+
+
+def _run_row(world: World, run_id: str) -> tuple[str, str]:
+    row = world.ctx_call(OPERATOR, lambda ctx: ctx.session.get(Run, run_id))
+    return row.status, row.error
+
+
+def _claimed_run(world: World, runtime: Runtime, worker: Worker) -> tuple[str, Claimed]:
+    ana = world.user("ana@example.com", credits_=100)
+    run_id = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    with transaction(runtime, WORKER) as ctx:
+        job = queue.claim(ctx, worker.name, worker.lease)
+    assert job is not None and job.payload["run_id"] == run_id
+    return run_id, job
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_worker_that_lost_its_lease_leaves_the_run_to_the_one_that_took_it(
+    world: World, runtime: Runtime, clock: ManualClock
+) -> None:
+    """A stalled worker woke, failed on answers the other had recorded, and failed and refunded
+    the run the other was finishing."""
+    stalled = Worker(runtime, lease=timedelta(seconds=15))
+    run_id, job = _claimed_run(world, runtime, stalled)
+    with transaction(runtime, WORKER) as ctx:
+        handlers.execution.begin_run(ctx, run_id)
+    clock.advance(seconds=20)  # its lease ran out: another worker takes the job over
+    with transaction(runtime, WORKER) as ctx:
+        assert queue.claim(ctx, "the-other-worker", timedelta(seconds=15)) is not None
+    stalled._after_failure(job, "IntegrityError: duplicate key value")
+    assert _run_row(world, run_id) == ("running", "")
+    with transaction(runtime, WORKER) as ctx:
+        assert queue.holds(ctx, job.id, "the-other-worker")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_heartbeat_that_finds_the_job_taken_over_stops_the_work_unrecorded(
+    world: World, runtime: Runtime
+) -> None:
+    stalled = Worker(runtime, lease=timedelta(milliseconds=60))
+    run_id, job = _claimed_run(world, runtime, stalled)
+
+    def taken(ctx: Any) -> None:
+        ctx.session.execute(update(Job).where(Job.id == job.id).values(lease_owner="other"))
+
+    world.ctx_call(OPERATOR, taken)
+    with _Heartbeat(stalled, job):
+        assert job.lease_lost.wait(5), "the heartbeat never noticed"
+    handlers.execute_run(runtime, job)  # stops at once, and closes nothing
+    assert _run_row(world, run_id)[0] in ("queued", "running")

@@ -46,14 +46,18 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
     if plan is None:
         _notify(runtime, run_id)  # a redelivered job still sends what the first one claimed
         return
-    cancelled = _run_cancel_probe(runtime, run_id)
+    cancelled = _run_cancel_probe(runtime, job, run_id)
     report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
+    if job.lease_lost.is_set():
+        return  # another worker took the run over: it records the rest and closes it
     if not report.cancelled:
         with transaction(runtime, WORKER) as ctx:
             judging = execution.plan_judging(ctx, run_id)
         if judging is not None:
             record = _judgement_recorder(runtime, judging)
             report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
+            if job.lease_lost.is_set():
+                return
     with transaction(runtime, WORKER) as ctx:
         execution.finish_run(ctx, run_id, report.cancelled)
     _notify(runtime, run_id)
@@ -110,11 +114,16 @@ async def _drive(
         await adapter.aclose()
 
 
-def _cancel_probe(runtime: Runtime, asked: Callable[[Context], bool]) -> Callable[[], bool]:
-    """A cheap check the engine may call often: it reads the database at most twice a second."""
+def _cancel_probe(
+    runtime: Runtime, job: Claimed, asked: Callable[[Context], bool]
+) -> Callable[[], bool]:
+    """A cheap check the engine may call often, true once the work must stop: cancelled (read
+    from the database at most twice a second), or the job's lease lost to another worker."""
     state = {"checked": 0.0, "cancelled": False}
 
     def cancelled() -> bool:
+        if job.lease_lost.is_set():
+            return True
         now = time.monotonic()
         if not state["cancelled"] and now - state["checked"] >= CANCEL_CHECK_S:
             state["checked"] = now
@@ -125,8 +134,8 @@ def _cancel_probe(runtime: Runtime, asked: Callable[[Context], bool]) -> Callabl
     return cancelled
 
 
-def _run_cancel_probe(runtime: Runtime, run_id: str) -> Callable[[], bool]:
-    return _cancel_probe(runtime, lambda ctx: execution.is_cancel_requested(ctx, run_id))
+def _run_cancel_probe(runtime: Runtime, job: Claimed, run_id: str) -> Callable[[], bool]:
+    return _cancel_probe(runtime, job, lambda ctx: execution.is_cancel_requested(ctx, run_id))
 
 
 def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
@@ -152,8 +161,10 @@ def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
             bundle_execution.log_progress(ctx, run_id, lines)
 
     report = bundle_execution.perform_bundle_run(
-        runtime.settings, plan, log, _run_cancel_probe(runtime, run_id)
+        runtime.settings, plan, log, _run_cancel_probe(runtime, job, run_id)
     )
+    if job.lease_lost.is_set():
+        return
     with transaction(runtime, WORKER) as ctx:
         bundle_execution.finish_bundle_run(ctx, run_id, report)
     _notify(runtime, run_id)
@@ -177,10 +188,12 @@ def execute_training(runtime: Runtime, job: Claimed) -> None:
         outcome = run_training(
             work.spec,
             log.add,
-            _cancel_probe(runtime, lambda ctx: training.is_cancel_requested(ctx, training_id)),
+            _cancel_probe(runtime, job, lambda ctx: training.is_cancel_requested(ctx, training_id)),
             work.memory_limit_bytes,
             work.timeout_s,
         )
+        if job.lease_lost.is_set():
+            return  # the child was stopped: the worker that took the job over trains it
         log.flush()
         with transaction(runtime, WORKER) as ctx:
             training.finish_training(ctx, training_id, outcome)

@@ -69,6 +69,8 @@ class Worker:
         try:
             with beating:
                 handler.run(self.runtime, job)
+            if job.lease_lost.is_set():
+                return True  # taken over while this worker stalled: nothing of it is ours
         except queue.Postponed as wait:
             # Not a failure: the job waits for what it needs (e.g. busy compute) and keeps its
             # attempts.
@@ -84,6 +86,12 @@ class Worker:
 
     def _after_failure(self, job: Claimed, error: str) -> None:
         with transaction(self.runtime, WORKER) as ctx:
+            if not queue.holds(ctx, job.id, self.name):
+                # Another worker took the job over while this one stalled, and this attempt's
+                # failure may be no more than that (its answers were already recorded there):
+                # failing or refunding the run now would undo the other worker's work.
+                log.warning("job %s: lease lost to another worker; leaving it", job.id)
+                return
             again = queue.retry_later(ctx, job.id, self.name, error)
         if not again:
             self._give_up(job, error)
@@ -117,7 +125,9 @@ class _Heartbeat:
         while not self.done.wait(interval):
             # A busy database skips one beat; the lease outlasts three of them.
             with contextlib.suppress(Unavailable), transaction(self.worker.runtime, WORKER) as ctx:
-                queue.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease)
+                if not queue.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease):
+                    self.job.lease_lost.set()  # the handler's stop probe sees it
+                    return
 
 
 def start_workers(

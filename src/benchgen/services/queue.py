@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -55,13 +55,16 @@ class Postponed(Exception):
 @dataclass(frozen=True)
 class Claimed:
     """A job a worker now holds. `exhausted` means its attempts ran out while nobody held it
-    (a crashed worker): the worker must only record the failure."""
+    (a crashed worker): the worker must only record the failure. `lease_lost` is set once a
+    heartbeat finds another worker took the job over (this one stalled past its lease): from
+    then on the job is theirs, and this worker must stop without recording anything."""
 
     id: str
     kind: str
     payload: dict[str, Any]
     attempt: int
     exhausted: bool
+    lease_lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
 
 # The embedded workers of this process wait on this between polls of the table. A commit that
@@ -179,6 +182,11 @@ def finish(
         return
     job.status, job.error, job.updated_at = status, error[:2000], ctx.now()
     job.lease_expires_at = None
+
+
+def holds(ctx: Context, job_id: str, worker: str) -> bool:
+    """Whether `worker` still holds the job (its lease was not taken over)."""
+    return _held(ctx, job_id, worker) is not None
 
 
 def retry_later(ctx: Context, job_id: str, worker: str, error: str) -> bool:
