@@ -240,3 +240,19 @@ def test_a_delivery_round_with_failures_says_so_and_exits_nonzero(
     assert result.exit_code == 1
     text = " ".join(result.output.split())
     assert "Sent 0 message(s); 1 failed" in text and "Connection refused" in text
+
+
+def test_a_worker_whose_broker_gave_up_exits_nonzero_for_its_supervisor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Celery gave up on a broker that restarted under a busy consumer and the command exited
+    0: a supervisor restarting on failure left it dead, and queued jobs waited for ever."""
+    from benchgen.jobs import broker
+
+    monkeypatch.setenv("BENCHGEN_BROKER_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setattr(broker, "run_celery_worker", lambda runtime, queues, threads: 1)
+    result = runner.invoke(app, ["worker"])
+    assert result.exit_code == 1
+    assert "lost its broker and stopped" in " ".join(result.output.split())
+    monkeypatch.setattr(broker, "run_celery_worker", lambda runtime, queues, threads: 0)
+    assert runner.invoke(app, ["worker"]).exit_code == 0

@@ -154,7 +154,15 @@ def worker(
             from benchgen.jobs.broker import run_celery_worker
 
             console.print(f"{threads} worker thread(s) on the broker's {', '.join(chosen)}.")
-            run_celery_worker(runtime, chosen, threads)
+            status = run_celery_worker(runtime, chosen, threads)
+            if status:
+                # Non-zero, so a supervisor restarts it (Restart=on-failure): exiting 0 left
+                # queued jobs waiting for a consumer that would never come back.
+                errors.print(
+                    "[red]Error:[/] the worker lost its broker and stopped; start it again "
+                    "(a supervisor with Restart=on-failure does)."
+                )
+                raise typer.Exit(status)
             return
         kinds = frozenset().union(*(queue.QUEUES[name] for name in chosen))
         started = start_workers(runtime, threads, kinds)

@@ -70,10 +70,13 @@ class CeleryDispatch:
         self.app.close()
 
 
-def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None:
+def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
     """Consume `queues` until interrupted: each message's job is claimed from the table under
     the usual rules (lease, attempts, per-user slots), so a message delivered twice, or for a
-    job already done, runs nothing. A sweeper thread sends again what waited too long."""
+    job already done, runs nothing. A sweeper thread sends again what waited too long.
+
+    Returns Celery's exit status: 0 when asked to stop, else the failure it gave up on (a
+    broker that restarted under a busy consumer), for the command to exit with."""
     kinds = frozenset().union(*(queue.QUEUES[name] for name in queues))
     app = celery_app(runtime.settings)
     dispatch = CeleryDispatch(runtime.settings)
@@ -87,13 +90,15 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> None
         target=sweep_forever, args=(runtime, dispatch, kinds, stopping), daemon=True
     )
     sweeper.start()
+    consumer = app.Worker(
+        queues=queues, pool="threads", concurrency=threads, loglevel="WARNING", quiet=True
+    )
     try:
-        app.Worker(
-            queues=queues, pool="threads", concurrency=threads, loglevel="WARNING", quiet=True
-        ).start()
+        consumer.start()
     finally:
         stopping.set()
         dispatch.close()
+    return int(consumer.exitcode or 0)
 
 
 def handle_message(
