@@ -99,17 +99,23 @@ def require_line(value: str, loc: Loc, *, required: bool = True) -> str:
         InvalidInput: a forbidden character, or (when `required`) nothing visible, at `loc`.
     """
     value = value.strip()
-    # Only invisible marks (a soft hyphen, a filler) are an empty field; a control or bidi
-    # character is named even alone.
-    if not is_blank(value) or _NAMED_ALONE.search(value):
-        problem = line_problem(value)
-        if problem is not None:
-            raise invalid(loc, problem)
-    if is_blank(value):
-        if required:
-            raise invalid(loc, "must not be empty")
+    if not required and is_blank(value) and not _NAMED_ALONE.search(value):
         return ""
+    problem = name_problem(value)
+    if problem is not None:
+        raise invalid(loc, problem)
     return value
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot be a required name or title, or None when it can.
+
+    Only invisible marks (a soft hyphen, a filler) are an empty name, said so; a control or
+    bidi character is named, even alone.
+    """
+    if is_blank(value) and not _NAMED_ALONE.search(value):
+        return "must not be empty"
+    return line_problem(value) or ("must not be empty" if is_blank(value) else None)
 
 
 def require_text(value: str, loc: Loc) -> str:

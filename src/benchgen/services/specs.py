@@ -16,7 +16,13 @@ from pydantic_core import PydanticCustomError
 
 from benchgen.core.errors import InvalidInput, invalid
 from benchgen.core.storable import require_storable
-from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE, is_blank, line_problem, text_problem
+from benchgen.core.text import (
+    MAX_DESCRIPTION,
+    MAX_TITLE,
+    line_problem,
+    name_problem,
+    text_problem,
+)
 
 MAX_PROMPT = 20_000
 MAX_CHOICE = 2_000
@@ -44,8 +50,9 @@ def _line(value: str) -> str:
 
 
 def _title(value: str) -> str:
-    if is_blank(_line(value)):
-        raise PydanticCustomError("text_hygiene", "must not be empty")
+    problem = name_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("text_hygiene", problem)
     return value
 
 
