@@ -3,6 +3,7 @@ cancellation, who sees what, the endpoint address rule."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
@@ -347,6 +348,53 @@ def test_who_sees_what(world: World, runtime: Runtime) -> None:
     listed = world.do(Principal.web(ana), launch.list_runs)
     assert [view.id for view in listed] == [theirs.id]
     assert world.do(Principal.web(sam), launch.list_runs) == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"])  # SQLite runs one writer at a time
+def test_a_cancel_racing_a_starting_worker_never_refunds_a_run_that_runs(
+    world: World, open_loopback: Runtime, stub: StubOpenAI
+) -> None:
+    """Both read "queued": the cancel refunded the run in full and the worker ran it to the
+    end all the same (3 times in 40 launch-and-cancel tries)."""
+    ana = world.user("ana@example.com", credits_=10_000)
+    bm = world.benchmark(ana, MCQ)
+    model = priced_model(world, stub)
+    web = Principal.web(ana)
+    for _ in range(12):
+        run = world.do(web, launch.start_run, bm, model)
+        started = _start_and_cancel_at_once(world, open_loopback, web, run.id)
+        after = world.do(web, launch.get_run, run.id)
+        if started:  # the worker started it: a stop was asked, nothing refunded
+            assert after.status == "running", after.status
+            with transaction(open_loopback, WORKER) as ctx:
+                assert execution.is_cancel_requested(ctx, run.id)
+                execution.finish_run(ctx, run.id, cancelled=True)
+        else:
+            assert after.status == "cancelled"
+    assert ledger_sum(world, ana) == 10_000  # nothing ran, nothing was charged
+
+
+def _start_and_cancel_at_once(world: World, runtime: Runtime, web: Principal, run_id: str) -> bool:
+    """A worker starting the run and its owner cancelling it at the same moment; whether the
+    worker got a plan (started it)."""
+    both = threading.Barrier(2)
+    planned: list[object] = []
+
+    def start() -> None:
+        both.wait()
+        with transaction(runtime, WORKER) as ctx:
+            planned.append(execution.begin_run(ctx, run_id))
+
+    def cancel() -> None:
+        both.wait()
+        world.do(web, launch.cancel_run, run_id)
+
+    threads = [threading.Thread(target=start), threading.Thread(target=cancel)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return planned[0] is not None
 
 
 def test_runs_of_a_benchmark_one_cannot_see_are_not_found_not_an_empty_list(world: World) -> None:

@@ -69,7 +69,8 @@ class BundleReport:
 def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
     """Mark the run running and plan it; None when there is nothing to do."""
     access.require(ctx, Action.RUN_EXECUTE)
-    run = ctx.session.get(Run, run_id)
+    # Locked, as `execution.begin_run` is: a cancel in between must not refund a run that runs.
+    run = ctx.session.get(Run, run_id, with_for_update=True, populate_existing=True)
     if run is None or run.status in RUN_FINAL:
         return None
     if run.cancel_requested:

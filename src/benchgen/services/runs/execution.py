@@ -49,7 +49,9 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
     instead of starting over); replies found in the launcher's response cache are recorded at
     once, without calling the model. None when there is nothing to do."""
     access.require(ctx, Action.RUN_EXECUTE)
-    run = ctx.session.get(Run, run_id)
+    # Locked: a cancel of the queued run in between (`launch.cancel_run` takes the same lock)
+    # refunded it in full, and then it ran to the end all the same.
+    run = ctx.session.get(Run, run_id, with_for_update=True, populate_existing=True)
     if run is None or run.status in RUN_FINAL:
         return None
     if run.cancel_requested:

@@ -431,6 +431,9 @@ def cancel_run(ctx: Context, run_id: str) -> RunView:
         Conflict: the run has already ended.
     """
     run = access.require_run(ctx, run_id, Action.RUN_CANCEL)
+    # Read again under the row lock a starting worker takes (`execution.begin_run`): a run it
+    # started in between is running, not queued, and must not be refunded.
+    ctx.session.refresh(run, with_for_update=True)
     if run.status not in RUN_ACTIVE:
         raise Conflict(f"The run has already ended ({run.status}).", {"id": run.id})
     if run.status == RunStatus.QUEUED:
