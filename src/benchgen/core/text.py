@@ -115,7 +115,7 @@ def name_problem(value: str) -> str | None:
     """
     if is_blank(value) and not _NAMED_ALONE.search(value):
         return "must not be empty"
-    return line_problem(value) or ("must not be empty" if is_blank(value) else None)
+    return line_problem(value)
 
 
 def require_text(value: str, loc: Loc) -> str:
