@@ -166,3 +166,9 @@ document.addEventListener("DOMContentLoaded", () => wireAll(document));
 document.addEventListener("htmx:afterSwap", (event) => wireAll(event.target));
 document.addEventListener("htmx:responseError", sayRequestFailed);
 document.addEventListener("htmx:sendError", sayRequestFailed);
+// Once a request goes through again, what the last failure said no longer holds.
+document.addEventListener("htmx:afterRequest", (event) => {
+  if (event.detail.successful) {
+    document.querySelectorAll("[data-request-failed]").forEach((note) => note.remove());
+  }
+});
