@@ -121,9 +121,12 @@ def end_session(ctx: Context, session_id: str) -> None:
     audit.record(ctx, audit.AuditAction.SESSION_END, "user", row.user_id, session=row.id)
 
 
-def end_sessions_of(ctx: Context, user_id: str, keep: str | None = None) -> int:
+def end_sessions_of(
+    ctx: Context, user_id: str, keep: str | None = None, *, personal_tokens: bool = False
+) -> int:
     """Sign a user out everywhere (but session `keep`), and end their running agent turns:
-    after a password change, a reset or deactivation. Returns how many sessions ended."""
+    after a password change, a reset or deactivation; with `personal_tokens` (deactivation)
+    revoke their API tokens too. Returns how many sessions ended."""
     now = ctx.now()
     sessions = update(WebSession).where(
         WebSession.user_id == user_id, WebSession.revoked_at.is_(None)
@@ -133,12 +136,10 @@ def end_sessions_of(ctx: Context, user_id: str, keep: str | None = None) -> int:
     ended = ctx.session.execute(sessions.values(revoked_at=now))
     # Turn credentials are revoked outright, whichever door started the turn: whoever held
     # the old password must not keep an agent working for them.
-    ctx.session.execute(
-        update(ApiToken)
-        .where(ApiToken.user_id == user_id, ApiToken.kind == "agent")
-        .where(ApiToken.revoked_at.is_(None))
-        .values(revoked_at=now)
-    )
+    tokens = update(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
+    if not personal_tokens:
+        tokens = tokens.where(ApiToken.kind == "agent")
+    ctx.session.execute(tokens.values(revoked_at=now))
     return int(getattr(ended, "rowcount", 0) or 0)
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
@@ -15,7 +15,7 @@ from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthent
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
 from benchgen.core.text import require_line
-from benchgen.db.tables import ApiToken, User
+from benchgen.db.tables import User
 from benchgen.services import access, audit
 from benchgen.services.specs import check_window
 
@@ -265,14 +265,9 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         # Imported here because sessions builds on this module (sign-in checks passwords here).
         from benchgen.services.accounts import sessions
 
-        sessions.end_sessions_of(ctx, user.id)
         # Personal tokens too: an account is disabled when it may be in the wrong hands, and
         # enabling it again must not bring back tokens that may have leaked with it.
-        ctx.session.execute(
-            update(ApiToken)
-            .where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))
-            .values(revoked_at=ctx.now())
-        )
+        sessions.end_sessions_of(ctx, user.id, personal_tokens=True)
     audit.record(
         ctx,
         audit.AuditAction.USER_ACTIVATE if active else audit.AuditAction.USER_DISABLE,
