@@ -21,9 +21,12 @@ def fill_question(page: Page, number: int, prompt: str, choices: list[str], answ
 def test_create_a_multiple_choice_benchmark_in_the_editor(signed_in: Page) -> None:
     page = signed_in
     page.get_by_role("link", name="New benchmark").click()
-    formats = page.get_by_role("navigation", name="Format")
-    formats.get_by_role("link", name="Multiple choice").click()
     page.get_by_label("Title").fill("Planets")
+    # The format tab keeps what was already typed.
+    formats = page.get_by_role("navigation", name="Format")
+    formats.get_by_role("button", name="Multiple choice").click()
+    expect(page.get_by_label("Choices, one per line").first).to_be_visible()
+    expect(page.get_by_label("Title")).to_have_value("Planets")
     fill_question(page, 1, "Largest planet?", ["Mars", "Jupiter", "Venus"], "B")
     fill_question(page, 2, "Closest to the Sun?", ["Mercury", "Earth"], "A")
     page.get_by_role("button", name="Add question").click()

@@ -139,6 +139,48 @@ def test_create_an_mcq_benchmark_in_the_editor(site: Site) -> None:
     assert "Two plus two?" in questions and "easy, colours" in questions
 
 
+def test_switching_the_format_keeps_what_was_typed(site: Site) -> None:
+    typed = {
+        "format": "mcq",
+        "title": "Half-typed quiz",
+        "description": "Not lost",
+        "q0-prompt": "Two plus two?",
+        "q0-choices": "3\n4",
+        "q0-answer": "B",
+        "q0-tags": "sums",
+        "q1-prompt": "",
+        "q1-choices": "only choices here",
+        "q1-answer": "",
+    }
+    as_qa = site.ana.post("/benchmarks", {**typed, "action": "format-qa"})
+    assert as_qa.status_code == 200
+    soup = _soup(as_qa.text)
+    current = soup.select_one("ul.tabs [aria-current=page]")
+    assert current is not None and current.get_text() == "Question and answer"
+    assert soup.find("input", {"name": "format"})["value"] == "qa"  # type: ignore[index]
+    assert soup.find("input", id="title")["value"] == "Half-typed quiz"  # type: ignore[index]
+    assert soup.find("textarea", id="description").get_text() == "Not lost"  # type: ignore[union-attr]
+    assert soup.find("textarea", id="q0-prompt").get_text() == "Two plus two?"  # type: ignore[union-attr]
+    assert soup.find("input", id="q0-tags")["value"] == "sums"  # type: ignore[index]
+    assert soup.find("textarea", id="q0-choices") is None  # a qa question has no choices
+    kept = {field["name"]: field["value"] for field in soup.select("input[type=hidden]")}
+    assert kept["q0-choices"] == "3\n4"
+    back = {
+        **typed,
+        "format": "qa",
+        "q0-answer": "4",
+        "q1-choices": kept["q1-choices"],
+        "action": "format-mcq",
+    }
+    as_mcq = _soup(site.ana.post("/benchmarks", back).text)
+    assert as_mcq.find("textarea", id="q0-choices").get_text() == "3\n4"  # type: ignore[union-attr]
+    # Created as question and answer, the row holding only unseen choices is left out.
+    created = site.ana.post("/benchmarks", {**back, "action": "create"} | {"format": "qa"})
+    assert created.status_code == 303
+    assert "Created with 1 question." in site.ana.page(created.headers["location"]).get_text()
+    assert _titles(site, "Half-typed") == ["Half-typed quiz"]
+
+
 def test_a_warning_names_the_question_as_the_editor_numbers_it(site: Site) -> None:
     form = {
         "format": "mcq",
@@ -388,3 +430,30 @@ def test_saving_again_after_a_conflict_never_writes_over_another_question(site: 
         edit["version"] = kept
     listed = site.world.do(Principal.web(site.ana_id), lifecycle.list_questions, bm)
     assert [question["prompt"] for question in listed] == ["Question 2?", "Question 3?"]
+
+
+def test_deleting_a_question_asks_first_on_a_page_that_shows_it(site: Site) -> None:
+    two = [{"prompt": f"Question {n}?", "answer": str(n)} for n in (1, 2)]
+    bm = site.world.benchmark(site.ana_id, {"title": "Two", "format": "qa", "questions": two})
+    listing = site.ana.page(f"/benchmarks/{bm}/questions")
+    link = listing.find("a", string="Delete question 1")
+    assert link is not None and listing.find("button", string="Delete question 1") is None
+    confirm = site.ana.page(link["href"])
+    assert "Delete question 1?" in confirm.get_text() and "Question 1?" in confirm.get_text()
+    form = confirm.find("button", string="Delete question 1").find_parent("form")
+    assert form["action"] == f"/benchmarks/{bm}/questions/1/delete"
+    version = form.find("input", attrs={"name": "version"})["value"]
+    assert f"from {version} to {int(version) + 1}" in " ".join(confirm.get_text().split())
+    kept = [
+        q["prompt"] for q in site.world.do(Principal.web(site.ana_id), lifecycle.list_questions, bm)
+    ]
+    assert kept == ["Question 1?", "Question 2?"]  # opening the page removed nothing
+    assert site.ana.post(form["action"], {"version": version}).status_code == 303
+    left = site.world.do(Principal.web(site.ana_id), lifecycle.list_questions, bm)
+    assert [q["prompt"] for q in left] == ["Question 2?"]
+    assert (
+        site.world.do(Principal.web(site.ana_id), lifecycle.get_benchmark, bm).version
+        == int(version) + 1
+    )
+    assert site.ana.get(f"/benchmarks/{bm}/questions/2/delete").status_code == 404
+    assert site.cy.get(f"/benchmarks/{bm}/questions/1/delete").status_code == 404

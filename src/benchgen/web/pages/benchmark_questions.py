@@ -77,6 +77,34 @@ def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: For
 def question_edit(request: Request, ctx: WebContext, benchmark_id: str, number: str) -> Response:
     """One question in the editor, as stored; shown read-only while the questions are frozen."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    position, stored = _stored(ctx, benchmark_id, number)
+    row = Row.from_question(stored)
+    read_only = found.questions_frozen
+    return _form(request, found, position, row, Problems(), read_only=read_only, stored=stored)
+
+
+@router.get(
+    "/benchmarks/{benchmark_id}/questions/{number}/delete",
+    name="benchmark_question_delete_confirm",
+)
+def question_delete_confirm(
+    request: Request, ctx: WebContext, benchmark_id: str, number: str
+) -> Response:
+    """The question as stored, and a button that removes it: one click on a list deletes nothing."""
+    found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    position, stored = _stored(ctx, benchmark_id, number)
+    return render_tab(
+        request,
+        "benchmarks/question_delete.html",
+        found,
+        "benchmark_questions",
+        number=position,
+        stored=stored,
+    )
+
+
+def _stored(ctx: WebContext, benchmark_id: str, number: str) -> tuple[int, dict[str, Any]]:
+    """(position counted from 1, the question as stored); a missing one is a 404."""
     # A few digits at most: int() refuses a string of thousands of them.
     position = int(number) if number.isascii() and number.isdigit() and len(number) <= 6 else 0
     stored = (
@@ -86,9 +114,7 @@ def question_edit(request: Request, ctx: WebContext, benchmark_id: str, number: 
     )
     if not stored:
         raise NotFound("No such question.", {"number": number})
-    row = Row.from_question(stored[0])
-    read_only = found.questions_frozen
-    return _form(request, found, position, row, Problems(), read_only=read_only, stored=stored[0])
+    return position, stored[0]
 
 
 @router.post("/benchmarks/{benchmark_id}/questions/{number}", name="benchmark_question_save")

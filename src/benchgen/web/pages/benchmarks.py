@@ -82,10 +82,14 @@ def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Respon
     fmt = text_of(form, "format") if text_of(form, "format") in FORMATS else "qa"
     title, description = text_of(form, "title"), text_of(form, "description")
     rows = rows_from(form)
-    if text_of(form, "action") == "add":
+    action = text_of(form, "action")
+    if action == "add":
         rows = [*rows, Row()][:MAX_ROWS]
         return _editor(request, fmt, title, description, rows, Problems())
-    filled = [(index, row) for index, row in enumerate(rows) if not row.is_blank()]
+    switch_to = action.removeprefix("format-") if action.startswith("format-") else ""
+    if switch_to in FORMATS:  # a format tab: the same editor in that format, nothing lost
+        return _editor(request, switch_to, title, description, rows, Problems())
+    filled = [(index, row) for index, row in enumerate(rows) if not row.is_blank(fmt)]
     data = {
         "title": title,
         "description": description,

@@ -31,9 +31,13 @@ class Row:
     answer: str = ""  # mcq: the correct choice's letter or text; qa: accepted answers per line
     tags: str = ""  # separated by commas
 
-    def is_blank(self) -> bool:
-        """True when nothing was typed in the row (such rows are left out)."""
-        return not any(part.strip() for part in (self.prompt, self.choices, self.answer, self.tags))
+    def is_blank(self, fmt: str) -> bool:
+        """True when nothing the format asks for was typed in the row (such rows are left out).
+
+        Choices count only for multiple choice: a question and answer editor keeps them unseen
+        for a switch back, and a row holding nothing else is empty to the person."""
+        parts = (self.prompt, self.answer, self.tags, self.choices if fmt == "mcq" else "")
+        return not any(part.strip() for part in parts)
 
     def as_question(self, fmt: str) -> dict[str, Any]:
         """The question shape the services validate."""
