@@ -130,6 +130,13 @@ def test_runs_published_to_redis_complete_once_on_two_workers(
     run_ids = _runs(world, 12, redis_url)
     _wait_done(world, run_ids, 120)
     assert _results_per_run(world, run_ids) == {len(MCQ["questions"])}
+    # Each answers remote control under its own node name (both are on this machine).
+    from benchgen.jobs.broker import celery_app
+
+    settings = world.rt.settings.model_copy(update={"broker_url": redis_url})
+    replies = celery_app(settings).control.ping(timeout=2)
+    names = [name for reply in replies for name in reply]
+    assert len(names) == 2 and len(set(names)) == 2, names
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])

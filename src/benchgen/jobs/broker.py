@@ -4,6 +4,8 @@ table stays the truth, and a sweeper sends again what a lost message or a dead w
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from datetime import timedelta
 from typing import Any
@@ -91,7 +93,14 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
     )
     sweeper.start()
     consumer = app.Worker(
-        queues=queues, pool="threads", concurrency=threads, loglevel="WARNING", quiet=True
+        # Celery's default node name is one per machine: a second worker there would answer
+        # `celery inspect` and remote control under the first one's name.
+        hostname=f"benchgen-{os.getpid()}@{socket.gethostname()}",
+        queues=queues,
+        pool="threads",
+        concurrency=threads,
+        loglevel="WARNING",
+        quiet=True,
     )
     try:
         consumer.start()
