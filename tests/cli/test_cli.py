@@ -256,3 +256,28 @@ def test_a_worker_whose_broker_gave_up_exits_nonzero_for_its_supervisor(
     assert "lost its broker and stopped" in " ".join(result.output.split())
     monkeypatch.setattr(broker, "run_celery_worker", lambda runtime, queues, threads: 0)
     assert runner.invoke(app, ["worker"]).exit_code == 0
+
+
+def test_a_worker_started_with_another_secret_key_warns_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Such a worker failed every run that needed a stored key, three attempts each, with a
+    message that sent users to set their keys again."""
+    from cryptography.fernet import Fernet
+
+    from benchgen.jobs import broker
+
+    ana = world.user("ana@example.com")
+    world.rt.settings = world.rt.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
+    spec = {"name": "Keyed", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    world.do(Principal.web(ana), models.create_model, {**spec, "api_key": "sk-123"})
+    monkeypatch.setenv("BENCHGEN_BROKER_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setattr(broker, "run_celery_worker", lambda runtime, queues, threads: 0)
+    same = runner.invoke(app, ["worker"])
+    assert same.exit_code == 0 and "Warning" not in same.output
+    monkeypatch.setenv("BENCHGEN_SECRET_KEY", Fernet.generate_key().decode())
+    other = runner.invoke(app, ["worker"])
+    assert other.exit_code == 0
+    text = " ".join(other.output.split())
+    assert "decrypts none of the 1 newest stored API keys" in text
+    assert "BENCHGEN_SECRET_KEY" in text and "sk-123" not in text

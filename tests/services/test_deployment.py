@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import select
 
 from benchgen.core.config import Settings
@@ -10,7 +11,8 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import DeploymentSetting
-from benchgen.services import deployment, overrides
+from benchgen.services import deployment, models, overrides
+from benchgen.services.runtime import Runtime
 from tests.support import OPERATOR, World
 
 
@@ -144,3 +146,27 @@ def test_override_wins_even_when_settings_differ(world: World, settings: Setting
     world.do(OPERATOR, deployment.set_setting, "agent_allow_create", "true")
     assert effective(world, "agent_allow_create") is True
     assert world.do(OPERATOR, deployment.list_settings)["agent_allow_create"] is True
+
+
+def test_the_secret_key_check_needs_one_of_the_newest_stored_secrets_to_decrypt(
+    world: World, runtime: Runtime
+) -> None:
+    def problem() -> str:
+        return world.do(Principal.cli(None), deployment.secret_key_problem)
+
+    assert problem() == ""  # nothing stored: nothing to compare with
+    ana = world.user("ana@example.com")
+    world.rt.settings = world.rt.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
+    spec = {"name": "Keyed", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    world.do(Principal.web(ana), models.create_model, {**spec, "api_key": "sk-1"})
+    assert problem() == ""
+    first = runtime.settings
+    runtime.settings = first.model_copy(update={"secret_key": Fernet.generate_key().decode()})
+    assert "decrypts none of the 1 newest" in problem()
+    # The key changed on purpose: a key stored since decrypts, and the check is content.
+    world.do(Principal.web(ana), models.create_model, {**spec, "api_key": "sk-2"})
+    assert problem() == ""
+    runtime.settings = first
+    assert problem() == ""  # the old key still reads the older one among the newest five
+    with pytest.raises(PermissionDenied):
+        world.do(Principal.web(ana), deployment.secret_key_problem)

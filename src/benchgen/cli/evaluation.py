@@ -12,10 +12,12 @@ from rich.table import Table
 
 from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.cli.helptext import App
+from benchgen.core.context import Principal
 from benchgen.jobs.worker import start_workers, stop_workers
-from benchgen.services import models, queue
+from benchgen.services import deployment, models, queue
 from benchgen.services.benchmarks import judges
 from benchgen.services.runs import leaderboards, rescoring
+from benchgen.services.runtime import Runtime, transaction
 
 models_app = App(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
@@ -150,6 +152,7 @@ def worker(
             param_hint="--queues",
         )
     with open_runtime() as runtime:
+        _warn_of_another_key(runtime)
         if runtime.settings.broker_url:
             from benchgen.jobs.broker import run_celery_worker
 
@@ -174,6 +177,13 @@ def worker(
             console.print("Stopping after the current jobs…")
         finally:
             stop_workers(started, timeout_s=60)
+
+
+def _warn_of_another_key(runtime: Runtime) -> None:
+    with transaction(runtime, Principal.cli(None), write=False) as ctx:
+        problem = deployment.secret_key_problem(ctx)
+    if problem:
+        errors.print(f"[yellow]Warning:[/] {problem}.")
 
 
 judge_app = App(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)

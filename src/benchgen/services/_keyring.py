@@ -12,6 +12,13 @@ from cryptography.fernet import Fernet, InvalidToken
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict
 
+UNREADABLE = (
+    "A stored API key cannot be decrypted with this worker's secret key: either the "
+    "deployment's BENCHGEN_SECRET_KEY changed since the key was stored (set the key again), or "
+    "this worker was started with a different one than the server (the operator must give "
+    "every process the same)."
+)
+
 
 def encrypt(ctx: Context, secret: str) -> str:
     """The secret, encrypted with the deployment's key (created on first use)."""
@@ -28,10 +35,16 @@ def decrypt(ctx: Context, token: str) -> str:
         fernet = _fernet(ctx.settings.secret_key, ctx.settings.data_dir)
         return fernet.decrypt(token.encode()).decode()
     except InvalidToken:
-        raise Conflict(
-            "A stored API key can no longer be decrypted: the deployment's secret key changed. "
-            "Set the key again."
-        ) from None
+        raise Conflict(UNREADABLE) from None
+
+
+def readable(ctx: Context, token: str) -> bool:
+    """Whether this process's key decrypts `token` (nothing is kept of the clear text)."""
+    try:
+        _fernet(ctx.settings.secret_key, ctx.settings.data_dir).decrypt(token.encode())
+    except InvalidToken:
+        return False
+    return True
 
 
 @lru_cache(maxsize=8)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from annotated_types import Ge
-from sqlalchemy import select
+from sqlalchemy import select, union_all
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
-from benchgen.db.tables import DeploymentSetting
-from benchgen.services import access, audit
+from benchgen.db.tables import DeploymentSetting, Judge, Model, NotificationSetting
+from benchgen.services import _keyring, access, audit
 from benchgen.services.overrides import CHOICES, OVERRIDABLE
 
 
@@ -25,6 +25,34 @@ def list_settings(ctx: Context) -> dict[str, Any]:
     access.require(ctx, Action.ADMIN_SETTINGS)
     overrides = {row.key: row.value for row in ctx.session.scalars(select(DeploymentSetting))}
     return {key: overrides.get(key, getattr(ctx.settings, key)) for key in OVERRIDABLE}
+
+
+def secret_key_problem(ctx: Context) -> str:
+    """Why this process's BENCHGEN_SECRET_KEY looks unlike the one the stored API keys and
+    webhook secrets were encrypted with ("" when one of the five newest decrypts, or none is
+    stored): a worker started with another key would fail every run that needs one.
+
+    Raises:
+        PermissionDenied: not an admin or the operator.
+    """
+    access.require(ctx, Action.ADMIN_SETTINGS)
+    stored = union_all(
+        select(Model.api_key_enc.label("token"), Model.updated_at.label("at")).where(
+            Model.api_key_enc.is_not(None)
+        ),
+        select(Judge.api_key_enc, Judge.updated_at).where(Judge.api_key_enc.is_not(None)),
+        select(NotificationSetting.webhook_secret_enc, NotificationSetting.updated_at).where(
+            NotificationSetting.webhook_secret_enc.is_not(None)
+        ),
+    ).subquery()
+    newest = ctx.session.scalars(select(stored.c.token).order_by(stored.c.at.desc()).limit(5))
+    tokens = list(newest)
+    if not tokens or any(_keyring.readable(ctx, token) for token in tokens):
+        return ""
+    return (
+        f"this process's secret key decrypts none of the {len(tokens)} newest stored API keys: "
+        "give it the server's BENCHGEN_SECRET_KEY, or runs that need a key will fail"
+    )
 
 
 def set_setting(ctx: Context, key: str, raw: str) -> Any:
