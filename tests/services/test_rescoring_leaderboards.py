@@ -195,6 +195,42 @@ def test_leaderboard_ranking_and_management(world: World, runtime: Runtime, cloc
     )
 
 
+def test_a_hand_correction_outlasts_rescoring_and_every_edit_is_audited_with_its_before(
+    world: World, runtime: Runtime
+) -> None:
+    """Applying a rescore (the launcher may, on a published benchmark: a stranger) wrote the
+    computed score over the owner's correction, while the run stayed marked corrected."""
+    ana, eve = world.user("ana@example.com"), world.user("eve@example.com", credits_=100)
+    bm = world.benchmark(ana, QA)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    strangers = finished_run(world, runtime, eve, bm, ECHO)
+    computed = world.do(Principal.web(eve), launch.get_run, strangers).scores
+    owner = Principal.web(ana)
+    world.do(owner, leaderboards.edit_run_score, strangers, {"accuracy": 0.1}, "copied the key")
+    world.do(owner, leaderboards.edit_run_score, strangers, {"accuracy": 0.2}, "less harsh")
+    world.do(world.principal(PrincipalKind.API, eve), rescoring.rescore_run, strangers, None, True)
+    shown = world.do(owner, launch.get_run, strangers)
+    assert shown.scores == {"accuracy": 0.2} and shown.score_edited
+    events = world.do(OPERATOR, audit.list_events, strangers, action="run.edit_score")
+    befores = {event.details["scores"]["accuracy"]: event.details["before"] for event in events}
+    assert befores == {0.1: computed, 0.2: {"accuracy": 0.1}}
+    # Rescoring with other settings moves the computed figures, never the correction.
+    world.do(owner, rescoring.rescore_run, strangers, {"method": "includes"}, True)
+    assert world.do(owner, launch.get_run, strangers).scores == {"accuracy": 0.2}
+
+
+def test_a_score_is_corrected_only_once_its_run_completed(world: World, runtime: Runtime) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, QA)
+    queued = world.do(Principal.web(ana), launch.start_run, bm, ECHO).id
+    with pytest.raises(Conflict, match="Only a completed run's score"):
+        world.do(Principal.web(ana), leaderboards.edit_run_score, queued, {"accuracy": 1}, "x")
+    while Worker(runtime).run_once():
+        pass
+    shown = world.do(Principal.web(ana), launch.get_run, queued)
+    assert not shown.score_edited and shown.scores == {"accuracy": 0.0}
+
+
 def test_unfinished_runs_stay_off(world: World, runtime: Runtime) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, QA)

@@ -72,7 +72,20 @@ def set_summary(run: Run, summary: dict[str, Any]) -> None:
         if figures is not None:
             summary = {**summary, "sampling": figures}
     run.summary = summary
-    run.scores = {"accuracy": summary.get("accuracy")}
+    # The owner's hand correction stays in force over whatever is computed again.
+    edited = edited_columns(run.score_edit, run.scores) if run.score_edit else {}
+    run.scores = {"accuracy": summary.get("accuracy"), **edited}
+
+
+def edited_columns(score_edit: dict[str, Any] | None, in_force: dict[str, Any]) -> dict[str, Any]:
+    """The columns an owner corrected by hand, with their values. Edits stored before the
+    columns were recorded name none: those are the values in force that differ from `before`."""
+    if not score_edit:
+        return {}
+    if "scores" in score_edit:
+        return dict(score_edit["scores"])
+    before = score_edit.get("before", {})
+    return {key: value for key, value in in_force.items() if before.get(key) != value}
 
 
 def _sampling(session: Session, run: Run) -> dict[str, Any] | None:

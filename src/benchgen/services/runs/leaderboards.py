@@ -18,7 +18,7 @@ from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
 from benchgen.db.tables import Benchmark, LeaderboardEntry, Model, Phase, Run, User
 from benchgen.services import access, audit
-from benchgen.services.runs import settings
+from benchgen.services.runs import _verdicts, settings
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
 
@@ -215,8 +215,15 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
     Raises:
         NotFound / PermissionDenied: not the owner, or a token or the agent asked.
         InvalidInput: unknown column, a value outside 0..1, or no reason.
+        Conflict: the run has not completed.
     """
     run = access.require_run(ctx, run_id, Action.RUN_EDIT_SCORE)
+    if run.status != RunStatus.COMPLETED:
+        # A run still going would write its computed score over the correction when it ends.
+        raise Conflict(
+            f"Only a completed run's score can be corrected; this run is {run.status}.",
+            {"id": run.id},
+        )
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
     assert benchmark is not None  # require_run found it
     known = {c.key for c in columns_of(benchmark)}
@@ -232,13 +239,22 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
     if not reason.strip():
         raise invalid(["reason"], "say why the score is corrected")
     require_text(reason, ["reason"])
+    in_force = dict(run.scores)
+    earlier = run.score_edit or {}
     run.score_edit = {
         "by": ctx.principal.user_id,
         "at": ctx.now().isoformat(),
-        "before": dict(run.scores),
+        "before": earlier.get("before", in_force),  # the computed score, kept across edits
+        "scores": {**_verdicts.edited_columns(earlier, in_force), **scores},
         "reason": reason.strip()[:1000],
     }
-    run.scores = {**run.scores, **scores}
+    run.scores = {**in_force, **scores}
     audit.record(
-        ctx, audit.AuditAction.RUN_EDIT_SCORE, "run", run.id, scores=scores, reason=reason.strip()
+        ctx,
+        audit.AuditAction.RUN_EDIT_SCORE,
+        "run",
+        run.id,
+        before=in_force,
+        scores=scores,
+        reason=reason.strip(),
     )
