@@ -24,6 +24,7 @@ from benchgen.db.tables import (
     Task,
 )
 from benchgen.services.benchmarks import lifecycle, members, phases
+from benchgen.services.runs import launch
 from tests.support import MCQ, QA, World
 
 OPERATOR = Principal.cli()
@@ -891,6 +892,20 @@ def test_add_and_remove_phases(world: World, owner: str, web: Principal) -> None
         world.do(web, phases.remove_phase, bm, final.id)
     assert counts(world) == before
     assert [p.id for p in world.do(web, phases.list_phases, bm)] == [final.id]
+
+
+def test_a_phase_with_runs_is_not_removed(world: World, owner: str, web: Principal) -> None:
+    """Removing it broke the runs' foreign key: a 500 in the web app."""
+    bm = world.benchmark(owner, QA)
+    [main] = world.do(web, phases.list_phases, bm)
+    second = world.do(web, phases.add_phase, bm, "Second", None, None, main.task_ids)
+    world.do(web, launch.start_run, bm, "mdl_builtin_echo", phase_id=second.id)
+    before = counts(world)
+    with pytest.raises(Conflict, match="'Second' has 1 run"):
+        world.do(web, phases.remove_phase, bm, second.id)
+    assert counts(world) == before
+    world.do(web, phases.remove_phase, bm, main.id)  # no runs there: it goes
+    assert [p.id for p in world.do(web, phases.list_phases, bm)] == [second.id]
 
 
 def test_the_last_phase_cannot_be_removed(world: World, owner: str, web: Principal) -> None:

@@ -12,7 +12,7 @@ from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line
-from benchgen.db.tables import Benchmark, Phase, PhaseTask, Task
+from benchgen.db.tables import Benchmark, Phase, PhaseTask, Run, Task
 from benchgen.services import access, audit
 
 
@@ -125,7 +125,7 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
     Raises:
         NotFound: benchmark or phase not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        Conflict: it is the last phase.
+        Conflict: it is the last phase, or runs were made in it.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
     phase = _phase(ctx, benchmark.id, phase_id)
@@ -134,6 +134,14 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
     )
     if (count or 0) <= 1:
         raise Conflict("A benchmark keeps at least one phase.", {"id": phase_id})
+    runs = ctx.session.scalar(select(func.count()).select_from(Run).where(Run.phase_id == phase.id))
+    if runs:
+        # Its runs, their results and its leaderboard would lose the phase they were made in.
+        raise Conflict(
+            f"The phase '{phase.name}' has {runs} run(s): it cannot be removed, as its runs "
+            "and its leaderboard keep the phase they were made in.",
+            {"id": phase_id},
+        )
     ctx.session.delete(phase)
     audit.record(ctx, audit.AuditAction.PHASE_REMOVE, "benchmark", benchmark.id, phase_id=phase_id)
 
