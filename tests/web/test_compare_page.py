@@ -79,7 +79,7 @@ def test_long_model_names_are_wrapped_and_shortened_for_the_chart() -> None:
     assert charts.chart_label("A: x") == ["A: x"]
 
 
-def test_a_stranger_sees_the_figures_only(
+def test_a_stranger_is_offered_no_comparison(
     world: World, runtime: Runtime, browser: TestClient
 ) -> None:
     owner = world.user("owner@example.com")
@@ -89,11 +89,12 @@ def test_a_stranger_sees_the_figures_only(
     run_a = finished(world, runtime, stranger, benchmark, FIRST)
     run_b = finished(world, runtime, stranger, benchmark, RANDOM)
     person = WebUser.sign_in(browser, "stranger@example.com")
-    page = person.page(f"{PAGE}?a={run_a}&b={run_b}")
-    assert page.select_one("[data-p-value]") is not None
-    assert page.select_one("[data-aggregates-only]") is not None
-    assert page.find("h2", id="tags-title") is None and not page.select("tr[data-position]")
-    assert "Question 1" not in str(page) and "group0" not in str(page)
+    assert person.page(f"/runs/{run_a}").find("a", string="Compare with another run…") is None
+    refused = person.get(f"{PAGE}?a={run_a}&b={run_b}")
+    assert refused.status_code == 403 and "owner and collaborators compare runs" in refused.text
+    assert "Question 1" not in refused.text and "group0" not in refused.text
+    picker = person.page(PAGE)
+    assert run_a not in str(picker) and run_b not in str(picker)
 
 
 def test_runs_that_do_not_compare_show_why(

@@ -20,9 +20,9 @@ MAX_CHANGED = 50
 def compare_runs(ctx: Deps, run_a: Id, run_b: Id) -> Any:
     """Compare two finished runs of the same benchmark question by question: each accuracy,
     the difference B − A with a 95% interval, the exact McNemar p-value (is it more than
-    noise?) and how many questions both got right, both wrong, only A or only B got right.
-    Per-tag figures and the questions that changed (first 50) come only for the benchmark's
-    team.
+    noise?), how many questions both got right, both wrong, only A or only B got right, per-tag
+    figures and the questions that changed (first 50). Only for the benchmark's owner and
+    collaborators.
 
     Args:
         run_a: the reference run's id (run_…).
@@ -32,8 +32,6 @@ def compare_runs(ctx: Deps, run_a: Id, run_b: Id) -> Any:
     def work(c: Context) -> dict[str, Any]:
         found = plain(compare.compare_runs(c, run_a, run_b))
         items = found.pop("items")
-        if items is None:
-            return {"comparison": found}
         # Only the questions that changed, and a page of them: a whole benchmark's table
         # would crowd out the conversation.
         changed = [item for item in items if item["category"] in ("only_a", "only_b")]

@@ -26,8 +26,8 @@ def compare_runs(
 ) -> Comparison:
     """Run b against run a on the questions both answered: accuracies, the difference b − a with
     a paired bootstrap 95% interval, the exact McNemar test and the four counts (both right,
-    both wrong, only a, only b). Per-tag differences and the per-question table (`tags`,
-    `items`) only when you may see per-question results of both runs (the benchmark's team);
-    otherwise they are null. 422 when the runs are on different benchmarks or versions, not
-    finished (completed or cancelled), or on a custom benchmark."""
+    both wrong, only a, only b), per-tag differences and the per-question table. Only for
+    those who may see per-question results of both runs (the benchmark's team): 403 for
+    others, whose runs show their own scores. 422 when the runs are on different benchmarks
+    or versions, not finished (completed or cancelled), or on a custom benchmark."""
     return compare.compare_runs(ctx, a, b)

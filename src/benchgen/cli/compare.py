@@ -113,12 +113,6 @@ def show(found: Plain) -> None:
 
 
 def _show_tags(found: Plain) -> None:
-    if found["tags"] is None:
-        console.print(
-            "Per-tag and per-question figures are shown only to the benchmark's owner and "
-            "collaborators."
-        )
-        return
     if not found["tags"]:
         return
     table = Table("tag", "questions", "A", "B", "B − A", "only A", "only B", title="By tag")

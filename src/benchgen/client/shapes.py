@@ -333,7 +333,7 @@ class PairedItem(TypedDict):
 class Comparison(TypedDict):
     """Run B against run A on the questions both answered: accuracies, the difference B − A
     with its paired bootstrap interval (`ci_low`, `ci_high`), the exact McNemar `p_value` and
-    the four counts; `tags` and `items` only for the benchmark's team (None for others)."""
+    the four counts, by tag and question by question (for the benchmark's team only)."""
 
     benchmark_id: str
     benchmark_version: int
@@ -356,9 +356,8 @@ class Comparison(TypedDict):
     only_b: int
     unpaired_a: int
     unpaired_b: int
-    detail_visible: bool
-    tags: list[TagDifference] | None
-    items: list[PairedItem] | None
+    tags: list[TagDifference]
+    items: list[PairedItem]
 
 
 class Bundle(TypedDict):

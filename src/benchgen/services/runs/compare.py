@@ -1,6 +1,7 @@
 """Two finished runs of one benchmark side by side, paired question by question: the accuracy
 difference with a paired bootstrap interval and an exact McNemar test; and one item's result
-explained. Per-question parts only for those who may see per-question results of both runs."""
+explained. Comparing is for those who may see per-question results of both runs (the
+benchmark's team); one item's reply is explained to whoever may read the run."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import invalid
+from benchgen.core.errors import PermissionDenied, invalid
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
 from benchgen.db.tables import Benchmark, Model, Question, Run, RunResult
@@ -73,8 +74,7 @@ class PairedItem:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Run B against run A on the questions both answered. `tags` and `items` are None unless
-    the viewer may see per-question results of both runs (`detail_visible`)."""
+    """Run B against run A on the questions both answered, by tag and question by question."""
 
     benchmark_id: str
     benchmark_version: int
@@ -97,9 +97,8 @@ class Comparison:
     only_b: int
     unpaired_a: int  # questions only run A answered (left out of every figure)
     unpaired_b: int
-    detail_visible: bool
-    tags: list[TagDifference] | None
-    items: list[PairedItem] | None
+    tags: list[TagDifference]
+    items: list[PairedItem]
 
 
 def compare_runs(
@@ -120,6 +119,7 @@ def compare_runs(
 
     Raises:
         NotFound: either run is not visible to the principal.
+        PermissionDenied: the principal may not see per-question results of both runs.
         InvalidInput: the runs are on different benchmarks or benchmark versions, either has
             not finished (completed or cancelled), the benchmark is custom (its runs have no
             per-question results), they share no answered question, or `resamples` is out of
@@ -130,6 +130,16 @@ def compare_runs(
     first = access.require_run(ctx, run_a, Action.RUN_READ)
     second = access.require_run(ctx, run_b, Action.RUN_READ)
     benchmark = _comparable(ctx, first, second)
+    for run in (first, second):
+        if not access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run):
+            # Pairs count questions right in both runs, or in one only: with a model that
+            # answers as its owner chooses, each pair of runs scores a chosen set of questions,
+            # where an outsider's run may tell one figure over the whole benchmark.
+            raise PermissionDenied(
+                "Only the benchmark's owner and collaborators compare runs question by "
+                "question; each run's own score is on its page.",
+                {"id": run.id},
+            )
     outcomes_a, outcomes_b = _outcomes(ctx, first.id), _outcomes(ctx, second.id)
     paired = sorted(outcomes_a.keys() & outcomes_b.keys())
     if not paired:
@@ -137,14 +147,9 @@ def compare_runs(
     right_a = [outcomes_a[p] == "correct" for p in paired]
     right_b = [outcomes_b[p] == "correct" for p in paired]
     stats = paired_stats(right_a, right_b, resamples=resamples, seed=seed)
-    detail = access.can(ctx, Action.RUN_READ_DETAIL, benchmark, first) and access.can(
-        ctx, Action.RUN_READ_DETAIL, benchmark, second
-    )
-    tags = items = None
-    if detail:
-        questions = _questions(ctx, benchmark.id)
-        tags = _tag_differences(paired, right_a, right_b, questions)
-        items = [_item(p, outcomes_a[p], outcomes_b[p], questions.get(p, ("", ()))) for p in paired]
+    questions = _questions(ctx, benchmark.id)
+    tags = _tag_differences(paired, right_a, right_b, questions)
+    items = [_item(p, outcomes_a[p], outcomes_b[p], questions.get(p, ("", ()))) for p in paired]
     return Comparison(
         benchmark_id=benchmark.id,
         benchmark_version=first.benchmark_version,
@@ -157,7 +162,6 @@ def compare_runs(
         resamples=resamples,
         unpaired_a=len(outcomes_a) - len(paired),
         unpaired_b=len(outcomes_b) - len(paired),
-        detail_visible=detail,
         tags=tags,
         items=items,
     )

@@ -1,5 +1,5 @@
-"""The compare page: pick two finished runs of one benchmark, then see run B against run A (the
-figures for everyone who may see both runs; tags and questions for the benchmark's team)."""
+"""The compare page: pick two finished runs of one benchmark, then see run B against run A
+(for the benchmark's team: pairs of runs are per-question data)."""
 
 from __future__ import annotations
 
@@ -83,11 +83,15 @@ def _choices(ctx: Context, a: str) -> list[launch.RunView]:
     """Finished runs to pick from: of run A's benchmark once A is chosen, else any."""
     benchmark_id = launch.get_run(ctx, a).benchmark_id if a else None
     found = launch.list_runs(ctx, benchmark_id, limit=CHOICES)
-    return [run for run in found if run.status in compare.COMPARABLE and run.model_id]
+    return [
+        run
+        for run in found
+        if run.status in compare.COMPARABLE and run.model_id and run.detail_visible
+    ]
 
 
 def _table(found: Comparison, filters: Filters) -> dict[str, Any]:
-    items: list[PairedItem] = found.items or []
+    items: list[PairedItem] = found.items
     shown = [item for item in items if filters.show in ("all", item.category)]
     offset = (filters.page - 1) * PAGE_SIZE
     counts = {category: sum(item.category == category for item in items) for category in CATEGORIES}
