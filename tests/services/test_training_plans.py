@@ -4,6 +4,7 @@ cancelling a queued job charges nothing."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
 from benchgen.services.training import compute, execution, jobs, plans
+from benchgen.training.process import Outcome
 from tests.support import MCQ, World
 
 pytestmark = pytest.mark.skipif(
@@ -256,6 +258,46 @@ def test_a_job_waiting_for_its_owners_other_jobs_says_so(
     with transaction(runtime, WORKER) as ctx:
         queue.finish(ctx, held.id, "busy-worker")
     assert world.do(scene["web"], jobs.get_training_job, job.id).waiting_for == ""
+
+
+@pytest.mark.parametrize("backend", ["postgres"])  # SQLite runs one writer at a time
+def test_a_cancel_racing_a_starting_worker_never_refunds_a_job_that_trains(
+    world: World, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    """Both read "queued": the cancel refunded the job in full while the worker trained it,
+    and its end then met a closed reservation, so it stayed running and held its compute."""
+    for attempt in range(12):
+        job = world.do(scene["web"], jobs.start_training, request(scene))
+        got = _start_and_cancel_at_once(world, scene["web"], job.id, tmp_path / str(attempt))
+        if isinstance(got, execution.Work):  # it started: a stop was asked, nothing closed
+            assert world.do(scene["web"], jobs.get_training_job, job.id).status == "running"
+            ended = Outcome("cancelled", 0, None, "", 0)
+            world.do(WORKER, execution.finish_training, job.id, ended)
+        assert world.do(scene["web"], jobs.get_training_job, job.id).status == "cancelled"
+    assert sum(amount for _, amount in _ledger(world, scene["ana"])) == 0
+
+
+def _start_and_cancel_at_once(world: World, web: Principal, job_id: str, folder: Path) -> object:
+    """A worker starting the job and its owner cancelling it at the same moment; what the
+    worker's start returned."""
+    both = threading.Barrier(2)
+    got: list[object] = []
+
+    def start() -> None:
+        both.wait()
+        with transaction(world.rt, WORKER) as ctx:
+            got.append(execution.begin_training(ctx, job_id, folder))
+
+    def cancel() -> None:
+        both.wait()
+        world.do(web, jobs.cancel_training_job, job_id)
+
+    threads = [threading.Thread(target=start), threading.Thread(target=cancel)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return got[0]
 
 
 def test_cancelling_a_queued_job_charges_nothing(world: World, scene: dict[str, Any]) -> None:

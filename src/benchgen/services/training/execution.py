@@ -50,7 +50,9 @@ def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait 
     checkpoint, keeping the compute it held.
     """
     access.require(ctx, Action.TRAINING_EXECUTE)
-    row = ctx.session.get(TrainingJob, training_id)
+    # Locked: a cancel of the queued job in between (`jobs.cancel_training_job` takes the same
+    # lock) refunded it in full while it trained, and then it could never close.
+    row = ctx.session.get(TrainingJob, training_id, with_for_update=True, populate_existing=True)
     if row is None or row.status in TRAINING_FINAL:
         return None
     if row.cancel_requested_at is not None:

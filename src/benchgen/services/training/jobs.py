@@ -205,6 +205,9 @@ def cancel_training_job(ctx: Context, training_id: str) -> TrainingJobView:
     """
     access.require(ctx, Action.TRAINING_CANCEL)
     row = own_job(ctx, training_id)
+    # Read again under the row lock a starting worker takes (`execution.begin_training`): a job
+    # it started in between is running, not queued, and must not be refunded.
+    ctx.session.refresh(row, with_for_update=True)
     if row.status in TRAINING_FINAL:
         ended = "been cancelled" if row.status == TrainingStatus.CANCELLED else row.status
         raise Conflict(f"This training job has already {ended}.", {"id": row.id})
