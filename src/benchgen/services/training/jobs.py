@@ -16,7 +16,7 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import TRAINING_FINAL, TrainingStatus
 from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
-from benchgen.services import _enqueue, access, audit, queue
+from benchgen.services import _enqueue, access, audit
 from benchgen.services.accounts import _ledger
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import MAX_LIST, check_window
@@ -71,13 +71,6 @@ class TrainingLogLine:
     loss: float | None
     learning_rate: float | None
     tokens_per_s: float | None
-
-
-# A queued job's reason when its owner's other jobs (runs included) hold every slot they have.
-SLOTS_TAKEN = (
-    "Waiting for one of your runs or training jobs to finish: "
-    "this deployment runs a set number of them at once for each person."
-)
 
 
 def start_training(ctx: Context, data: TrainingIn | dict[str, Any]) -> TrainingJobView:
@@ -280,10 +273,7 @@ def views(ctx: Context, rows: Sequence[TrainingJob]) -> list[TrainingJobView]:
             select(TrainingEvent.job_id, TrainingEvent.loss).where(TrainingEvent.id.in_(newest))
         ).all()
     )
-    capped = queue.users_at_their_cap(
-        ctx, {r.owner_id for r in rows if r.status == TrainingStatus.QUEUED and not r.waiting_for}
-    )
-    return [_view(row, names, datasets, losses, row.owner_id in capped) for row in rows]
+    return [_view(row, names, datasets, losses) for row in rows]
 
 
 def _view(
@@ -291,16 +281,12 @@ def _view(
     names: dict[str, str],
     datasets: dict[str, str],
     losses: dict[str, float | None],
-    owner_capped: bool,
 ) -> TrainingJobView:
-    waiting_for = row.waiting_for
-    if row.status == TrainingStatus.QUEUED and not waiting_for and owner_capped:
-        waiting_for = SLOTS_TAKEN
     return TrainingJobView(
         id=row.id,
         name=row.name,
         status=TrainingStatus(row.status),
-        waiting_for=waiting_for,
+        waiting_for=row.waiting_for,
         job_type=row.job_type,
         base_model_id=row.base_model_id,
         base_model_name=names.get(row.base_model_id, ""),
