@@ -16,7 +16,7 @@ from benchgen.core.context import Principal
 from benchgen.db.tables import Job, Run
 from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.worker import Worker
-from benchgen.services import queue
+from benchgen.services import _enqueue, queue
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
@@ -179,3 +179,27 @@ def test_concurrent_claims_cannot_overshoot_the_cap(
     taken = [o for o in [*outcomes, claimed_run(claim(runtime, "late"))] if o is not None]
     assert len([o for o in taken if o in anas]) == 1, taken
     assert [o for o in taken if o in bobs] == bobs
+
+
+def test_a_users_training_job_takes_none_of_their_run_slots(
+    world: World, runtime: Runtime, clock: ManualClock
+) -> None:
+    """Training lasts hours and has its own limit (the compute pools): holding the owner's one
+    slot, it kept every run of theirs queued, unexplained, until it ended."""
+    ana = world.user("ana@example.com")
+    set_slots(runtime, 1)
+    with transaction(runtime, OPERATOR) as ctx:
+        training = _enqueue.enqueue(ctx, "training", {"training_job_id": "tr_x"}, user_id=ana)
+    clock.advance(seconds=1)
+    (run_id,) = launch_runs(world, clock, ana, 1)
+    with transaction(runtime, WORKER) as ctx:
+        held = queue.claim(ctx, "trainer", timedelta(hours=3), frozenset({"training"}))
+    assert held is not None and held.id == training
+    assert claimed_run(claim(runtime, "w")) == run_id  # the run starts beside the training
+    # A second run waits for the first, as before; and the training's end sends no run.
+    (second,) = launch_runs(world, clock, ana, 1)
+    assert claim(runtime, "w2") is None
+    first_job, second_job = run_row(world, run_id)[1], run_row(world, second)[1]
+    with transaction(runtime, WORKER) as ctx:
+        assert queue.next_for_user(ctx, training) is None
+        assert queue.next_for_user(ctx, first_job) == (second_job, "run")

@@ -40,6 +40,9 @@ QUEUES: dict[str, frozenset[str]] = {
     "training": frozenset({"training"}),
 }
 QUEUE_OF = {kind: name for name, kinds in QUEUES.items() for kind in kinds}
+# The kinds that take one of their user's slots. Training has its own limit (the compute pools)
+# and lasts hours: counted here, one job held back every run of its owner for as long.
+SLOT_KINDS = ("run", "bundle_run")
 BACKOFF_BASE_S = 5
 
 
@@ -119,8 +122,9 @@ def jobs_committed(session: Session) -> None:
 
 
 def user_slots(settings: Settings) -> int:
-    """Jobs one user may have executing at once: BENCHGEN_USER_RUN_SLOTS, else half of this
-    deployment's worker threads (BENCHGEN_WORKER_THREADS), at least one."""
+    """Runs one user may have executing at once (training jobs are not counted):
+    BENCHGEN_USER_RUN_SLOTS, else half of this deployment's worker threads
+    (BENCHGEN_WORKER_THREADS), at least one."""
     return settings.user_run_slots or max(1, settings.worker_threads // 2)
 
 
@@ -132,8 +136,9 @@ def claim(
     job_id: str | None = None,
 ) -> Claimed | None:
     """Take a due job of a kind this principal is granted (or one whose lease expired), serving
-    users in turn: the user with the fewest executing jobs first, then the oldest job; a user
-    who already holds `user_slots` executing jobs waits, so one user cannot starve the rest.
+    users in turn: the user with the fewest executing runs first, then the oldest job; a user
+    who already holds `user_slots` executing runs waits, so one user cannot starve the rest
+    (training jobs take no slot: the compute pools limit them).
     `kinds` narrows the kinds (a worker's queues); `job_id` asks for that job only (a broker's
     message names it), under the same rules.
 
@@ -145,7 +150,9 @@ def claim(
     now, slots = ctx.now(), user_slots(ctx.settings)
     busy = _executing_for_job_user(now)
     query = select(Job).where(
-        Job.kind.in_(allowed), _due(now), or_(Job.user_id.is_(None), _exhausted(), busy < slots)
+        Job.kind.in_(allowed),
+        _due(now),
+        or_(Job.user_id.is_(None), Job.kind.not_in(SLOT_KINDS), _exhausted(), busy < slots),
     )
     if job_id is not None:
         query = query.where(Job.id == job_id)
@@ -155,7 +162,8 @@ def claim(
     if job is None:
         return None
     exhausted = job.status == JobStatus.RUNNING and job.attempts >= job.max_attempts
-    if not exhausted and not _slot_still_free(ctx, job.user_id, slots, now):
+    takes_slot = job.kind in SLOT_KINDS and not exhausted
+    if takes_slot and not _slot_still_free(ctx, job.user_id, slots, now):
         return None
     job.status, job.lease_owner, job.updated_at = JobStatus.RUNNING, worker, now
     job.lease_expires_at = now + lease
@@ -224,20 +232,29 @@ def waiting_kind(ctx: Context, job_id: str) -> str | None:
     row = ctx.session.execute(
         select(Job.kind, Job.user_id).where(Job.id == job_id, _due(now))
     ).first()
-    if row is None or _executing_count(ctx, row.user_id, now) >= user_slots(ctx.settings):
+    if row is None:
+        return None
+    if row.kind in SLOT_KINDS and _executing_count(ctx, row.user_id, now) >= user_slots(
+        ctx.settings
+    ):
         return None
     return str(row.kind)
 
 
 def next_for_user(ctx: Context, job_id: str) -> tuple[str, str] | None:
     """(id, kind) of the oldest due job that nobody holds of the user `job_id` worked for: sent
-    when that job ends, since it freed one of the user's slots."""
-    user_id = ctx.session.scalar(select(Job.user_id).where(Job.id == job_id))
-    if user_id is None:
+    when that job ends, if it freed one of the user's slots."""
+    ended = ctx.session.execute(select(Job.user_id, Job.kind).where(Job.id == job_id)).first()
+    if ended is None or ended.user_id is None or ended.kind not in SLOT_KINDS:
         return None
     row = ctx.session.execute(
         select(Job.id, Job.kind)
-        .where(Job.user_id == user_id, Job.id != job_id, _due(ctx.now()))
+        .where(
+            Job.user_id == ended.user_id,
+            Job.id != job_id,
+            Job.kind.in_(SLOT_KINDS),
+            _due(ctx.now()),
+        )
         .order_by(Job.run_after, Job.id)
         .limit(1)
     ).first()
@@ -286,7 +303,7 @@ def _executing_for_job_user(now: datetime) -> Any:
     return (
         select(func.count())
         .select_from(other)
-        .where(other.user_id == Job.user_id, _executing(now, other))
+        .where(other.user_id == Job.user_id, other.kind.in_(SLOT_KINDS), _executing(now, other))
         .correlate(Job)
         .scalar_subquery()
     )
@@ -315,7 +332,9 @@ def _executing_count(ctx: Context, user_id: str | None, now: datetime) -> int:
     if user_id is None:
         return 0
     executing = ctx.session.scalar(
-        select(func.count()).select_from(Job).where(Job.user_id == user_id, _executing(now))
+        select(func.count())
+        .select_from(Job)
+        .where(Job.user_id == user_id, Job.kind.in_(SLOT_KINDS), _executing(now))
     )
     return int(executing or 0)
 
