@@ -374,6 +374,31 @@ def test_a_cancel_racing_a_starting_worker_never_refunds_a_run_that_runs(
     assert ledger_sum(world, ana) == 10_000  # nothing ran, nothing was charged
 
 
+def test_deleting_a_benchmark_stops_its_runs_and_charges_only_what_ran(
+    world: World, open_loopback: Runtime, stub: StubOpenAI
+) -> None:
+    """Its runs went on and charged their launchers, who could no longer see or cancel them."""
+    ana, eve = world.user("ana@example.com"), world.user("eve@example.com", credits_=100)
+    bm = world.benchmark(ana, MCQ)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    model = priced_model(world, stub)
+    web = Principal.web(eve)
+    queued = world.do(web, launch.start_run, bm, model).id
+    started = world.do(web, launch.start_run, bm, model).id
+    with transaction(open_loopback, WORKER) as ctx:
+        assert execution.begin_run(ctx, started) is not None
+    world.do(Principal.web(ana), lifecycle.delete_benchmark, bm)
+    with transaction(open_loopback, WORKER) as ctx:
+        assert execution.is_cancel_requested(ctx, started)  # its engine stops between answers
+        assert execution.begin_run(ctx, queued) is None
+        execution.finish_run(ctx, started, cancelled=True)
+    statuses = world.ctx_call(
+        OPERATOR, lambda ctx: [ctx.session.get(Run, r).status for r in (queued, started)]
+    )
+    assert statuses == ["cancelled", "cancelled"]
+    assert ledger_sum(world, eve) == 100  # neither asked the model anything
+
+
 def _start_and_cancel_at_once(world: World, runtime: Runtime, web: Principal, run_id: str) -> bool:
     """A worker starting the run and its owner cancelling it at the same moment; whether the
     worker got a plan (started it)."""

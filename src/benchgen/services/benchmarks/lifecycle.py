@@ -8,13 +8,14 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, func, select, update
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, Frozen, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
-from benchgen.db.tables import Benchmark, Question
+from benchgen.core.statuses import RUN_ACTIVE
+from benchgen.db.tables import Benchmark, Question, Run
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import _question_store, phases, questions
@@ -362,7 +363,8 @@ def unpublish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
 
 
 def delete_benchmark(ctx: Context, benchmark_id: str) -> None:
-    """Soft-delete: the benchmark disappears for everyone; rows stay for the audit trail.
+    """Soft-delete: the benchmark disappears for everyone and its unfinished runs stop; rows
+    stay for the audit trail.
 
     Raises:
         NotFound: not visible to the principal (or already deleted).
@@ -370,6 +372,13 @@ def delete_benchmark(ctx: Context, benchmark_id: str) -> None:
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_DELETE)
     row.deleted_at = row.updated_at = ctx.now()
+    # Its runs stop as if cancelled: a queued one ends unstarted (nothing charged), a running
+    # one settles what it used. Left going, they charged launchers who could no longer see them.
+    ctx.session.execute(
+        update(Run)
+        .where(Run.benchmark_id == row.id, Run.status.in_(RUN_ACTIVE))
+        .values(cancel_requested=True)
+    )
     audit.record(ctx, audit.AuditAction.BENCHMARK_DELETE, "benchmark", row.id)
 
 
