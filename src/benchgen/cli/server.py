@@ -28,6 +28,7 @@ def serve(
     from benchgen.agent.brains import BrainUnavailable, configured_brain
 
     with open_runtime() as runtime:
+        proxies = _forwarded_allow_ips(runtime.settings.trusted_proxies)
         prepare(runtime)  # migrate and seed once here, before several workers could race
         try:
             configured_brain(runtime.settings)  # each worker builds it again; fail before them
@@ -47,4 +48,13 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        forwarded_allow_ips=proxies,
     )
+
+
+def _forwarded_allow_ips(trusted: str) -> str:
+    """Who uvicorn believes X-Forwarded-Proto and -For from: the configured proxies, and this
+    machine as by uvicorn's default. Behind a TLS proxy on another machine the scheme stayed
+    http, and cookies went out without `Secure`."""
+    proxies = [entry.strip() for entry in trusted.split(",") if entry.strip()]
+    return ",".join(dict.fromkeys(["127.0.0.1", *proxies]))
