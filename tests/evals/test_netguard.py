@@ -73,6 +73,22 @@ def test_malformed_urls_are_refused(url: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:sk-secret@8.8.8.8/v1",
+        "https://sk-secret@api.example.com/v1",
+        "http://:pw@8.8.8.8/",
+    ],
+)
+def test_credentials_in_the_address_are_refused(url: str) -> None:
+    """The address is shown back (a platform model's to every user) and written to the audit
+    log: a password in it was readable by all of them."""
+    with pytest.raises(FatalModelError, match="user name or password") as refused:
+        check_endpoint(url, NONE)
+    assert "sk-secret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
     ("url", "allowlist"),
     [
         ("http://localhost:8000/v1", {"localhost"}),

@@ -27,9 +27,9 @@ def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
             ("[v6]:port" for IPv6 with a port); compared case-insensitively.
 
     Raises:
-        FatalModelError: the scheme is not http/https, the URL has no host or a bad port, the
-            name does not resolve, or an address is loopback, private, link-local, multicast,
-            reserved, unspecified or otherwise not globally routable.
+        FatalModelError: the scheme is not http/https, the URL has no host, holds credentials
+            or has a bad port, the name does not resolve, or an address is loopback, private,
+            link-local, multicast, reserved, unspecified or otherwise not globally routable.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -38,6 +38,12 @@ def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise FatalModelError("endpoint URL has no host")
+    if "@" in parts.netloc:
+        # The address is shown back (a platform model's to everyone) and audited: a password
+        # in it would be readable by all of them. Keys have a field of their own, encrypted.
+        raise FatalModelError(
+            "endpoint URL must not hold a user name or password; give the key as the API key"
+        )
     try:
         port = parts.port or _DEFAULT_PORTS[scheme]
     except ValueError as exc:
