@@ -4,6 +4,7 @@ verified address unlocks), password change and reset, deactivation, the sign-up 
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 
 import pytest
@@ -424,3 +425,27 @@ def test_deactivation_ends_sessions_and_agent_turns_for_good(world: World) -> No
     world.do(OPERATOR, users.set_active, ana, True)
     assert live_sessions(world, ana) == set()  # re-enabling brings no old session back
     assert session not in live_sessions(world, ana)
+
+
+@pytest.mark.parametrize("backend", ["postgres"])  # SQLite runs one writer at a time
+def test_a_reset_link_sent_eight_times_at_once_works_once(world: World) -> None:
+    world.user("ana@example.com")
+    request_reset(world, "ana@example.com")
+    secret = token_in(mails_to(world, "ana@example.com")[0], "/password/reset/")
+    gate = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def reset(n: int) -> None:
+        gate.wait()
+        try:
+            world.do(ANON, passwords.reset_password, secret, f"new-password-{n}")
+            outcomes.append("reset")
+        except NotFound:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=reset, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(outcomes) == ["refused"] * 7 + ["reset"]

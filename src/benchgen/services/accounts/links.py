@@ -55,11 +55,16 @@ def issue_link(
 
 
 def live_link(ctx: Context, purpose: Purpose, secret: str) -> AccountLink | None:
-    """The unused, unexpired link of this purpose behind `secret`, or None."""
+    """The unused, unexpired link of this purpose behind `secret`, or None. Its row stays
+    locked until the caller's transaction ends, so a link is used once even when it is sent
+    several times at once (on PostgreSQL, eight at once all reset the password)."""
     if not secret or len(secret) > 200:
         return None
     row = ctx.session.scalar(
-        select(AccountLink).where(AccountLink.token_hash == hash_token(secret))
+        select(AccountLink)
+        .where(AccountLink.token_hash == hash_token(secret))
+        .with_for_update()
+        .execution_options(populate_existing=True)
     )
     if row is None or row.purpose != purpose.value or row.used_at is not None:
         return None
