@@ -57,6 +57,20 @@ def test_wrong_password_is_one_message_and_no_cookie(app_client: TestClient, wor
         assert "bg_session" not in response.headers.get("set-cookie", "")
 
 
+@pytest.mark.both_backends  # PostgreSQL text cannot hold NUL: each of these was a 500 there
+def test_a_nul_character_in_a_page_request_is_refused_as_input(
+    app_client: TestClient, world: World, signed_in: WebUser
+) -> None:
+    token = csrf_of(app_client.get("/signin").text)
+    data = {"email": "a\x00b@example.com", "password": "whatever1", "csrf_token": token}
+    refused = app_client.post("/signin", data=data)
+    assert refused.status_code == 422 and "NUL" in refused.text
+    for path in ("/benchmarks?q=a%00", "/benchmarks/bm%00", "/admin/users?q=%00", "/runs/r%00"):
+        answer = signed_in.get(path)
+        assert answer.status_code == 422, (path, answer.status_code)
+        assert "text/html" in answer.headers["content-type"]
+
+
 def test_sign_in_without_the_csrf_token_is_refused(app_client: TestClient, world: World) -> None:
     world.user("ana@example.com")
     app_client.get("/signin")

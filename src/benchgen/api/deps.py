@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, Unauthenticated, invalid
-from benchgen.core.storable import require_storable
+from benchgen.core.storable import FORM_TYPES, require_storable, require_storable_fields
 from benchgen.services.accounts import tokens
 from benchgen.services.runtime import Runtime, transaction
 
@@ -95,18 +95,13 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
 
 
 async def _check_input(request: Request) -> None:
-    for name, value in request.path_params.items():
-        require_storable(value, ["path", name])
-    for name, value in request.query_params.multi_items():
-        require_storable(name, ["query", name])
-        require_storable(value, ["query", name])
-    if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        # The framework parsed the form from the stream and kept no raw body; the parsed form
-        # is kept instead. Field values and file names are stored (kinds, bundle file names).
-        form = await request.form()
-        for name, value in form.multi_items():
-            text = value if isinstance(value, str) else value.filename or ""
-            require_storable(text, ["body", name])
+    require_storable_fields("path", request.path_params.items())
+    require_storable_fields("query", request.query_params.multi_items())
+    if request.headers.get("content-type", "").startswith(FORM_TYPES):
+        # The framework parsed the form from the stream and kept no raw body (reading it again
+        # raised, a 500); the parsed form is kept instead. Field values and file names are
+        # stored (kinds, bundle file names).
+        require_storable_fields("body", (await request.form()).multi_items())
         return
     raw = await request.body()  # already read and kept by the framework
     if raw:

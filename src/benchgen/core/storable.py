@@ -4,9 +4,13 @@ numbers."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from benchgen.core.errors import invalid
+
+# Bodies a web framework parses into form fields (and then keeps no raw bytes of).
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 def require_storable(value: Any, loc: list[str | int]) -> None:
@@ -27,6 +31,20 @@ def require_storable(value: Any, loc: list[str | int]) -> None:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             require_storable(item, [*loc, index])
+
+
+def require_storable_fields(where: str, fields: Iterable[tuple[str, Any]]) -> None:
+    """Refuse the first unstorable name or value among a request's path parameters, query
+    parameters or form fields (`where`: "path", "query", "body"); an uploaded file counts by
+    its name.
+
+    Raises:
+        InvalidInput: the first such name or value, at `[where, name]`.
+    """
+    for name, value in fields:
+        text = value if isinstance(value, str) else getattr(value, "filename", None) or ""
+        require_storable(name, [where, name])
+        require_storable(text, [where, name])
 
 
 def storable_text(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -38,7 +38,7 @@ from benchgen.web.pages import (
     training,
     training_job,
 )
-from benchgen.web.session import SignInRequired
+from benchgen.web.session import SignInRequired, storable_input
 from benchgen.web.templating import STATIC, build_templates
 
 PAGES = (
@@ -90,6 +90,6 @@ def install(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/favicon.ico", favicon, methods=["GET"], include_in_schema=False)
     for module in PAGES:
-        app.include_router(module.router)
+        app.include_router(module.router, dependencies=[Depends(storable_input)])
     app.add_exception_handler(SignInRequired, page_for_error)
     app.add_middleware(SecurityHeaders)

@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import PermissionDenied
+from benchgen.core.storable import FORM_TYPES, require_storable_fields
 from benchgen.services.accounts import sessions
 from benchgen.services.runtime import Runtime, transaction
 
@@ -86,6 +87,19 @@ def csrf_token(request: Request) -> str:
     """What this browser's forms must send back."""
     live = current_session(request)
     return live.csrf_token if live is not None else presession_token(request)
+
+
+async def storable_input(request: Request) -> None:
+    """Refuse a page request whose path, query or form holds what no database can store (a
+    NUL character): on PostgreSQL every such request was a 500, signing in included.
+
+    Raises:
+        InvalidInput: the first such value, with its place.
+    """
+    require_storable_fields("path", request.path_params.items())
+    require_storable_fields("query", request.query_params.multi_items())
+    if request.headers.get("content-type", "").startswith(FORM_TYPES):
+        require_storable_fields("body", (await request.form()).multi_items())
 
 
 async def csrf_checked(request: Request) -> None:
