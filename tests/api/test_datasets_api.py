@@ -75,3 +75,22 @@ def test_scope_owner_and_size(client: TestClient, world: World) -> None:
     big = (json.dumps(PAIR) + "\n").encode() * 200
     answer = _upload(client, _auth(world, ana, ["train"]), big)
     assert answer.status_code in (413, 422)
+
+
+@pytest.mark.parametrize(
+    ("data", "loc", "start"),
+    [
+        (b"prompt;completion\nhi;there\na;b\n", ["file", 1], "the header needs the columns"),
+        (b"prompt,completion,prompt\nhi,there,x\n", ["file", 1], "the column 'prompt' appears"),
+        (b"prompt,completion\nhi,there\ncaf\xe9,x\n", ["file", 3], "not UTF-8 text at column 4"),
+    ],
+)
+def test_a_bad_header_or_encoding_is_one_problem_at_its_line(
+    client: TestClient, world: World, data: bytes, loc: list[object], start: str
+) -> None:
+    headers = _auth(world, world.user("ana@example.com"), ["train"])
+    files = {"file": ("d.csv", data, "text/csv")}
+    answer = client.post("/api/v1/datasets", headers=headers, files=files, data={"name": "D"})
+    assert answer.status_code == 422
+    [problem] = answer.json()["error"]["details"]["errors"]
+    assert problem["loc"] == loc and problem["msg"].startswith(start)

@@ -89,3 +89,13 @@ def test_a_bad_map_option(world: World, tmp_path: Path) -> None:
     done = runner.invoke(app, ["datasets", "upload", str(data), *HERE, "--map", "a=x"], env=WIDE)
     assert done.exit_code == 2
     assert "PART one of messages, prompt, completion" in done.output
+
+
+def test_a_file_that_is_not_utf8_names_its_line(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    data = tmp_path / "d.csv"
+    data.write_bytes("prompt,completion\ncafé,x\n".encode("cp1252"))
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 1
+    assert "Error: line 2: not UTF-8 text at column 4 (byte 0xe9)" in done.output, done.output
+    assert "Latin-1/Windows-1252 or UTF-16; save it as UTF-8" in done.output

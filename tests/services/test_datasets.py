@@ -194,3 +194,109 @@ def test_deletion_is_web_only_and_removes_the_file(world: World, runtime: Runtim
     with pytest.raises(NotFound):
         world.do(Principal.web(ana), datasets.get_dataset, made.id)
     assert store_for(runtime.settings).keys("datasets") == []
+
+
+@pytest.fixture
+def me(world: World) -> Principal:
+    return Principal.web(world.user("ana@example.com"))
+
+
+def refused(world: World, me: Principal, data: bytes, name: str, **spec: Any) -> InvalidInput:
+    with pytest.raises(InvalidInput) as caught:
+        upload(world, me, data, name, **spec)
+    assert stored(world) == 0
+    return caught.value
+
+
+def test_a_repeated_csv_column_or_json_key_is_refused_not_half_dropped(
+    world: World, me: Principal
+) -> None:
+    wrong = refused(world, me, b"prompt,completion,completion\nhi,one,two\n", "d.csv")
+    assert wrong.errors == [{"loc": ["file", 1], "msg": "the column 'completion' appears twice"}]
+    assert wrong.message == "file line 1: the column 'completion' appears twice"
+    data = jsonl(PAIRS) + b'{"prompt": "a", "prompt": "b", "completion": "c"}\n'
+    wrong = refused(world, me, data, "d.jsonl")
+    assert wrong.errors == [{"loc": ["file", 3], "msg": "the key 'prompt' appears twice"}]
+    assert wrong.message == "line 3: the key 'prompt' appears twice"
+    nested = b'{"messages": [{"role": "user", "role": "assistant", "content": "x"}]}\n'
+    assert refused(world, me, nested, "d.jsonl").errors[0]["msg"] == "the key 'role' appears twice"
+
+
+@pytest.mark.parametrize(
+    ("data", "has", "hint"),
+    [
+        (
+            b"prompt\tcompletion\nhi\tthere\na\tb\n",
+            r"'prompt\tcompletion'",
+            " (columns must be separated by commas, not tabs; a file named .tsv is read with tabs)",
+        ),
+        (
+            b"prompt;completion\nhi;there\na;b\n",
+            "'prompt;completion'",
+            " (columns must be separated by commas, not semicolons)",
+        ),
+        (
+            b"Prompt, completion\nhi,there\na,b\n",
+            "'Prompt', ' completion'",
+            " (names must match exactly: capitals and spaces count)",
+        ),
+        (b"question,reply\nhi,there\na,b\n", "'question', 'reply'", ""),
+    ],
+)
+def test_a_wrong_csv_header_is_one_problem_at_line_1(
+    world: World, me: Principal, data: bytes, has: str, hint: str
+) -> None:
+    """Not one "field missing" on every data row: the header is named with what it holds."""
+    wrong = refused(world, me, data, "d.csv")
+    message = f"the header needs the columns prompt, completion; it has {has}{hint}"
+    assert wrong.errors == [{"loc": ["file", 1], "msg": message}]
+    assert wrong.message == f"file line 1: {message}"
+
+
+def test_the_header_needs_the_mapped_or_chat_columns(world: World, me: Principal) -> None:
+    mapped = {"prompt": "question", "completion": "answer"}
+    wrong = refused(world, me, b"question,reply\nhi,there\n", "d.csv", mapping=mapped)
+    assert wrong.errors[0]["msg"].startswith("the header needs the columns question, answer;")
+    chat = {"messages": "conversation"}
+    wrong = refused(world, me, b"prompt,completion\nhi,there\n", "d.csv", mapping=chat)
+    assert wrong.errors[0]["msg"].startswith("the header needs the column conversation;")
+
+
+def test_a_tsv_file_is_read_with_tabs(world: World, me: Principal) -> None:
+    wrong = refused(world, me, b"prompt,completion\nhi,there\n", "d.tsv")
+    assert wrong.errors[0]["msg"].endswith(
+        " (columns must be separated by tabs, not commas; a file named .csv is read with commas)"
+    )
+    data = b"prompt\tcompletion\nCapital of France?\tParis\n1+1\t2\n"
+    for chosen in ("auto", "csv"):
+        made = upload(world, me, data, "d.TSV", format=chosen)
+        assert (made.source_format, made.row_count) == ("tsv", 2)
+        assert world.do(me, datasets.dataset_records, made.id) == PAIRS
+
+
+def test_text_that_is_not_utf8_is_placed_at_its_line_and_column(
+    world: World, me: Principal
+) -> None:
+    latin1 = "prompt,completion\nhi,there\ncafé,x\n".encode("latin-1")
+    wrong = refused(world, me, latin1, "d.csv")
+    message = (
+        "not UTF-8 text at column 4 (byte 0xe9): the file may be Latin-1/Windows-1252 or "
+        "UTF-16; save it as UTF-8"
+    )
+    assert wrong.errors == [{"loc": ["file", 3], "msg": message}]
+    assert wrong.message == f"file line 3: {message}"
+    # A byte-order mark is no column of the first line.
+    assert refused(world, me, b"\xef\xbb\xbf\xe9" + jsonl(PAIRS), "d.jsonl").errors[0]["loc"] == [
+        "file",
+        1,
+    ]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_text_is_named_as_such(world: World, me: Principal, encoding: str) -> None:
+    """Excel's "Unicode text" is UTF-16; without a byte-order mark its ASCII is valid UTF-8,
+    one NUL in every other byte."""
+    for name, content in (("d.csv", "prompt,completion\nhi,there\n"), ("d.jsonl", "{}\n")):
+        wrong = refused(world, me, content.encode(encoding), name)
+        message = "is UTF-16 text; save it as UTF-8 (in Excel: CSV UTF-8)"
+        assert wrong.errors == [{"loc": ["file"], "msg": message}]

@@ -267,3 +267,33 @@ def test_task_names_come_only_from_safe_ids() -> None:
     assert exports.task_name("bm_Ab12") == "benchgen_bm_ab12"
     with pytest.raises(InvalidInput):
         exports.task_name('bm_1"; import os')
+
+
+def test_a_csv_header_without_the_mapped_columns_is_one_problem(world: World) -> None:
+    """Not "the field 'prompt' is missing" on every row: the header, with what it holds."""
+    ana = world.user("ana@example.com")
+    data = b"prompt\tanswer\nq1\ta1\nq2\ta2\n"
+    with pytest.raises(InvalidInput) as caught:
+        do_import(world, ana, data, "x.csv")
+    message = (
+        r"the header needs the columns prompt, answer; it has 'prompt\tanswer' "
+        "(columns must be separated by commas, not tabs; a file named .tsv is read with tabs)"
+    )
+    assert caught.value.errors == [{"loc": ["file", 1], "msg": message}]
+    with pytest.raises(InvalidInput) as caught:
+        do_import(world, ana, b"q,a\nq1,a1\n", "x.csv", mapping={"prompt": "q"})
+    message = "the header needs the columns q, answer; it has 'q', 'a'"
+    assert caught.value.errors == [{"loc": ["file", 1], "msg": message}]
+    bm = do_import(world, ana, data, "x.tsv")
+    assert [row["answer"] for row in questions(world, ana, bm)] == [["a1"], ["a2"]]
+
+
+def test_a_file_that_is_not_utf8_is_refused_at_its_line(world: World) -> None:
+    ana = world.user("ana@example.com")
+    data = '{"prompt": "2+2?", "answer": "4"}\n{"prompt": "Où?", "answer": "x"}\n'
+    with pytest.raises(InvalidInput) as caught:
+        do_import(world, ana, data.encode("cp1252"), "x.jsonl")
+    assert caught.value.errors[0]["loc"] == ["file", 2]
+    assert caught.value.message.startswith("file line 2: not UTF-8 text at column 14 (byte 0xf9)")
+    with pytest.raises(InvalidInput, match="is UTF-16 text; save it as UTF-8"):
+        do_import(world, ana, data.encode("utf-16"), "x.jsonl")

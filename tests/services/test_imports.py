@@ -101,3 +101,27 @@ def test_a_leading_byte_order_mark_is_not_part_of_the_header(world: World, ana: 
 def test_an_unclosed_quote_is_refused_where_its_record_starts(world: World, ana: Principal) -> None:
     content = 'prompt,answer\nq,a\n"a,b\nc,d\n'
     assert "never closed" in refused_at(world, ana, spec(content, "csv"), 3)
+
+
+def test_a_repeated_column_or_key_is_refused_at_its_line(world: World, ana: Principal) -> None:
+    """The reader would keep the last of them and drop the others without a word."""
+    content = "prompt,answer,answer\nq,a,b\n"
+    assert refused_at(world, ana, spec(content, "csv"), 1) == "the column 'answer' appears twice"
+    content = f'{GOOD_LINE}\n{{"prompt": "q", "answer": "a", "answer": "b", "answer": "c"}}\n'
+    assert refused_at(world, ana, spec(content), 2) == "the key 'answer' appears 3 times"
+
+
+def test_blank_named_columns_may_repeat(world: World, ana: Principal) -> None:
+    """Spreadsheets export trailing empty columns; no mapping can name a blank column."""
+    created = world.do(ana, imports.import_benchmark, spec("prompt,answer,,\nq,a,,\n", "csv"))
+    assert created.benchmark.question_count == 1
+
+
+def test_a_header_with_another_separator_is_named_with_what_it_has(
+    world: World, ana: Principal
+) -> None:
+    content = "prompt;answer\nq;a\nr;b\n"
+    assert refused_at(world, ana, spec(content, "csv"), 1) == (
+        "the header needs the columns prompt, answer; it has 'prompt;answer' "
+        "(columns must be separated by commas, not semicolons)"
+    )

@@ -91,3 +91,15 @@ def test_someone_elses_dataset_is_not_found(ana: WebUser, world: World) -> None:
     assert ana.get(f"/datasets/{theirs.id}").status_code == 404
     assert ana.post(f"/datasets/{theirs.id}/delete", {"confirm": "Bob's"}).status_code == 404
     assert "Bob's" not in ana.get("/datasets").text
+
+
+def test_a_wrong_header_is_shown_once_at_line_1(ana: WebUser) -> None:
+    rows = "".join(f"q{n};a{n}\n" for n in range(30))
+    files = {"file": ("semi.csv", f"prompt;completion\n{rows}".encode(), "text/csv")}
+    answer = ana.post("/datasets", {"name": "Semi"}, files=files)
+    assert answer.status_code == 422
+    assert answer.text.count("Line ") == 1, answer.text
+    assert (
+        "Line 1: the header needs the columns prompt, completion; it has "
+        "&#39;prompt;completion&#39; (columns must be separated by commas, not semicolons)"
+    ) in answer.text

@@ -7,7 +7,8 @@ import csv
 import io
 import json
 import string
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,8 +29,9 @@ CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]
 
 class ImportIn(BaseModel):
     """A file of questions. JSONL: one question object per line (prompt, answer, choices?,
-    tags?). CSV: a header row with `prompt`, `answer` (several accepted answers separated by
-    `|`), for mcq `choice_a`, `choice_b`, …, and optional `tags` (separated by `;`)."""
+    tags?), each key once. CSV: a header row with `prompt`, `answer` (several accepted answers
+    separated by `|`), for mcq `choice_a`, `choice_b`, …, and optional `tags` (separated by
+    `;`); each column named once."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -75,13 +77,19 @@ FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
 MAX_DECODED_BYTES = 200_000_000
 MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows lists 100
 _PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# The kinds read as delimited text with a header row, and what separates their cells.
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+_SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons"}
+_SHOWN_COLUMNS, _SHOWN_CHARS = 20, 300  # of a header quoted back in a problem
 
 
 class FileImportIn(BaseModel):
     """How to read an uploaded file of questions: its type, a preset and a field mapping.
 
-    `file_format` auto: by the file's name (.csv, .parquet, .arrow, else JSONL), or by its first
-    bytes. `hf` reads a Hugging Face `datasets` data file (Arrow, Parquet or JSON lines).
+    `file_format` auto: by the file's name (.csv, .tsv, .parquet, .arrow, else JSONL), or by its
+    first bytes; csv reads a file named .tsv with tabs. `hf` reads a Hugging Face `datasets`
+    data file (Arrow, Parquet or JSON lines).
     `format` qa or mcq; unset, mcq when the first row has choices."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
@@ -130,11 +138,13 @@ def import_file(
 
 
 def file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
-    """jsonl, csv, parquet or arrow: what the bytes are read as."""
+    """jsonl, csv, tsv, parquet or arrow: what the bytes are read as."""
+    name = filename.lower()
+    if chosen in ("auto", "csv") and name.endswith(".tsv"):
+        return "tsv"
     if chosen in ("jsonl", "csv", "parquet"):
         return chosen
-    name = filename.lower()
-    if chosen == "auto" and name.endswith((".csv", ".tsv")):
+    if chosen == "auto" and name.endswith(".csv"):
         return "csv"
     if data.startswith(_PARQUET):
         return "parquet"
@@ -146,20 +156,20 @@ def file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
 def read_rows(
     kind: str, data: bytes, max_rows: int = MAX_QUESTIONS
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Each record of the file with its line (JSONL, CSV) or row (Parquet, Arrow) number.
+    """Each record of the file with its line (JSONL, CSV, TSV) or row (Parquet, Arrow) number.
 
     Raises:
-        InvalidInput: the file cannot be read (loc `["file", line]` for a bad line), or a
-            columnar file decodes to more than `max_rows` rows or too many bytes.
+        InvalidInput: the file cannot be read (loc `["file", line]` for a bad line, the first
+            byte that is not UTF-8 included), or a columnar file decodes to more than `max_rows`
+            rows or too many bytes.
     """
     if kind in ("parquet", "arrow"):
         records = _columnar(kind, data, max_rows)
         return [(number, record) for number, record in enumerate(records, start=1)]
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise invalid(["file"], f"is not UTF-8 text (byte {exc.start})") from None
-    return _csv_records(text, "file") if kind == "csv" else _jsonl_rows(text, "file")
+    text = _utf8_text(data)
+    if kind in DELIMITERS:
+        return _csv_records(text, "file", kind=kind)
+    return _jsonl_rows(text, "file")
 
 
 def rows_and_problems(
@@ -177,6 +187,48 @@ def rows_and_problems(
         if not exc.rows:
             raise
         return exc.rows, exc.errors
+
+
+def require_columns(
+    kind: str, columns: Collection[str], required: Sequence[str], field: str = "file"
+) -> None:
+    """Refuse a CSV or TSV header that lacks any of the `required` columns, once at line 1,
+    saying what it has: a wrong header is one problem, not one on every row. Other kinds have
+    no header and pass.
+
+    Raises:
+        InvalidInput: a required column is missing (loc `[field, 1]`).
+    """
+    if kind not in DELIMITERS or not set(required) - set(columns):
+        return
+    word = "column" if len(required) == 1 else "columns"
+    has = _shown(list(columns))
+    hint = _header_hint(list(columns), required, DELIMITERS[kind])
+    raise _bad(1, f"the header needs the {word} {', '.join(required)}; it has {has}{hint}", field)
+
+
+def _shown(columns: list[str]) -> str:
+    """A header's names as quoted back, cut short: a header may be one cell of 100,000 chars."""
+    shown = ", ".join(repr(name) for name in columns[:_SHOWN_COLUMNS]) or "no columns"
+    if len(columns) > _SHOWN_COLUMNS:
+        shown += f" and {len(columns) - _SHOWN_COLUMNS} more"
+    return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "…"
+
+
+def _header_hint(columns: list[str], required: Sequence[str], delimiter: str) -> str:
+    """Why the header may lack the columns: another separator (Excel writes semicolons in many
+    locales, tabs for "Unicode text"), or names that differ only in capitals or spaces."""
+    joined = "".join(columns)
+    for other, name in _SEPARATOR_NAMES.items():
+        if other != delimiter and other in joined:
+            kind = next((kind for kind, sep in DELIMITERS.items() if sep == other), None)
+            read = f"; a file named .{kind} is read with {name}" if kind else ""
+            used = _SEPARATOR_NAMES[delimiter]
+            return f" (columns must be separated by {used}, not {name}{read})"
+    loose = {name.strip().lower() for name in columns}
+    if any(name not in columns and name in loose for name in required):
+        return " (names must match exactly: capitals and spaces count)"
+    return ""
 
 
 def with_unreadable(
@@ -223,11 +275,12 @@ def _mapped(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The benchmark's format and its questions; every row's problems at once, with the
     `unreadable` lines'."""
-    flat = kind == "csv"
+    flat = kind in DELIMITERS
     try:
         fields, forced_mcq = mapping.resolve(settings.preset, settings.mapping, rows[0][1], flat)
     except RowProblem as problem:
         raise invalid([problem.field], problem.message) from None
+    require_columns(kind, rows[0][1], [name for name in (fields.prompt, fields.answer) if name])
     fmt = settings.format or (
         "mcq" if forced_mcq or mapping.has_choices(fields, rows[0][1]) else "qa"
     )
@@ -257,7 +310,7 @@ def _by_row(exc: InvalidInput, numbers: list[int], kind: str, field: str = "file
 
 def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
     """One error for a file's row problems: the first named in the message, all in `errors`."""
-    word = "line" if kind in ("jsonl", "csv") else "row"
+    word = "line" if kind == "jsonl" or kind in DELIMITERS else "row"
     first = problems[0]["loc"]
     if len(first) >= 2 and first[0] in ("file", "content"):
         where = f"{word} {first[1]}" + "".join(f".{part}" for part in first[2:])
@@ -309,33 +362,58 @@ def _jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
 def _json_object(line: str) -> dict[str, Any] | str:
     """The line's JSON object, or what is wrong with it."""
     try:
-        item = json.loads(line)
+        item = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg})"
     except RecursionError:
         return "nested too deeply"
+    except _Repeated as exc:
+        return f"the key {exc.name!r} appears {exc.times}"
     return item if isinstance(item, dict) else "each line must be one JSON object"
+
+
+class _Repeated(Exception):
+    """A name given more than once where each must be given once."""
+
+    def __init__(self, name: str, count: int) -> None:
+        super().__init__(name)
+        self.name, self.times = name, "twice" if count == 2 else f"{count} times"
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object (at any depth) whose keys are each given once: `json.loads` would keep the
+    last of a repeated key, dropping the others' values without a word."""
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        _refuse_repeated([key for key, _ in pairs])
+    return found
+
+
+def _refuse_repeated(names: list[str]) -> None:
+    """Raise `_Repeated` for the first of `names` that is given more than once."""
+    counts = Counter(names)
+    for name in names:
+        if counts[name] > 1:
+            raise _Repeated(name, counts[name])
 
 
 def _csv(content: str) -> list[tuple[int, dict[str, Any]]]:
     """Each CSV record as a question, with the line it ends on."""
-    records = _csv_records(content, "content", {"prompt", "answer"})
+    records = _csv_records(content, "content", ("prompt", "answer"))
     return [(number, _question(row)) for number, row in records]
 
 
 def _csv_records(
-    content: str, field: str, required: set[str] | None = None
+    content: str, field: str, required: Sequence[str] = (), kind: str = "csv"
 ) -> list[tuple[int, dict[str, Any]]]:
-    """Each CSV record as a dict of its cells, with the line it ends on."""
+    """Each CSV (or TSV) record as a dict of its cells, with the line it ends on."""
     lines = _Lines(content)
     rows: list[tuple[int, dict[str, Any]]] = []
     opened = 1  # the line the record being read starts on
     try:
         # Strict: an unclosed quote would otherwise swallow the rest of the file silently.
-        reader = csv.DictReader(lines, strict=True)
-        missing = (required or set()) - set(reader.fieldnames or [])
-        if missing:
-            raise _bad(1, f"the header needs the column(s) {', '.join(sorted(missing))}", field)
+        reader = csv.DictReader(lines, strict=True, delimiter=DELIMITERS[kind])
+        _check_header(reader.fieldnames or [], required, kind, field)
         opened = lines.number + 1
         for row in reader:
             if None in row:
@@ -350,6 +428,51 @@ def _csv_records(
         # Too long a field, a stray quote, a NUL: the reader stops on the line it was given last.
         raise _bad(lines.number, f"not valid CSV ({exc})", field) from None
     return rows
+
+
+def _check_header(columns: Sequence[str], required: Sequence[str], kind: str, field: str) -> None:
+    """Refuse a header that names a column twice or lacks a required one, at line 1."""
+    # A reader keeps only the last of same-named columns: the others' cells would be dropped
+    # silently. Blank names are exempt: no mapping can name them, so nothing read is lost,
+    # and spreadsheets export trailing empty columns.
+    try:
+        _refuse_repeated([name for name in columns if name.strip()])
+    except _Repeated as exc:
+        raise _bad(1, f"the column {exc.name!r} appears {exc.times}", field) from None
+    require_columns(kind, columns, required, field)
+
+
+def _utf8_text(data: bytes) -> str:
+    """The file as text, without a leading byte-order mark.
+
+    Raises:
+        InvalidInput: the file is not UTF-8: at the line and column of its first bad byte, or
+            as a whole when it is UTF-16 (Excel's "Unicode text").
+    """
+    if _is_utf16(data):
+        raise invalid(["file"], "is UTF-16 text; save it as UTF-8 (in Excel: CSV UTF-8)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        # exc.object is what was decoded: without the byte-order mark, which no line counts.
+        before = exc.object[: exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1 :].decode()) + 1
+        byte = exc.object[exc.start]
+        message = (
+            f"not UTF-8 text at column {column} (byte 0x{byte:02x}): the file may be "
+            "Latin-1/Windows-1252 or UTF-16; save it as UTF-8"
+        )
+        raise _bad(line, message, "file") from None
+
+
+def _is_utf16(data: bytes) -> bool:
+    """A UTF-16 byte-order mark, or a NUL in most odd or most even bytes: mostly-ASCII UTF-16
+    without a mark decodes as UTF-8 byte by byte, into text full of NULs."""
+    head = data[:1000]
+    if data.startswith(_UTF16_BOMS):
+        return True
+    return len(head) >= 4 and any(head[i::2].count(0) * 4 > len(head) for i in (0, 1))
 
 
 def _question(row: dict[str, Any]) -> dict[str, Any]:

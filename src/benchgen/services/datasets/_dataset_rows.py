@@ -40,6 +40,13 @@ def shape_of(chosen: str, fields: DatasetMapping, first: Mapping[str, Any]) -> S
     return "chat" if "messages" in first else "prompt_completion"
 
 
+def columns(shape: Shape, fields: DatasetMapping) -> list[str]:
+    """The source fields a row of this shape is read from, as mapped."""
+    if shape == "chat":
+        return [fields.messages or "messages"]
+    return [fields.prompt or "prompt", fields.completion or "completion"]
+
+
 def record(shape: Shape, fields: DatasetMapping, row: Mapping[str, Any]) -> dict[str, Any]:
     """The row as a normalised record (`{"messages": [...]}` or `{"prompt", "completion"}`).
 
@@ -47,9 +54,11 @@ def record(shape: Shape, fields: DatasetMapping, row: Mapping[str, Any]) -> dict
         RowProblem: a field is missing or holds something a training record cannot.
     """
     if shape == "chat":
-        return {"messages": _messages(_field(row, fields.messages or "messages", "messages"))}
-    prompt = _text(_field(row, fields.prompt or "prompt", "prompt"), "prompt")
-    completion = _text(_field(row, fields.completion or "completion", "completion"), "completion")
+        (messages,) = columns(shape, fields)
+        return {"messages": _messages(_field(row, messages, "messages"))}
+    prompt_name, completion_name = columns(shape, fields)
+    prompt = _text(_field(row, prompt_name, "prompt"), "prompt")
+    completion = _text(_field(row, completion_name, "completion"), "completion")
     if is_blank(completion):
         raise RowProblem("completion", "must not be empty")
     return {"prompt": prompt, "completion": completion}

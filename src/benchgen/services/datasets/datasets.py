@@ -52,9 +52,10 @@ def _file_format(chosen: str, filename: str) -> imports.FileFormat:
 
 class DatasetIn(BaseModel):
     """How to read an uploaded dataset. `format` chat or prompt_completion: JSON lines of
-    `{"messages": [{"role", "content"}, …]}` or `{"prompt", "completion"}`; csv: a header with
-    `prompt` and `completion`; parquet: columns named so, or mapped; auto: by the file's name
-    and first bytes, then by the first row's fields."""
+    `{"messages": [{"role", "content"}, …]}` or `{"prompt", "completion"}`, each key once;
+    csv: a header with `prompt` and `completion`, each column once (tabs in a file named .tsv);
+    parquet: columns named so, or mapped; auto: by the file's name and first bytes, then by the
+    first row's fields. Text files are UTF-8."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -87,8 +88,9 @@ def upload_dataset(
 
     Raises:
         PermissionDenied: a token without the train scope (checked before the file is read).
-        InvalidInput: too large, unreadable, or rows that are wrong: each problem's `loc` is
-            `["file", line or row number, field]`.
+        InvalidInput: too large, unreadable (not UTF-8: at its first bad byte's line), a CSV
+            header that names a column twice or lacks one the format needs (at line 1), or
+            rows that are wrong: each problem's `loc` is `["file", line or row number, field]`.
     """
     # Reading the file costs CPU and memory: someone who may not upload gets nothing parsed.
     access.require(ctx, Action.DATASET_CREATE)
@@ -103,6 +105,8 @@ def upload_dataset(
     if len(rows) > MAX_ROWS:
         raise invalid(["file"], f"at most {MAX_ROWS} rows ({len(rows)})")
     shape = _dataset_rows.shape_of(settings.format, settings.mapping, rows[0][1])
+    # A CSV row's keys are its header's columns: what the shape needs is checked once there.
+    imports.require_columns(kind, rows[0][1], _dataset_rows.columns(shape, settings.mapping))
     records = _records(shape, settings.mapping, rows, kind, unreadable)
     return _store(ctx, settings.name, shape, kind, records)
 
