@@ -103,7 +103,8 @@ def test_admin_token_cannot_grant(world: World, kind: PrincipalKind) -> None:
     assert balance(world, boss) == 0
 
 
-@pytest.mark.parametrize("amount", [0, -1, -100, True, False, 1.5, "10", None, 10**12 + 1])
+@pytest.mark.both_backends  # PostgreSQL's integer column refused 2**31 with a 500
+@pytest.mark.parametrize("amount", [0, -1, -100, True, False, 1.5, "10", None, 2**31, 10**12])
 def test_grant_rejects_bad_amounts(world: World, amount: Any) -> None:
     ana = world.user("ana@example.com")
     with pytest.raises(InvalidInput) as err:
@@ -157,7 +158,8 @@ def test_reserve_whole_balance_and_zero(world: World) -> None:
     assert balance(world, ana) == 0
 
 
-@pytest.mark.parametrize("amount", [-1, 10**12 + 1])
+@pytest.mark.both_backends
+@pytest.mark.parametrize("amount", [-1, 2**31])
 def test_reserve_rejects_bad_amounts(world: World, amount: int) -> None:
     ana = world.user("ana@example.com", credits_=100)
     with pytest.raises(InvalidInput):
@@ -388,3 +390,11 @@ def test_rows_referencing_a_user_do_not_deadlock_its_lock(world: World) -> None:
         thread.join(30)
     assert errors == []
     assert balance(world, ana) == 102
+
+
+@pytest.mark.both_backends
+def test_the_largest_grant_is_kept_and_balances_grow_past_it(world: World) -> None:
+    ana = world.user("ana@example.com")
+    for _ in range(2):
+        world.do(OPERATOR, credits.grant_credits, ana, _ledger.MAX_AMOUNT)
+    assert balance(world, ana) == 2 * _ledger.MAX_AMOUNT

@@ -15,7 +15,9 @@ from benchgen.core.ids import new_id
 from benchgen.db.tables import CreditEntry
 from benchgen.services.accounts import users
 
-MAX_AMOUNT = 10**12
+# One ledger entry at most: the largest a 32-bit integer column holds (PostgreSQL refused more
+# with a 500, where SQLite kept it). Balances are sums and may grow past it.
+MAX_AMOUNT = 2**31 - 1
 
 
 def balance_of(ctx: Context, user_id: str) -> int:
@@ -50,7 +52,7 @@ def reserve_credits(ctx: Context, amount: int, reference: str) -> str:
         InvalidInput: negative amount.
     """
     if amount < 0 or amount > MAX_AMOUNT:
-        raise invalid(["amount"], "must be between 0 and 10^12")
+        raise invalid(["amount"], f"must be between 0 and {MAX_AMOUNT:,} credits at once")
     user_id = acting_user_id(ctx)
     users.lock_user(ctx, user_id)
     available = balance_of(ctx, user_id)

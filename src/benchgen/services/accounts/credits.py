@@ -110,7 +110,7 @@ def _check_amount(amount: int) -> None:
         or not isinstance(amount, int)
         or not 0 < amount <= _ledger.MAX_AMOUNT
     ):
-        raise invalid(["amount"], "must be a whole number between 1 and 10^12")
+        raise invalid(["amount"], f"must be a whole number between 1 and {_ledger.MAX_AMOUNT:,}")
 
 
 def _line(row: CreditEntry) -> LedgerLine:
