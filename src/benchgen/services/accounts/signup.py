@@ -18,6 +18,7 @@ from benchgen.services.accounts.links import Purpose
 SIGNUP_PATH = "/signup?invite={token}"
 # Sign-ups one client address may make per window, beside its shared budget (attempts.py).
 SIGNUPS_PER_WINDOW = 5
+TAKEN = "An account with this email already exists: sign in, or reset its password."
 MAX_INVITES = 200
 
 
@@ -59,8 +60,9 @@ def sign_up(
     display_name: str = "",
     invite: str = "",
     address: str = "",
-) -> users.UserView:
-    """Make an account for oneself, as the deployment's sign-up mode allows.
+) -> users.UserView | None:
+    """Make an account for oneself, as the deployment's sign-up mode allows; None when the
+    email is taken (say `TAKEN`).
 
     `open`: anyone; the email stays unverified until its mailed link is followed. `invite`:
     only with an admin's unused invite, for the address it was sent to (verified: the invite
@@ -69,8 +71,7 @@ def sign_up(
     Raises:
         PermissionDenied: sign-up is closed, needs an invite, or the invite is not valid.
         InvalidInput: bad email, password or display name.
-        Conflict: the email is taken.
-        RateLimited: too many sign-ups from this client address.
+        RateLimited: too many sign-ups (taken emails included) from this client address.
     """
     mode = signup_mode(ctx)
     if mode == "closed":
@@ -82,8 +83,13 @@ def sign_up(
         raise PermissionDenied("Sign-up needs an invite from an administrator.")
     attempts.require_room(ctx, f"signup:{address}", address, SIGNUPS_PER_WINDOW)
     chosen = held.email if held is not None else email
-    user = users.insert_user(ctx, chosen, password, display_name, verified=held is not None)
     attempts.count_attempt(ctx, f"signup:{address}", address)
+    try:
+        user = users.insert_user(ctx, chosen, password, display_name, verified=held is not None)
+    except Conflict:
+        # Returned, not raised, so the caller's transaction keeps the attempt: each address
+        # tried costs the prober one sign-up of the window, as a failed sign-in does.
+        return None
     if held is not None:
         links.retire_links(ctx, Purpose.INVITE, held.email)
     else:

@@ -229,13 +229,15 @@ def signup_submit(
             user = signup.sign_up(
                 ctx, email, password, display_name, invite, client_address(request)
             )
-            secret = open_browser_session(request, ctx, user)
+            secret = open_browser_session(request, ctx, user) if user is not None else ""
     except InvalidInput as exc:
         problems = field_problems(exc, SIGNUP_FIELDS)
         return _signup_form(request, mode, invite, invited, typed, problems, 422)
     except BenchGenError as exc:
         problems = {"": exc.message}
         return _signup_form(request, mode, invite, invited, typed, problems, exc.http_status)
+    if user is None:
+        return _signup_form(request, mode, invite, invited, typed, {"": signup.TAKEN}, 409)
     note = "" if invited else f" We sent a link to {user.email}: follow it to verify the address."
     response = signed_in_redirect(
         request, secret, path_for(request, "dashboard"), f"Welcome!{note}"
