@@ -323,3 +323,76 @@ def test_a_job_whose_base_was_withdrawn_fails_refunded(
     failed = world.do(scene["web"], jobs.get_training_job, job.id)
     assert failed.status == TrainingStatus.FAILED and "base model" in failed.error
     assert _ledger(world, scene["ana"]) == [("reserve", -3), ("refund", 3)]
+
+
+def test_a_plan_past_the_time_cap_is_refused_with_what_to_change(
+    world: World, scene: dict[str, Any]
+) -> None:
+    """A plan estimated past BENCHGEN_TRAINING_MAX_HOURS was accepted, and the cap then
+    stopped the job with nothing to show for it."""
+    world.rt.settings.training_max_hours = 0.01  # 36 s: one epoch of 10 rows fits
+    assert world.do(scene["web"], plans.plan_training, request(scene)).estimated_seconds <= 36
+    long = request(scene, hyperparameters={"epochs": 100, "batch_size": 1})
+    for fn in (plans.plan_training, jobs.start_training):
+        with pytest.raises(InvalidInput) as exc:
+            world.do(scene["web"], fn, long)
+        assert problems(exc) == [["hyperparameters"]]
+        message = exc.value.message
+        assert "would take about" in message and "at most 0.01 h" in message
+        assert "epochs" in message and "fewer rows" in message and "batch_size" in message
+    assert count(world, TrainingJob) == 0 and _ledger(world, scene["ana"]) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "loc", "message"),
+    [
+        ({"name": "x" * 201}, ["name"], "at most 200 characters"),
+        (
+            {"hyperparameters": {"learning_rate": "NaN"}},
+            ["hyperparameters", "learning_rate"],
+            "must be a finite number",
+        ),
+        (
+            {"hyperparameters": {"lora_dropout": "-inf"}},
+            ["hyperparameters", "lora_dropout"],
+            "must be a finite number",
+        ),
+        (
+            {"hyperparameters": {"learning_rate": True}},
+            ["hyperparameters", "learning_rate"],
+            "must be a number, not true or false",
+        ),
+        (
+            {"hyperparameters": {"lora_dropout": False}},
+            ["hyperparameters", "lora_dropout"],
+            "must be a number, not true or false",
+        ),
+        # Without a GPU type the job trained on the CPU and the count was dropped unseen.
+        ({"compute": {"gpus": 5}}, ["compute", "gpus"], "5 GPUs need a gpu_type"),
+    ],
+)
+def test_names_numbers_and_gpu_counts_are_refused_in_plain_words(
+    world: World, scene: dict[str, Any], changes: dict[str, Any], loc: list[Any], message: str
+) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        world.do(scene["web"], plans.plan_training, request(scene, **changes))
+    assert problems(exc) == [loc]
+    assert message in exc.value.message
+
+
+def test_a_job_stopped_at_the_time_cap_pays_for_its_steps(
+    world: World, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    """The cap's stop was a failure, refunded in full: the steps it trained were free."""
+    job = world.do(scene["web"], jobs.start_training, request(scene))
+    assert isinstance(world.do(WORKER, execution.begin_training, job.id, tmp_path), execution.Work)
+    capped = Outcome(
+        "timed_out", 2, None, "stopped at the deployment's time cap of 24 h after 2 steps", 0
+    )
+    world.do(WORKER, execution.finish_training, job.id, capped)
+    ended = world.do(scene["web"], jobs.get_training_job, job.id)
+    assert (ended.status, ended.steps_done, ended.credits_charged) == ("cancelled", 2, 2)
+    assert "time cap of 24 h after 2 steps" in ended.error
+    assert _ledger(world, scene["ana"]) == [("reserve", -3), ("settle", 1)]
+    log = [line.line for line in world.do(scene["web"], jobs.read_training_log, job.id)]
+    assert log[-1] == "Cancelled: stopped at the deployment's time cap of 24 h after 2 steps"

@@ -40,16 +40,17 @@ _INHERITED = (
     "CUDA_VISIBLE_DEVICES",
 )
 _TERMINAL = ("completed", "cancelled", "error")
+Ending = Literal["completed", "cancelled", "timed_out", "failed"]
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a training attempt ended."""
+    """How a training attempt ended: `timed_out` when it was stopped at `timeout_s`."""
 
-    status: Literal["completed", "cancelled", "failed"]
+    status: Ending
     steps_done: int  # the last step reached, counted from the job's start (resumes included)
     final_dir: str | None  # `output_dir/final` when completed
-    error: str  # one readable line when failed, else ""
+    error: str  # one readable line when failed or timed out, else ""
     peak_rss_bytes: int
     stderr_tail: str = ""  # the child's last 8 KiB of stderr, for the job's log
 
@@ -64,7 +65,8 @@ def run_training(
     """Run one attempt in a child process and wait for it, passing on each of its events.
 
     `should_stop` is polled about five times a second; once true, the child stops between
-    steps (and is killed if it has not within 30 s). Past `timeout_s` the child is killed.
+    steps (and is killed if it has not within 30 s). Past `timeout_s` the child is killed
+    and the attempt has `timed_out`.
     Call it from a thread that lives until it returns: the child dies with that thread.
     `on_event` runs in the calling thread; if it raises, the child is killed and it propagates.
 
@@ -208,10 +210,10 @@ class _Watch:
         """The attempt's outcome from how it ended, its last event and its exit status."""
         kind = self.last.get("event")
         tail = self._tail.decode("utf-8", errors="replace")
-        status: Literal["completed", "cancelled", "failed"] = "failed"
+        status: Ending = "failed"
         error, final = "", None
         if ended_by == "timeout":
-            error = f"training timed out after {timeout_s:.0f} s"
+            status, error = "timed_out", _capped(timeout_s, self.steps)
         elif kind == "completed":  # the final folder was whole before the event was sent
             status, final = "completed", str(self.last["dir"])
         elif kind == "cancelled" or (self.stop_sent and kind != "error"):
@@ -248,6 +250,11 @@ class _Watch:
     def _read_tail(self, stream: IO[bytes]) -> None:
         while chunk := os.read(stream.fileno(), 65536):
             self._tail = (self._tail + chunk)[-_STDERR_KEEP:]
+
+
+def _capped(timeout_s: float, steps: int) -> str:
+    cap = f"{timeout_s / 3600:g} h" if timeout_s >= 3600 else f"{timeout_s:.0f} s"
+    return f"stopped at the deployment's time cap of {cap} after {steps} steps"
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

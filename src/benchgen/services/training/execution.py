@@ -233,7 +233,8 @@ def is_cancel_requested(ctx: Context, training_id: str) -> bool:
 
 def finish_training(ctx: Context, training_id: str, outcome: Outcome) -> None:
     """Close the job as the engine ended it: a completed one joins the catalogue as a Trained
-    model; credits are settled for the steps that ran (refunded in full when it failed)."""
+    model; credits are settled for the steps that ran (refunded in full when it failed). One
+    stopped at the deployment's time cap ends cancelled, with the cap as its error."""
     access.require(ctx, Action.TRAINING_EXECUTE)
     row = ctx.session.get(TrainingJob, training_id)
     if row is None or row.status in TRAINING_FINAL:
@@ -247,9 +248,13 @@ def finish_training(ctx: Context, training_id: str, outcome: Outcome) -> None:
             store.delete_prefix(row.checkpoint_key)
         row.trained_model_id = _add_trained_model(ctx, row)
         close_job(ctx, row, TrainingStatus.COMPLETED, f"Completed: {row.total_steps} steps")
-    elif outcome.status == "cancelled":
+    elif outcome.status in ("cancelled", "timed_out"):
+        # The time cap is no fault of the platform: the steps ran as asked, only the plan's
+        # estimate fell short, so they are charged as a cancel's are.
         row.steps_done = max(row.steps_done, outcome.steps_done)
-        close_job(ctx, row, TrainingStatus.CANCELLED, f"Cancelled after {row.steps_done} steps")
+        row.error = outcome.error[:2000]
+        line = f"Cancelled: {row.error}" if row.error else f"Cancelled after {row.steps_done} steps"
+        close_job(ctx, row, TrainingStatus.CANCELLED, line)
     else:
         row.error = outcome.error[:2000] or "training failed"
         close_job(ctx, row, TrainingStatus.FAILED, f"Failed: {row.error}")

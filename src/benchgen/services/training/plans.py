@@ -8,31 +8,42 @@ import math
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
-from benchgen.core.text import MAX_TITLE
 from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
 from benchgen.services.datasets import datasets
-from benchgen.services.specs import Title, not_bool, parse
-from benchgen.services.training import bases, compute
+from benchgen.services.specs import BoundedTitle, not_bool, parse
+from benchgen.services.training import bases, compute, durations
 from benchgen.services.training.bases import Base
 from benchgen.training.sizing import estimate_peak_bytes, matches_module
 from benchgen.training.spec import Hyperparameters, JobType, total_steps
 
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
-# Rough costs of a 135M-parameter model on one CPU thread (bench/train.py measures them): its
-# load, each optimizer step's fixed work, and throughput over the tokens. A model n times
-# larger is taken as n times slower, a GPU as 40 times faster once loaded.
-LOAD_S_AT_135M = 20.0
-STEP_S_AT_135M = 0.4
-CPU_TOKENS_PER_S_AT_135M = 300.0
-REFERENCE_PARAMS = 135_000_000
-GPU_SPEEDUP = 40.0
+
+
+def _finite_number(value: Any) -> Any:
+    """`value`, unless it is true or false or reads as NaN or infinity: pydantic takes true as
+    1.0, and NaN fails every bound with a message about the bound instead of itself. For
+    `field_validator(…, mode="before")`, as `not_bool`.
+
+    Raises:
+        PydanticCustomError: `value` is a bool, or a number that is not finite.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "must be a number, not true or false")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return value  # not a number at all: pydantic's own check says so
+    if not math.isfinite(number):
+        raise PydanticCustomError("finite_number", "must be a finite number")
+    return value
 
 
 class HyperparametersIn(BaseModel):
@@ -57,6 +68,7 @@ class HyperparametersIn(BaseModel):
     _whole = field_validator(
         "epochs", "batch_size", "max_seq_length", "lora_rank", "lora_alpha", mode="before"
     )(not_bool)
+    _real = field_validator("learning_rate", "lora_dropout", mode="before")(_finite_number)
 
     def frozen(self) -> Hyperparameters:
         """As the engine's plain value."""
@@ -73,6 +85,18 @@ class ComputeIn(BaseModel):
     gpus: int = Field(1, ge=1, le=16)
     _whole = field_validator("gpus", mode="before")(not_bool)
 
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_need_a_type(cls, gpus: int, info: ValidationInfo) -> int:
+        # Without a GPU type the job goes to the CPU pool, one slot: a larger count would be
+        # dropped unseen. One stays valid, as a whole request's dump (the agent's) carries it.
+        if gpus > 1 and "gpu_type" in info.data and info.data["gpu_type"] is None:
+            raise PydanticCustomError(
+                "gpus_without_type",
+                f"{gpus} GPUs need a gpu_type: without one the job trains on the CPU",
+            )
+        return gpus
+
 
 class TrainingIn(BaseModel):
     """A training job to plan or launch."""
@@ -84,7 +108,7 @@ class TrainingIn(BaseModel):
     dataset_id: str = Field(max_length=40, examples=["ds_…"])
     hyperparameters: HyperparametersIn = Field(default_factory=HyperparametersIn)
     compute: ComputeIn = Field(default_factory=ComputeIn)
-    name: Title | None = Field(None, max_length=MAX_TITLE, description="The Trained model's name")
+    name: BoundedTitle | None = Field(None, description="The Trained model's name")
 
 
 @dataclass(frozen=True)
@@ -138,7 +162,7 @@ class TrainingPlan:
                 f"Steps: {self.total_steps}; memory ~{self.memory_estimate_mib} MiB "
                 f"of {self.memory_limit_mib} MiB allowed",
                 f"Compute: {self.compute.availability}",
-                f"Estimated duration: {_duration(self.estimated_seconds)}",
+                f"Estimated duration: {durations.duration_words(self.estimated_seconds)}",
                 f"Estimated cost: {self.estimated_credits} credits "
                 f"({self.price_per_step} a step; balance {self.balance})",
             ]
@@ -163,7 +187,8 @@ def plan_training(ctx: Context, data: TrainingIn | dict[str, Any]) -> TrainingPl
         PermissionDenied: a token or turn without the train scope.
         NotFound: the model or dataset is not one the user may use.
         InvalidInput: untrainable model, values out of range, a GPU type this deployment does
-            not have, or a plan too large for the memory a training job may use.
+            not have, a plan too large for the memory a training job may use, or one expected
+            to run past the deployment's time cap.
     """
     return check_plan(ctx, data).plan
 
@@ -192,6 +217,8 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
             "lower batch_size or max_seq_length, or use lora",
         )
     steps = total_steps(dataset.row_count, hyper.batch_size, hyper.epochs)
+    seconds = durations.estimate_seconds(ctx, base, dataset, hyper, pool, steps)
+    durations.require_within_cap(ctx, seconds)
     price = _price(ctx, pool, count)
     balance = _ledger.balance_of(ctx, _ledger.acting_user_id(ctx))
     plan = TrainingPlan(
@@ -209,7 +236,7 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
         compute=_compute_plan(ctx, pool, count),
         memory_estimate_mib=memory,
         memory_limit_mib=limit,
-        estimated_seconds=_seconds(ctx, base, dataset, hyper, pool, steps),
+        estimated_seconds=seconds,
         price_per_step=price,
         estimated_credits=steps * price,
         balance=balance,
@@ -276,27 +303,6 @@ def _price(ctx: Context, pool: str, count: int) -> int:
     if pool == compute.CPU:
         return ctx.settings.training_cpu_price_per_step
     return ctx.settings.training_gpu_price_per_step * count
-
-
-def _seconds(
-    ctx: Context, base: Base, dataset: Dataset, hyper: Hyperparameters, pool: str, steps: int
-) -> int:
-    """A rough duration: loading, then each step's fixed work and its tokens, scaled by model
-    size and threads (or a GPU)."""
-    per_row = min(dataset.token_estimate / max(dataset.row_count, 1), hyper.max_seq_length)
-    tokens = per_row * dataset.row_count * hyper.epochs
-    size = max(base.info.param_count, 1) / REFERENCE_PARAMS
-    speed = ctx.settings.training_threads * (GPU_SPEEDUP if pool != compute.CPU else 1.0)
-    work = steps * STEP_S_AT_135M + tokens / CPU_TOKENS_PER_S_AT_135M
-    return math.ceil(LOAD_S_AT_135M * size + work * size / speed)
-
-
-def _duration(seconds: int) -> str:
-    if seconds < 90:
-        return f"about {seconds} s"
-    if seconds < 5400:
-        return f"about {round(seconds / 60)} min"
-    return f"about {seconds / 3600:.1f} h"
 
 
 def _shown(value: Any) -> str:
