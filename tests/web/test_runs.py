@@ -294,6 +294,11 @@ def test_edit_score_needs_a_reason_then_marks_the_run_and_is_audited(
     page = web.get(f"/runs/{owner_run}").text
     assert "edited by hand" in page and "80.0%" in page
     assert SCRIPT not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # Lists that show the score say it was corrected, as the leaderboard does.
+    bm = run.benchmark_id
+    for listing in ("/", f"/benchmarks/{bm}/runs"):
+        cells = [td.get_text() for td in web.page(listing).find_all("td")]
+        assert "80.0 % (corrected)" in cells, (listing, cells)
     events = world.do(OPERATOR, audit.list_events, owner_run)
     edits = [e for e in events if e.action == audit.AuditAction.RUN_EDIT_SCORE]
     assert len(edits) == 1 and edits[0].details["reason"] == reason
