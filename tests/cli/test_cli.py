@@ -85,6 +85,15 @@ def test_the_operator_disables_and_enables_an_account(world: World) -> None:
     assert world.do(Principal.web(ana), users.get_me).id == ana
 
 
+def test_the_operator_grants_and_revokes_admin_rights(world: World) -> None:
+    world.user("ana@example.com")
+    said = _ok("admin", "grant-admin", "--email", "ana@example.com")
+    assert "ana@example.com is an administrator." in said
+    assert world.do(OPERATOR, users.get_user_by_email, "ana@example.com").is_admin
+    _ok("admin", "revoke-admin", "--email", "ana@example.com")
+    assert not world.do(OPERATOR, users.get_user_by_email, "ana@example.com").is_admin
+
+
 def test_errors_are_clear_and_exit_nonzero() -> None:
     result = runner.invoke(app, ["admin", "create-user", "--email", "bad", "--password", "x" * 9])
     assert result.exit_code == 1

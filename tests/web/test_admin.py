@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
-from benchgen.services import deployment
+from benchgen.services import audit, deployment
 from benchgen.services.accounts import _ledger, credits, users
 from benchgen.services.runtime import Runtime
 from tests.support import OPERATOR, World, sql_sent
@@ -95,10 +95,34 @@ def test_create_find_disable_and_enable_a_user(admin: WebUser, world: World) -> 
     assert disabled.status_code == 303
     assert not world.do(OPERATOR, users.get_user_by_email, "new@example.com").is_active
     row = user_row(admin.page("/admin/users"), "new@example.com")
-    assert "disabled" in row.get_text() and row.button.get_text() == "Enable new@example.com"
+    assert "disabled" in row.get_text()
+    assert "Enable new@example.com" in [b.get_text() for b in row.find_all("button")]
     admin.post(f"/admin/users/{target.id}/active", {"active": "true"})
     assert world.do(OPERATOR, users.get_user_by_email, "new@example.com").is_active
     assert admin.post("/admin/users/usr_nope/active", {"active": "true"}).status_code == 404
+
+
+def test_an_admin_makes_and_unmakes_admins_from_their_next_request(
+    admin: WebUser, world: World, signed_in: WebUser
+) -> None:
+    """There was no way to change who is an admin once an account existed."""
+    ana = world.do(OPERATOR, users.get_user_by_email, "ana@example.com")
+    assert signed_in.get("/admin/users").status_code == 403
+    assert (
+        "Make admin ana@example.com" in user_row(admin.page("/admin/users"), ana.email).get_text()
+    )
+    assert admin.post(f"/admin/users/{ana.id}/admin", {"admin": "true"}).status_code == 303
+    assert "ana@example.com is now an administrator." in admin.get("/admin/users").text
+    assert signed_in.get("/admin/users").status_code == 200  # the same session, at once
+    assert admin.post(f"/admin/users/{ana.id}/admin", {"admin": "false"}).status_code == 303
+    assert signed_in.get("/admin/users").status_code == 403
+    root = world.do(OPERATOR, users.get_user_by_email, "root@example.com")
+    own = admin.post(f"/admin/users/{root.id}/admin", {"admin": "false"})
+    assert own.status_code == 409 and "cannot remove your own admin rights" in own.text
+    assert world.do(OPERATOR, users.get_user_by_email, "root@example.com").is_admin
+    assert signed_in.post(f"/admin/users/{root.id}/admin", {"admin": "false"}).status_code == 403
+    done = [e.action for e in world.do(OPERATOR, audit.list_events, ana.id)]
+    assert done.count("user.grant_admin") == 1 and done.count("user.revoke_admin") == 1
 
 
 def test_grant_credits(admin: WebUser, world: World, runtime: Runtime) -> None:

@@ -84,6 +84,24 @@ def enable_user(email: Email) -> None:
     _set_active(email, active=True)
 
 
+@app.command("grant-admin")
+def grant_admin(email: Email) -> None:
+    """Make an account an administrator: users, invites, settings, reports and the audit log."""
+    _set_admin(email, admin=True)
+
+
+@app.command("revoke-admin")
+def revoke_admin(email: Email) -> None:
+    """Make an administrator an ordinary user again (from their next request)."""
+    _set_admin(email, admin=False)
+
+
+def _set_admin(email: str, admin: bool) -> None:
+    with open_runtime() as runtime, as_operator(runtime) as ctx:
+        user = users.set_admin(ctx, users.get_user_by_email(ctx, email).id, admin)
+    console.print(f"{user.email} is {'an administrator' if admin else 'an ordinary user'}.")
+
+
 def _set_active(email: str, active: bool) -> None:
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         user = users.set_active(ctx, users.get_user_by_email(ctx, email).id, active)

@@ -76,6 +76,8 @@ class AuditAction(StrEnum):
     USER_ACTIVATE = "user.activate"
     USER_CREATE = "user.create"
     USER_DISABLE = "user.disable"
+    USER_GRANT_ADMIN = "user.grant_admin"
+    USER_REVOKE_ADMIN = "user.revoke_admin"
     USER_SIGNUP = "user.signup"
     WHITELIST_ADD = "whitelist.add"
     WHITELIST_REMOVE = "whitelist.remove"

@@ -277,6 +277,34 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     return view(user)
 
 
+def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
+    """Make an account an administrator, or an ordinary user again; it holds or loses the
+    admin pages and commands from its next request.
+
+    Raises:
+        PermissionDenied: not an admin.
+        NotFound: no such account.
+        Conflict: an admin removing their own rights (they could be the last admin).
+    """
+    access.require(ctx, Action.ADMIN_USERS)
+    user = ctx.session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such account.", {"id": user_id})
+    if not admin and user.id == ctx.principal.user_id:
+        raise Conflict(
+            "You cannot remove your own admin rights: another admin can, or the operator with "
+            "`benchgen admin revoke-admin`.",
+            {"id": user.id},
+        )
+    if user.is_admin != admin:
+        user.is_admin = admin
+        action = (
+            audit.AuditAction.USER_GRANT_ADMIN if admin else audit.AuditAction.USER_REVOKE_ADMIN
+        )
+        audit.record(ctx, action, "user", user.id)
+    return view(user)
+
+
 def lock_user(ctx: Context, user_id: str) -> None:
     """Serialise concurrent spending and creating by one user for the rest of the transaction.
 

@@ -99,6 +99,16 @@ def user_active(
     return redirect(request, "admin_users", flash=f"{verb} the account {changed.email}.")
 
 
+@router.post("/admin/users/{user_id}/admin", name="admin_user_admin")
+def user_admin(
+    request: Request, ctx: WebContext, user_id: str, admin: Annotated[bool, Form()]
+) -> Response:
+    """Make an account an administrator, or an ordinary user again."""
+    changed = users.set_admin(ctx, user_id, admin)
+    role = "an administrator" if changed.is_admin else "an ordinary user"
+    return redirect(request, "admin_users", flash=f"{changed.email} is now {role}.")
+
+
 @router.post("/admin/users/{user_id}/credits", name="admin_credits")
 def grant(
     request: Request,
