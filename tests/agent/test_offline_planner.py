@@ -257,6 +257,17 @@ def test_run_tool_error_is_said_plainly(world: World) -> None:
     assert turn.proposal is None
 
 
+def test_a_question_refused_for_its_length_says_which_and_why(world: World) -> None:
+    # The create call is refused for its arguments before it runs: the reason reaches the user.
+    chat = Chat(world)
+    turn = chat.say('Create a benchmark called "Long":\nQ: ' + "x" * 20_001 + "?\nA: yes")
+    assert (turn.status, turn.proposal, turn.buttons) == ("completed", None, [])
+    assert turn.reply == (
+        "I could not prepare the new benchmark: the prompt of question 1 must have at most "
+        "20000 characters. Nothing was done."
+    ), turn.reply[:300]
+
+
 # --- status and results ----------------------------------------------------------------------
 
 

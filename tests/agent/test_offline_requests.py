@@ -229,6 +229,22 @@ def test_run_on_a_subset(world: World, text: str, subset: dict[str, Any], shown:
     assert f"subset: {shown}" in turn.reply and "partial run" in turn.reply
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["run {model} on the first 0 questions of Twelve", "run {model} on a random 0 of Twelve"],
+)
+def test_a_subset_out_of_range_is_refused_saying_why(world: World, text: str) -> None:
+    # The call is refused for its arguments before it runs: the reason reaches the user.
+    chat = Chat(world)
+    chat.benchmark(TWELVE)
+    turn = chat.say(text.format(model=FIRST))
+    assert (turn.status, turn.proposal, turn.buttons) == ("completed", None, [])
+    assert turn.reply == (
+        "I could not prepare that run: the number of questions must be at least 1 "
+        "(you asked for 0). Nothing was done."
+    ), turn.reply
+
+
 def test_a_subset_survives_the_model_buttons(world: World) -> None:
     chat = Chat(world)
     twelve = chat.benchmark(TWELVE)

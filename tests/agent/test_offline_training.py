@@ -68,6 +68,63 @@ def test_the_planner_reads_fine_tune_requests(
     assert arguments["compute"]["gpu_type"] is None
 
 
+@pytest.mark.parametrize(
+    ("words", "reason"),
+    [
+        ("for 500 epochs", "epochs must be at most 100 (you asked for 500)"),
+        ("for 12345 epochs", "epochs must be at most 100 (you asked for 12345)"),
+        ("for 1.5 epochs", "epochs must be a whole number (you asked for 1.5)"),
+        ("with learning rate 5", "learning rate must be at most 0.1 (you asked for 5)"),
+        ("with learning rate 0.5", "learning rate must be at most 0.1 (you asked for 0.5)"),
+        ("with batch size 0", "batch size must be at least 1 (you asked for 0)"),
+        (
+            "with learning rate -1 and batch size 1e3",
+            "learning rate must be greater than 0 (you asked for -1); "
+            "batch size must be at most 256 (you asked for 1000)",
+        ),
+    ],
+)
+def test_an_out_of_range_setting_is_refused_saying_which_and_its_range(
+    tia: Trainer, words: str, reason: str
+) -> None:
+    turn = tia.say(f"fine-tune SmolLM2 on Support replies {words}")
+    assert (turn.status, turn.proposal, turn.buttons) == ("completed", None, [])
+    expected = f"I could not prepare that training job: {reason}. Nothing was done."
+    assert turn.reply == expected, turn.reply
+    assert tia.jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("words", "setting"),
+    [
+        ("for ten epochs", "the number of epochs"),
+        ("for 1,000 epochs", "the number of epochs"),
+        ("for " + "9" * 5000 + " epochs", "the number of epochs"),
+        ("with learning rate 1e999", "the learning rate"),
+        ("for 2 epochs with batch size 1,5", "the batch size"),
+    ],
+)
+def test_a_setting_that_cannot_be_read_is_said_never_dropped(
+    tia: Trainer, words: str, setting: str
+) -> None:
+    turn = tia.say(f"fine-tune SmolLM2 on Support replies {words}")
+    assert turn.proposal is None and turn.buttons == []
+    assert turn.reply.startswith(f"I could not read {setting} in your request"), turn.reply
+    assert "proposed nothing" in turn.reply and turn.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("Page rank data", "Page rank data"), ("Batch size notes", '"Batch size notes"')],
+)
+def test_setting_words_in_a_name_are_no_setting(tia: Trainer, name: str, said: str) -> None:
+    dataset = tia.dataset(name)
+    turn = tia.say(f"fine-tune SmolLM2 on {said} for 2 epochs")
+    assert turn.proposal is not None, turn.reply
+    assert turn.proposal.arguments["dataset_id"] == dataset
+    assert turn.proposal.arguments["hyperparameters"]["epochs"] == 2
+
+
 def test_on_a_gpu_takes_the_one_gpu_pool(tia: Trainer) -> None:
     turn = tia.say("fine-tune SmolLM2 on Support replies on a GPU")
     assert turn.proposal is not None, turn.reply
@@ -151,6 +208,29 @@ def test_the_planner_lists_datasets_jobs_and_bases(tia: Trainer) -> None:
     )
     assert tia.smol in tia.say("which models can I train?").reply
     assert tia.say("list my training jobs").reply.startswith("You have no training jobs yet")
+
+
+@pytest.mark.parametrize(
+    "text", ["which models can be trained?", "list trainable models", "can SmolLM2 be trained?"]
+)
+def test_asking_which_models_are_trainable_lists_the_training_bases(
+    tia: Trainer, text: str
+) -> None:
+    turn = tia.say(text)
+    assert turn.reply.startswith("Models you can train:"), turn.reply
+    assert tia.smol in turn.reply and RANDOM not in turn.reply
+    assert [call["tool"] for call in turn.tool_calls] == ["list_training_bases"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["list my trained models", "which trained models do I have", "list my fine-tuned models"],
+)
+def test_the_users_trained_models_are_listed_with_the_models(tia: Trainer, text: str) -> None:
+    # A Trained model is a model to run: it is listed with the others, not as a base to train.
+    turn = tia.say(text)
+    assert turn.reply.startswith("Models you can run:"), turn.reply
+    assert [call["tool"] for call in turn.tool_calls] == ["list_models"]
 
 
 # --- "is it done?" ----------------------------------------------------------------------------

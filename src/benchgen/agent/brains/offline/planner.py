@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchgen.agent.brains.offline import edits, insights, render, steps, training
+from benchgen.agent.brains.offline import edits, insights, refusals, render, steps, training
 from benchgen.agent.brains.offline.parse import Intent, read_intent
 from benchgen.agent.brains.offline.questions import read_title
 from benchgen.agent.brains.offline.steps import Ask, Step
@@ -51,7 +51,8 @@ def offline_model(settings: Settings) -> FunctionModel:
 
 
 def _events(messages: list[ModelMessage]) -> list[Event]:
-    """The conversation as (who, what): user and agent words, tool results, retry prompts."""
+    """The conversation as (who, what): user and agent words, tool results, and the calls
+    refused for their arguments."""
     events: list[Event] = []
     for message in messages:
         if isinstance(message, ModelResponse):
@@ -63,9 +64,12 @@ def _events(messages: list[ModelMessage]) -> list[Event]:
             if isinstance(part, UserPromptPart):
                 events.append(("user", part.content if isinstance(part.content, str) else ""))
             elif isinstance(part, ToolReturnPart):
-                events.append(("tool", (part.tool_name, part.content)))
-            elif isinstance(part, RetryPromptPart):
-                events.append(("retry", part.model_response()))
+                # A call the loop refused (arguments out of range…) comes back as the call's
+                # own return, `retried`: its content is why, never a result to go on from.
+                refused = getattr(part, "outcome", "success") != "success"
+                events.append(("retry" if refused else "tool", (part.tool_name, part.content)))
+            elif isinstance(part, RetryPromptPart):  # the same, from older pydantic-ai
+                events.append(("retry", (part.tool_name, part.content)))
     return events
 
 
@@ -74,9 +78,10 @@ def _step(events: list[Event], settings: Settings) -> Step:
     if asked < 0:
         return render.help_text()
     later = events[asked + 1 :]
-    if later and later[-1][0] == "retry":
-        # A call the loop refused (bad arguments): say so rather than try again and again.
-        return f"I could not do that: {str(later[-1][1])[:500]}"
+    refused = [what for who, what in later if who == "retry"]
+    if refused:
+        # A call the loop refused (bad arguments): say why rather than try again and again.
+        return refusals.refused_call(*refused[0])
     history = [(who, str(what)) for who, what in events[:asked] if who in ("user", "agent")]
     results = [what for who, what in later if who == "tool"]
     return plan(Ask(str(events[asked][1]), settings, history, results))

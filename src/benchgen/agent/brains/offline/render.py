@@ -79,7 +79,12 @@ def error(tool: str, result: dict[str, Any]) -> str:
     readable = re.sub(
         r"\bat position (\d+)", lambda m: f"for question {int(m.group(1)) + 1}", readable
     )
-    return f"I could not {_ACTIONS.get(tool, tool)}: {readable}"
+    return f"I could not {doing(tool)}: {readable}"
+
+
+def doing(tool: str) -> str:
+    """What calling `tool` does, in words that follow "I could not"."""
+    return _ACTIONS.get(tool, tool)
 
 
 def benchmarks(result: dict[str, Any], mine: bool) -> str:

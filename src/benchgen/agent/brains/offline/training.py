@@ -32,6 +32,9 @@ def step_train(ask: Ask, intent: Intent) -> Step:
     if _CANCEL.match(intent.phrase):
         return said.cancel(find_id(ask.text, "tr"), ask.settings)
     request = read_request(ask.text)
+    if request.unread:
+        # Proposing without a value the user gave would train something they did not ask for.
+        return said.unread(request.unread)
     needed: list[Call] = [("list_training_bases", {}), ("list_datasets", {})]
     if request.gpu is not None:
         needed.append(("list_compute", {}))

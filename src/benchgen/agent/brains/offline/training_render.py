@@ -11,6 +11,14 @@ from benchgen.core.config import Settings
 MAX_LISTED = 20
 UPLOAD_PAGE = "/datasets"
 TRAINING_PAGE = "/training"
+# Each setting a request may give: its name in a sentence, and how to write it.
+_SETTINGS = {
+    "epochs": ("the number of epochs", "for 3 epochs"),
+    "learning_rate": ("the learning rate", "with learning rate 1e-4"),
+    "batch_size": ("the batch size", "with batch size 8"),
+    "lora_rank": ("the LoRA rank", "with rank 16"),
+    "max_seq_length": ("the max sequence length", "with max sequence length 1024"),
+}
 
 
 def no_datasets(settings: Settings) -> str:
@@ -51,6 +59,17 @@ def bases(result: dict[str, Any]) -> str:
         f"{b['name']} ({b['id']}): {b['param_count'] / 1e6:.0f}M parameters" for b in trainable
     ]
     return _listing("Models you can train", lines)
+
+
+def unread(keys: tuple[str, ...]) -> str:
+    """Settings the request named whose value could not be read: which, and how to write them."""
+    named = [_SETTINGS[key] for key in keys]
+    what = " and ".join(name for name, _ in named)
+    how = ", ".join(f"`{example}`" for _, example in named)
+    return (
+        f"I could not read {what} in your request, so I have proposed nothing. "
+        f"Write each as a plain number, e.g. {how}."
+    )
 
 
 def untrainable(base: dict[str, Any], result: dict[str, Any]) -> str:

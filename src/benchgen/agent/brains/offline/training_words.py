@@ -4,13 +4,18 @@ training jobs, datasets and trainable models."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 _WORD = r"(?:train|training|fine[\s-]?tun\w*|finetun\w*)"
+# "trainable" and "be trained" ask about training; "my trained models" are models to run.
+_BE_TRAINED = r"\bbe\s+(?:trained|fine[\s-]?tuned|finetuned)\b"
 _TRAIN_WORD = re.compile(
-    rf"\b{_WORD}\b|^(?:lora|sft)\b|\b(?:an?|the|my)\s+(?:lora|sft)\b|\btr_[A-Za-z0-9]", re.I
+    rf"\b{_WORD}\b|\btrainable\b|{_BE_TRAINED}|^(?:lora|sft)\b|\b(?:an?|the|my)\s+(?:lora|sft)\b"
+    r"|\btr_[A-Za-z0-9]",
+    re.I,
 )
 # "run my fine-tuned model on Capitals" evaluates a model; it does not train one.
 _EVALUATE = re.compile(
@@ -38,41 +43,52 @@ _STATUS = re.compile(
 _LIST = r"\b(?:list|show|see|view|display|get|give|all|my|which|what)\b"
 _LIST_BASES = re.compile(
     r"\b(?:which|what)\b.*\b(?:can|could)\b.*\b(?:be\s+)?(?:train\w*|fine[\s-]?tun\w*|finetun\w*)"
-    r"|\btrainable\b|\bbase models?\b",
+    rf"|\btrainable\b|\b(?:which|what|can|could|may)\b.*{_BE_TRAINED}|\bbase models?\b",
     re.I,
 )
 _LIST_JOBS = re.compile(
     _LIST + rf".*\b(?:{_WORD}\s+(?:jobs|runs)|trainings|fine[\s-]?tunes)\b", re.I
 )
 _LIST_DATASETS = re.compile(_LIST + r".*\bdatasets\b|^datasets[.?!]*$", re.I)
+# "list my fine-tuned models": Trained models are models, listed with the others.
+_TRAINED_MODELS = re.compile(_LIST + r".*\b(?:fine[\s-]?tuned|finetuned)\s+models?\b", re.I)
 
-_NUMBER = r"(?:of\s+|=\s*|:\s*|at\s+)?"
+_NUMBER = r"(?:of\s+|=\s*|:\s*|at\s+|to\s+)?"
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:e[-+]?\d+)?"
+
+
+def _value(group: str) -> str:
+    # A number as a whole token, any length: "1,000" and "1.5" are never read as "000" or
+    # "5", and "12345" stays 12345 for the platform to refuse by its range.
+    return rf"(?<![\w.,])(?P<{group}>{_NUM})(?![\w]|[.,]\d)"
+
+
 _LEAD = r"\b(?:with\s+|at\s+|and\s+)?(?:an?\s+|the\s+)?"
-_OPTIONS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "epochs",
-        re.compile(r"\b(?:for\s+)?(?P<v>\d{1,4})\s+epochs?\b|\bepochs?\s*[=:]\s*(?P<w>\d+)", re.I),
+_SETTINGS = {
+    "learning_rate": r"(?:learning[\s-]rate|lr)",
+    "batch_size": r"batch[\s-]?size",
+    "lora_rank": r"(?:lora\s+)?rank",
+    "max_seq_length": r"(?:max(?:imum)?\s+)?(?:sequence|seq)[\s-]?(?:length|len)",
+}
+_OPTIONS: dict[str, re.Pattern[str]] = {
+    "epochs": re.compile(
+        r"(?:\bfor\s+)?" + _value("v") + r"\s+epochs?\b|\bepochs?\s*[=:]\s*" + _value("w"), re.I
     ),
-    (
-        "learning_rate",
-        re.compile(
-            _LEAD + r"(?:learning[\s-]rate|lr)\s*" + _NUMBER + r"(?P<v>\d*\.?\d+(?:e[-+]?\d+)?)",
-            re.I,
-        ),
-    ),
-    ("batch_size", re.compile(_LEAD + r"batch[\s-]?size\s*" + _NUMBER + r"(?P<v>\d{1,4})", re.I)),
-    ("lora_rank", re.compile(_LEAD + r"(?:lora\s+)?rank\s*" + _NUMBER + r"(?P<v>\d{1,4})", re.I)),
-    (
-        "max_seq_length",
-        re.compile(
-            _LEAD
-            + r"(?:max(?:imum)?\s+)?(?:sequence|seq)[\s-]?(?:length|len)\s*"
-            + _NUMBER
-            + r"(?P<v>\d{1,5})",
-            re.I,
-        ),
-    ),
-]
+    **{
+        key: re.compile(_LEAD + words + r"\s*" + _NUMBER + _value("v"), re.I)
+        for key, words in _SETTINGS.items()
+    },
+}
+# A setting named but not read ("for ten epochs", "batch size 1,000") is said back, never
+# dropped. "lr" and "rank" occur in names too ("Page rank data"): they count with a number.
+_UNREAD = {
+    "epochs": re.compile(r"\bepochs?\b", re.I),
+    "learning_rate": re.compile(r"\blearning[\s-]rate\b|\blr\s*" + _NUMBER + r"[-+.]?\d", re.I),
+    "batch_size": re.compile(r"\bbatch[\s-]?size\b", re.I),
+    "lora_rank": re.compile(r"\brank\s*" + _NUMBER + r"[-+.]?\d", re.I),
+    "max_seq_length": re.compile(r"\b(?:sequence|seq)[\s-]?(?:length|len)\b", re.I),
+}
+_QUOTED = re.compile(r"[\"“][^\"”]*[\"”]")
 _SFT = re.compile(r"\bfull(?:[\s-]parameter)?\s+(?:fine[\s-]?tun\w*|finetun\w*)|\bsft\b", re.I)
 _LORA = re.compile(r"\blora\b", re.I)
 _JOB_TYPE_WORDS = re.compile(
@@ -109,6 +125,7 @@ class TrainingRequest:
         gpu: None when no GPU was asked for, "" for any GPU, else the words naming its type.
         gpus: how many GPUs, when a number was given.
         name: the Trained model's name, when given ("… and call it X").
+        unread: the settings the request named but whose value could not be read.
     """
 
     model: str = ""
@@ -118,6 +135,7 @@ class TrainingRequest:
     gpu: str | None = None
     gpus: int | None = None
     name: str = ""
+    unread: tuple[str, ...] = ()
 
 
 def training_kind(plain: str) -> str | None:
@@ -131,6 +149,8 @@ def training_kind(plain: str) -> str | None:
         return "list_training_bases"
     if _LIST_JOBS.search(plain) and not _VERB.match(plain):
         return "list_training_jobs"
+    if _TRAINED_MODELS.search(plain) and not _VERB.match(plain):
+        return None
     verb = _VERB.match(plain)
     if verb and not _STATUS_REST.match(verb.group("rest")):
         return "train"
@@ -139,14 +159,7 @@ def training_kind(plain: str) -> str | None:
 
 def read_request(text: str) -> TrainingRequest:
     """The model, dataset, job type, hyperparameters and compute a training request gives."""
-    rest = " ".join(text.split())
-    hyper: dict[str, Any] = {}
-    for key, pattern in _OPTIONS:
-        found = pattern.search(rest)
-        if found:
-            value = found.group("v") or (found.groupdict().get("w") or "")
-            hyper[key] = float(value) if key == "learning_rate" else int(value)
-            rest = _cut(rest, found)
+    hyper, unread, rest = _settings(" ".join(text.split()))
     job_type = "sft" if _SFT.search(rest) else "lora" if _LORA.search(rest) else None
     rest = _JOB_TYPE_WORDS.sub(" ", rest)
     gpu, gpus = None, None
@@ -161,8 +174,41 @@ def read_request(text: str) -> TrainingRequest:
     named = _NAME.search(rest)
     name = named.group("v").strip() if named else ""
     rest = _cut(rest, named) if named else rest
+    # Looked for last, in what no option or name took, and outside quoted names.
+    unnamed = _QUOTED.sub(" ", rest)
+    unread += [key for key, said in _UNREAD.items() if key not in unread and said.search(unnamed)]
     model, dataset = _slots(_FILLER.sub("", rest).strip())
-    return TrainingRequest(model, dataset, job_type, hyper, gpu, gpus, name)
+    return TrainingRequest(model, dataset, job_type, hyper, gpu, gpus, name, tuple(unread))
+
+
+def _settings(text: str) -> tuple[dict[str, Any], list[str], str]:
+    """The settings `text` gives, those it gives as numbers that cannot be used, and `text`
+    without them."""
+    hyper: dict[str, Any] = {}
+    unread: list[str] = []
+    for key, pattern in _OPTIONS.items():
+        found = pattern.search(text)
+        if found is None:
+            continue
+        value = _number(key, found.group("v") or found.group("w"))
+        if value is None:
+            unread.append(key)
+        else:
+            hyper[key] = value
+        text = _cut(text, found)
+    return hyper, unread, text
+
+
+def _number(key: str, said: str) -> int | float | None:
+    """`said` as the setting's type: a fraction for a whole-number setting ("1.5 epochs") stays
+    one, for the platform to refuse by name. None for a number too large to read."""
+    try:
+        number = float(said)
+        if key != "learning_rate" and number.is_integer():
+            return int(said) if said.lstrip("+-").isdigit() else int(number)
+    except ValueError:  # more digits than Python reads as one int
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _cut(text: str, found: re.Match[str]) -> str:
