@@ -31,6 +31,8 @@ INVOCATIONS = {
     "admin revoke-token": ["admin", "revoke-token", "tok_x"],
     "admin disable-user": ["admin", "disable-user", "--email", "a@b.co"],
     "admin enable-user": ["admin", "enable-user", "--email", "a@b.co"],
+    "admin grant-admin": ["admin", "grant-admin", "--email", "a@b.co"],
+    "admin revoke-admin": ["admin", "revoke-admin", "--email", "a@b.co"],
     "admin settings": ["admin", "settings"],
     "admin set": ["admin", "set", "agent_allow_publish", "off"],
     "admin set-run-quota": ["admin", "set-run-quota", "bm_x", "3", *AS],

@@ -11,6 +11,7 @@ import pytest
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput
 from benchgen.core.permissions import PrincipalKind
+from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.accounts import tokens, users
 from benchgen.services.benchmarks import imports, judges, lifecycle, members, outbox, phases
@@ -191,6 +192,8 @@ def test_a_score_correction_reason_refuses_bidi_controls(world: World) -> None:
     ana = world.user("ana@example.com", credits_=100)
     web = Principal.web(ana)
     run = world.do(web, launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    while Worker(world.rt).run_once():  # only a completed run's score is corrected
+        pass
     loc, _ = refused(
         lambda: world.do(web, leaderboards.edit_run_score, run, {"accuracy": 1}, "re\u202egrade")
     )
