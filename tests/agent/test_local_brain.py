@@ -102,3 +102,19 @@ def test_smollm2_really_runs_a_turn(world: World) -> None:
     assert turn.tool_calls or turn.status == "failed" or turn.reply
     assert not turn.reply.lstrip().startswith("{")
     assert "FatalModelError" not in turn.reply  # the model loaded and answered
+
+
+def test_a_refused_call_goes_back_to_the_model_as_an_error() -> None:
+    """pydantic-ai returns a call refused for its arguments as the call's own return: it went
+    back labelled a result, and a small model carried on as if the call had worked."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    from benchgen.agent.brains.local import chat_messages
+
+    parts = [
+        ToolReturnPart("propose_run", "n: must be at least 1", tool_call_id="a", outcome="retried"),
+        ToolReturnPart("list_benchmarks", {"items": []}, tool_call_id="b"),
+    ]
+    said = [m["content"] for m in chat_messages([ModelRequest(parts=parts)], "be helpful")]
+    assert said[1] == 'Error from propose_run: "n: must be at least 1"'
+    assert said[2] == 'Result of list_benchmarks: {"items": []}'

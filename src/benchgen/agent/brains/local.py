@@ -102,6 +102,9 @@ def parse_step(content: str) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart(str(step["tool"]), args)])
 
 
+_ERROR_OUTCOMES = ("failed", "retried")
+
+
 def chat_messages(messages: list[ModelMessage], instructions: str | None) -> list[dict[str, str]]:
     """pydantic-ai messages as OpenAI-style chat dicts; tool results go back as user turns."""
     chat = [{"role": "system", "content": instructions or ""}]
@@ -115,7 +118,11 @@ def chat_messages(messages: list[ModelMessage], instructions: str | None) -> lis
                 chat.append({"role": "user", "content": str(part.content)})
             elif isinstance(part, ToolReturnPart):
                 result = json.dumps(part.content, default=str)
-                chat.append({"role": "user", "content": f"Result of {part.tool_name}: {result}"})
+                # pydantic-ai returns a call refused for its arguments (or that raised) as the
+                # call's own return: labelled a result, the model went on as if it had worked.
+                refused = getattr(part, "outcome", "success") in _ERROR_OUTCOMES
+                label = f"Error from {part.tool_name}" if refused else f"Result of {part.tool_name}"
+                chat.append({"role": "user", "content": f"{label}: {result}"})
             elif isinstance(part, RetryPromptPart):
                 chat.append({"role": "user", "content": f"Error: {part.model_response()}"})
     return chat
