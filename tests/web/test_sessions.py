@@ -179,6 +179,8 @@ def test_failed_sign_ins_are_throttled_per_account(app_client: TestClient, world
     )
     assert right.status_code == 429  # even the right password waits: guessing is paused
     assert "bg_session" not in right.headers.get("set-cookie", "")
+    # The person learns until when (the window is 15 minutes from the first failure).
+    assert "try again after 2026-01-01 00:15:00 UTC" in right.text
 
 
 def test_the_api_ignores_session_cookies(signed_in: WebUser) -> None:

@@ -55,9 +55,11 @@ def require_room(
         ).one()
         if count >= limit:
             # The oldest attempt in the window leaves it first; then one more try is allowed.
+            retry_at = oldest + window
             raise RateLimited(
-                f"Too many {tried} for this {what}; try again later.",
-                oldest + window,
+                f"Too many {tried} for this {what}; try again after "
+                f"{retry_at:%Y-%m-%d %H:%M:%S} UTC.",
+                retry_at,
                 limit,
                 f"{ctx.settings.signin_window_minutes} minutes",
             )
