@@ -15,7 +15,7 @@ from benchgen.core.context import Principal
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat.conversations import TurnView
-from benchgen.services.runs import compare, launch
+from benchgen.services.runs import compare, launch, leaderboards
 from tests.agent.test_offline_planner import Chat, labels
 from tests.services.test_compare import FIRST, RANDOM, TWELVE
 from tests.services.test_runs import work_all
@@ -512,6 +512,19 @@ def test_list_runs_lists_the_runs_that_exist(world: World, text: str) -> None:
     assert lines[1].startswith(f"- {queued}: Baseline: seeded random on {capitals} — queued")
     assert lines[2].startswith(f"- {done}: Baseline: always the first choice on {colours}")
     assert "completed, 2/2 done, accuracy 50% (1 of 2 correct" in lines[2]
+    assert "corrected by hand" not in turn.reply
+
+
+def test_a_run_whose_score_was_corrected_says_so_beside_its_computed_accuracy(
+    world: World,
+) -> None:
+    """The agent quoted the computed accuracy while the leaderboard showed the correction."""
+    chat = Chat(world)
+    done = finished(chat, chat.benchmark(MCQ), FIRST)
+    chat.world.do(chat.web, leaderboards.edit_run_score, done, {"accuracy": 0.9}, "key fixed")
+    line = chat.say("list my runs").reply.splitlines()[1]
+    assert "accuracy 50% (1 of 2 correct" in line
+    assert line.endswith("its official score was corrected by hand to 90%")
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ _RUN_FIELDS = (
     "error_count",
     "summary",
     "scores",
+    "score_edited",
     "estimated_cost",
     "cost",
     "error",

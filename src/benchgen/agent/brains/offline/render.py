@@ -219,7 +219,12 @@ def _outcome(run: dict[str, Any]) -> list[str]:
 
 def _accuracy_words(run: dict[str, Any]) -> str:
     summary = run.get("summary") or {}
-    return "" if summary.get("accuracy") is None else f", accuracy {_accuracy(summary)}"
+    words = "" if summary.get("accuracy") is None else f", accuracy {_accuracy(summary)}"
+    # The leaderboard shows the owner's correction: say why its figure differs from this one.
+    official = (run.get("scores") or {}).get("accuracy")
+    if run.get("score_edited") and isinstance(official, int | float):
+        words += f"; its official score was corrected by hand to {official:.0%}"
+    return words
 
 
 def _accuracy(summary: dict[str, Any]) -> str:
