@@ -14,7 +14,7 @@ from benchgen.api.files import attachment, read_upload
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark
 from benchgen.core.errors import invalid
-from benchgen.services.benchmarks import exports, imports
+from benchgen.services.benchmarks import exports, file_rows, imports
 
 router = APIRouter(
     prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
@@ -43,7 +43,7 @@ def import_file(
     title: Annotated[str, Form(max_length=200)],
     description: Annotated[str, Form(max_length=5000)] = "",
     format: Annotated[Literal["", "qa", "mcq"], Form(description="Unset: from the rows")] = "",
-    file_format: Annotated[imports.FileFormat, Form()] = "auto",
+    file_format: Annotated[file_rows.FileFormat, Form()] = "auto",
     preset: Annotated[Literal["none", "inspect", "lm_eval_mcq"], Form()] = "none",
     mapping: Annotated[
         str, Form(max_length=10_000, description='JSON, e.g. {"prompt": "question"}')

@@ -22,7 +22,7 @@ from benchgen.core.text import MAX_TITLE
 from benchgen.db.tables import Dataset, TrainingJob
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
-from benchgen.services.benchmarks import imports
+from benchgen.services.benchmarks import file_rows
 from benchgen.services.benchmarks.mapping import RowProblem
 from benchgen.services.datasets import _dataset_rows
 from benchgen.services.datasets._dataset_rows import DatasetMapping, Shape
@@ -33,7 +33,7 @@ DatasetFormat = Literal["auto", "chat", "prompt_completion", "csv", "parquet"]
 MAX_ROWS = 1_000_000
 PREVIEW_ROWS = 5
 # What each chosen format reads the bytes as; auto goes by the file's name and first bytes.
-_FILE_KINDS: dict[str, imports.FileFormat] = {
+_FILE_KINDS: dict[str, file_rows.FileFormat] = {
     "auto": "auto",
     "chat": "jsonl",
     "prompt_completion": "jsonl",
@@ -42,7 +42,7 @@ _FILE_KINDS: dict[str, imports.FileFormat] = {
 }
 
 
-def _file_format(chosen: str, filename: str) -> imports.FileFormat:
+def _file_format(chosen: str, filename: str) -> file_rows.FileFormat:
     # auto goes by the name first: a .parquet file that is not Parquet is reported as such,
     # not as a JSON-lines file with a bad first line.
     if chosen == "auto" and filename.lower().endswith(".parquet"):
@@ -98,15 +98,15 @@ def upload_dataset(
     limit = ctx.settings.max_dataset_bytes
     if len(data) > limit:
         raise invalid(["file"], f"is larger than {limit} bytes (BENCHGEN_MAX_DATASET_BYTES)")
-    kind = imports.file_kind(_file_format(settings.format, filename), filename, data)
-    rows, unreadable = imports.rows_and_problems(kind, data, MAX_ROWS)
+    kind = file_rows.file_kind(_file_format(settings.format, filename), filename, data)
+    rows, unreadable = file_rows.rows_and_problems(kind, data, MAX_ROWS)
     if not rows:
         raise invalid(["file"], "has no rows")
     if len(rows) > MAX_ROWS:
         raise invalid(["file"], f"at most {MAX_ROWS} rows ({len(rows)})")
     shape = _dataset_rows.shape_of(settings.format, settings.mapping, rows[0][1])
     # A CSV row's keys are its header's columns: what the shape needs is checked once there.
-    imports.require_columns(kind, rows[0][1], _dataset_rows.columns(shape, settings.mapping))
+    file_rows.require_columns(kind, rows[0][1], _dataset_rows.columns(shape, settings.mapping))
     records = _records(shape, settings.mapping, rows, kind, unreadable)
     return _store(ctx, settings.name, shape, kind, records)
 
@@ -126,10 +126,10 @@ def _records(
             records.append(_dataset_rows.record(shape, fields, row))
         except RowProblem as problem:
             problems.append({"loc": _loc(number, problem.field), "msg": problem.message})
-            if len(problems) >= imports.MAX_ROW_PROBLEMS:
+            if len(problems) >= file_rows.MAX_ROW_PROBLEMS:
                 break
     if problems or unreadable:
-        raise imports.summary(imports.with_unreadable(problems, unreadable), kind)
+        raise file_rows.summary(file_rows.with_unreadable(problems, unreadable), kind)
     return records
 
 

@@ -1,0 +1,342 @@
+"""Reading uploaded files into numbered rows: JSON lines, CSV and TSV with a header, Parquet and
+Arrow; a file that cannot be read is refused at its line (encoding, header, repeated names)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any, Literal
+
+from benchgen.core.errors import InvalidInput, invalid
+from benchgen.services.specs import MAX_QUESTIONS
+
+FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
+# Decoded columns may be far larger than the compressed upload: past this many bytes in memory a
+# Parquet or Arrow file is refused, so a small file cannot expand into gigabytes.
+MAX_DECODED_BYTES = 200_000_000
+MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows lists 100
+_PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# The kinds read as delimited text with a header row, and what separates their cells.
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+_SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons"}
+_SHOWN_COLUMNS, _SHOWN_CHARS = 20, 300  # of a header quoted back in a problem
+
+
+def file_kind(chosen: FileFormat, filename: str, data: bytes) -> str:
+    """jsonl, csv, tsv, parquet or arrow: what the bytes are read as."""
+    name = filename.lower()
+    if chosen in ("auto", "csv") and name.endswith(".tsv"):
+        return "tsv"
+    if chosen in ("jsonl", "csv", "parquet"):
+        return chosen
+    if chosen == "auto" and name.endswith(".csv"):
+        return "csv"
+    if data.startswith(_PARQUET):
+        return "parquet"
+    if data.startswith((_ARROW_FILE, _ARROW_STREAM)):
+        return "arrow"
+    return "jsonl"
+
+
+def read_rows(
+    kind: str, data: bytes, max_rows: int = MAX_QUESTIONS
+) -> list[tuple[int, dict[str, Any]]]:
+    """Each record of the file with its line (JSONL, CSV, TSV) or row (Parquet, Arrow) number.
+
+    Raises:
+        InvalidInput: the file cannot be read (loc `["file", line]` for a bad line, the first
+            byte that is not UTF-8 included), or a columnar file decodes to more than `max_rows`
+            rows or too many bytes.
+    """
+    if kind in ("parquet", "arrow"):
+        records = _columnar(kind, data, max_rows)
+        return [(number, record) for number, record in enumerate(records, start=1)]
+    text = _utf8_text(data)
+    if kind in DELIMITERS:
+        return csv_records(text, "file", kind=kind)
+    return jsonl_rows(text, "file")
+
+
+def rows_and_problems(
+    kind: str, data: bytes, max_rows: int = MAX_QUESTIONS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """`read_rows`, with lines that hold no JSON object as problems beside the other rows, so
+    their own problems are found in the same pass.
+
+    Raises:
+        InvalidInput: as `read_rows`, and when no line holds a JSON object.
+    """
+    try:
+        return read_rows(kind, data, max_rows), []
+    except UnreadableLines as exc:
+        if not exc.rows:
+            raise
+        return exc.rows, exc.errors
+
+
+def require_columns(
+    kind: str, columns: Collection[str], required: Sequence[str], field: str = "file"
+) -> None:
+    """Refuse a CSV or TSV header that lacks any of the `required` columns, once at line 1,
+    saying what it has: a wrong header is one problem, not one on every row. Other kinds have
+    no header and pass.
+
+    Raises:
+        InvalidInput: a required column is missing (loc `[field, 1]`).
+    """
+    if kind not in DELIMITERS or not set(required) - set(columns):
+        return
+    word = "column" if len(required) == 1 else "columns"
+    has = _shown(list(columns))
+    hint = _header_hint(list(columns), required, DELIMITERS[kind])
+    raise bad_line(
+        1, f"the header needs the {word} {', '.join(required)}; it has {has}{hint}", field
+    )
+
+
+def _shown(columns: list[str]) -> str:
+    """A header's names as quoted back, cut short: a header may be one cell of 100,000 chars."""
+    shown = ", ".join(repr(name) for name in columns[:_SHOWN_COLUMNS]) or "no columns"
+    if len(columns) > _SHOWN_COLUMNS:
+        shown += f" and {len(columns) - _SHOWN_COLUMNS} more"
+    return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "…"
+
+
+def _header_hint(columns: list[str], required: Sequence[str], delimiter: str) -> str:
+    """Why the header may lack the columns: another separator (Excel writes semicolons in many
+    locales, tabs for "Unicode text"), or names that differ only in capitals or spaces."""
+    joined = "".join(columns)
+    for other, name in _SEPARATOR_NAMES.items():
+        if other != delimiter and other in joined:
+            kind = next((kind for kind, sep in DELIMITERS.items() if sep == other), None)
+            read = f"; a file named .{kind} is read with {name}" if kind else ""
+            used = _SEPARATOR_NAMES[delimiter]
+            return f" (columns must be separated by {used}, not {name}{read})"
+    loose = {name.strip().lower() for name in columns}
+    if any(name not in columns and name in loose for name in required):
+        return " (names must match exactly: capitals and spaces count)"
+    return ""
+
+
+def with_unreadable(
+    problems: list[dict[str, Any]], unreadable: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Both kinds of a file's problems in line order, at most MAX_ROW_PROBLEMS."""
+    return sorted([*unreadable, *problems], key=lambda problem: problem["loc"][1])[
+        :MAX_ROW_PROBLEMS
+    ]
+
+
+def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
+    """The rows of a Parquet or Arrow (IPC file or stream) file, read batch by batch."""
+    import pyarrow as pa  # loaded only for these files: it is large
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    decoded = 0
+    try:
+        if kind == "parquet":
+            batches = pq.ParquetFile(pa.BufferReader(data)).iter_batches(batch_size=1000)
+        elif data.startswith(_ARROW_FILE):
+            reader = pa.ipc.open_file(pa.BufferReader(data))
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            batches = iter(pa.ipc.open_stream(pa.BufferReader(data)))
+        for batch in batches:
+            # Checked per batch as it is decoded: a compressed column could otherwise expand
+            # into far more memory than the upload limit suggests.
+            decoded += batch.nbytes
+            if decoded > MAX_DECODED_BYTES or len(rows) > max_rows:
+                raise invalid(["file"], "decodes to too many rows or bytes")
+            rows.extend(batch.to_pylist())
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise invalid(["file"], f"is not a readable {kind} file ({exc})") from None
+    return rows
+
+
+def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
+    """One error for a file's row problems: the first named in the message, all in `errors`."""
+    word = "line" if kind == "jsonl" or kind in DELIMITERS else "row"
+    first = problems[0]["loc"]
+    if len(first) >= 2 and first[0] in ("file", "content"):
+        where = f"{word} {first[1]}" + "".join(f".{part}" for part in first[2:])
+    else:
+        where = ".".join(str(part) for part in first)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return InvalidInput(f"{where}: {problems[0]['msg']}{more}", problems)
+
+
+class UnreadableLines(InvalidInput):
+    """Lines of a JSONL file that hold no JSON object (each in `errors`); `rows` are the other
+    lines' objects, so a caller can check them too and report every problem at once."""
+
+    def __init__(self, problems: list[dict[str, Any]], rows: list[tuple[int, dict[str, Any]]]):
+        (field, line), more = problems[0]["loc"], len(problems) - 1
+        extra = f" (and {more} more)" if more else ""
+        super().__init__(f"{field} line {line}: {problems[0]['msg']}{extra}", problems)
+        self.rows = rows
+
+
+def jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
+    """Each JSON object with its line number.
+
+    Raises:
+        UnreadableLines: lines that are no JSON object (up to MAX_ROW_PROBLEMS of them).
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[dict[str, Any]] = []
+    # "\n" only: str.splitlines would also split inside a JSON string at U+2028 and friends.
+    for number, line in enumerate(content.split("\n"), start=1):
+        if not line.strip():
+            continue
+        item = _json_object(line)
+        if isinstance(item, str):
+            problems.append({"loc": [field, number], "msg": item})
+            if len(problems) >= MAX_ROW_PROBLEMS:
+                break
+        else:
+            rows.append((number, item))
+    if problems:
+        raise UnreadableLines(problems, rows)
+    return rows
+
+
+def _json_object(line: str) -> dict[str, Any] | str:
+    """The line's JSON object, or what is wrong with it."""
+    try:
+        item = json.loads(line, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg})"
+    except RecursionError:
+        return "nested too deeply"
+    except _Repeated as exc:
+        return f"the key {exc.name!r} appears {exc.times}"
+    return item if isinstance(item, dict) else "each line must be one JSON object"
+
+
+class _Repeated(Exception):
+    """A name given more than once where each must be given once."""
+
+    def __init__(self, name: str, count: int) -> None:
+        super().__init__(name)
+        self.name, self.times = name, "twice" if count == 2 else f"{count} times"
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object (at any depth) whose keys are each given once: `json.loads` would keep the
+    last of a repeated key, dropping the others' values without a word."""
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        _refuse_repeated([key for key, _ in pairs])
+    return found
+
+
+def _refuse_repeated(names: list[str]) -> None:
+    """Raise `_Repeated` for the first of `names` that is given more than once."""
+    counts = Counter(names)
+    for name in names:
+        if counts[name] > 1:
+            raise _Repeated(name, counts[name])
+
+
+def csv_records(
+    content: str, field: str, required: Sequence[str] = (), kind: str = "csv"
+) -> list[tuple[int, dict[str, Any]]]:
+    """Each CSV (or TSV) record as a dict of its cells, with the line it ends on."""
+    lines = _Lines(content)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    opened = 1  # the line the record being read starts on
+    try:
+        # Strict: an unclosed quote would otherwise swallow the rest of the file silently.
+        reader = csv.DictReader(lines, strict=True, delimiter=DELIMITERS[kind])
+        _check_header(reader.fieldnames or [], required, kind, field)
+        opened = lines.number + 1
+        for row in reader:
+            if None in row:
+                raise bad_line(lines.number, "more cells than header columns", field)
+            rows.append((lines.number, dict(row)))
+            opened = lines.number + 1
+    except csv.Error as exc:
+        if lines.exhausted:
+            raise bad_line(
+                opened, "a quote in the record starting here is never closed", field
+            ) from None
+        # Too long a field, a stray quote, a NUL: the reader stops on the line it was given last.
+        raise bad_line(lines.number, f"not valid CSV ({exc})", field) from None
+    return rows
+
+
+def _check_header(columns: Sequence[str], required: Sequence[str], kind: str, field: str) -> None:
+    """Refuse a header that names a column twice or lacks a required one, at line 1."""
+    # A reader keeps only the last of same-named columns: the others' cells would be dropped
+    # silently. Blank names are exempt: no mapping can name them, so nothing read is lost,
+    # and spreadsheets export trailing empty columns.
+    try:
+        _refuse_repeated([name for name in columns if name.strip()])
+    except _Repeated as exc:
+        raise bad_line(1, f"the column {exc.name!r} appears {exc.times}", field) from None
+    require_columns(kind, columns, required, field)
+
+
+def _utf8_text(data: bytes) -> str:
+    """The file as text, without a leading byte-order mark.
+
+    Raises:
+        InvalidInput: the file is not UTF-8: at the line and column of its first bad byte, or
+            as a whole when it is UTF-16 (Excel's "Unicode text").
+    """
+    if _is_utf16(data):
+        raise invalid(["file"], "is UTF-16 text; save it as UTF-8 (in Excel: CSV UTF-8)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        # exc.object is what was decoded: without the byte-order mark, which no line counts.
+        before = exc.object[: exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1 :].decode()) + 1
+        byte = exc.object[exc.start]
+        message = (
+            f"not UTF-8 text at column {column} (byte 0x{byte:02x}): the file may be "
+            "Latin-1/Windows-1252 or UTF-16; save it as UTF-8"
+        )
+        raise bad_line(line, message, "file") from None
+
+
+def _is_utf16(data: bytes) -> bool:
+    """A UTF-16 byte-order mark, or a NUL in most odd or most even bytes: mostly-ASCII UTF-16
+    without a mark decodes as UTF-8 byte by byte, into text full of NULs."""
+    head = data[:1000]
+    if data.startswith(_UTF16_BOMS):
+        return True
+    return len(head) >= 4 and any(head[i::2].count(0) * 4 > len(head) for i in (0, 1))
+
+
+class _Lines:
+    """The file's lines for the CSV reader, counting them: the reader's own `line_num` is not
+    yet advanced when it fails on a line, and record numbers drift from lines once a quoted
+    field spans several."""
+
+    def __init__(self, content: str) -> None:
+        self._lines = iter(io.StringIO(content))  # split at "\n" only, as the reader expects
+        self.number = 0
+        self.exhausted = False  # the reader asked past the last line
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            line = next(self._lines)
+        except StopIteration:
+            self.exhausted = True
+            raise
+        self.number += 1
+        return line
+
+
+def bad_line(line: int, message: str, field: str = "content") -> InvalidInput:
+    return InvalidInput(f"{field} line {line}: {message}", [{"loc": [field, line], "msg": message}])
