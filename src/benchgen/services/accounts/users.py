@@ -250,16 +250,8 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         NotFound: no such account.
         Conflict: an admin disabling their own account (it could be the last admin's).
     """
-    access.require(ctx, Action.ADMIN_USERS)
-    user = ctx.session.get(User, user_id)
-    if user is None:
-        raise NotFound("No such account.", {"id": user_id})
-    if not active and user.id == ctx.principal.user_id:
-        raise Conflict(
-            "You cannot disable your own account: another admin can, or the operator with "
-            "`benchgen admin disable-user`.",
-            {"id": user.id},
-        )
+    own = "disable your own account" if not active else ""
+    user = _account_to_manage(ctx, user_id, own, "benchgen admin disable-user")
     user.is_active = active
     if not active:
         # Imported here because sessions builds on this module (sign-in checks passwords here).
@@ -286,16 +278,8 @@ def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
         NotFound: no such account.
         Conflict: an admin removing their own rights (they could be the last admin).
     """
-    access.require(ctx, Action.ADMIN_USERS)
-    user = ctx.session.get(User, user_id)
-    if user is None:
-        raise NotFound("No such account.", {"id": user_id})
-    if not admin and user.id == ctx.principal.user_id:
-        raise Conflict(
-            "You cannot remove your own admin rights: another admin can, or the operator with "
-            "`benchgen admin revoke-admin`.",
-            {"id": user.id},
-        )
+    own = "remove your own admin rights" if not admin else ""
+    user = _account_to_manage(ctx, user_id, own, "benchgen admin revoke-admin")
     if user.is_admin != admin:
         user.is_admin = admin
         action = (
@@ -303,6 +287,21 @@ def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
         )
         audit.record(ctx, action, "user", user.id)
     return view(user)
+
+
+def _account_to_manage(ctx: Context, user_id: str, own: str, command: str) -> User:
+    """The account an admin changes; `own`, when given, is what an admin may not do to their
+    own account (it could be the last admin's), which another admin or `command` can."""
+    access.require(ctx, Action.ADMIN_USERS)
+    user = ctx.session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such account.", {"id": user_id})
+    if own and user.id == ctx.principal.user_id:
+        raise Conflict(
+            f"You cannot {own}: another admin can, or the operator with `{command}`.",
+            {"id": user.id},
+        )
+    return user
 
 
 def lock_user(ctx: Context, user_id: str) -> None:

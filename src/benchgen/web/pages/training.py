@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from benchgen.core.errors import InsufficientCredits, InvalidInput, NotFound
 from benchgen.services.datasets import datasets
 from benchgen.services.runtime import undo_on_error
-from benchgen.services.training import bases, compute, jobs, plans
+from benchgen.services.training import bases, compute, durations, jobs, plans
 from benchgen.services.training.plans import TrainingPlan
 from benchgen.web.pages import training_form
 from benchgen.web.pages.benchmark_frame import FormDep
@@ -101,5 +101,5 @@ def _page(
         problems=problems,
         plan=plan,
         plan_fields=training_form.ALL_FIELDS,
-        duration=training_form.duration_words(plan.estimated_seconds) if plan else "",
+        duration=durations.duration_words(plan.estimated_seconds) if plan else "",
     )

@@ -145,12 +145,3 @@ def problems_of(exc: InvalidInput | NotFound, typed: dict[str, str]) -> Problems
             key = "hyperparameters"
         found.add(key, LABELS.get(key, ""), str(error.get("msg", "")))
     return found
-
-
-def duration_words(seconds: int) -> str:
-    """A rough duration in words, as the plan's text gives it."""
-    if seconds < 90:
-        return f"about {seconds} s"
-    if seconds < 5400:
-        return f"about {round(seconds / 60)} min"
-    return f"about {seconds / 3600:.1f} h"
