@@ -36,6 +36,10 @@ from benchgen.evals.scorers.extract import extract_choice, extract_final_answer
         ("ANSWER: A\nWait, let me check.\nANSWER: C", "C"),
         ("ANSWER: C\n\\boxed{B}", "B"),
         ("- Answer: `D`", "D"),
+        ("ANSWER: C. Vitamin C", "C"),  # the option's own text may hold a capital
+        ("ANSWER: B) World War I", "B"),
+        ("ANSWER: A. Paris, not Lyon", "A"),
+        ("ANSWER: (C) or (C)", "C"),
     ],
 )
 def test_extract_choice_finds_the_letter(raw: str, expected: str) -> None:
@@ -55,6 +59,12 @@ def test_extract_choice_finds_the_letter(raw: str, expected: str) -> None:
         "ANSWER: B\nAnswer: it depends on the dog",
         "Answer-based reasoning gives nothing",
         "ANSWER:",
+        # Two options named, or the first taken back: no answer, never the first silently.
+        "ANSWER: (A) or (C)",
+        "ANSWER: A. No wait, it's C",
+        "ANSWER: A) is wrong; C) is right",
+        "ANSWER: B: wrong, C is right",
+        "ANSWER: [A] [B]",
     ],
 )
 def test_extract_choice_refuses_what_is_not_a_choice(raw: str) -> None:

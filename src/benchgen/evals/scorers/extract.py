@@ -35,6 +35,15 @@ _BARE_LETTERS = {letter: letter.upper() for letter in string.ascii_letters}
 # A capital letter marked as a label and followed by the option's text: "B. Paris", "(B) Paris".
 # Capital only, and the mark is required, so "A dog" (the article) never reads as choice A.
 _LABELLED = re.compile(r"^[(\[]?(?P<letter>[A-Z])[.:)\]][ \t]+\S")
+# What, after such a label, names another option: "(C)", "[C]" or "C)" as a label, or a lone
+# capital after a word that takes the first back ("A. No wait, it's C", "B: wrong, C is right").
+# Either makes the reply ambiguous: no answer found, never the first letter silently.
+_OTHER_LABEL = re.compile(r"(?<![A-Za-z])(?:[(\[](?P<boxed>[A-Z])[)\]]|(?P<closed>[A-Z])\))")
+_TAKEN_BACK = re.compile(
+    r"(?i:\b(?:no|not|wait|wrong|incorrect|actually|instead|rather|correction)\b)"
+    r".*?(?<![\w'’])(?P<lone>[A-Z])(?![\w'’])",
+    re.DOTALL,
+)
 
 
 def extract_final_answer(raw: str) -> str | None:
@@ -78,9 +87,25 @@ def extract_choice(raw: str, n_choices: int) -> str | None:
 
 
 def _letter_in(body: str, labelled: bool) -> str | None:
-    """The upper-cased letter of a body `_ALONE` matches, or `_LABELLED` after a label."""
-    match = _ALONE.match(body) or (_LABELLED.match(body) if labelled else None)
-    return None if match is None else match.group("letter").upper()
+    """The upper-cased letter of a body `_ALONE` matches, or `_LABELLED` after a label unless
+    the text after it names another option."""
+    alone = _ALONE.match(body)
+    if alone is not None:
+        return alone.group("letter").upper()
+    match = _LABELLED.match(body) if labelled else None
+    if match is None:
+        return None
+    letter, rest = match.group("letter"), body[match.end("letter") + 1 :]
+    return None if _names_another(rest, letter) else letter
+
+
+def _names_another(rest: str, letter: str) -> bool:
+    """Whether the text after a labelled letter names another option, as a label or after a
+    word that takes the first back."""
+    for found in (*_OTHER_LABEL.finditer(rest), *_TAKEN_BACK.finditer(rest)):
+        if next(group for group in found.groups() if group) != letter:
+            return True
+    return False
 
 
 def _last_candidate(raw: str) -> str | None:
