@@ -136,8 +136,9 @@ def test_others_use_the_judge_only_when_the_owner_allows(world: World, stub: Stu
     world.do(web, lifecycle.publish_benchmark, bm)
     world.do(Principal.web(pia), members.join_benchmark, bm, True)
     model = _model(world, stub)
-    with pytest.raises(PermissionDenied, match="not open"):
-        world.do(Principal.web(pia), launch.start_run, bm, model)
+    for refused in (launch.estimate_run, launch.start_run):  # the estimate says so first
+        with pytest.raises(PermissionDenied, match="not open"):
+            world.do(Principal.web(pia), refused, bm, model)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None, True)
     assert world.do(Principal.web(pia), launch.start_run, bm, model).status == "queued"
 
@@ -148,8 +149,9 @@ def test_logprob_scoring_needs_a_local_model(world: World) -> None:
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, MCQ)
     world.do(Principal.web(ana), scoring.set_scoring, bm, {"method": "choice_logprob"})
-    with pytest.raises(Conflict, match="needs a local model"):
-        world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_first")
+    for refused in (launch.estimate_run, launch.start_run):
+        with pytest.raises(Conflict, match="needs a local model"):
+            world.do(Principal.web(ana), refused, bm, "mdl_builtin_first")
 
 
 def test_answer_type_is_what_the_engine_hands_over() -> None:

@@ -93,6 +93,8 @@ def estimate_run(
         NotFound: benchmark or model not visible to the principal.
         InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline),
             or a setting is out of range or not supported by the model's provider.
+        PermissionDenied / Conflict: the run could not be scored (a judge not open to the
+            principal or not set up; letter log-probs from a model that has none).
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     model = _model_specs.usable_model(ctx, model_id)
@@ -101,6 +103,7 @@ def estimate_run(
     _check_options(chosen, benchmark, model)
     if benchmark.format == "custom":
         return _custom_estimate(ctx, benchmark, model)
+    _scoring_for(ctx, benchmark, model)
     asked = _asked(ctx, benchmark, chosen)
     return _estimate(benchmark, model, asked, chosen)
 
@@ -222,13 +225,7 @@ def launch_run(
     phase = open_phase(ctx, benchmark, phase_id)
     if benchmark.format == "custom":
         return _start_custom_run(ctx, benchmark, phase, model, options)
-    settings = scoring.settings_for(benchmark)
-    _check_judge(ctx, benchmark, settings)
-    if settings.get("method") == "choice_logprob" and model.kind not in _model_specs.LOCAL_KINDS:
-        raise Conflict(
-            "Letter log-prob scoring needs a local model (GGUF or Hugging Face); this one is "
-            f"{model.kind}. Use the 'choice' method for it."
-        )
+    settings = _scoring_for(ctx, benchmark, model)
     asked = _asked(ctx, benchmark, options, chosen)
     count = asked.count
     if count == 0:
@@ -351,6 +348,19 @@ def open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phas
             {"starts_at": str(phase.starts_at), "ends_at": str(phase.ends_at)},
         )
     return phase
+
+
+def _scoring_for(ctx: Context, benchmark: Benchmark, model: Model) -> dict[str, Any]:
+    """The benchmark's scoring settings, refused where they could not score this principal's
+    run of `model`: the estimate and the start refuse alike."""
+    settings = scoring.settings_for(benchmark)
+    _check_judge(ctx, benchmark, settings)
+    if settings.get("method") == "choice_logprob" and model.kind not in _model_specs.LOCAL_KINDS:
+        raise Conflict(
+            "Letter log-prob scoring needs a local model (GGUF or Hugging Face); this one is "
+            f"{model.kind}. Use the 'choice' method for it."
+        )
+    return settings
 
 
 def _check_judge(ctx: Context, benchmark: Benchmark, settings: dict[str, Any]) -> None:
