@@ -1,1 +1,0 @@
-export BM=bm_69viD5SJMLLvUn2cFvcq BMQA=bm_k9jYYzDcIhsqJutyJ1pB
