@@ -369,7 +369,7 @@ def test_turn_credential_is_refused_as_api_token(world: World, runtime: Runtime)
     )
     assert secret.startswith("bga_")
     with transaction(runtime, OPERATOR) as ctx, counting_statements(runtime) as seen:
-        with pytest.raises(Unauthenticated):
+        with pytest.raises(Unauthenticated, match=r"agent turn's credential \(bga_…\): the API"):
             tokens.authenticate_token(ctx, secret)
         assert seen == []
     # The same secret is fine where it belongs.
@@ -381,7 +381,7 @@ def test_api_token_is_refused_as_turn_credential(world: World, runtime: Runtime)
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read"])
     with transaction(runtime, OPERATOR) as ctx, counting_statements(runtime) as seen:
-        with pytest.raises(Unauthenticated):
+        with pytest.raises(Unauthenticated, match=r"personal token \(bgp_…\), not"):
             tokens.authenticate_turn_credential(ctx, secret)
         assert seen == []
 

@@ -235,10 +235,21 @@ def authenticate_turn_credential(ctx: Context, secret: str) -> Principal:
     return _authenticate(ctx, secret, "bga", PrincipalKind.AGENT)
 
 
+# A well-formed token of the other kind, by the kind this door takes: said as such, since the
+# token itself is fine.
+_WRONG_KIND = {
+    "bgp": "This is an agent turn's credential (bga_…): the API takes personal tokens (bgp_…).",
+    "bga": "This is a personal token (bgp_…), not an agent turn's credential (bga_…).",
+}
+
+
 def _authenticate(ctx: Context, secret: str, prefix: str, kind: PrincipalKind) -> Principal:
     # The checksum is verified before any lookup: a typo or a forged token costs no query.
-    if token_prefix(secret) != prefix:
+    found_prefix = token_prefix(secret)
+    if found_prefix is None:
         raise Unauthenticated("The token is malformed or its checksum is wrong.")
+    if found_prefix != prefix:
+        raise Unauthenticated(_WRONG_KIND[prefix])
     # The token and its user in one statement: the check of the account below then finds the
     # user already loaded (`found` holds it) instead of asking again.
     found = ctx.session.execute(_by_hash(), {"token_hash": hash_token(secret)}).first()
