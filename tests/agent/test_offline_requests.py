@@ -112,11 +112,27 @@ def test_compare_needs_two_finished_runs(world: World) -> None:
     assert calls(turn, "compare_runs") == []
 
 
+def test_the_last_two_runs_compared_are_of_one_benchmark(world: World) -> None:
+    """The two newest runs overall were compared, and refused whenever they were on two
+    benchmarks (the demo's usual case)."""
+    chat = Chat(world)
+    twelve = chat.benchmark(TWELVE)
+    older = finished(chat, twelve, RANDOM)
+    finished(chat, chat.benchmark(MCQ), FIRST)  # between the two, on another benchmark
+    newer = finished(chat, twelve, FIRST)
+    turn = chat.say("compare my last two runs")
+    assert calls(turn, "compare_runs") == [{"run_a": older, "run_b": newer}]
+    alone = finished(chat, chat.benchmark(MCQ), FIRST)
+    turn = chat.say("compare my last two runs")
+    assert calls(turn, "compare_runs") == [], turn.reply  # the newest is alone on its benchmark
+    assert f"{alone}, is the only finished one" in turn.reply
+
+
 def test_compare_runs_of_different_benchmarks_is_refused_plainly(world: World) -> None:
     chat = Chat(world)
-    finished(chat, chat.benchmark(TWELVE), FIRST)
-    finished(chat, chat.benchmark(MCQ), FIRST)
-    turn = chat.say("compare my last two runs")
+    one = finished(chat, chat.benchmark(TWELVE), FIRST)
+    other = finished(chat, chat.benchmark(MCQ), FIRST)
+    turn = chat.say(f"compare {one} and {other}")
     assert turn.reply.startswith("I could not compare those runs:"), turn.reply
     assert "different benchmarks" in turn.reply
 

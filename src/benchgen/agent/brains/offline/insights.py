@@ -18,8 +18,8 @@ MAX_CHANGED_SHOWN = 5
 
 
 def step_compare(ask: Ask, intent: Intent) -> Step:
-    """Compare the two runs named, else the user's two most recent finished runs (the older
-    is A, the reference; the newer is B)."""
+    """Compare the two runs named, else the user's most recent finished run (B) with the one
+    before it on the same benchmark (A, the reference)."""
     got = ask.result("compare_runs")
     if got is not None:
         return comparison(got)
@@ -38,8 +38,15 @@ def step_compare(ask: Ask, intent: Intent) -> Step:
     if len(finished) < 2:
         have = render.plural(len(finished), "finished run")
         return f"To compare runs I need two finished runs, and you have {have} here."
-    newer, older = finished[0], finished[1]
-    return [("compare_runs", {"run_a": older["id"], "run_b": newer["id"]})]
+    # Runs compare only on one benchmark: the newest run and the newest before it of its own.
+    newer = finished[0]
+    same = [run for run in finished[1:] if run["benchmark_id"] == newer["benchmark_id"]]
+    if not same:
+        return (
+            f"Your latest finished run, {newer['id']}, is the only finished one on "
+            f"{newer['benchmark_id']}: runs compare only on one benchmark. Name two runs."
+        )
+    return [("compare_runs", {"run_a": same[0]["id"], "run_b": newer["id"]})]
 
 
 def _with_latest(run_id: str, runs: list[dict[str, Any]], finished: list[dict[str, Any]]) -> Step:
