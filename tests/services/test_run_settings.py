@@ -10,7 +10,7 @@ from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import proposals
-from benchgen.services.runs import launch, leaderboards, results
+from benchgen.services.runs import launch, leaderboards, rescoring, results
 from benchgen.services.runs.settings import RunOptions, RunSettings, check_supported, describe
 from benchgen.services.runtime import Runtime
 from benchgen.services.specs import parse
@@ -168,6 +168,26 @@ def test_settings_are_recorded_and_samples_give_pass_at_k(world: World, runtime:
     world.do(web, leaderboards.add_to_leaderboard, run.id)
     row = world.do(web, leaderboards.get_leaderboard, bm).rows[0]
     assert "4 samples per question" in row.settings and "seed 11" in row.settings
+
+
+def test_a_rescore_preview_shows_the_figures_over_samples_it_would_store(
+    world: World, runtime: Runtime
+) -> None:
+    """The preview left pass@k and majority vote out: it could not prove a fix to them."""
+    ana, sam = world.user("ana@example.com"), world.user("sam@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    options = {"settings": {"samples": 4, "seed": 11}}
+    run = world.do(Principal.web(sam), launch.start_run, bm, RANDOM, None, options).id
+    work_all(runtime)
+    owner = Principal.web(ana)
+    stored = world.do(owner, launch.get_run, run).summary["sampling"]
+    preview = world.do(owner, rescoring.rescore_run, run, {"method": "choice"})
+    assert preview.before["sampling"] == preview.after["sampling"] == stored
+    applied = world.do(owner, rescoring.rescore_run, run, {"method": "choice"}, True)
+    assert applied.after["sampling"] == stored
+    theirs = world.do(Principal.web(sam), rescoring.rescore_run, run)
+    assert "sampling" not in theirs.before and "sampling" not in theirs.after
 
 
 def test_an_outsiders_run_shows_no_figures_over_samples(world: World, runtime: Runtime) -> None:

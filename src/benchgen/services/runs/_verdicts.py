@@ -67,10 +67,8 @@ def set_summary(run: Run, summary: dict[str, Any]) -> None:
     samples per question also gets pass@k and majority vote, every sample scored again with
     the run's scoring as it is now (so rescoring, which sets it first, updates them too)."""
     session = object_session(run)
-    if int((run.settings or {}).get("samples", 1)) > 1 and session is not None:
-        figures = _sampling(session, run)
-        if figures is not None:
-            summary = {**summary, "sampling": figures}
+    if session is not None:
+        summary = with_sampling(session, run, summary, run.scoring)
     run.summary = summary
     # The owner's hand correction stays in force over whatever is computed again.
     edited = edited_columns(run.score_edit, run.scores) if run.score_edit else {}
@@ -88,7 +86,18 @@ def edited_columns(score_edit: dict[str, Any] | None, in_force: dict[str, Any]) 
     return {key: value for key, value in in_force.items() if before.get(key) != value}
 
 
-def _sampling(session: Session, run: Run) -> dict[str, Any] | None:
+def with_sampling(
+    session: Session, run: Run, summary: dict[str, Any], scoring: dict[str, Any]
+) -> dict[str, Any]:
+    """`summary` with pass@k and majority vote when the run asked several samples per question,
+    every sample scored with `scoring` (a rescore's preview shows what applying it would)."""
+    if int((run.settings or {}).get("samples", 1)) <= 1:
+        return summary
+    figures = _sampling(session, run, scoring)
+    return summary if figures is None else {**summary, "sampling": figures}
+
+
+def _sampling(session: Session, run: Run, scoring: dict[str, Any]) -> dict[str, Any] | None:
     """pass@k and majority vote over every question's samples (sample 0 is its result row)."""
     keys = session.execute(
         select(Question.answers, Question.choices)
@@ -96,7 +105,7 @@ def _sampling(session: Session, run: Run) -> dict[str, Any] | None:
         .order_by(Question.position)
     ).all()
     try:
-        score = registry.stored_scorer(run.scoring)
+        score = registry.stored_scorer(scoring)
     except ValueError:  # the AI judge grades one answer per question: no sample figures
         return None
     by_position: dict[int, dict[int, Scored]] = defaultdict(dict)

@@ -89,12 +89,16 @@ def rescore_run(
         rescored = _rescore(ctx, run, chosen, apply, chunk_rows)
     if apply:
         _store(ctx, run, chosen, rescored)
+        after = dict(run.summary)
+    else:  # what applying would store, pass@k and majority vote included
+        tally = rescored.tally.summary(_tags_of)
+        after = _verdicts.with_sampling(ctx.session, run, tally, chosen)
     return Rescore(
         run.id,
         apply,
         chosen,
         scoring.visible_summary(before, detail),
-        scoring.visible_summary(rescored.tally.summary(_tags_of), detail),
+        scoring.visible_summary(after, detail),
         rescored.changed_count,
         rescored.changes if detail else [],
     )
