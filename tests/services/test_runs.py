@@ -257,6 +257,33 @@ def _answer(index: int, prompt: str):
     return Answer(index, prompt, "ANSWER: A", None, 5, 2, 1, 1)
 
 
+def test_errors_count_questions_not_failed_extra_samples(world: World, runtime: Runtime) -> None:
+    """A failed extra sample counted as an error of the run: its log and the CLI said "2
+    errors" where its summary and page said 1."""
+    from dataclasses import replace
+
+    ana = world.user("ana@example.com")
+    options = {"settings": {"samples": 2}}
+    run = world.do(
+        Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST, None, options
+    )
+    with transaction(runtime, WORKER) as ctx:
+        plan = execution.begin_run(ctx, run.id)
+    assert plan is not None
+    answers = []
+    for item, prompt in plan.work:
+        answer = replace(_answer(item.index, prompt), sample=item.sample)
+        failed = item.sample == 1 or item.index == 0
+        answers.append(replace(answer, raw=None, error="timeout") if failed else answer)
+    with transaction(runtime, WORKER) as ctx:
+        execution.record_answers(ctx, plan, answers)
+        execution.finish_run(ctx, run.id, cancelled=False)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.error_count == done.summary["errors"] == 1  # question 1 only
+    lines = [line.line for line in world.do(Principal.web(ana), run_log.read_log, run.id)]
+    assert "Completed: 2/2 questions, 1 errors, 0 credits" in lines
+
+
 def test_run_given_up_after_crashes_fails_with_full_refund(
     world: World, open_loopback: Runtime, stub: StubOpenAI, clock
 ) -> None:

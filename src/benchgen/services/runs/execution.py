@@ -155,7 +155,8 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
         .where(Run.id == plan.run_id)
         .values(
             done_count=Run.done_count + len(first),
-            error_count=Run.error_count + sum(1 for a in answers if a.error is not None),
+            # Questions, as done_count: an extra sample that failed leaves its question done.
+            error_count=Run.error_count + sum(1 for a in first if a.error is not None),
             calls=Run.calls + len(called),
             input_tokens=Run.input_tokens + sum(a.input_tokens for a in answers),
             output_tokens=Run.output_tokens + sum(a.output_tokens for a in answers),
@@ -317,11 +318,13 @@ def _close(ctx: Context, run: Run, status: str) -> None:
     if run.reservation_id:
         _ledger.settle_credits(ctx, run.reservation_id, run.cost)
     run.status, run.finished_at = status, ctx.now()
+    # The summary's count when there is one: it holds the judge's failures too.
+    errors = (run.summary or {}).get("errors", run.error_count)
     _log_writer.append(
         ctx,
         run.id,
         f"{status.capitalize()}: {run.done_count}/{run.question_count}"
-        f" answered, {run.error_count} errors, {run.cost} credits",
+        f" questions, {errors} errors, {run.cost} credits",
     )
     notifications.notify_run_finished(ctx, run.id)
 
