@@ -290,3 +290,32 @@ def test_a_worker_started_with_another_secret_key_warns_at_once(
     text = " ".join(other.output.split())
     assert "decrypts none of the 1 newest stored API keys" in text
     assert "BENCHGEN_SECRET_KEY" in text and "sk-123" not in text
+
+
+@pytest.mark.parametrize(
+    "name", ["Mine [/]", "[link=https://evil.example]Docs[/link]", "[bold red]x"]
+)
+def test_names_are_printed_as_typed_never_read_as_markup(
+    world: World, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model named "[/]" crashed the commands that print it (a stranger's name crashed the
+    owner's `compare`), and "[link=…]" hid a link in the terminal."""
+    world.user("ana@example.com")
+    monkeypatch.setenv("BENCHGEN_MODEL_HOST_ALLOWLIST", "127.0.0.1")
+    added = _ok(
+        "models",
+        "add",
+        "--as",
+        "ana@example.com",
+        "--name",
+        name,
+        "--endpoint-model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    )
+    assert name in added
+    listed = runner.invoke(
+        app, ["models", "list", "--as", "ana@example.com"], env={"COLUMNS": "300"}
+    )
+    assert listed.exit_code == 0 and name in listed.output

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 from pydantic import ValidationError
-from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, console, errors, open_runtime
+from benchgen.cli.common import cli_principal, console, errors, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
@@ -155,7 +154,7 @@ def chat_command(
 ) -> None:
     """Chat with the agent (the command's help is HELP)."""
     if (as_email is None) == (url is None):
-        errors.print("[red]Error:[/] give either --as EMAIL (this machine) or --url URL (remote).")
+        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
         raise typer.Exit(2)
     door_of = _local(as_email) if as_email is not None else _remote(url or "", token)
     with door_of as door:
@@ -172,7 +171,7 @@ def _local(email: str) -> Iterator[Door]:
         try:
             brain = configured_brain(runtime.settings)
         except BrainUnavailable as exc:
-            errors.print(f"[red]Error:[/] {escape(str(exc))}")
+            say_error(str(exc))
             raise typer.Exit(1) from None
         runner = TurnRunner(runtime, brain, 1)
         try:
@@ -188,13 +187,13 @@ def _remote(url: str, token: str | None) -> Iterator[Door]:
     try:
         client = BenchGen(url, token)
     except ValueError as exc:
-        errors.print(f"[red]Error:[/] {escape(str(exc))}")
+        say_error(str(exc))
         raise typer.Exit(2) from None
     with client:
         try:
             yield RemoteDoor(client)
         except ClientError as exc:
-            errors.print(f"[red]Error:[/] {exc.message}")
+            say_error(exc.message)
             raise typer.Exit(1) from None
 
 
@@ -211,7 +210,7 @@ def _converse(door: Door, conversation_id: str | None, messages: list[str]) -> N
     console.print("Type a message; a number presses a button; /quit or Ctrl-D leaves.")
     while True:
         try:
-            line = Prompt.ask("[bold]you[/]", console=console.rich).strip()
+            line = Prompt.ask(Text("you", style="bold"), console=console.rich).strip()
         except (EOFError, KeyboardInterrupt):
             console.print()
             return

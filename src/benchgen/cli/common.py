@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 class LazyConsole:
     """A Rich console made at its first use: `benchgen run` loads Rich only once its first
-    model requests are out (Rich takes a few percent of a command's start)."""
+    model requests are out (Rich takes a few percent of a command's start).
+
+    Strings are printed as they are, never read as Rich markup: names, titles and messages
+    come from users (a model named "[/]" crashed a command; "[link=…]" hid a link in a name).
+    Styled words go through `labelled` or Rich `Text`."""
 
     def __init__(self, *, soft_wrap: bool = False, stderr: bool = False) -> None:
         self.soft_wrap, self.stderr = soft_wrap, stderr
@@ -37,7 +41,7 @@ class LazyConsole:
         """The console itself (for Rich's own widgets, such as a progress bar)."""
         from rich.console import Console
 
-        return Console(soft_wrap=self.soft_wrap, stderr=self.stderr)
+        return Console(soft_wrap=self.soft_wrap, stderr=self.stderr, markup=False)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rich, name)
@@ -66,6 +70,18 @@ errors = LazyConsole(stderr=True)
 OPERATOR = Principal.cli()
 
 
+def labelled(label: str, message: str, style: str = "red", to: LazyConsole = errors) -> None:
+    """`label` in `style`, then `message` as plain text: "Error: …" on stderr by default."""
+    from rich.text import Text
+
+    to.print(Text.assemble((label, style), " ", message))
+
+
+def say_error(message: str) -> None:
+    """One "Error: …" line on stderr."""
+    labelled("Error:", message)
+
+
 @contextmanager
 def open_runtime() -> Iterator[Runtime]:
     """The configured runtime (database migrated); domain errors, and a database or data
@@ -74,16 +90,16 @@ def open_runtime() -> Iterator[Runtime]:
     try:
         runtime = build_runtime(settings)
     except BenchGenError as exc:
-        errors.print(f"[red]Error:[/] {exc.message}")
+        say_error(exc.message)
         raise typer.Exit(1) from None
     except (SQLAlchemyError, OSError) as exc:
-        errors.print(f"[red]Error:[/] {unopened(settings, exc)}")
+        say_error(unopened(settings, exc))
         raise typer.Exit(1) from None
     try:
         with dispatching(runtime.settings):
             yield runtime
     except BenchGenError as exc:
-        errors.print(f"[red]Error:[/] {exc.message}")
+        say_error(exc.message)
         raise typer.Exit(1) from None
     finally:
         runtime.close()

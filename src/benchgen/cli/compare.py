@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import AsHere, Token, Url, cli_principal, console, errors, open_runtime
+from benchgen.cli.common import (
+    AsHere,
+    Token,
+    Url,
+    cli_principal,
+    console,
+    errors,
+    open_runtime,
+    say_error,
+)
 from benchgen.cli.doors import WHERE, Plain, plain, reported
 from benchgen.cli.helptext import App
 from benchgen.services.runtime import transaction
@@ -45,7 +54,7 @@ def compare_command(
 ) -> None:
     """Print the comparison of two runs (the command's help is HELP)."""
     if (as_email is None) == (url is None):
-        errors.print("[red]Error:[/] give either --as EMAIL (this machine) or --url URL (remote).")
+        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
         raise typer.Exit(2)
     found = _here(as_email, run_a, run_b) if as_email else _remote(url or "", token, run_a, run_b)
     if as_json:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchgen.cli.common import console, open_runtime
+from benchgen.cli.common import console, labelled, open_runtime
 from benchgen.cli.helptext import App
 
 app = App(help="Database maintenance.", no_args_is_help=True)
@@ -14,4 +14,4 @@ commands.add_typer(app, name="db")
 def db_upgrade() -> None:
     """Create the database or migrate it to the newest schema (safe to repeat)."""
     with open_runtime() as runtime:
-        console.print(f"Database is up to date: [bold]{runtime.database.safe_url}[/]")
+        labelled("Database is up to date:", runtime.database.safe_url, "bold", console)

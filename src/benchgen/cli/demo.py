@@ -59,8 +59,8 @@ def seed_demo(
                 )
             # Every scope a user may hold, so the demo token can try every door (publish too).
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
-    console.print(f"BenchGen demo: [bold]{url}[/]  ·  API docs: [bold]{url}/api/docs[/]")
-    console.print(f"Sign in as [bold]{DEMO_EMAIL}[/] with password [bold]{DEMO_PASSWORD}[/]")
+    console.print(f"BenchGen demo: {url}  ·  API docs: {url}/api/docs")
+    console.print(f"Sign in as {DEMO_EMAIL} with password {DEMO_PASSWORD}")
     console.print("Demo API token (valid 30 days; shown once):")
     typer.echo(secret)
     console.print(f"Try: curl -H 'Authorization: Bearer {secret}' {url}/api/v1/me")

@@ -11,7 +11,7 @@ import typer
 from pydantic import TypeAdapter
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, errors, open_runtime
+from benchgen.cli.common import cli_principal, errors, open_runtime, say_error
 from benchgen.cli.runs import follow_run, progress_bar
 from benchgen.core.errors import InvalidInput
 from benchgen.services.benchmarks import bundles, exports, imports
@@ -183,7 +183,7 @@ def plain(value: Any) -> Plain:
 def door(as_email: str | None, url: str | None, token: str | None) -> Iterator[Door]:
     """The door the options name; every refusal ends the command with its message."""
     if (as_email is None) == (url is None):
-        errors.print("[red]Error:[/] give either --as EMAIL (this machine) or --url URL (remote).")
+        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
         raise typer.Exit(2)
     if as_email is not None:
         with open_runtime() as runtime, reported():

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.common import As, as_user, console, labelled, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.jobs.worker import start_workers, stop_workers
@@ -88,7 +88,7 @@ def add_model(
         spec["api_key"] = key
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         made = models.create_model(ctx, spec)
-    console.print(f"Added model [bold]{made.name}[/] ({made.id}).")
+    console.print(f"Added model {made.name} ({made.id}).")
 
 
 @models_app.command("list")
@@ -161,8 +161,8 @@ def worker(
             if status:
                 # Non-zero, so a supervisor restarts it (Restart=on-failure): exiting 0 left
                 # queued jobs waiting for a consumer that would never come back.
-                errors.print(
-                    "[red]Error:[/] the worker lost its broker and stopped; start it again "
+                say_error(
+                    "the worker lost its broker and stopped; start it again "
                     "(a supervisor with Restart=on-failure does)."
                 )
                 raise typer.Exit(status)
@@ -183,7 +183,7 @@ def _warn_of_another_key(runtime: Runtime) -> None:
     with transaction(runtime, Principal.cli(None), write=False) as ctx:
         problem = deployment.secret_key_problem(ctx)
     if problem:
-        errors.print(f"[yellow]Warning:[/] {problem}.")
+        labelled("Warning:", f"{problem}.", "yellow")
 
 
 judge_app = App(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)
@@ -209,7 +209,7 @@ def judge_set(
     """
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:
-        errors.print(f"[red]Error:[/] the environment variable {api_key_env} is empty.")
+        say_error(f"the environment variable {api_key_env} is empty.")
         raise typer.Exit(1)
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         view = judges.set_judge(ctx, benchmark, kind, model, base_url or None, key, allow_others)

@@ -106,7 +106,7 @@ def run(
                 started = launch.start_run(ctx, benchmark, model, None, options)
             else:
                 raise typer.BadParameter("give --benchmark and --model, or --retry RUN_ID")
-        queued = f"Run [bold]{started.id}[/] queued, up to {started.estimated_cost} credits."
+        queued = f"Run {started.id} queued, up to {started.estimated_cost} credits."
         if not wait:
             console.print(queued)
             return

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from benchgen.cli.common import console, open_runtime, prepare
+from benchgen.cli.common import console, labelled, open_runtime, prepare
 from benchgen.cli.helptext import App
 from benchgen.cli.lazy import lasting_imports
 
@@ -33,14 +32,14 @@ def serve(
         try:
             configured_brain(runtime.settings)  # each worker builds it again; fail before them
         except BrainUnavailable as exc:
-            console.print(f"[red]Cannot start:[/] {escape(str(exc))}")
+            labelled("Cannot start:", str(exc), to=console)
             raise typer.Exit(2) from None
     # Only a process that goes on to serve comes here (never a test's). The app uvicorn serves,
     # imported by name as a command's module is (lazy.preload): a few tenths of a second
     # sooner, and never walked by the collector again.
     with lasting_imports():
         import_from_string(APP)
-    console.print(f"BenchGen on [bold]http://{host}:{port}[/]  (API docs: /api/docs)")
+    console.print(f"BenchGen on http://{host}:{port}  (API docs: /api/docs)")
     uvicorn.run(
         APP,
         factory=True,
