@@ -179,6 +179,19 @@ def test_run_takes_every_setting_the_api_takes(world: World) -> None:
         ],
     )
     assert both.exit_code == 2 and "give one of --first, --random and --tag" in both.output
+    runs_before = world.do(Principal.web(ana), launch.list_runs)
+    # 0 questions read as "no subset": the whole benchmark ran, at its full price.
+    for zero in (["--first", "0"], ["--random", "0"]):
+        refused = runner.invoke(
+            app, ["run", "--benchmark", bm, "--model", model, *zero, "--as", "ana@example.com"]
+        )
+        assert refused.exit_code == 1 and "subset" in refused.output, refused.output
+    # A retry takes the run's own settings: a cap or a subset beside it was dropped silently.
+    retried = runner.invoke(
+        app, ["run", "--retry", run_id, "--max-credits", "5", "--as", "ana@example.com"]
+    )
+    assert retried.exit_code == 2 and "leave out --max-credits" in retried.output
+    assert world.do(Principal.web(ana), launch.list_runs) == runs_before
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ commands = App()
 
 @commands.command()
 def run(
+    command: typer.Context,
     as_email: As,
     benchmark: Annotated[
         str, typer.Option(metavar="ID", help="Benchmark id (bm_…); required unless --retry.")
@@ -98,6 +99,8 @@ def run(
         "cache": cache,
         "max_credits": max_credits,
     }
+    if retry:
+        _require_retry_alone(command)
     with open_runtime() as runtime:
         with as_user(runtime, as_email) as ctx:
             if retry:
@@ -115,14 +118,37 @@ def run(
     console.print(f"{current.status}: {_scores(current)}, {totals}")
 
 
+def _require_retry_alone(command: typer.Context) -> None:
+    """A retry asks again with the run's own settings: any run option beside it would be
+    silently dropped (a --max-credits cap among them)."""
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in command.params
+        if name not in ("as_email", "retry", "wait") and _typed(command, name)
+    ]
+    if given:
+        raise typer.BadParameter(
+            f"a retry asks the run's errored questions with its own settings; leave out "
+            f"{', '.join(given)}",
+            param_hint="--retry",
+        )
+
+
+def _typed(command: typer.Context, name: str) -> bool:
+    """Whether the option `name` was given on the command line (not left at its default)."""
+    source = command.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
 def _subset(
     first: int | None, draw: int | None, seed: int, tags: list[str] | None
 ) -> dict[str, object] | None:
     """The one subset the options ask for (None: every question)."""
     chosen: list[dict[str, object]] = []
-    if first:
+    # `is not None`: 0 is a choice the service refuses, not "every question" (a full run).
+    if first is not None:
         chosen.append({"kind": "first", "n": first})
-    if draw:
+    if draw is not None:
         chosen.append({"kind": "random", "n": draw, "seed": seed})
     if tags:
         chosen.append({"kind": "tags", "tags": tags})
