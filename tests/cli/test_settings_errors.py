@@ -134,6 +134,13 @@ def test_each_problem_names_its_variable_and_value(
             {"BENCHGEN_TOKEN_DEFAULT_DAYS": "400"},
             "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (400)",
         ),
+        # Each of these was a traceback from every command.
+        ({"BENCHGEN_DATABASE_URL": "garbage"}, "BENCHGEN_DATABASE_URL: must be sqlite:///PATH"),
+        ({"BENCHGEN_DATABASE_URL": "mysql://u@h/db"}, "BENCHGEN_DATABASE_URL: must be sqlite"),
+        (
+            {"BENCHGEN_DATABASE_URL": "postgresql+psycopg://u@h:port/db"},
+            "BENCHGEN_DATABASE_URL: has a port that is not a number",
+        ),
     ],
 )
 def test_settings_that_would_fail_later_are_refused_at_the_start(
@@ -161,7 +168,11 @@ def test_a_good_secret_key_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
             "postgresql+psycopg://ana:hunter22@127.0.0.1:1/db",
             "cannot open the database postgresql+psycopg://ana:***@127.0.0.1:1/db",
         ),
-        ("BENCHGEN_DATABASE_URL", "foo://", "cannot open the database foo://"),
+        (
+            "BENCHGEN_DATABASE_URL",
+            "sqlite:////proc",
+            "cannot open the database sqlite:////proc",
+        ),
         ("BENCHGEN_DATA_DIR", "/proc/no-such-folder", "cannot use /proc/no-such-folder"),
     ],
 )

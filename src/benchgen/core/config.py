@@ -6,6 +6,7 @@ import base64
 import binascii
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -16,6 +17,8 @@ _CHECKOUT = Path(__file__).resolve().parents[3]
 BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps")
 FERNET_KEY_BYTES = 32
 SMTP_SCHEMES = ("smtp", "smtp+starttls")
+# The databases BenchGen runs on, with the drivers it installs.
+DATABASE_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 
 
 class Settings(BaseSettings):
@@ -249,6 +252,24 @@ class Settings(BaseSettings):
         if value and not (sep and scheme.lower() in SMTP_SCHEMES):
             raise ValueError("must be smtp://[user:password@]host[:port] or smtp+starttls://…")
         return value or None
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_is_sqlite_or_postgresql(cls, value: str | None) -> str | None:
+        # Checked here: SQLAlchemy's own refusals (an unparsable URL, a port that is no number,
+        # a driver not installed) were tracebacks from every command.
+        if not value:
+            return None
+        scheme, sep, _ = value.partition("://")
+        if not sep or scheme.lower() not in DATABASE_SCHEMES:
+            raise ValueError(
+                "must be sqlite:///PATH or postgresql+psycopg://USER[:PASSWORD]@HOST[:PORT]/NAME"
+            )
+        try:
+            urlsplit(value).port  # noqa: B018 - read for its check: a port must be a number
+        except ValueError:
+            raise ValueError("has a port that is not a number") from None
+        return value
 
     @field_validator("artifact_url")
     @classmethod
