@@ -16,6 +16,7 @@ from benchgen.cli import chat as chat_cli
 from benchgen.client import BenchGen
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script
 from tests.support import World
@@ -89,6 +90,11 @@ def test_either_here_or_remote_and_clear_errors(world: World) -> None:
     assert no_token.exit_code == 2 and "BENCHGEN_TOKEN" in no_token.output
     unknown = runner.invoke(app, ["chat", "--as", "nobody@example.com", "-m", "hi"])
     assert unknown.exit_code == 1 and "nobody@example.com" in unknown.output
+    # A blank message was a traceback, after opening a conversation it left empty.
+    ana = world.user("ana@example.com")
+    blank = runner.invoke(app, ["chat", "--as", "ana@example.com", "-m", "  "])
+    assert blank.exit_code == 2 and "must hold some words" in blank.output
+    assert world.do(Principal.web(ana), conversations.list_conversations) == []
 
 
 def test_remote_messages_go_through_the_api(

@@ -156,6 +156,9 @@ def chat_command(
     if (as_email is None) == (url is None):
         say_error("give either --as EMAIL (this machine) or --url URL (remote).")
         raise typer.Exit(2)
+    if any(not text.strip() for text in message or []):
+        # Refused before a conversation is opened: it would be left behind, empty.
+        raise typer.BadParameter("a message must hold some words", param_hint="--message")
     door_of = _local(as_email) if as_email is not None else _remote(url or "", token)
     with door_of as door:
         _converse(door, conversation, message or [])
