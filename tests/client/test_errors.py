@@ -80,3 +80,24 @@ def test_unavailable_without_a_wait(response: httpx.Response) -> None:
 def test_other_server_failures_stay_server_errors() -> None:
     for response in (_error(500, "internal"), httpx.Response(502, text="Bad gateway")):
         assert type(_raised(response)) is ServerError
+
+
+def test_an_answer_that_is_not_json_is_a_client_error_saying_so() -> None:
+    """A redirect (an empty id) or a --url that is not BenchGen raised a bare JSONDecodeError,
+    and an HTML error page became a message of fourteen lines."""
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/benchmarks/"):
+            return httpx.Response(307, headers={"location": "/api/v1/benchmarks"})
+        if request.url.path.endswith("/html"):
+            return httpx.Response(200, text="<!DOCTYPE html><p>Sign in</p>")
+        html = {"content-type": "text/html"}
+        return httpx.Response(404, text="<!DOCTYPE html>\n<h1>Not here</h1>", headers=html)
+
+    bg = _canned(answer)
+    for path in ("/benchmarks/", "/html"):
+        with pytest.raises(ClientError, match="is it a BenchGen server") as caught:
+            bg._json("GET", path)
+        assert caught.value.code == "bad_response"
+    with pytest.raises(ClientError) as missing:
+        bg._json("GET", "/elsewhere")
+    assert missing.value.status == 404 and "<" not in missing.value.message

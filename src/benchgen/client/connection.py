@@ -112,9 +112,14 @@ class Connection:
         json: Any = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        body = self._send(method, path, params, json, timeout).json()
+        response = self._send(method, path, params, json, timeout)
+        try:
+            body = response.json()
+        except ValueError:  # a redirect, or a --url that is not a BenchGen server
+            body = None
         if not isinstance(body, dict):
-            raise ClientError(200, "bad_response", "expected a JSON object")
+            said = f"{self.base_url} did not answer with a JSON object; is it a BenchGen server?"
+            raise ClientError(response.status_code, "bad_response", said)
         return body
 
     def _pages(

@@ -205,8 +205,9 @@ def error_from_response(response: httpx.Response) -> ClientError:
         message = str(error.get("message") or message)
         if isinstance(error.get("details"), dict):
             details = error["details"]
-    elif response.text:
-        message = response.text[:500]
+    elif response.text.strip() and "html" not in response.headers.get("content-type", ""):
+        # A proxy's or another server's page says nothing a person needs: its status does.
+        message = response.text.strip()[:500]
     kind = _BY_CODE.get(code) or _BY_STATUS.get(status)
     if kind is None:
         kind = ServerError if status >= 500 else ClientError
