@@ -130,6 +130,18 @@ def test_export_here_writes_each_format_and_keeps_files(world: World, tmp_path: 
     world.user("cy@example.com")
     refused = runner.invoke(app, ["benchmarks", "export", bm, "--as", "cy@example.com"])
     assert refused.exit_code == 1 and "No such" in refused.output
+    # Into a folder that does not exist, or onto a folder: one line, not a traceback.
+    for where in (tmp_path / "missing" / "out.jsonl", tmp_path):
+        failed = runner.invoke(
+            app, ["benchmarks", "export", bm, "-o", str(where), "--force", *HERE]
+        )
+        assert failed.exit_code == 1 and f"cannot write {where}" in failed.output
+        assert "Traceback" not in failed.output
+    piped = runner.invoke(app, ["benchmarks", "export", bm, "-o", "-", *HERE])
+    assert piped.exit_code == 0 and [
+        json.loads(line)["answer"] for line in piped.output.splitlines()
+    ] == ["B", "A"]
+    assert not Path("-").exists()
 
 
 def test_remote_import_and_export(

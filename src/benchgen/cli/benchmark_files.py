@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from benchgen.cli.common import AsHere, Token, Url, console, errors
+from benchgen.cli.common import AsHere, Token, Url, console, errors, save_download
 from benchgen.cli.doors import ExportFormat, Plain, door, place
 
 
@@ -157,7 +157,10 @@ def export(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", metavar="FILE", help="Where to write it (default: its name, here)."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Where to write it (default: its name, here; - for standard output).",
         ),
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
@@ -167,9 +170,4 @@ def export(
     questions from a dataset.jsonl, and their code holds none of the benchmark's text."""
     with door(as_email, url, token) as where:
         name, data = where.export(benchmark_id, format.value)
-    target = output or Path(name)
-    if target.exists() and not force:
-        errors.print(Text(f"Error: {target} exists; give --force to overwrite it.", style="red"))
-        raise typer.Exit(1)
-    target.write_bytes(data)
-    console.print(Text(f"Wrote {len(data)} bytes to {target}."))
+    save_download(output or Path(name), data, force)

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import AsHere, Token, Url, console, errors
+from benchgen.cli.common import AsHere, Token, Url, console, save_download
 from benchgen.cli.doors import Kind, Plain, door, place
 
 ZipFile = Annotated[
@@ -94,7 +94,10 @@ def download_bundle(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", metavar="FILE", help="Where to write it (default: ID-vN.zip here)."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Where to write it (default: ID-vN.zip here; - for standard output).",
         ),
     ] = None,
     force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
@@ -103,12 +106,7 @@ def download_bundle(
     only: it holds the reference data and the solutions)."""
     with door(as_email, url, token) as where:
         name, data = where.download(benchmark_id, version)
-    target = output or Path(name)
-    if target.exists() and not force:
-        errors.print(Text(f"Error: {target} exists; give --force to overwrite it.", style="red"))
-        raise typer.Exit(1)
-    target.write_bytes(data)
-    console.print(Text(f"Wrote {len(data)} bytes to {target}."))
+    save_download(output or Path(name), data, force)
 
 
 def submit(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -75,6 +77,24 @@ def labelled(label: str, message: str, style: str = "red", to: LazyConsole = err
     from rich.text import Text
 
     to.print(Text.assemble((label, style), " ", message))
+
+
+def save_download(target: Path, data: bytes, force: bool) -> None:
+    """Write a download to `target` (`-`: standard output), saying where it went; a file in
+    the way without `force`, a folder or a folder that does not exist is one line, exit 1."""
+    if str(target) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    if target.exists() and not force:
+        say_error(f"{target} exists; give --force to overwrite it.")
+        raise typer.Exit(1)
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        say_error(f"cannot write {target}: {exc.strerror or exc}.")
+        raise typer.Exit(1) from None
+    console.print(f"Wrote {len(data)} bytes to {target}.")
 
 
 def say_error(message: str) -> None:
