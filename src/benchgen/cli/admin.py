@@ -3,6 +3,7 @@ benchmark run quotas (those act `--as` the benchmark's owner)."""
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from typing import Annotated
 
@@ -130,6 +131,10 @@ def add_local_model(
     """Offer a model whose weights lie on this server to everyone: runs use it, and training
     jobs may use it as their base. Only the operator registers paths: a user never names a
     file on the server."""
+    if path != "smollm2":
+        # Stored as the server will look for it: a relative path meant this shell's folder,
+        # and a server started elsewhere found nothing there.
+        path = os.path.abspath(os.path.expanduser(path))
     gguf = path == "smollm2" or path.lower().endswith(".gguf")
     chosen = kind or (LocalKind.GGUF if gguf else LocalKind.HF)
     spec = {"name": name, "kind": chosen.value, "endpoint_model": path, "price_per_question": price}

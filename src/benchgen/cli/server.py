@@ -17,7 +17,7 @@ APP = "benchgen.app:create_app"  # by name: uvicorn imports it again in each wor
 @commands.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
 ) -> None:
     """Serve the API (docs at /api/docs) and GET /healthz."""
