@@ -46,7 +46,9 @@ def base(world: World) -> tuple[str, str]:
     return model_id.group(1), data.id
 
 
-def test_plan_start_list_show_cancel(world: World, base: tuple[str, str]) -> None:
+def test_plan_start_list_show_cancel(
+    world: World, base: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     model_id, dataset_id = base
     where = ["--base", model_id, "--dataset", dataset_id, "--set", "epochs=2", *HERE]
     plan = invoke("training", "plan", *where)
@@ -61,6 +63,11 @@ def test_plan_start_list_show_cancel(world: World, base: tuple[str, str]) -> Non
     assert "cancelled" in invoke("training", "cancel", training_id.group(1), *HERE)
     again = runner.invoke(app, ["training", "cancel", training_id.group(1), *HERE], env=WIDE)
     assert again.exit_code == 1 and "has already been cancelled." in again.output
+    # The whole log, read a page at a time: only its first page was shown, never a long
+    # job's end.
+    monkeypatch.setattr(jobs, "MAX_LOG_PAGE", 1)
+    shown = invoke("training", "show", training_id.group(1), *HERE)
+    assert "Queued: lora of Smol" in shown and "Cancelled before it started" in shown
     assert "cpu" in invoke("training", "compute", *HERE)
 
 

@@ -85,6 +85,7 @@ def test_other_server_failures_stay_server_errors() -> None:
 def test_an_answer_that_is_not_json_is_a_client_error_saying_so() -> None:
     """A redirect (an empty id) or a --url that is not BenchGen raised a bare JSONDecodeError,
     and an HTML error page became a message of fourteen lines."""
+
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/benchmarks/"):
             return httpx.Response(307, headers={"location": "/api/v1/benchmarks"})
@@ -101,3 +102,20 @@ def test_an_answer_that_is_not_json_is_a_client_error_saying_so() -> None:
     with pytest.raises(ClientError) as missing:
         bg._json("GET", "/elsewhere")
     assert missing.value.status == 404 and "<" not in missing.value.message
+
+
+def test_the_training_log_is_read_to_its_end() -> None:
+    """Only its first page came back: a long job's end was never seen."""
+    asked: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        after = int(request.url.params["after"])
+        limit = int(request.url.params["limit"])
+        asked.append(str(after))
+        ids = range(after + 1, min(after + limit, 7_000) + 1)
+        items = [{"id": n, "at": "", "line": f"step {n}"} for n in ids]
+        return httpx.Response(200, json={"items": items})
+
+    lines = _canned(answer).training_log("tr_1")
+    assert [line["id"] for line in lines] == list(range(1, 7_001))
+    assert asked == ["0", "5000"]

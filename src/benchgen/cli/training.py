@@ -14,6 +14,7 @@ from benchgen.cli.common import As, as_user, console, errors, open_runtime
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
+from benchgen.core.context import Context
 from benchgen.core.statuses import TRAINING_FINAL
 from benchgen.services.training import compute, jobs, plans
 from benchgen.services.training.jobs import TrainingJobView
@@ -162,12 +163,23 @@ def show(
     """One job's status and its log (each step's loss, learning rate and throughput)."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         job = jobs.get_training_job(ctx, training_id)
-        lines = jobs.read_training_log(ctx, training_id, limit=5000)
+        lines = _whole_log(ctx, training_id)
     for line in lines:
         console.print(Text(f"{line.at:%H:%M:%S} {line.line}"))
     if job.waiting_for:
         console.print(Text(job.waiting_for))
     _print_end(job)
+
+
+def _whole_log(ctx: Context, training_id: str) -> list[jobs.TrainingLogLine]:
+    """Every line of the job's log, a page at a time (a long job's end lies past the first)."""
+    lines: list[jobs.TrainingLogLine] = []
+    while True:
+        after = lines[-1].id if lines else 0
+        page = jobs.read_training_log(ctx, training_id, after, jobs.MAX_LOG_PAGE)
+        lines.extend(page)
+        if len(page) < jobs.MAX_LOG_PAGE:
+            return lines
 
 
 @app.command("cancel")

@@ -78,10 +78,16 @@ class TrainingCalls(Connection):
         return cast(TrainingJob, self._json("GET", f"/training-jobs/{segment(training_id)}"))
 
     def training_log(self, training_id: str, after: int = 0) -> list[TrainingLogLine]:
-        """The job's log lines after the id `after`, each step's with its loss."""
+        """Every log line of the job after the id `after`, each step's with its loss (read a
+        page at a time: a long job's end lies past the first page)."""
         path = f"/training-jobs/{segment(training_id)}/log"
-        page = self._json("GET", path, params={"after": after, "limit": _LOG_PAGE})
-        return cast(list[TrainingLogLine], page["items"])
+        lines: list[TrainingLogLine] = []
+        while True:
+            page = self._json("GET", path, params={"after": after, "limit": _LOG_PAGE})["items"]
+            lines.extend(cast(list[TrainingLogLine], page))
+            if len(page) < _LOG_PAGE:
+                return lines
+            after = page[-1]["id"]
 
     def cancel_training(self, training_id: str) -> TrainingJob:
         """Cancel a queued job (nothing charged) or stop a running one between steps.

@@ -27,6 +27,7 @@ from benchgen.services.training.plans import TrainingIn
 # A worker killed mid-training is replaced this many times, each resuming from the newest
 # checkpoint, before the job fails and is refunded.
 MAX_ATTEMPTS = 3
+MAX_LOG_PAGE = 5000  # log lines one read returns at most
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def read_training_log(
         select(TrainingEvent)
         .where(TrainingEvent.job_id == training_id, TrainingEvent.id > after)
         .order_by(TrainingEvent.id)
-        .limit(min(max(limit, 1), 5000))
+        .limit(min(max(limit, 1), MAX_LOG_PAGE))
     )
     return [
         TrainingLogLine(r.id, r.at, r.line, r.step, r.loss, r.learning_rate, r.tokens_per_s)
