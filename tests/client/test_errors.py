@@ -119,3 +119,33 @@ def test_the_training_log_is_read_to_its_end() -> None:
     lines = _canned(answer).training_log("tr_1")
     assert [line["id"] for line in lines] == list(range(1, 7_001))
     assert asked == ["0", "5000"]
+
+
+def test_a_read_answered_503_is_asked_again_a_write_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Waiting for a run or paging a list ended at one 503 on the way (a busy database or a
+    proxy), though such an answer changed nothing."""
+    import benchgen.client.connection as connection
+
+    slept: list[float] = []
+    monkeypatch.setattr(connection.time, "sleep", slept.append)
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.method)
+        if len(seen) <= 2 or request.method == "POST":
+            return _error(503, "unavailable", headers={"Retry-After": "60"})
+        return httpx.Response(200, json={"id": "bm_1", "title": "T"})
+
+    bg = _canned(answer)
+    assert bg._json("GET", "/benchmarks/bm_1")["id"] == "bm_1"
+    assert seen == ["GET"] * 3 and slept == [10, 10]  # waits as told, at most 10 s each
+    with pytest.raises(Unavailable):
+        bg.create_benchmark("t", "qa", [{"prompt": "p", "answer": "a"}])
+    assert seen[3:] == ["POST"]
+    seen.clear()
+    always = _canned(lambda request: seen.append(request.method) or _error(503, "unavailable"))
+    with pytest.raises(Unavailable):
+        always._json("GET", "/runs")
+    assert len(seen) == connection.GET_ATTEMPTS

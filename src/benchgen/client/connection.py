@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
@@ -12,7 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from benchgen import __version__
-from benchgen.client.errors import ClientError, Unreachable, error_from_response
+from benchgen.client.errors import ClientError, Unavailable, Unreachable, error_from_response
 from benchgen.client.shapes import QuotaStatus
 
 API_PREFIX = "/api/v1"
@@ -21,6 +22,8 @@ FilePart = tuple[str, bytes, str]
 # Page sizes below each route's maximum: the server fetches one row more than asked to learn
 # whether another page follows, and some services refuse that extra row at the maximum.
 PAGE = 100
+GET_ATTEMPTS = 4  # a read answered 503 (busy, nothing changed) is asked up to this often
+MAX_RETRY_WAIT_S = 10
 
 
 class Connection:
@@ -96,13 +99,21 @@ class Connection:
         if files is not None:
             extra["files"] = dict(files)
             extra["data"] = dict(data or {})
-        try:
-            response = self._http.request(method, path, params=params, json=json, **extra)
-        except httpx.TransportError as exc:
-            raise unreachable(exc, self.base_url) from exc
-        if response.is_error:
-            raise error_from_response(response)
-        return response
+        attempt = 1
+        while True:
+            try:
+                response = self._http.request(method, path, params=params, json=json, **extra)
+            except httpx.TransportError as exc:
+                raise unreachable(exc, self.base_url) from exc
+            if not response.is_error:
+                return response
+            error = error_from_response(response)
+            # A busy server (or a proxy before it) changed nothing: a read is asked again, so
+            # waiting for a run or paging a list does not end at one 503 on the way.
+            if not (isinstance(error, Unavailable) and method == "GET" and attempt < GET_ATTEMPTS):
+                raise error
+            time.sleep(min(error.retry_after or 1, MAX_RETRY_WAIT_S))
+            attempt += 1
 
     def _json(
         self,
