@@ -27,7 +27,7 @@ from benchgen.jobs.worker import Worker
 from benchgen.services import models, queue
 from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import bundles, lifecycle, members
-from benchgen.services.runs import execution, launch, results, run_log
+from benchgen.services.runs import execution, launch, leaderboards, results, retries, run_log
 from benchgen.services.runtime import Runtime, transaction
 from tests.bundle_factory import bundle, competition
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
@@ -282,6 +282,33 @@ def test_errors_count_questions_not_failed_extra_samples(world: World, runtime: 
     assert done.error_count == done.summary["errors"] == 1  # question 1 only
     lines = [line.line for line in world.do(Principal.web(ana), run_log.read_log, run.id)]
     assert "Completed: 2/2 questions, 1 errors, 0 credits" in lines
+
+
+def test_a_run_whose_every_question_errored_fails_saying_why(
+    world: World, runtime: Runtime
+) -> None:
+    """It ended "completed, accuracy 0%" and could go on the leaderboard."""
+    from dataclasses import replace
+
+    ana = world.user("ana@example.com")
+    run = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST)
+    with transaction(runtime, WORKER) as ctx:
+        plan = execution.begin_run(ctx, run.id)
+    assert plan is not None
+    down = [
+        replace(_answer(item.index, prompt), raw=None, error="connection refused")
+        for item, prompt in plan.work
+    ]
+    with transaction(runtime, WORKER) as ctx:
+        execution.record_answers(ctx, plan, down)
+        execution.finish_run(ctx, run.id, cancelled=False)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "failed" and done.cost == 0
+    assert done.error == "Every question failed; the first: connection refused"
+    with pytest.raises(Conflict, match="completed"):
+        world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run.id)
+    again = world.do(Principal.web(ana), retries.retry_errored, run.id)
+    assert again.retry_of == run.id and again.question_count == 2
 
 
 def test_run_given_up_after_crashes_fails_with_full_refund(

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from benchgen.cli.common import As, as_user, cli_principal, console, open_runtime
+from benchgen.cli.common import As, as_user, cli_principal, console, open_runtime, say_error
 from benchgen.cli.helptext import App
-from benchgen.core.statuses import RUN_ACTIVE
+from benchgen.core.statuses import RUN_ACTIVE, RunStatus
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runs import launch, retries
 from benchgen.services.runtime import Runtime, transaction
@@ -116,6 +116,9 @@ def run(
         current = follow_run(runtime, as_email, started.id, started.question_count, queued)
     totals = f"{current.error_count} errors, {current.cost} credits"
     console.print(f"{current.status}: {_scores(current)}, {totals}")
+    if current.status == RunStatus.FAILED:
+        say_error(current.error)
+        raise typer.Exit(1)
 
 
 def _require_retry_alone(command: typer.Context) -> None:

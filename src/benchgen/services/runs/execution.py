@@ -291,7 +291,23 @@ def finish_run(ctx: Context, run_id: str, cancelled: bool) -> None:
     if run is None or run.status in RUN_FINAL:
         return
     _verdicts.summarise(ctx, run)
+    if not cancelled and run.done_count and run.error_count >= run.done_count:
+        # Not one answer came back (an endpoint down, a key refused): no score to rank, and
+        # "completed, accuracy 0%" would read as the model's.
+        run.error = f"Every question failed; the first: {_first_error(ctx, run.id)}"[:2000]
+        _close(ctx, run, RunStatus.FAILED)
+        return
     _close(ctx, run, RunStatus.CANCELLED if cancelled else RunStatus.COMPLETED)
+
+
+def _first_error(ctx: Context, run_id: str) -> str:
+    first = ctx.session.scalar(
+        select(RunResult.error)
+        .where(RunResult.run_id == run_id, RunResult.error.is_not(None))
+        .order_by(RunResult.position)
+        .limit(1)
+    )
+    return first or "no reply"
 
 
 def abandon_run(ctx: Context, run_id: str, error: str) -> None:

@@ -16,7 +16,8 @@ from benchgen.services.runs.execution import run_settings
 from benchgen.services.runs.launch import RunView
 from benchgen.services.runs.settings import RunOptions
 
-RETRYABLE = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
+# A failed run may be one whose every question errored: those are what a retry asks again.
+RETRYABLE = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED})
 
 
 def retry_errored(ctx: Context, run_id: str) -> RunView:
