@@ -264,6 +264,17 @@ def test_a_delivery_round_with_failures_says_so_and_exits_nonzero(
     assert "Sent 0 message(s); 1 failed" in text and "Connection refused" in text
 
 
+def test_delivering_without_smtp_says_nothing_can_be_sent(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "Sent 0 message(s)." and exited 0 while every message still waited."""
+    world.ctx_call(OPERATOR, lambda ctx: _mail_queue.record_mail(ctx, "a@b.co", "Hi", "Body"))
+    monkeypatch.delenv("BENCHGEN_SMTP_URL", raising=False)
+    result = runner.invoke(app, ["admin", "outbox", "--deliver"])
+    assert result.exit_code == 1 and "BENCHGEN_SMTP_URL is not set" in result.output
+    assert "queued" in runner.invoke(app, ["admin", "outbox"], env={"COLUMNS": "200"}).output
+
+
 def test_a_worker_whose_broker_gave_up_exits_nonzero_for_its_supervisor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime
+from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.errors import InvalidInput
 from benchgen.services import deployment, models
@@ -264,6 +264,10 @@ def show_outbox(
         if show:
             typer.echo(outbox.read_outbox_message(ctx, show))
             return
+        if deliver and not runtime.settings.smtp_url:
+            # "Sent 0 message(s)" and exit 0 read as done, while every message still waited.
+            say_error("BENCHGEN_SMTP_URL is not set: nothing can be sent; set it and run again.")
+            raise typer.Exit(1)
         delivered = outbox.deliver_outbox(ctx) if deliver else None
         rows = outbox.list_outbox(ctx)
     # The id is what `--show` takes: it must print whole, however narrow the terminal.
