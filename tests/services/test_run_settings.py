@@ -3,6 +3,8 @@ estimate's samples and few-shot prompt length, the record on the run, few-shot a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from benchgen.core.context import Principal
@@ -188,6 +190,25 @@ def test_a_rescore_preview_shows_the_figures_over_samples_it_would_store(
     assert applied.after["sampling"] == stored
     theirs = world.do(Principal.web(sam), rescoring.rescore_run, run)
     assert "sampling" not in theirs.before and "sampling" not in theirs.after
+
+
+def test_the_jsonl_export_holds_every_sample_of_a_question(world: World, runtime: Runtime) -> None:
+    """Samples 2 and up were paid for like the first and shown nowhere."""
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, BIG_MCQ)
+    options = {"settings": {"samples": 3, "seed": 11}}
+    run = world.do(Principal.web(ana), launch.start_run, bm, RANDOM, None, options).id
+    work_all(runtime)
+    _, text = world.do(Principal.web(ana), results.export_results, run, "jsonl")
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert len(rows) == 12
+    for row in rows:
+        assert [s["sample"] for s in row["samples"]] == [1, 2]
+        assert all(s["raw"] and s["error"] is None for s in row["samples"])
+    single = world.do(Principal.web(ana), launch.start_run, bm, RANDOM).id
+    work_all(runtime)
+    _, plain = world.do(Principal.web(ana), results.export_results, single, "jsonl")
+    assert "samples" not in json.loads(plain.splitlines()[0])
 
 
 def test_an_outsiders_run_shows_no_figures_over_samples(world: World, runtime: Runtime) -> None:

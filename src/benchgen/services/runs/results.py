@@ -14,7 +14,7 @@ from sqlalchemy import select
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
-from benchgen.db.tables import Benchmark, Run, RunResult
+from benchgen.db.tables import Benchmark, Run, RunResult, RunSample
 from benchgen.services import access
 from benchgen.services.benchmarks import _question_store
 from benchgen.services.runs import exports
@@ -73,7 +73,8 @@ def list_results(
 
 
 def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
-    """All results as (media type, text) in `fmt` ('jsonl' or 'csv').
+    """All results as (media type, text) in `fmt` ('jsonl' or 'csv'). In JSONL a question of a
+    run with several samples per question also lists its other samples' replies (`samples`).
 
     Raises:
         NotFound: the run is not visible to the principal.
@@ -84,7 +85,9 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
     run = access.require_run(ctx, run_id, Action.RUN_READ)
     rows = _rows(ctx, run, None, 0, None)
     if fmt == "jsonl":
-        return "application/x-ndjson", "".join(json.dumps(row) + "\n" for row in rows)
+        extra = _extra_samples(ctx, run.id)
+        lines = (json.dumps(_with_samples(row, extra)) + "\n" for row in rows)
+        return "application/x-ndjson", "".join(lines)
     fields = DETAIL_FIELDS if _detail(ctx, run) else PUBLIC_FIELDS
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
@@ -142,6 +145,25 @@ def _rows(
                 reasoning=result.reasoning,
             )
         yield row
+
+
+def _extra_samples(ctx: Context, run_id: str) -> dict[int, list[dict[str, Any]]]:
+    """A run's samples 1 and up by question, as replies (they are stored unscored): paid for
+    like the first, they were shown nowhere."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    rows = ctx.session.execute(
+        select(RunSample.position, RunSample.sample, RunSample.raw, RunSample.error)
+        .where(RunSample.run_id == run_id)
+        .order_by(RunSample.position, RunSample.sample)
+    )
+    for position, sample, raw, error in rows:
+        found.setdefault(position, []).append({"sample": sample, "raw": raw, "error": error})
+    return found
+
+
+def _with_samples(row: dict[str, Any], extra: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    samples = extra.get(row["position"])
+    return {**row, "samples": samples} if samples else row
 
 
 def _detail(ctx: Context, run: Run) -> bool:
