@@ -1,6 +1,7 @@
 """The operator's CLI: accounts, credits, tokens, settings and the demo seed."""
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from benchgen.services import models
 from benchgen.services.accounts import _mail_queue, passwords, users
 from benchgen.services.benchmarks import lifecycle, outbox
 from benchgen.services.runs import launch
+from tests.processes import free_port
 from tests.support import MCQ, OPERATOR, World
 
 runner = CliRunner()
@@ -214,9 +216,20 @@ def test_serve_refuses_a_brain_it_cannot_build(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BENCHGEN_AGENT_MODEL", "gpt-5")
-    result = runner.invoke(app, ["serve"])
+    result = runner.invoke(app, ["serve", "--port", str(free_port())])
     assert result.exit_code == 2
     assert "Cannot start" in result.output and "BENCHGEN_AGENT_MODEL" in result.output
+
+
+def test_serve_on_a_taken_port_says_so_before_anything_else(world: World) -> None:
+    """Its banner said where it served, then uvicorn failed to listen there."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(app, ["serve", "--port", str(port)])
+    assert result.exit_code == 1 and f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert "BenchGen on" not in result.output
 
 
 def test_the_operator_reads_a_reset_link_in_the_outbox(world: World) -> None:

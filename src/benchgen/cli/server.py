@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated
 
 import typer
 
-from benchgen.cli.common import console, labelled, open_runtime, prepare
+from benchgen.cli.common import console, labelled, open_runtime, prepare, say_error
 from benchgen.cli.helptext import App
 from benchgen.cli.lazy import lasting_imports
 
@@ -27,6 +28,11 @@ def serve(
     from benchgen.agent.brains import BrainUnavailable, configured_brain
 
     with open_runtime() as runtime:
+        problem = _cannot_listen(host, port)
+        if problem:
+            # Said before anything starts: the banner went out, then uvicorn failed to listen.
+            say_error(problem)
+            raise typer.Exit(1)
         proxies = _forwarded_allow_ips(runtime.settings.trusted_proxies)
         prepare(runtime)  # migrate and seed once here, before several workers could race
         try:
@@ -49,6 +55,18 @@ def serve(
         log_level="warning",
         forwarded_allow_ips=proxies,
     )
+
+
+def _cannot_listen(host: str, port: int) -> str:
+    """Why this process could not listen on host:port ("" when it can, as far as a trial
+    bind shows: another process may still take the port before the server does)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind((host, port))
+        except OSError as exc:
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}."
+    return ""
 
 
 def _forwarded_allow_ips(trusted: str) -> str:
