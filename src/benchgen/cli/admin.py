@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from benchgen.cli.common import As, as_operator, as_user, console, errors, open_runtime, say_error
+from benchgen.cli.common import As, as_operator, as_user, console, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.errors import InvalidInput
 from benchgen.services import deployment, models
@@ -247,7 +247,7 @@ def _quota_argument(text: str) -> int | None:
     try:
         return int(text)
     except ValueError:
-        errors.print("Error: give a whole number of runs per day, or 'default'.")
+        say_error("give a whole number of runs per day, or 'default'.")
         raise typer.Exit(2) from None
 
 

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, console, errors, open_runtime, say_error
+from benchgen.cli.common import cli_principal, console, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
@@ -230,9 +230,9 @@ def _exchange(door: Door, conv: str, line: str, buttons: Buttons) -> Buttons:
     try:
         return _show(door, conv, door.send(conv, interpret(line, buttons)))
     except (BenchGenError, ClientError) as exc:
-        errors.print(Text(f"Error: {exc.message}", style="red"))
+        say_error(exc.message)
     except ValidationError as exc:
-        errors.print(Text(f"Error: {exc.errors()[0]['msg']}", style="red"))
+        say_error(f"{exc.errors()[0]['msg']}")
     return buttons
 
 

@@ -16,7 +16,6 @@ from benchgen.cli.common import (
     Url,
     cli_principal,
     console,
-    errors,
     open_runtime,
     say_error,
 )
@@ -81,7 +80,7 @@ def _remote(url: str, token: str | None, run_a: str, run_b: str) -> Plain:
     try:
         client = BenchGen(url, token)
     except ValueError as exc:
-        errors.print(Text(f"Error: {exc}", style="red"))
+        say_error(str(exc))
         raise typer.Exit(2) from None
     with client, reported():
         return dict(client.compare_runs(run_a, run_b))

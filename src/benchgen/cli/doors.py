@@ -194,7 +194,7 @@ def door(as_email: str | None, url: str | None, token: str | None) -> Iterator[D
     try:
         client = BenchGen(url or "", token)
     except ValueError as exc:
-        errors.print(Text(f"Error: {exc}", style="red"))
+        say_error(str(exc))
         raise typer.Exit(2) from None
     with client, reported():
         yield RemoteDoor(client)
@@ -218,17 +218,17 @@ def reported() -> Iterator[None]:
         if msg and exc.message.endswith(msg):
             # The message is that one problem already: say it once, in the list's spelling.
             where = f"{place(problems[0], word)}: " if problems[0].get("loc") else ""
-            errors.print(Text(f"Error: {where}{msg}", style="red"))
+            say_error(f"{where}{msg}")
             raise typer.Exit(1) from None
-        errors.print(Text(f"Error: {exc.message}", style="red"))
+        say_error(exc.message)
         for problem in problems:
             errors.print(Text(f"  {place(problem, word)}: {problem.get('msg', '')}"))
         raise typer.Exit(1) from None
     except ClientError as exc:
-        errors.print(Text(f"Error: {exc.message}", style="red"))
+        say_error(exc.message)
         raise typer.Exit(1) from None
     except RunTimeout as exc:
-        errors.print(Text(f"Error: {exc}", style="red"))
+        say_error(str(exc))
         raise typer.Exit(1) from None
 
 

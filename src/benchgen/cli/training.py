@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.common import As, as_user, console, open_runtime, say_error
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
@@ -67,7 +67,7 @@ def _request(
 def _hyperparameter(item: str) -> tuple[str, Any]:
     name, sep, value = (part.strip() for part in item.partition("="))
     if not sep or not name or not value:
-        errors.print(Text(f"Error: --set {item!r}: give NAME=VALUE.", style="red"))
+        say_error(f"--set {item!r}: give NAME=VALUE.")
         raise typer.Exit(2)
     if name == "target_modules":
         return name, [part.strip() for part in value.split(",") if part.strip()]
@@ -75,7 +75,7 @@ def _hyperparameter(item: str) -> tuple[str, Any]:
         return name, float(value) if name in _FLOATS else int(value)
     except ValueError:
         wanted = "a number" if name in _FLOATS else "a whole number (an integer)"
-        errors.print(Text(f"Error: --set {name}: {value!r} is not {wanted}.", style="red"))
+        say_error(f"--set {name}: {value!r} is not {wanted}.")
         raise typer.Exit(2) from None
 
 

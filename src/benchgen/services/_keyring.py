@@ -41,8 +41,8 @@ def decrypt(ctx: Context, token: str) -> str:
 def readable(ctx: Context, token: str) -> bool:
     """Whether this process's key decrypts `token` (nothing is kept of the clear text)."""
     try:
-        _fernet(ctx.settings.secret_key, ctx.settings.data_dir).decrypt(token.encode())
-    except InvalidToken:
+        decrypt(ctx, token)
+    except Conflict:
         return False
     return True
 

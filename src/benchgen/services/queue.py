@@ -292,9 +292,12 @@ def postpone(ctx: Context, job_id: str, worker: str, seconds: float) -> None:
     job.updated_at = ctx.now()
 
 
-def _executing(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:
-    """Held by a live worker: an expired lease is a crashed worker's, free to be taken over."""
-    return and_(jobs.status == JobStatus.RUNNING, jobs.lease_expires_at >= now)
+def _holding_a_slot(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:
+    """A run held by a live worker: an expired lease is a crashed worker's, free to be taken
+    over, and training takes no slot."""
+    return and_(
+        jobs.kind.in_(SLOT_KINDS), jobs.status == JobStatus.RUNNING, jobs.lease_expires_at >= now
+    )
 
 
 def _executing_for_job_user(now: datetime) -> Any:
@@ -303,7 +306,7 @@ def _executing_for_job_user(now: datetime) -> Any:
     return (
         select(func.count())
         .select_from(other)
-        .where(other.user_id == Job.user_id, other.kind.in_(SLOT_KINDS), _executing(now, other))
+        .where(other.user_id == Job.user_id, _holding_a_slot(now, other))
         .correlate(Job)
         .scalar_subquery()
     )
@@ -328,13 +331,11 @@ def _slot_still_free(ctx: Context, user_id: str | None, slots: int, now: datetim
 
 
 def _executing_count(ctx: Context, user_id: str | None, now: datetime) -> int:
-    """How many jobs `user_id` has executing (none for jobs of no user: they take no slot)."""
+    """How many of `user_id`'s slots are taken (none for jobs of no user: they take none)."""
     if user_id is None:
         return 0
     executing = ctx.session.scalar(
-        select(func.count())
-        .select_from(Job)
-        .where(Job.user_id == user_id, Job.kind.in_(SLOT_KINDS), _executing(now))
+        select(func.count()).select_from(Job).where(Job.user_id == user_id, _holding_a_slot(now))
     )
     return int(executing or 0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -79,6 +80,25 @@ def not_bool(value: Any) -> Any:
     """
     if isinstance(value, bool):
         raise PydanticCustomError("int_type", "Input should be a whole number, not true or false")
+    return value
+
+
+def finite_number(value: Any) -> Any:
+    """`value`, unless it is true or false or reads as NaN or infinity: pydantic takes true as
+    1.0, and NaN fails every bound with a message about the bound instead of itself. For
+    `field_validator(…, mode="before")`, as `not_bool`.
+
+    Raises:
+        PydanticCustomError: `value` is a bool, or a number that is not finite.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "must be a number, not true or false")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return value  # not a number at all: pydantic's own check says so
+    if not math.isfinite(number):
+        raise PydanticCustomError("finite_number", "must be a finite number")
     return value
 
 

@@ -71,8 +71,7 @@ def set_summary(run: Run, summary: dict[str, Any]) -> None:
         summary = with_sampling(session, run, summary, run.scoring)
     run.summary = summary
     # The owner's hand correction stays in force over whatever is computed again.
-    edited = edited_columns(run.score_edit, run.scores) if run.score_edit else {}
-    run.scores = {"accuracy": summary.get("accuracy"), **edited}
+    run.scores = {"accuracy": summary.get("accuracy"), **edited_columns(run.score_edit, run.scores)}
 
 
 def edited_columns(score_edit: dict[str, Any] | None, in_force: dict[str, Any]) -> dict[str, Any]:

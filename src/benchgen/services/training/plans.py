@@ -18,32 +18,13 @@ from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
 from benchgen.services.datasets import datasets
-from benchgen.services.specs import BoundedTitle, not_bool, parse
+from benchgen.services.specs import BoundedTitle, finite_number, not_bool, parse
 from benchgen.services.training import bases, compute, durations
 from benchgen.services.training.bases import Base
 from benchgen.training.sizing import estimate_peak_bytes, matches_module
 from benchgen.training.spec import Hyperparameters, JobType, total_steps
 
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
-
-
-def _finite_number(value: Any) -> Any:
-    """`value`, unless it is true or false or reads as NaN or infinity: pydantic takes true as
-    1.0, and NaN fails every bound with a message about the bound instead of itself. For
-    `field_validator(…, mode="before")`, as `not_bool`.
-
-    Raises:
-        PydanticCustomError: `value` is a bool, or a number that is not finite.
-    """
-    if isinstance(value, bool):
-        raise PydanticCustomError("float_type", "must be a number, not true or false")
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return value  # not a number at all: pydantic's own check says so
-    if not math.isfinite(number):
-        raise PydanticCustomError("finite_number", "must be a finite number")
-    return value
 
 
 class HyperparametersIn(BaseModel):
@@ -68,7 +49,7 @@ class HyperparametersIn(BaseModel):
     _whole = field_validator(
         "epochs", "batch_size", "max_seq_length", "lora_rank", "lora_alpha", mode="before"
     )(not_bool)
-    _real = field_validator("learning_rate", "lora_dropout", mode="before")(_finite_number)
+    _real = field_validator("learning_rate", "lora_dropout", mode="before")(finite_number)
 
     def frozen(self) -> Hyperparameters:
         """As the engine's plain value."""
