@@ -2,12 +2,15 @@
 
 import json
 import socket
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
+from benchgen.cli import runs as cli_runs
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
@@ -16,6 +19,7 @@ from benchgen.services import models
 from benchgen.services.accounts import _mail_queue, passwords, users
 from benchgen.services.benchmarks import lifecycle, outbox
 from benchgen.services.runs import launch
+from tests.evals.stub_openai import StubOpenAI
 from tests.processes import free_port
 from tests.support import MCQ, OPERATOR, World
 
@@ -194,6 +198,41 @@ def test_run_takes_every_setting_the_api_takes(world: World) -> None:
     )
     assert retried.exit_code == 2 and "leave out --max-credits" in retried.output
     assert world.do(Principal.web(ana), launch.list_runs) == runs_before
+
+
+def test_ctrl_c_cancels_the_run_it_works_on_and_says_what_it_cost(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com", credits_=500)
+    many = [{"prompt": f"{n}?", "choices": ["yes", "no"], "answer": "A"} for n in range(200)]
+    bm = world.benchmark(ana, {"title": "Many", "format": "mcq", "questions": many})
+    monkeypatch.setenv("BENCHGEN_MODEL_HOST_ALLOWLIST", "127.0.0.1")
+    monkeypatch.setenv("BENCHGEN_RUN_CONCURRENCY", "2")
+    world.rt.settings.model_host_allowlist = "127.0.0.1"
+
+    def sleep_then_ctrl_c(seconds: float) -> None:
+        """The command's pause between polls, during which Ctrl-C comes once answers are in."""
+        time.sleep(seconds)
+        [run] = world.do(Principal.web(ana), launch.list_runs)
+        if run.done_count >= 2:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the command's main thread
+
+    monkeypatch.setattr(cli_runs, "time", SimpleNamespace(sleep=sleep_then_ctrl_c))
+    with StubOpenAI(latency_s=0.05) as stub:
+        spec = {"name": "Hosted", "endpoint_model": "m", "base_url": stub.base_url}
+        spec["price_per_question"] = 2
+        model = world.do(OPERATOR, models.create_platform_model, spec).id
+        result = runner.invoke(
+            app, ["run", "--benchmark", bm, "--model", model, "--as", "ana@example.com"]
+        )
+    # It went on answering all 200 questions (at 2 a time, 5 s), then exited 130 saying nothing
+    # of them.
+    assert result.exit_code == 130, result.output
+    [run] = world.do(Principal.web(ana), launch.list_runs)
+    assert run.status == "cancelled" and 2 <= run.done_count < 100
+    assert run.cost == 2 * run.done_count
+    assert f"Cancelling run {run.id}" in result.output
+    assert "cancelled: accuracy" in result.output and f"{run.cost} credits" in result.output
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from benchgen.cli.common import As, as_user, cli_principal, console, open_runtime, say_error
 from benchgen.cli.helptext import App
+from benchgen.core.errors import Conflict
 from benchgen.core.statuses import RUN_ACTIVE, RunStatus
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runs import launch, retries
@@ -16,6 +18,8 @@ from benchgen.services.runtime import Runtime, transaction
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from benchgen.core.context import Principal
 
 POLL_S = 0.25
 commands = App()
@@ -114,11 +118,16 @@ def run(
             console.print(queued)
             return
         current = follow_run(runtime, as_email, started.id, started.question_count, queued)
-    totals = f"{current.error_count} errors, {current.cost} credits"
-    console.print(f"{current.status}: {_scores(current)}, {totals}")
+    say_outcome(current)
     if current.status == RunStatus.FAILED:
         say_error(current.error)
         raise typer.Exit(1)
+
+
+def say_outcome(current: launch.RunView) -> None:
+    """The run's status line: its scores, errors and what it cost."""
+    totals = f"{current.error_count} errors, {current.cost} credits"
+    console.print(f"{current.status}: {_scores(current)}, {totals}")
 
 
 def _require_retry_alone(command: typer.Context) -> None:
@@ -174,7 +183,11 @@ def _scores(current: launch.RunView) -> str:
 def follow_run(
     runtime: Runtime, email: str, run_id: str, total: int, heading: str = ""
 ) -> launch.RunView:
-    """Work on a queued run in this process, with a progress bar under `heading`, until it ends."""
+    """Work on a queued run in this process, with a progress bar under `heading`, until it ends.
+
+    Ctrl-C cancels the run: the worker stops between answers and the run keeps (and is charged
+    for) the answers it has; the command then says so and exits 130. A second Ctrl-C leaves at
+    once, and the run, asked to stop, ends when a worker next takes it."""
     # Read-only polls as a principal resolved once: the worker thread shares this process (and
     # its interpreter lock) with the progress bar, which should cost it next to nothing. For the
     # same reason nothing is printed (nor Rich loaded) until the worker has had a poll's time to
@@ -182,21 +195,47 @@ def follow_run(
     principal = cli_principal(runtime, email)
     workers = start_workers(runtime, 1)
     try:
-        time.sleep(POLL_S)
-        if heading:
-            console.print(heading)
-        with progress_bar() as progress:
-            task = progress.add_task("Processing", total=total)
-            while True:
-                with transaction(runtime, principal, write=False) as ctx:
-                    current = launch.get_run(ctx, run_id)
-                progress.update(task, completed=current.done_count)
-                if current.status not in RUN_ACTIVE:
-                    break
-                time.sleep(POLL_S)
+        return _watch(runtime, principal, run_id, total, heading)
+    except KeyboardInterrupt:
+        _cancel(runtime, principal, run_id)
     finally:
         stop_workers(workers)
-    return current
+    _say_cancelled(runtime, principal, run_id)
+
+
+def _watch(
+    runtime: Runtime, principal: Principal, run_id: str, total: int, heading: str
+) -> launch.RunView:
+    time.sleep(POLL_S)
+    if heading:
+        console.print(heading)
+    with progress_bar() as progress:
+        task = progress.add_task("Processing", total=total)
+        while True:
+            with transaction(runtime, principal, write=False) as ctx:
+                current = launch.get_run(ctx, run_id)
+            progress.update(task, completed=current.done_count)
+            if current.status not in RUN_ACTIVE:
+                return current
+            time.sleep(POLL_S)
+
+
+def _cancel(runtime: Runtime, principal: Principal, run_id: str) -> None:
+    console.print(f"Cancelling run {run_id} (Ctrl-C again to leave now)…")
+    # It may have ended in the meantime: then there is nothing to cancel.
+    with contextlib.suppress(Conflict), transaction(runtime, principal) as ctx:
+        launch.cancel_run(ctx, run_id)
+
+
+def _say_cancelled(runtime: Runtime, principal: Principal, run_id: str) -> NoReturn:
+    """After Ctrl-C: where the run stands, then exit 130 (the shell's code for an interrupt)."""
+    with transaction(runtime, principal, write=False) as ctx:
+        current = launch.get_run(ctx, run_id)
+    if current.status in RUN_ACTIVE:
+        console.print(f"Run {run_id} stops when a worker next takes it (`benchgen worker`).")
+    else:
+        say_outcome(current)
+    raise typer.Exit(130)
 
 
 def progress_bar() -> Progress:
