@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from typing import Any
 
 import pyarrow as pa
@@ -290,6 +291,22 @@ def test_text_that_is_not_utf8_is_placed_at_its_line_and_column(
         "file",
         1,
     ]
+
+
+def test_a_binary_file_is_named_no_text_not_utf16(world: World, me: Principal) -> None:
+    """An image or a workbook has NULs in every other byte too: it was called UTF-16."""
+    image = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 2 + b"\x00" * 600
+    workbook = io.BytesIO()
+    with zipfile.ZipFile(workbook, "w") as archive:
+        archive.writestr("xl/workbook.xml", "<workbook/>" * 40)
+    said = {
+        image: "holds binary data (an image, a document?), not text; save it as CSV UTF-8 or "
+        "JSON Lines",
+        workbook.getvalue(): "is a zip archive (an Excel workbook is one), not text; save it as "
+        "CSV UTF-8 or JSON Lines",
+    }
+    for data, message in said.items():
+        assert refused(world, me, data, "d.csv").errors == [{"loc": ["file"], "msg": message}]
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])

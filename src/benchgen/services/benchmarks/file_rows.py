@@ -20,6 +20,9 @@ MAX_DECODED_BYTES = 200_000_000
 MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows lists 100
 _PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_ZIP = b"PK\x03\x04"
+_SNIFF = 1000  # bytes read to tell text from UTF-16 and binary files
+_NOT_TEXT = "not text; save it as CSV UTF-8 or JSON Lines"
 # The kinds read as delimited text with a header row, and what separates their cells.
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 _SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons"}
@@ -287,10 +290,14 @@ def _utf8_text(data: bytes) -> str:
 
     Raises:
         InvalidInput: the file is not UTF-8: at the line and column of its first bad byte, or
-            as a whole when it is UTF-16 (Excel's "Unicode text").
+            as a whole when it is UTF-16 (Excel's "Unicode text") or no text at all.
     """
     if _is_utf16(data):
         raise invalid(["file"], "is UTF-16 text; save it as UTF-8 (in Excel: CSV UTF-8)")
+    if data.startswith(_ZIP):
+        raise invalid(["file"], f"is a zip archive (an Excel workbook is one), {_NOT_TEXT}")
+    if b"\0" in data[:_SNIFF]:
+        raise invalid(["file"], f"holds binary data (an image, a document?), {_NOT_TEXT}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -307,12 +314,24 @@ def _utf8_text(data: bytes) -> str:
 
 
 def _is_utf16(data: bytes) -> bool:
-    """A UTF-16 byte-order mark, or a NUL in most odd or most even bytes: mostly-ASCII UTF-16
-    without a mark decodes as UTF-8 byte by byte, into text full of NULs."""
-    head = data[:1000]
+    """A UTF-16 byte-order mark, or a start that reads as UTF-16 text: mostly-ASCII UTF-16
+    without a mark decodes as UTF-8 byte by byte, into text full of NULs (as do images and
+    other binary files, which read as no text in UTF-16 either)."""
     if data.startswith(_UTF16_BOMS):
         return True
-    return len(head) >= 4 and any(head[i::2].count(0) * 4 > len(head) for i in (0, 1))
+    head = data[: _SNIFF - _SNIFF % 2]
+    if len(head) < 4:
+        return False
+    return any(
+        head[nul::2].count(0) * 4 > len(head) and _reads_as_text(head.decode(codec, "replace"))
+        for nul, codec in ((1, "utf-16-le"), (0, "utf-16-be"))
+    )
+
+
+def _reads_as_text(text: str) -> bool:
+    """Whether nearly every character is printable or a line break or tab."""
+    readable = sum(char.isprintable() or char in "\t\r\n" for char in text)
+    return readable * 10 >= len(text) * 9
 
 
 class _Lines:
