@@ -85,10 +85,20 @@ def test_the_operator_disables_and_enables_an_account(world: World) -> None:
     )
     with pytest.raises(Unauthenticated):
         world.api(secret)
+    # Acting as the account says it is disabled, and how to undo that (it said "the account is
+    # disabled or the credential is no longer valid", for a credential nobody had given).
+    for command in (["admin", "list-tokens", "--email"], ["models", "list", "--as"]):
+        refused = runner.invoke(app, [*command, "ana@example.com"])
+        assert refused.exit_code == 1
+        assert "ana@example.com is disabled; `benchgen admin enable-user" in refused.output
     assert "ana@example.com is enabled." in _ok(
         "admin", "enable-user", "--email", "Ana@example.com"
     )
     assert world.do(Principal.web(ana), users.get_me).id == ana
+    # Its tokens were revoked: listed with the time, at a pipe's 80 columns no cell cut to "…".
+    listing = runner.invoke(app, ["admin", "list-tokens", "--email", "ana@example.com"])
+    assert listing.exit_code == 0 and secret[-4:] in listing.output
+    assert "…" not in listing.output
 
 
 def test_the_operator_grants_and_revokes_admin_rights(world: World) -> None:

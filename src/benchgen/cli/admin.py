@@ -8,9 +8,16 @@ from enum import StrEnum
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from benchgen.cli.common import As, as_operator, as_user, console, open_runtime, say_error
+from benchgen.cli.common import (
+    As,
+    as_operator,
+    as_user,
+    console,
+    open_runtime,
+    say_error,
+    wrapping_table,
+)
 from benchgen.cli.helptext import App
 from benchgen.core.errors import InvalidInput
 from benchgen.services import deployment, models
@@ -178,7 +185,7 @@ def list_tokens(email: Email) -> None:
     """A user's personal tokens (never the secrets: only their last four characters)."""
     with open_runtime() as runtime, as_user(runtime, email) as ctx:
         rows = tokens.list_tokens(ctx)
-    table = Table("name", "scopes", "ends with", "expires", "last used", "revoked")
+    table = wrapping_table("name", "scopes", "ends with", "expires", "last used", "revoked")
     table.add_column("id", no_wrap=True, min_width=24)
     for row in rows:
         table.add_row(
@@ -271,7 +278,7 @@ def show_outbox(
         delivered = outbox.deliver_outbox(ctx) if deliver else None
         rows = outbox.list_outbox(ctx)
     # The id is what `--show` takes: it must print whole, however narrow the terminal.
-    table = Table("to", "subject", "status", "error")
+    table = wrapping_table("to", "subject", "status", "error")
     table.add_column("id", no_wrap=True, min_width=25)
     for row in rows:
         table.add_row(row.to_email, row.subject, row.status, row.error, row.id)

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import AsHere, Token, Url, console, save_download
+from benchgen.cli.common import AsHere, Token, Url, console, save_download, wrapping_table
 from benchgen.cli.doors import Kind, Plain, door, place
 
 ZipFile = Annotated[
@@ -66,7 +65,7 @@ def _show_bundle(view: Plain) -> None:
     if not solutions:
         console.print("The bundle has no solutions to check it with.")
         return
-    table = Table("solution", "result", "scores", title="Solutions")
+    table = wrapping_table("solution", "result", "scores", title="Solutions")
     for solution in solutions:
         result = Text("ok", "green") if solution["ok"] else Text("failed", "red")
         scores = ", ".join(f"{key} {value:g}" for key, value in solution["scores"].items())
@@ -151,7 +150,7 @@ def _show_run(run: Plain) -> None:
     style = "green" if run["status"] == "completed" else "red"
     console.print(Text.assemble((run["status"], style), f": run {run['id']}"))
     if run["scores"]:
-        table = Table("score", "value")
+        table = wrapping_table("score", "value")
         for key, value in run["scores"].items():
             table.add_row(key, f"{value:g}" if isinstance(value, float | int) else str(value))
         console.print(table)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError
+from benchgen.core.errors import BenchGenError, Unauthenticated
 from benchgen.jobs.dispatching import dispatching
 from benchgen.services import models
 from benchgen.services.accounts import users
@@ -23,6 +23,7 @@ from benchgen.services.runtime import Runtime, build_runtime, transaction
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from benchgen.core.config import Settings
 
@@ -70,6 +71,14 @@ Token = Annotated[
 ]
 errors = LazyConsole(stderr=True)
 OPERATOR = Principal.cli()
+
+
+def wrapping_table(*headers: str, title: str | None = None) -> Table:
+    """A Rich table whose cells wrap rather than end in "…": a pipe gets 80 columns, and a
+    table of dates, scopes or names cut to fit lost them (`list-tokens` showed "2027-…")."""
+    from rich.table import Column, Table
+
+    return Table(*(Column(header, overflow="fold") for header in headers), title=title)
 
 
 def labelled(label: str, message: str, style: str = "red", to: LazyConsole = errors) -> None:
@@ -150,9 +159,19 @@ def as_operator(runtime: Runtime) -> Iterator[Context]:
 
 
 def cli_principal(runtime: Runtime, email: str) -> Principal:
-    """The principal of `--as EMAIL`: that user, audited as the `cli` door."""
+    """The principal of `--as EMAIL`: that user, audited as the `cli` door.
+
+    Raises:
+        Unauthenticated: the account is disabled (said as such: the operator may enable it).
+    """
     with as_operator(runtime) as ctx:
-        return Principal.cli(users.get_user_by_email(ctx, email).id)
+        user = users.get_user_by_email(ctx, email)
+    if not user.is_active:
+        raise Unauthenticated(
+            f"{user.email} is disabled; `benchgen admin enable-user --email {user.email}` "
+            "enables it again."
+        )
+    return Principal.cli(user.id)
 
 
 @contextmanager

@@ -7,7 +7,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from benchgen.cli.common import (
@@ -18,6 +17,7 @@ from benchgen.cli.common import (
     console,
     open_runtime,
     say_error,
+    wrapping_table,
 )
 from benchgen.cli.doors import WHERE, Plain, plain, reported
 from benchgen.cli.helptext import App
@@ -98,11 +98,11 @@ def show(found: Plain) -> None:
             f"{found['n']} questions answered by both.",
         )
     )
-    runs = Table("run", "model", "accuracy", title="Runs")
+    runs = wrapping_table("run", "model", "accuracy", title="Runs")
     runs.add_row("A " + found["run_a"], found["model_a"], _percent(found["accuracy_a"]))
     runs.add_row("B " + found["run_b"], found["model_b"], _percent(found["accuracy_b"]))
     console.print(runs)
-    figures = Table("figure", "value", title="B − A")
+    figures = wrapping_table("figure", "value", title="B − A")
     figures.add_row("difference", _points(found["difference"]))
     figures.add_row(
         f"{found['confidence']:.0%} interval (paired bootstrap, {found['resamples']} resamples)",
@@ -123,7 +123,8 @@ def show(found: Plain) -> None:
 def _show_tags(found: Plain) -> None:
     if not found["tags"]:
         return
-    table = Table("tag", "questions", "A", "B", "B − A", "only A", "only B", title="By tag")
+    columns = ("tag", "questions", "A", "B", "B − A", "only A", "only B")
+    table = wrapping_table(*columns, title="By tag")
     for tag in found["tags"]:
         table.add_row(
             tag["tag"],

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import As, as_user, console, errors, open_runtime
+from benchgen.cli.common import As, as_user, console, errors, open_runtime, wrapping_table
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.services.datasets import datasets
@@ -102,7 +101,7 @@ def list_datasets(as_email: As) -> None:
     """The user's datasets, newest first (the 200 newest)."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = datasets.list_datasets(ctx, 200)
-    table = Table("name", "format", "rows", "tokens (≈)")
+    table = wrapping_table("name", "format", "rows", "tokens (≈)")
     table.add_column("id", no_wrap=True, min_width=23)
     for row in rows:
         table.add_row(row.name, row.format, str(row.row_count), str(row.token_estimate), row.id)

@@ -8,9 +8,16 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from benchgen.cli.common import As, as_user, console, labelled, open_runtime, say_error
+from benchgen.cli.common import (
+    As,
+    as_user,
+    console,
+    labelled,
+    open_runtime,
+    say_error,
+    wrapping_table,
+)
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.jobs.worker import start_workers, stop_workers
@@ -102,7 +109,7 @@ def list_models(
     baseline) says which."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = models.list_models(ctx, benchmark_id=benchmark)
-    table = Table("name", "kind", "credits", "status")
+    table = wrapping_table("name", "kind", "credits", "status")
     table.add_column("id", no_wrap=True, min_width=24)
     for row in rows:
         mine = " (yours)" if row.owner == "you" else ""

@@ -7,10 +7,9 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
-from benchgen.cli.common import As, as_user, console, open_runtime, say_error
+from benchgen.cli.common import As, as_user, console, open_runtime, say_error, wrapping_table
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
@@ -147,7 +146,7 @@ def list_jobs(as_email: As) -> None:
     """Your training jobs, newest first (the 200 newest)."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = jobs.list_training_jobs(ctx, 200)
-    table = Table("name", "status", "steps", "loss", "credits")
+    table = wrapping_table("name", "status", "steps", "loss", "credits")
     table.add_column("id", no_wrap=True, min_width=23)
     for row in rows:
         loss = "" if row.last_loss is None else f"{row.last_loss:.4f}"
@@ -197,7 +196,7 @@ def show_compute(as_email: As) -> None:
     """The compute pools offered for training and what is free right now."""
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         pools = compute.compute_inventory(ctx)
-    table = Table("pool", "total", "in use", "free", "waiting")
+    table = wrapping_table("pool", "total", "in use", "free", "waiting")
     for pool in pools:
         table.add_row(
             pool.pool, str(pool.total), str(pool.in_use), str(pool.free), str(pool.queued)
