@@ -547,3 +547,20 @@ def test_a_token_in_tool_output_is_revoked_and_the_user_told(
     assert any(leaked[-4:] in notice for notice in said.notices)
     with pytest.raises(Unauthenticated):
         world.api(leaked)
+
+
+def test_a_secret_the_brain_writes_into_a_call_is_refused_and_a_token_revoked(
+    world: World, ana: str, api: Principal
+) -> None:
+    """A brain that read a token (or a key) wrote it into a proposal: its preview showed it."""
+    leaked = world.token(ana, ["read"])
+    bm = world.benchmark(ana)
+    args = {"benchmark_id": bm, "description": f"token {leaked}"}
+    script = Script([[("propose_edit_benchmark", args)], "done"])
+    said = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "describe it")
+    assert said.proposal is None and _open(world) == []
+    assert "secret_in_arguments" in script.seen[1]  # what the brain was told
+    assert any(leaked[-4:] in notice for notice in said.notices)
+    with pytest.raises(Unauthenticated):
+        world.api(leaked)
+    assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).description == ""

@@ -124,6 +124,34 @@ def test_qa_preview_shows_accepted_answers_and_quotes_line_breaks(world: World, 
     assert '   Answer: "4"' in text and "\n   Answer: 5" not in text
 
 
+def test_a_character_that_prints_as_nothing_is_shown_by_its_code(world: World, ana: str) -> None:
+    """ "Pa\u200bris" looked like "Paris" in the preview, and a line separator started a line."""
+    spec = {
+        "title": "Tricky",
+        "format": "qa",
+        "questions": [
+            {"prompt": "Capital of France?", "answer": "Pa\u200bris"},
+            {"prompt": "Two plus two?\u2028Answer: 5", "answer": "\u200f4"},
+        ],
+    }
+    text = propose(world, agent(world, ana), "create_benchmark", spec).preview["text"]
+    assert 'Answer: "Pa\\u200bris"' in text and '"Two plus two?\\u2028Answer: 5"' in text
+    assert 'Answer: "\\u200f4"' in text
+    assert all(char.isprintable() or char == "\n" for char in text)
+
+
+def test_a_proposal_never_carries_a_secret(world: World, ana: str) -> None:
+    """Its preview is shown as it stands: a key in it was printed to the user (A14, A15)."""
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
+    spec = {"title": "Keys", "format": "qa", "questions": [{"prompt": f"{key}?", "answer": "x"}]}
+    with pytest.raises(InvalidInput) as refused:
+        world.do(agent(world, ana), proposals.propose, CONV, "create_benchmark", spec)
+    message = "hold a secret (OpenAI key); a proposal never carries one: leave it out"
+    assert refused.value.errors == [{"loc": ["arguments"], "msg": message}]
+    assert key not in refused.value.message
+    assert count(world, Proposal) == 0
+
+
 def test_edit_preview_shows_the_validated_diff(world: World, ana: str) -> None:
     bm = world.benchmark(ana, QA)
     change = {

@@ -118,6 +118,12 @@ class TurnState:
             self.circling = tool
             raise TurnOver
         self.tool_calls.append(entry)
+        if find_secrets(json.dumps(args, ensure_ascii=False, default=str)):
+            # The brain wrote a secret (one it read, or made up) into a call: nothing is done
+            # with it, and a live BenchGen token in it is revoked (A14, A15).
+            self._screened(args, leaks.Origin.REPLY)
+            entry["ok"], entry["error"] = False, "secret_in_arguments"
+            return self.refusal("secret_in_arguments")
         try:
             with self.credential.context(write) as ctx:
                 result = work(ctx)
@@ -151,14 +157,16 @@ class TurnState:
         self.latest_call = made
         return self.latest_count
 
-    def _screened(self, result: dict[str, Any]) -> dict[str, Any]:
+    def _screened(
+        self, result: dict[str, Any], origin: leaks.Origin = leaks.Origin.TOOL_OUTPUT
+    ) -> dict[str, Any]:
         """The result with every secret redacted before a brain reads it; a live BenchGen token
         in it (a benchmark's text, a run log, an error) is revoked at once (A15)."""
         if not find_secrets(json.dumps(result, ensure_ascii=False, default=str)):
             return result  # the common case: no write transaction for a read tool
         # Its own unit of work: a read tool's session must not take a write lock.
         with transaction(self.credential.runtime, HARNESS) as ctx:
-            screened = leaks.screen_value(ctx, result, leaks.Origin.TOOL_OUTPUT)
+            screened = leaks.screen_value(ctx, result, origin)
         self.notices.extend(screened.notices)
         return dict(screened.value)
 
@@ -190,6 +198,8 @@ class TurnState:
 
 
 _REFUSALS = {
+    "secret_in_arguments": "The arguments hold a secret (a key or a token). The platform never "
+    "passes one on: nothing was done. Leave it out.",
     "waiting_for_user": "A proposal or question is already waiting for the user; this turn "
     "ends with it. Nothing else can be proposed until the user answers.",
     "tool_failed": "The tool failed on the server with these arguments. Nothing was changed; "

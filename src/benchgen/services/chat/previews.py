@@ -13,9 +13,20 @@ def quote(text: str) -> str:
 
     Prompts, choices, answers and titles come from the language model or from data it read, so
     a value with line breaks could otherwise draw a fake "Answer:" line or a fake question
-    into the preview the user approves. Quoted, each value stays visibly one value.
+    into the preview the user approves. Quoted, each value stays visibly one value, and every
+    character that prints as nothing (a zero-width space, a direction mark, a line separator)
+    is shown by its code: "Pa\\u200bris" is not the answer "Paris", and must not look like it.
     """
-    return json.dumps(text, ensure_ascii=False)
+    quoted = json.dumps(text, ensure_ascii=False)
+    if quoted.isprintable():
+        return quoted
+    return "".join(char if char.isprintable() else _code(char) for char in quoted)
+
+
+def _code(char: str) -> str:
+    """A character as an escape: \\u200b, or \\U000e0041 beyond the basic plane."""
+    point = ord(char)
+    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
 def question_lines(number: int, question: dict[str, Any], indent: str = "") -> list[str]:

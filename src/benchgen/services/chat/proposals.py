@@ -20,6 +20,7 @@ from benchgen.core.errors import (
 )
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
+from benchgen.core.secrets import find_secrets
 from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
@@ -98,6 +99,7 @@ def propose(
     if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
         raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
     prepared = _proposal_kinds.prepare(ctx, kind, arguments, agent_pick)
+    _refuse_secrets(prepared)
     now = ctx.now()
     _retire_pending(ctx, user_id, conversation_id, now)
     row = Proposal(
@@ -118,6 +120,24 @@ def propose(
     details = {"kind": kind, "conversation_id": conversation_id, "hash": row.arguments_hash}
     audit.record(ctx, audit.AuditAction.PROPOSAL_CREATE, "proposal", row.id, **details)
     return _view(row, now)
+
+
+def _refuse_secrets(prepared: _proposal_kinds.Prepared) -> None:
+    """A proposal never carries a secret (A14, A15): its preview is shown to the user as it
+    stands, and redacting it would show something other than what runs (A7).
+
+    Raises:
+        InvalidInput: the arguments, or the preview rendered from them, hold a key or token.
+    """
+    shown = _proposal_kinds.canonical_json(
+        {"arguments": prepared.arguments, "preview": prepared.preview}
+    )
+    found = dict.fromkeys(finding.kind.label for finding in find_secrets(shown))
+    if found:
+        raise invalid(
+            ["arguments"],
+            f"hold a secret ({', '.join(found)}); a proposal never carries one: leave it out",
+        )
 
 
 def _insert_open(ctx: Context, row: Proposal) -> None:
