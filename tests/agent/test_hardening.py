@@ -564,3 +564,21 @@ def test_a_secret_the_brain_writes_into_a_call_is_refused_and_a_token_revoked(
     with pytest.raises(Unauthenticated):
         world.api(leaked)
     assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).description == ""
+
+
+def test_a_token_pasted_in_two_messages_is_revoked_and_redacted_in_both(
+    world: World, ana: str, api: Principal
+) -> None:
+    """Each message was screened alone: neither half is a token, so both reached the model."""
+    leaked = world.token(ana, ["read"])
+    conv = new_conversation(world.rt, api)
+    script = Script(["ok", "ok"])
+    say(world.rt, api, conv, script.brain(), f"my token starts {leaked[:20]}")
+    said = say(world.rt, api, conv, script.brain(), f"and ends {leaked[20:]}")
+    assert leaked[:20] not in script.seen[-1] and leaked[20:] not in script.seen[-1]
+    stored = [t.user_text for t in world.do(Principal.web(ana), conversations.recent_turns, conv)]
+    placeholder = "[redacted: BenchGen token]"
+    assert stored == [f"my token starts {placeholder}", f"and ends {placeholder}"]
+    assert any(leaked[-4:] in notice for notice in said.notices)
+    with pytest.raises(Unauthenticated):
+        world.api(leaked)

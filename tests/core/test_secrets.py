@@ -19,6 +19,7 @@ from benchgen.core.secrets import (
     asks_for_secret,
     find_secrets,
     redact_secrets,
+    split_token,
     token_candidates,
 )
 from benchgen.core.text import strip_invisible
@@ -556,3 +557,20 @@ def test_a_reply_that_asks_for_a_secret_is_recognised(reply: str) -> None:
 @pytest.mark.parametrize("reply", BENIGN)
 def test_advice_about_secrets_is_not_an_ask(reply: str) -> None:
     assert not asks_for_secret(reply)
+
+
+@pytest.mark.parametrize("cut", [4, 12, 30, 41])
+def test_a_token_pasted_in_two_messages_is_found_from_its_two_parts(cut: int) -> None:
+    token = ids.new_token("bgp")
+    found = split_token(f"my token starts {token[:cut]}", f"and ends {token[cut:]}, thanks")
+    assert found is not None
+    assert (found.token, found.head, found.tail) == (token, token[:cut], token[cut:])
+    assert token not in repr(found)
+
+
+def test_words_that_only_look_like_token_parts_are_no_split_token() -> None:
+    token = ids.new_token("bgp")
+    assert split_token(f"it starts {token[:20]}", "and ends with something else entirely") is None
+    assert split_token("nothing here", token[20:]) is None
+    assert split_token(f"{token[:20]}x", token[20:]) is None  # another start than the token's
+    assert split_token(token, "more words") is None  # whole already: the exact row has it

@@ -30,7 +30,7 @@ from benchgen.agent.training_tools import TRAINING_TOOLS
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
-from benchgen.core.secrets import find_secrets
+from benchgen.core.secrets import find_secrets, split_token
 from benchgen.services import access
 from benchgen.services.accounts import leaks, tokens
 from benchgen.services.chat import conversations, proposals
@@ -83,11 +83,7 @@ def begin_turn(
         InvalidInput: the message is too long, or a choice names no option.
         PermissionDenied / Unauthenticated: the caller may not chat.
     """
-    screened = leaks.Screened(message.text or "")
-    if find_secrets(screened.text):
-        # Its own transaction: a pasted token is revoked even if the turn is refused (A15).
-        with transaction(runtime, principal) as ctx:
-            screened = leaks.screen_text(ctx, screened.text)
+    screened = _screened(runtime, principal, conversation_id, message.text or "")
     with transaction(runtime, principal) as ctx:
         action = message.action.model_dump() if message.action else None
         text = screened.text
@@ -104,6 +100,19 @@ def begin_turn(
         earlier = conversations.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
         started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
     return started
+
+
+def _screened(
+    runtime: Runtime, principal: Principal, conversation_id: str, text: str
+) -> leaks.Screened:
+    """The message screened in its own transaction, so that a pasted token is revoked even if
+    the turn is then refused (A15); one begun in the user's previous message counts too."""
+    with transaction(runtime, principal, write=False) as ctx:
+        earlier = conversations.last_message(ctx, conversation_id)
+    if not find_secrets(text) and split_token(earlier, text) is None:
+        return leaks.Screened(text)
+    with transaction(runtime, principal) as ctx:
+        return conversations.screen_message(ctx, conversation_id, text)
 
 
 def _decide(ctx: Context, started: Started, message: MessageIn) -> None:

@@ -328,6 +328,33 @@ def _position(finding: Finding) -> tuple[int, int]:
     return finding.start, -finding.end
 
 
+@dataclass(frozen=True)
+class SplitToken:
+    """A BenchGen token pasted in two messages: `head` ends the earlier one, `tail` is in the
+    later one (kept out of repr, as `Finding.secret` is)."""
+
+    token: str = field(repr=False)
+    head: str = field(repr=False)
+    tail: str = field(repr=False)
+
+
+_HEAD = re.compile(rf"{_TOKEN_PREFIX}[0-9A-Za-z]{{0,{_TOKEN_REST - 1}}}(?![0-9A-Za-z])")
+_PIECE = re.compile("[0-9A-Za-z]+")
+
+
+def split_token(earlier: str, later: str) -> SplitToken | None:
+    """A BenchGen token whose start (its prefix and part of its body) is a word of `earlier`
+    and whose rest begins a word of `later`: one pasted in two messages ("it starts bgp_7Fq…",
+    then "and ends …"), which neither message holds whole. The checksum keeps unrelated words
+    from ever counting."""
+    for head in _HEAD.findall(earlier):
+        for piece in _PIECE.findall(later):
+            tail = piece[: _TOKEN_LEN - len(head)]
+            if token_prefix(head + tail) is not None:
+                return SplitToken(head + tail, head, tail)
+    return None
+
+
 def redact_secrets(text: str, findings: Sequence[Finding] | None = None) -> str:
     """`text` with each secret replaced by its kind's placeholder, e.g. "[redacted: OpenAI key]".
 

@@ -12,7 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
-from benchgen.core.secrets import asks_for_secret
+from benchgen.core.secrets import asks_for_secret, split_token
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable, storable_text
 from benchgen.core.text import MAX_TITLE, require_line
@@ -173,6 +173,43 @@ def recent_turns(ctx: Context, conversation_id: str, limit: int | None = 20) -> 
     # One query for every proposal the turns show, not one per turn: this runs on every turn.
     shown = proposals.views_of(ctx, [t.proposal_id for t in turns if t.proposal_id is not None])
     return [_turn_view(ctx, turn, shown) for turn in turns]
+
+
+def last_message(ctx: Context, conversation_id: str) -> str:
+    """What the user said last in the conversation ("" before its first turn).
+
+    Raises:
+        PermissionDenied: the principal may not chat, or is an agent turn.
+        NotFound: no such conversation, or another user's.
+    """
+    row = _owned(ctx, conversation_id, _require_person(ctx))
+    last = _last_turn(ctx, row.id)
+    return last.user_text if last is not None else ""
+
+
+def screen_message(ctx: Context, conversation_id: str, text: str) -> leaks.Screened:
+    """A new message of the user's, screened as `leaks.screen_text` does (A15), where a BenchGen
+    token begun at the end of their previous message and finished in this one counts too: it is
+    revoked, and redacted in both messages before the language model reads either again.
+
+    Raises:
+        PermissionDenied: the principal may not chat, or is an agent turn.
+        NotFound: no such conversation, or another user's.
+    """
+    row = _owned(ctx, conversation_id, _require_person(ctx))
+    last = _last_turn(ctx, row.id)
+    split = split_token(last.user_text, text) if last is not None else None
+    if last is None or split is None:
+        return leaks.screen_text(ctx, text)
+    joined = leaks.screen_text(ctx, split.token)
+    last.user_text = last.user_text.replace(split.head, joined.text)
+    rest = leaks.screen_text(ctx, text.replace(split.tail, joined.text, 1))
+    return leaks.Screened(rest.text, joined.kinds + rest.kinds, joined.notices + rest.notices)
+
+
+def _last_turn(ctx: Context, conversation_id: str) -> ChatTurn | None:
+    query = select(ChatTurn).where(ChatTurn.conversation_id == conversation_id)
+    return ctx.session.scalar(query.order_by(ChatTurn.seq.desc()).limit(1))
 
 
 def get_plan(ctx: Context, conversation_id: str) -> dict[str, Any] | None:
