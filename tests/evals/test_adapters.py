@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 import types
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,8 +13,14 @@ from typing import Any
 import pytest
 
 from benchgen.evals.adapters import build_adapter, local_gguf
+from benchgen.evals.adapters.anthropic import AnthropicAdapter
+from benchgen.evals.adapters.builtin import BuiltinAdapter
+from benchgen.evals.adapters.local_hf import LocalHFAdapter
+from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter
+from benchgen.evals.engine import run_items
 from benchgen.evals.types import (
     THREADS_PARAM,
+    Answer,
     Completion,
     FatalModelError,
     Item,
@@ -225,6 +232,49 @@ async def test_local_gguf_generates_text_for_qa_and_without_logprobs(
 async def test_local_gguf_errors_are_fatal(fake_gguf: tuple[str, FakeServer]) -> None:
     with pytest.raises(FatalModelError, match="context size"):
         await ask(ModelSpec("local_gguf", fake_gguf[0]), prompt="bad prompt")
+
+
+async def test_cancelling_a_local_gguf_run_stops_within_a_question(
+    fake_gguf: tuple[str, FakeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, server = fake_gguf
+    reply = server.handle_chat_completions
+
+    def compute(request: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.05)  # a model busy on its thread
+        return reply(request)
+
+    monkeypatch.setattr(server, "handle_chat_completions", compute)
+    adapter = build_adapter(ModelSpec("local_gguf", path))
+    answers: list[Answer] = []
+    report = await run_items(
+        adapter,
+        [(Item(i, f"q{i}"), f"q{i}") for i in range(40)],
+        concurrency=16,
+        batch_size=1,
+        flush_interval_s=0.01,
+        on_batch=answers.extend,
+        is_cancelled=lambda: bool(answers),
+    )
+    # Only what reached the model is answered (and charged): not 16 questions queued on its turn.
+    assert report.cancelled and report.errors == 0
+    assert len(server.requests) == report.done == len(answers) <= 2
+
+
+@pytest.mark.parametrize(
+    ("adapter", "limit"),
+    [
+        (local_gguf.LocalGGUFAdapter, 1),
+        (LocalHFAdapter, 1),  # its model's weights are not needed to read the declaration
+        (OpenAICompatAdapter, None),
+        (AnthropicAdapter, None),
+        (BuiltinAdapter, None),
+    ],
+)
+def test_local_models_declare_that_they_answer_one_call_at_a_time(
+    adapter: type, limit: int | None
+) -> None:
+    assert adapter.max_in_flight == limit
 
 
 async def test_local_gguf_loads_its_model_on_the_specs_threads(

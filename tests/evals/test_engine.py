@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -186,6 +187,8 @@ async def test_cancelled_before_start_asks_nothing() -> None:
 class Instant:
     """An adapter that answers at once, or raises what `raises` says for an index."""
 
+    max_in_flight = None
+
     def __init__(self, raises: dict[int, Exception] | None = None) -> None:
         self.raises = raises or {}
 
@@ -284,6 +287,8 @@ async def test_no_work_is_a_finished_run() -> None:
 class AlwaysBusy:
     """An adapter whose endpoint always asks to come back in ten seconds."""
 
+    max_in_flight = None
+
     async def complete(self, item: Item, prompt: str) -> Completion:
         raise RetryableError(f"busy {item.index}", retry_after_s=10)
 
@@ -311,6 +316,59 @@ async def test_cancellation_wakes_questions_waiting_to_retry() -> None:
     assert {a.error for a in answers} == {
         f"stopped by cancellation after 1 attempt: busy {a.index}" for a in answers
     }
+
+
+class TakesTurns:
+    """A local model's shape: one call at a time on its own lock, `reply_s` each."""
+
+    max_in_flight = 1
+
+    def __init__(self, reply_s: float) -> None:
+        self.reply_s = reply_s
+        self.asked: list[int] = []  # the questions that reached the model
+        self.most_waiting = 0  # the most calls ever queued on the lock at once
+        self._waiting = 0
+        self._turn = asyncio.Lock()
+
+    async def complete(self, item: Item, prompt: str) -> Completion:
+        self._waiting += 1
+        self.most_waiting = max(self.most_waiting, self._waiting)
+        async with self._turn:
+            self._waiting -= 1
+            self.asked.append(item.index)
+            await asyncio.sleep(self.reply_s)
+        return Completion("ANSWER: A", 3, 2)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_one_at_a_time_adapter_gets_one_question_at_a_time() -> None:
+    adapter = TakesTurns(reply_s=0)
+    report = await run_items(adapter, make_work(30), concurrency=16, on_batch=lambda a: None)
+    assert report.done == 30 and report.lowest_concurrency == 1
+    assert adapter.most_waiting == 1
+
+
+async def test_cancelling_a_one_at_a_time_model_asks_no_question_queued_behind_it() -> None:
+    adapter = TakesTurns(reply_s=0.05)
+    batches: list[list[Answer]] = []
+    report = await run_items(
+        adapter,
+        make_work(40),
+        concurrency=16,
+        batch_size=1,
+        flush_interval_s=0.01,  # the engine polls for cancellation at this pace too
+        on_batch=batches.append,
+        is_cancelled=lambda: bool(batches),
+    )
+    answers = flat(batches)
+    assert report.cancelled and report.errors == 0
+    # The first answer, and at most the question asked before the next poll saw the cancel:
+    # never the queue's worth a pool of 16 would have waiting on the model's lock.
+    assert 1 <= report.done <= 2
+    assert sorted(adapter.asked) == sorted(a.index for a in answers)
+    assert report.elapsed_s < 0.5
 
 
 @pytest.mark.parametrize("option", ["concurrency", "max_attempts", "batch_size"])

@@ -16,6 +16,8 @@ KEY = Key(("Paris", "Paris, France"))
 class StubJudge:
     """Replies with a fixed text and remembers what it was asked."""
 
+    max_in_flight = None
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.calls: list[tuple[Item, str]] = []

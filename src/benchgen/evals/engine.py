@@ -259,7 +259,8 @@ async def run_items(
     Args:
         adapter: the model to ask; the caller closes it.
         work: questions with the exact prompt to send for each.
-        concurrency: the most requests in flight (the pool size).
+        concurrency: the most requests in flight (the pool size), fewer where the adapter's
+            `max_in_flight` is lower.
         max_attempts: tries per question on retryable errors (429, 5xx, timeouts).
         request_timeout_s: how long one attempt may take before it counts as a timeout.
         on_batch: receives answers in order of completion, in batches of up to `batch_size`,
@@ -284,6 +285,7 @@ async def run_items(
     if min(concurrency, max_attempts, batch_size) < 1:
         raise ValueError("concurrency, max_attempts and batch_size must be at least 1")
     started = time.perf_counter()
+    concurrency = _in_flight(adapter, concurrency)
     run = _Run(
         adapter=adapter,
         settings=_Settings(max_attempts, request_timeout_s, backoff_s, max_backoff_s, secrets),
@@ -309,6 +311,13 @@ async def run_items(
     if on_progress is not None:
         on_progress(run.report.done + run.report.errors, len(work))
     return run.report
+
+
+def _in_flight(adapter: Adapter, concurrency: int) -> int:
+    """The questions to keep in hand: no more than the adapter really runs at once, since one
+    waiting inside it (a local model's turn) would still be asked, and charged, after a cancel."""
+    limit = adapter.max_in_flight
+    return concurrency if limit is None else min(concurrency, limit)
 
 
 async def _supervise(

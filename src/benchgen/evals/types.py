@@ -80,6 +80,13 @@ class FatalModelError(Exception):
 class Adapter(Protocol):
     """Calls one model. Implementations must be safe to call concurrently from one event loop."""
 
+    @property
+    def max_in_flight(self) -> int | None:
+        """The most calls this adapter really runs at once, or None where only the caller limits
+        them. The engine takes no more questions than this in hand: a call queued inside the
+        adapter would be out of reach of cancellation and count its wait as request time."""
+        ...
+
     async def complete(self, item: Item, prompt: str) -> Completion: ...
 
     async def aclose(self) -> None: ...

@@ -27,6 +27,8 @@ class AnthropicAdapter:
     `spec.host_allowlist` as there.
     """
 
+    max_in_flight: int | None = None  # the endpoint answers requests in parallel
+
     def __init__(self, spec: ModelSpec) -> None:
         if not spec.api_key:
             raise FatalModelError("an Anthropic model needs an API key")

@@ -19,6 +19,8 @@ class BuiltinAdapter:
     answer. No baseline reads the other generation settings (runs refuse them).
     """
 
+    max_in_flight: int | None = None  # answers at once: nothing waits
+
     def __init__(self, spec: ModelSpec) -> None:
         answer = _BASELINES.get(spec.name)
         if answer is None:

@@ -58,6 +58,8 @@ class LocalGGUFAdapter:
     `temperature`, `top_p`, `stop`, `seed` and `system_prompt`.
     """
 
+    max_in_flight = 1  # calls take turns on `_turn`
+
     def __init__(self, spec: ModelSpec) -> None:
         _xllamacpp()  # fail at build time, not on the first question, when the extra is missing
         self._path = model_path(spec.name)

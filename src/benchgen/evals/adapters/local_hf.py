@@ -62,6 +62,8 @@ class LocalHFAdapter:
     `system_prompt`. Greedy unless `temperature` > 0.
     """
 
+    max_in_flight = 1  # calls take turns on `_turn`
+
     def __init__(self, spec: ModelSpec) -> None:
         self._key = _key(spec)
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))

@@ -26,6 +26,8 @@ class OpenAICompatAdapter:
     with `spec.host_allowlist`.
     """
 
+    max_in_flight: int | None = None  # the endpoint answers requests in parallel
+
     def __init__(self, spec: ModelSpec) -> None:
         if not spec.base_url:
             raise FatalModelError("an OpenAI-compatible model needs a base_url")
