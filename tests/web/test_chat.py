@@ -148,10 +148,35 @@ def test_approve_creates_the_benchmark_shown(browser: Browser, world: World) -> 
     done = press(ana, conv, page, "Approve")
     assert "Created benchmark bm_" in replies(done)[-1]
     assert done.select("section.proposal") == []
+    # The proposing turn shows what became of its proposal, not "awaiting approval" beside it.
+    badges = [badge.get_text() for badge in done.select("span.status")]
+    assert badges == ["executed"]
     assert titles(world, user_id(world, "ana@example.com")) == ["Sums"]
     replayed = ana.post(f"/chat/{conv}/approve", approve)
     assert replayed.status_code == 409 and "already carried out" in replayed.text
     assert titles(world, user_id(world, "ana@example.com")) == ["Sums"]
+
+
+def test_refused_titles_and_messages_keep_the_typing_and_name_the_field(
+    browser: Browser,
+) -> None:
+    ana = browser("ana@example.com")
+    for title, said in (
+        ("a\x00b", "Title: must not contain the NUL character"),
+        ("Hi \u202e there", "Title: must not contain"),
+        ("T" * 1500, "Title: must be at most 200 characters"),
+    ):
+        refused = ana.post("/chat", {"title": title})
+        assert refused.status_code == 422, title[:20]
+        soup = BeautifulSoup(refused.text, "html.parser")
+        assert said in soup.select_one("#title-error").get_text()  # type: ignore[union-attr]
+        assert soup.find("input", id="title")["value"] == title  # type: ignore[index]
+    conv = start(ana)
+    sent = ana.post(f"/chat/{conv}/messages", {"text": "pasted a\x00b"})
+    assert sent.status_code == 422
+    soup = BeautifulSoup(sent.text, "html.parser")
+    assert "Message: must not contain the NUL character" in soup.get_text()
+    assert "pasted a" in soup.find("textarea", attrs={"name": "text"}).get_text()  # type: ignore[union-attr]
 
 
 def test_decline_creates_nothing(browser: Browser, world: World) -> None:

@@ -25,6 +25,10 @@ CSRF_HEADER = "x-csrf-token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reading sessions may only look at session rows and stamp last-seen: no grants.
 _DOORMAN = Principal.system("web-sessions", frozenset())
+# Forms whose services refuse a NUL themselves, before anything is stored or looked up by it: the
+# page shows the refusal next to its field with all that was typed, where the screening below
+# would answer with an error page and lose the form (a NUL comes with text pasted from a PDF).
+_FORMS_SCREENED_BY_THEIR_PAGE = frozenset({"benchmark_create", "chat_new", "chat_send"})
 
 
 class SignInRequired(Exception):
@@ -91,13 +95,17 @@ def csrf_token(request: Request) -> str:
 
 async def storable_input(request: Request) -> None:
     """Refuse a page request whose path, query or form holds what no database can store (a
-    NUL character): on PostgreSQL every such request was a 500, signing in included.
+    NUL character): on PostgreSQL every such request was a 500, signing in included. The forms
+    of `_FORMS_SCREENED_BY_THEIR_PAGE` are left to their pages.
 
     Raises:
         InvalidInput: the first such value, with its place.
     """
     require_storable_fields("path", request.path_params.items())
     require_storable_fields("query", request.query_params.multi_items())
+    route = request.scope.get("route")
+    if getattr(route, "name", None) in _FORMS_SCREENED_BY_THEIR_PAGE:
+        return
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
         require_storable_fields("body", (await request.form()).multi_items())
 

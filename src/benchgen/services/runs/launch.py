@@ -169,8 +169,8 @@ def _estimate(
     cost = calls * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
     times = f" × {samples} samples" if samples > 1 else ""
     basis = (
-        f"{count} questions{times} × {model.price_per_question} + up to {tokens} tokens × "
-        f"{model.price_per_1k_tokens}/1k"
+        f"{count} question{'' if count == 1 else 's'}{times} × {model.price_per_question} + "
+        f"up to {tokens} tokens × {model.price_per_1k_tokens}/1k"
     )
     shown = describe(recorded(options, asked.few_shot_positions, asked.partial), whole=True)
     return Estimate(benchmark.id, model.id, model.name, count, cost, basis, shown, asked.partial)

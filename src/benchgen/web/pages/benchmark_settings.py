@@ -11,7 +11,6 @@ from fastapi.responses import Response
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
-from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import undo_on_error
@@ -22,9 +21,10 @@ from benchgen.web.templating import redirect
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 SETTINGS = "benchmark_settings"
-# Forms take a little more than the services allow, so an over-long value gets their message.
-Title = Annotated[str, Form(max_length=MAX_TITLE * 2)]
-Description = Annotated[str, Form(max_length=MAX_DESCRIPTION * 2)]
+# Forms take any length (the body limit bounds them): an over-long value gets the service's
+# message next to its field, with what was typed, never an error page that loses the form.
+Title = Annotated[str, Form()]
+Description = Annotated[str, Form()]
 
 
 @router.get("/benchmarks/{benchmark_id}/settings", name=SETTINGS)
@@ -98,7 +98,7 @@ def delete(
     request: Request,
     ctx: WebContext,
     benchmark_id: str,
-    confirm: Annotated[str, Form(max_length=MAX_TITLE * 2)] = "",
+    confirm: Annotated[str, Form()] = "",
 ) -> Response:
     """Delete it once its title is typed (the page asks for the same in the browser)."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_DELETE)

@@ -79,10 +79,15 @@ def benchmark_new(
 @router.post("/benchmarks", name="benchmark_create")
 def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Response:
     """Add an editor row, or create the benchmark from the rows that are filled in."""
-    fmt = text_of(form, "format") if text_of(form, "format") in FORMATS else "qa"
+    fmt = text_of(form, "format")
     title, description = text_of(form, "title"), text_of(form, "description")
     rows = rows_from(form)
     action = text_of(form, "action")
+    if fmt not in FORMATS:
+        # Only a crafted form sends another: taking it as qa would quietly change the questions.
+        problems = Problems()
+        problems.add("format", "Format", "choose Question and answer or Multiple choice")
+        return _editor(request, "qa", title, description, rows, problems, 422)
     if action == "add":
         rows = [*rows, Row()][:MAX_ROWS]
         return _editor(request, fmt, title, description, rows, Problems())

@@ -67,14 +67,12 @@ def _list_page(
 
 
 @router.post("/chat", name="chat_new")
-def chat_new(
-    request: Request, ctx: WebContext, title: Annotated[str, Form(max_length=1000)] = ""
-) -> Response:
+def chat_new(request: Request, ctx: WebContext, title: Annotated[str, Form()] = "") -> Response:
     """Start a conversation (the title is optional) and open it."""
     try:
         made = conversations.create_conversation(ctx, title)
     except InvalidInput as exc:
-        return _list_page(request, ctx, status=422, title=title, error=exc.message)
+        return _list_page(request, ctx, status=422, title=title, error=_said(exc, "title", "Title"))
     return redirect(request, "conversation", conversation_id=made.id)
 
 
@@ -177,7 +175,10 @@ def _send(
     except ValidationError as exc:
         problem = "; ".join(str(error["msg"]) for error in exc.errors())
         return _refused(request, live, conversation_id, 422, problem, draft)
-    except (InvalidInput, Conflict) as exc:
+    except InvalidInput as exc:
+        said = _said(exc, "text", "Message")
+        return _refused(request, live, conversation_id, exc.http_status, said, draft)
+    except Conflict as exc:
         return _refused(request, live, conversation_id, exc.http_status, exc.message, draft)
     if not _htmx(request):
         return redirect(request, "conversation", conversation_id=conversation_id)
@@ -248,6 +249,14 @@ def _transcript(
         error=error,
         draft=draft,
     )
+
+
+def _said(exc: InvalidInput, field: str, label: str) -> str:
+    """The refusal in the form's words: "Title: …" where the service named its field "title: …"."""
+    prefix = f"{field}: "
+    if not exc.message.startswith(prefix):
+        return exc.message
+    return f"{label}: {exc.message.removeprefix(prefix)}"
 
 
 def _htmx(request: Request) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 from starlette.datastructures import FormData
 
 from benchgen.core.errors import InvalidInput
+from benchgen.web.places import plain
 
 # Past this many rows the form's field count nears the parser's limit; files go to the import.
 MAX_ROWS = 200
@@ -104,7 +105,7 @@ def problems_of(exc: InvalidInput, places: dict[int, tuple[int, int]]) -> Proble
     found = Problems()
     errors = exc.details.get("errors") or [{"loc": [], "msg": exc.message}]
     for error in errors:
-        loc, message = list(error.get("loc", [])), str(error.get("msg", ""))
+        loc, message = list(error.get("loc", [])), plain(str(error.get("msg", "")))
         if len(loc) >= 3 and loc[0] == "questions" and isinstance(loc[1], int):
             row, number = places.get(loc[1], (loc[1], loc[1] + 1))
             name = str(loc[2])
