@@ -448,3 +448,21 @@ def test_bundle_limits_match_the_typed_ones() -> None:
     assert "at most 200 characters" in errors_of(edit("title: Demo", f"title: {over}"))[0]["msg"]
     with pytest.raises(InvalidInput):
         parse(BenchmarkIn, {"title": over, "format": "qa", "questions": []})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "loc", "needle"),
+    [
+        ("title: Demo", 'title: "Demo \\ud800"', ["title"], "title:"),
+        ("name: Dev", 'name: "Dev \\udfff"', ["phases", 0, "name"], "Dev "),
+        ("key: accuracy", 'key: "acc\\ud800"', ["leaderboards", 0, "columns", 0, "key"], "acc"),
+        ("docker_image", '"dock\\ud800"', [], "dock"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_refused_where_it_stands(
+    old: str, new: str, loc: list[Any], needle: str
+) -> None:
+    """YAML's "\\ud800" is no text: kept, it could not be stored (UTF-8) and the upload failed."""
+    text = edit(old, new)
+    errors = [e for e in errors_of(text) if "surrogate" in e["msg"]]
+    assert [(e["loc"], e["line"]) for e in errors] == [(loc, line_of(text, needle))]

@@ -169,3 +169,23 @@ def test_an_oversized_or_linked_score_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "scores.json").symlink_to(secret)
     with pytest.raises(InvalidInput, match="wrote no scores"):
         read_scores(tmp_path, ["accuracy"])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"accuracy": 1' + "0" * 400 + "}",  # a float cannot hold it: OverflowError
+        '{"accuracy": ' + "[" * 200_000,  # the parser's recursion: RecursionError
+        '{"accuracy": ' + "[" * 900 + "]" * 900 + "}",  # parses; its repr would recurse
+        '{"accuracy": NaN}',
+        '{"accuracy": Infinity}',
+        '{"accuracy": 1e400}',
+    ],
+)
+def test_scores_json_with_huge_or_nested_values_is_refused_not_a_crash(
+    tmp_path: Path, raw: str
+) -> None:
+    (tmp_path / "scores.json").write_text(raw)
+    with pytest.raises(InvalidInput) as caught:
+        read_scores(tmp_path, ["accuracy"])
+    assert "finite number" in caught.value.message or "not valid JSON" in caught.value.message

@@ -4,19 +4,27 @@ leaderboard; a built-in model through an ingestion program and the proxy; versio
 from __future__ import annotations
 
 import io
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from benchgen.core.context import Principal, PrincipalKind
-from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from benchgen.core.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+)
 from benchgen.core.permissions import Scope
 from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle
 from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import (
+    ANSWERS,
     CODE_INGESTION,
     INGESTION,
     MODEL_CODE,
@@ -287,3 +295,93 @@ def test_rescoring_a_custom_run_says_how_to_fix_scoring(world: World, runtime: R
     work_all(runtime)
     with pytest.raises(Conflict, match="new version"):
         world.do(Principal.web(ana), rescoring.rescore_run, run.id)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system's temporary folder for this test alone, to see what is left in it."""
+    folder = tmp_path / "systmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_a_deep_results_zip_fails_the_run_once_with_why_and_leaves_nothing(
+    world: World, runtime: Runtime, private_tmp: Path
+) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    bm = _upload(world, ana, bundle())
+    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
+    deep = zip_of({"predictions.json": b"{}", "d/" * 1500 + "x": b"x"})
+    run = world.do(Principal.web(bob), submissions.submit, bm, deep, "deep.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(bob), launch.get_run, run.id)
+    assert done.status == "failed" and "nested more than 100 deep" in (done.error or "")
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_a_program_nesting_its_output_too_deep_fails_the_run_and_leaves_nothing(
+    world: World, runtime: Runtime, private_tmp: Path
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(ingestion=CODE_INGESTION))
+    nest = b"import os\nos.chdir('/app/output')\nfor _ in range(3000):\n    os.mkdir('d')\n"
+    code = zip_of({"model.py": MODEL_CODE + nest + b"    os.chdir('d')\n"})
+    run = world.do(Principal.web(ana), submissions.submit, bm, code, "code.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "failed" and "nested more than 100 deep" in (done.error or ""), done
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_a_deep_bundle_is_refused_and_leaves_nothing(world: World, private_tmp: Path) -> None:
+    ana = world.user("ana@example.com")
+    deep = bundle(extra={"reference_data/" + "d/" * 2000 + "x": b"x"})
+    with pytest.raises(InvalidInput, match="nested more than 100 deep"):
+        _upload(world, ana, deep)
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_the_creation_limit_is_checked_before_any_program_runs(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    token = world.principal(PrincipalKind.API, ana)
+    for _ in range(3):  # the default limit: 3 a minute
+        world.do(token, lifecycle.create_benchmark, {"title": "x", "format": "qa"})
+    ran: list[int] = []
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", lambda *a: ran.append(1))
+    with pytest.raises(RateLimited):
+        world.do(token, bundles.upload_bundle, bundle(), "tiny.zip")
+    assert ran == []
+
+
+def test_an_upload_runs_few_solution_programs_in_bounded_time(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    many = competition(
+        solutions=[{"index": i, "path": "solution/", "tasks": [0]} for i in range(13)]
+    )
+    with pytest.raises(InvalidInput, match="an upload may run at most 12") as refused:
+        _upload(world, ana, bundle(many))
+    assert refused.value.errors[0]["loc"] == ["solutions"]
+    monkeypatch.setattr(_bundle_versions, "SOLUTION_TIME_FACTOR", 0)
+    bm = _upload(world, ana, bundle())
+    got = world.do(Principal.web(ana), bundles.get_bundle, bm)
+    assert got.solutions is not None and not got.solutions[0]["ok"]
+    assert "for scoring its solutions ran out" in got.solutions[0]["error"]
+
+
+def test_a_run_scored_with_old_columns_is_refused_naming_its_version(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    run = world.do(Principal.web(ana), submissions.submit, bm, results(ANSWERS), "a.zip")
+    work_all(runtime)
+    f1 = competition()
+    f1["leaderboards"][0]["columns"] = [{"index": 0, "key": "f1", "title": "F1"}]
+    world.do(Principal.web(ana), bundles.upload_bundle_version, bm, bundle(f1), "v2.zip")
+    with pytest.raises(Conflict, match="scored by version 1, whose leaderboard columns differ"):
+        world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run.id)

@@ -11,10 +11,12 @@ import shutil
 import stat
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from benchgen.bundles.trees import MAX_DEPTH, remove_tree, visit
 from benchgen.core.errors import InvalidInput
 
 
@@ -27,6 +29,7 @@ class ArchiveLimits:
     max_files: int = 20_000
     max_ratio: int = 200  # uncompressed/compressed, per member
     max_depth: int = 2  # nested zips unpacked by layout.py count one level each
+    max_path_parts: int = MAX_DEPTH  # folders nested in one archive
     # Small files that compress very well (a CSV of zeros, a blank page) are common and harmless;
     # a zip bomb needs size, so the ratio is only held against members larger than this.
     ratio_floor_bytes: int = 1 << 20
@@ -38,26 +41,34 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def zip_plain_files(folder: Path, target: Path) -> None:
+def zip_plain_files(folder: Path, target: Path, max_depth: int = MAX_DEPTH) -> None:
     """Zip the regular files under `folder`, which a program wrote.
 
     A link could point at any file of the host (/etc/shadow, the server's environment), so
     links are left out and never opened, nor are linked folders entered; devices and pipes are
     left out too (reading a pipe could wait forever).
+
+    Raises:
+        InvalidInput: folders nested more than `max_depth` deep.
     """
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for root, _, files in os.walk(folder):  # followlinks=False: a linked folder is not walked
-            for name in sorted(files):
-                path = Path(root, name)
-                try:
-                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                except OSError:  # a link (ELOOP), or gone since it was listed
-                    continue
-                with open(fd, "rb") as source:
-                    if stat.S_ISREG(os.fstat(fd).st_mode):
-                        member = path.relative_to(folder).as_posix()
-                        with archive.open(member, "w", force_zip64=True) as copy:
-                            shutil.copyfileobj(source, copy, _CHUNK)
+
+        def add(fd: int, parts: Sequence[str], name: str, is_dir: bool) -> None:
+            if not is_dir:
+                _add_plain_file(archive, fd, "/".join((*parts, name)), name)
+
+        visit(folder, add, max_depth=max_depth)
+
+
+def _add_plain_file(archive: zipfile.ZipFile, folder_fd: int, member: str, name: str) -> None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder_fd)
+    except OSError:  # a link (ELOOP), or gone since it was listed
+        return
+    with open(fd, "rb") as source:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            with archive.open(member, "w", force_zip64=True) as copy:
+                shutil.copyfileobj(source, copy, _CHUNK)
 
 
 def is_zip(path: Path) -> bool:
@@ -132,7 +143,7 @@ def _checked_members(
     seen: set[tuple[str, ...]] = set()
     total = 0
     for info in infos:
-        parts = _safe_parts(info, loc)
+        parts = _safe_parts(info, limits, loc)
         if parts in seen:
             raise _refuse(loc, info.orig_filename, "the name appears twice")
         seen.add(parts)
@@ -145,7 +156,7 @@ def _checked_members(
     return members
 
 
-def _safe_parts(info: zipfile.ZipInfo, loc: str) -> tuple[str, ...]:
+def _safe_parts(info: zipfile.ZipInfo, limits: ArchiveLimits, loc: str) -> tuple[str, ...]:
     # orig_filename keeps what zipfile cuts at a NUL byte; a hidden NUL is itself a sign of attack.
     name = info.orig_filename
     if not name or _CONTROL.search(name):
@@ -156,6 +167,10 @@ def _safe_parts(info: zipfile.ZipInfo, loc: str) -> tuple[str, ...]:
     parts = tuple(name.rstrip("/").split("/"))
     if any(part in {"", ".", ".."} for part in parts):
         raise _refuse(loc, name, "empty, '.' and '..' path parts are refused")
+    # Every later walk of the tree (layout, the programs' folders, cleanup) stays shallow.
+    if len(parts) > limits.max_path_parts:
+        msg = f"folders nested more than {limits.max_path_parts} deep are refused"
+        raise _refuse(loc, name if len(name) <= 200 else name[:200] + "…", msg)
     return parts
 
 
@@ -295,6 +310,6 @@ def _copy_counted(
 def _empty(dest: Path) -> None:
     for child in dest.iterdir():
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
+            remove_tree(child)
         else:
             child.unlink()

@@ -6,10 +6,11 @@ import fcntl
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchgen.bundles.trees import chown_tree
 from benchgen.core.errors import Conflict
 
 PYTHON_TARGET = "/opt/python"
@@ -253,10 +254,7 @@ def lent_to(uid: int, paths: Sequence[Path]) -> Iterator[None]:
 
 
 def _chown_tree(paths: Sequence[Path], uid: int, gid: int) -> None:
+    # Iterative, one folder open at a time: however deep the program nested its folders, the
+    # hand-back reaches every entry (a recursive walk would stop partway, leaving them lent).
     for path in paths:
-        os.lchown(path, uid, gid)
-        if path.is_dir() and not path.is_symlink():
-            for folder, dirs, files in os.walk(path, followlinks=False):
-                for name in dirs + files:
-                    with suppress(FileNotFoundError):
-                        os.lchown(os.path.join(folder, name), uid, gid)
+        chown_tree(path, uid, gid)

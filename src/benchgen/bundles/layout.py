@@ -14,6 +14,7 @@ import yaml
 from benchgen.bundles.archive import DEFAULT_LIMITS, ArchiveLimits, extract_zip, is_zip
 from benchgen.bundles.competition import CompetitionSpec, TaskSpec, parse_competition_with_lines
 from benchgen.bundles.pages import render_page
+from benchgen.bundles.trees import plain_files
 from benchgen.bundles.yaml_nodes import MAX_YAML_BYTES, BoundedLoader, Lines, Loc
 from benchgen.core.errors import InvalidInput
 
@@ -194,8 +195,8 @@ class _Resolver:
         self.unpacked: dict[str, Path] = {}
         self.unpack_root: Path | None = None
         # Nested zips share the upload's limits: what the bundle already holds counts against them.
-        files = [p for p in root.rglob("*") if _is_plain(p, stat.S_IFREG)]
-        self.bytes_left = limits.max_total_bytes - sum(p.lstat().st_size for p in files)
+        files = plain_files(root, limits.max_path_parts)
+        self.bytes_left = limits.max_total_bytes - sum((root / f).lstat().st_size for f in files)
         self.files_left = limits.max_files - len(files)
 
     def problem(self, loc: Loc, msg: str) -> None:

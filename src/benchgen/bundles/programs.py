@@ -137,8 +137,10 @@ def _parse_scores(output: Path) -> dict[str, object]:
         raw = _read_capped(json_file)
         try:
             data: Any = json.loads(raw)
-        except ValueError as exc:
+        except ValueError as exc:  # also an integer past Python's digit limit
             raise InvalidInput(f"scores.json is not valid JSON: {exc}.") from exc
+        except RecursionError:  # the program chose the nesting: a refusal, never a crash
+            raise InvalidInput("scores.json is not valid JSON: it is nested too deeply.") from None
         if not isinstance(data, dict):
             raise InvalidInput("scores.json must be an object of column names to numbers.")
         return {str(key): value for key, value in data.items()}
@@ -167,19 +169,29 @@ def _read_capped(path: Path) -> str:
 
 
 def _number(column: str, value: object) -> float:
-    # bool is an int to Python but never a score; NaN and infinities cannot be ranked.
-    if isinstance(value, bool):
-        number = math.nan
-    elif isinstance(value, int | float):
-        number = float(value)
-    else:
+    # bool is an int to Python but never a score; NaN, infinities and integers too large for a
+    # float (JSON allows any number of digits) cannot be ranked.
+    number = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
         try:
-            number = float(str(value))
-        except ValueError:
+            number = float(value)
+        except (ValueError, OverflowError):
             number = math.nan
     if not math.isfinite(number):
         raise InvalidInput(
-            f"The score for {column} is not a finite number: {str(value)[:50]!r}.",
+            f"The score for {column} is not a finite number: {_preview(value)}.",
             [{"loc": ["scores", column], "msg": "not a finite number"}],
         )
     return number
+
+
+def _preview(value: object) -> str:
+    # Only scalars are shown: repr of a deeply nested list would recurse, and a huge integer's
+    # str is refused past Python's digit limit.
+    if isinstance(value, str):
+        return repr(value[:50])
+    if isinstance(value, float | bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return f"an integer of {value.bit_length()} bits"
+    return f"a JSON {'object' if isinstance(value, dict) else 'array'}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import signal
@@ -14,10 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from benchgen.bundles.trees import MAX_DEPTH
+
 _POLL_SECONDS = 0.2
 _READ_CHUNK = 1 << 16
 # A program that makes millions of empty files fills inodes, not bytes: charge each entry a block.
 _ENTRY_BYTES = 4096
+# Every later walk of what it wrote (handing it back, keeping predictions) must stay bounded.
+_TOO_DEEP = f"stopped: it wrote folders nested more than {MAX_DEPTH} deep"
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,9 @@ def supervise(
         # child could hold the pipe, so waiting is bounded.
         capture.join(timeout=2)
     stderr = err.text()
+    if stopped is None and _tree(watched)[1]:
+        # Checked once more at the end: a program can nest thousands of folders between polls.
+        stopped = _TOO_DEEP
     if stopped is None:
         stopped = _exit_reason(code, stderr, limits)
     exit_code = None if stopped is not None and code < 0 else _exit_status(code)
@@ -129,7 +137,10 @@ def _passed_limit(
     for name, capture in (("output", out), ("error output", err)):
         if capture.overflow:
             return f"stopped: output limit ({name} past {limits.output_chars} characters)"
-    if watched and _written(watched) > limits.written_bytes:
+    written, too_deep = _tree(watched)
+    if too_deep:
+        return _TOO_DEEP
+    if written > limits.written_bytes:
         return f"stopped: wrote more than {_size(limits.written_bytes)}"
     return None
 
@@ -207,19 +218,30 @@ def kill_uid(uid: int) -> None:
                     os.kill(int(entry.name), signal.SIGKILL)
 
 
-def _written(paths: list[Path]) -> int:
+def _tree(paths: list[Path]) -> tuple[int, bool]:
+    """Bytes written under `paths`, and whether a path there is nested past MAX_DEPTH."""
     total = 0
-    pending = [str(p) for p in paths]
+    pending = [(str(p), 0) for p in paths]
     while pending:
-        with suppress(OSError), os.scandir(pending.pop()) as entries:
-            for entry in entries:
-                with suppress(OSError):
-                    info = entry.stat(follow_symlinks=False)
-                    # Sparse files count at their size: copying them later would write it all.
-                    total += max(info.st_size, info.st_blocks * 512, _ENTRY_BYTES)
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(entry.path)
-    return total
+        path, depth = pending.pop()
+        try:
+            with os.scandir(path) as scan:
+                entries = list(scan)
+        except OSError as exc:
+            # A path past the kernel's longest hides what lies below it from this count.
+            if exc.errno == errno.ENAMETOOLONG:
+                return total, True
+            continue
+        if entries and depth >= MAX_DEPTH:
+            return total, True
+        for entry in entries:
+            with suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                # Sparse files count at their size: copying them later would write it all.
+                total += max(info.st_size, info.st_blocks * 512, _ENTRY_BYTES)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, depth + 1))
+    return total, False
 
 
 def _size(count: int) -> str:

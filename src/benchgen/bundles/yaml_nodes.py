@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ MAX_YAML_BYTES = 1 << 20
 _MAX_ALIASES = 32
 _MAX_PLAIN_NODES = 50_000
 _MAX_DEPTH = 32
+# YAML's "\ud800" escape makes a lone surrogate: Python holds it, but it is not text, and
+# UTF-8 (the database, JSON, a page) cannot encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_MSG = "holds a lone surrogate escape (U+D800 to U+DFFF), which is not text"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
 }
@@ -128,6 +133,9 @@ class NodeReader:
                 self.error(loc, _line(key_node), "keys must be plain text")
                 continue
             key = str(key_node.value)
+            if _SURROGATE.search(key):
+                self.error(loc, _line(key_node), f"a key {_SURROGATE_MSG}")
+                continue
             self.lines[(*loc, key)] = _line(key_node)
             if key in values:
                 self.warn((*loc, key), key_node, f"'{key}' appears twice; the last one is used")
@@ -142,6 +150,9 @@ class NodeReader:
     def scalar(self, node: Node, loc: Loc, expected: str) -> tuple[bool, Any]:
         if not isinstance(node, ScalarNode) or node.tag not in _SCALAR_TAGS:
             self.error(loc, _line(node), f"expected {expected}")
+            return False, None
+        if _SURROGATE.search(str(node.value)):
+            self.error(loc, _line(node), f"the value {_SURROGATE_MSG}")
             return False, None
         # Dates are kept as their text, for competition.py's rules (parse_date), not YAML 1.1's.
         if node.tag.endswith(":timestamp"):

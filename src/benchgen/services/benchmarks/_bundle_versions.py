@@ -4,7 +4,7 @@ keep it, and unpack a stored one for a run. Callers check access first."""
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from benchgen.bundles.evaluation import (
 )
 from benchgen.bundles.layout import LoadedBundle, load_bundle
 from benchgen.bundles.sandbox import Limits
+from benchgen.bundles.trees import plain_files, scratch_folder
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid
@@ -36,6 +37,10 @@ MAX_VERSION = 2**31 - 1  # a 32-bit column
 # Of each failing task's program output kept with a solution's result (the end, where a
 # traceback is): enough to see why, small enough for every view of the bundle to carry.
 SOLUTION_OUTPUT_CHARS = 4000
+# An upload waits for its solutions' programs: their evaluations (solutions × tasks) are few,
+# and all of them share this many times the time one program may take.
+MAX_SOLUTION_RUNS = 12
+SOLUTION_TIME_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,9 @@ def inspect_bundle(ctx: Context, data: bytes, filename: str) -> Inspected:
         raise invalid(["bundle"], f"is larger than {ctx.settings.max_bundle_bytes} bytes")
     if not filename.lower().endswith(".zip"):
         raise invalid(["bundle"], "must be a .zip file with competition.yaml at its root")
-    with tempfile.TemporaryDirectory(prefix="bundle-") as folder:
-        loaded = _unpack(ctx.settings, data, Path(folder))
-        solutions = score_solutions(ctx.settings, loaded, Path(folder) / "solutions-work")
+    with scratch_folder("bundle-") as folder:
+        loaded = _unpack(ctx.settings, data, folder)
+        solutions = score_solutions(ctx.settings, loaded, folder / "solutions-work")
     return Inspected(
         data=data,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -101,24 +106,61 @@ def _unpack(settings: Settings, data: bytes, folder: Path) -> LoadedBundle:
 
 
 def score_solutions(settings: Settings, loaded: LoadedBundle, work: Path) -> list[dict[str, Any]]:
-    """Score each solution of the bundle on its tasks (results, or code through ingestion)."""
-    env = environment(settings)
+    """Score each solution of the bundle on its tasks (results, or code through ingestion),
+    within the upload's bounds on evaluations and total time.
+
+    Raises:
+        InvalidInput: the solutions need more evaluations than an upload may run.
+    """
+    pairs = [
+        (spec, task_index)
+        for spec in loaded.competition.solutions
+        for task_index in spec.tasks or tuple(loaded.tasks)
+    ]
+    # The uploader waits, and holds a worker and a sandbox uid, for every program run here.
+    if len(pairs) > MAX_SOLUTION_RUNS:
+        msg = (
+            f"the solutions need {len(pairs)} evaluations (solutions × tasks); an upload may "
+            f"run at most {MAX_SOLUTION_RUNS}"
+        )
+        raise invalid(["solutions"], msg)
+    budget = settings.program_wall_seconds * SOLUTION_TIME_FACTOR
+    deadline = time.monotonic() + budget
     leaderboard = loaded.competition.leaderboards[0]
-    columns = scored_columns(leaderboard)
-    results = []
-    for spec in loaded.competition.solutions:
-        folder = loaded.solutions[spec.index]
-        outcomes = []
-        for task_index in spec.tasks or tuple(loaded.tasks):
-            task = loaded.tasks[task_index]
-            # A solution with Python files is code for the ingestion program; else results.
-            as_code = task.ingestion_program is not None and any(folder.rglob("*.py"))
-            submission = Submission(code=folder) if as_code else Submission(results=folder)
-            place = work / f"solution-{spec.index}-task-{task_index}"
-            place.mkdir(parents=True)
-            outcomes.append(evaluate_task(task, place, env, submission, columns))
-        results.append(_solution_result(spec.index, spec.name, outcomes, leaderboard))
-    return results
+    outcomes: dict[int, list[TaskOutcome]] = {
+        spec.index: [] for spec in loaded.competition.solutions
+    }
+    for spec, task_index in pairs:
+        place = work / f"solution-{spec.index}-task-{task_index}"
+        place.mkdir(parents=True)
+        left = int(deadline - time.monotonic())
+        if left < 1:
+            error = f"not run: the upload's {budget} s for scoring its solutions ran out"
+            outcome = TaskOutcome(task_index, {}, [], error, None)
+        else:
+            outcome = _score_one(settings, loaded, spec.index, task_index, place, left)
+        outcomes[spec.index].append(outcome)
+    return [
+        _solution_result(spec.index, spec.name, outcomes[spec.index], leaderboard)
+        for spec in loaded.competition.solutions
+    ]
+
+
+def _score_one(
+    settings: Settings, loaded: LoadedBundle, solution: int, task_index: int, place: Path, left: int
+) -> TaskOutcome:
+    folder = loaded.solutions[solution]
+    task = loaded.tasks[task_index]
+    # A solution with Python files is code for the ingestion program; else results.
+    as_code = task.ingestion_program is not None and _has_python(folder)
+    submission = Submission(code=folder) if as_code else Submission(results=folder)
+    columns = scored_columns(loaded.competition.leaderboards[0])
+    # Each program may use what is left of the upload's time, and no more than a program may.
+    return evaluate_task(task, place, environment(settings, left), submission, columns)
+
+
+def _has_python(folder: Path) -> bool:
+    return any(name.endswith(".py") for name in plain_files(folder))
 
 
 def _solution_result(
@@ -236,6 +278,6 @@ def require_solutions_pass(ctx: Context, benchmark_id: str) -> None:
 @contextmanager
 def unpacked(settings: Settings, row: BundleVersion) -> Iterator[LoadedBundle]:
     """A stored version unpacked into a throw-away folder for as long as the block runs."""
-    with tempfile.TemporaryDirectory(prefix="bundle-run-") as folder:
+    with scratch_folder("bundle-run-") as folder:
         data = store_for(settings).read_bytes(row.storage_key)
-        yield _unpack(settings, data, Path(folder))
+        yield _unpack(settings, data, folder)

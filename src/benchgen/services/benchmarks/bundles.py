@@ -62,10 +62,11 @@ def upload_bundle(ctx: Context, data: bytes, filename: str) -> lifecycle.Created
         RateLimited: the creation limit is reached (uploads count like any creation).
     """
     access.require(ctx, Action.BENCHMARK_CREATE)
+    benchmark_id = new_id("bm")
+    # Before any program runs: a full creation window must not buy anyone sandbox time.
+    ratelimits.consume_creation(ctx, benchmark_id)
     inspected = _bundle_versions.inspect_bundle(ctx, data, filename)
     spec = inspected.competition
-    benchmark_id = new_id("bm")
-    ratelimits.consume_creation(ctx, benchmark_id)
     owner_id = ctx.principal.user_id
     assert owner_id is not None  # creating is an own-account action: a user is acting
     now = ctx.now()

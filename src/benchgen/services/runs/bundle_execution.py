@@ -5,9 +5,8 @@ through the per-run proxy or the platform's own engine — and close the run wit
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from benchgen.bundles.evaluation import (
     scored_columns,
 )
 from benchgen.bundles.layout import LoadedBundle, ResolvedTask, load_bundle
+from benchgen.bundles.trees import scratch_folder
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput
@@ -119,8 +119,7 @@ def perform_bundle_run(
     report = BundleReport()
     env = _bundle_versions.environment(settings, plan.time_limit_s)
     store = store_for(settings)
-    with tempfile.TemporaryDirectory(prefix="custom-run-") as folder:
-        work = Path(folder)
+    with scratch_folder("custom-run-") as work:
         try:
             loaded = _load(settings, plan, work)
         except (InvalidInput, OSError) as exc:
@@ -133,13 +132,12 @@ def perform_bundle_run(
             place = work / f"task-{index}"
             place.mkdir()
             outcome = _evaluate(settings, plan, loaded.tasks[index], place, env, report)
+            outcome = _keep_predictions(settings, plan.run_id, outcome)
             report.outcomes.append(outcome)
             store.put_bytes(
                 f"runs/{plan.run_id}/program-output/task-{index}.txt",
                 outcome.printed().encode("utf-8", "replace"),
             )
-            if outcome.predictions is not None:
-                _keep_predictions(settings, plan.run_id, index, outcome.predictions)
             status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
             log([f"Task {index}: {status}"])
             if outcome.error:
@@ -168,7 +166,11 @@ def _evaluate(
         unpacked = place / "submission"
         unpacked.mkdir()
         data = store_for(settings).read_bytes(plan.submission["key"])
-        extract_zip(data, unpacked, _bundle_versions.archive_limits(settings), loc="submission")
+        limits = _bundle_versions.archive_limits(settings)
+        try:
+            extract_zip(data, unpacked, limits, loc="submission")
+        except InvalidInput as exc:  # the same on every try: a failed task, not a job to retry
+            return TaskOutcome(task.spec.index, {}, [], f"the submission was refused: {exc}", None)
         is_code = task.ingestion_program is not None and plan.submission["kind"] == "code"
         chosen = Submission(code=unpacked) if is_code else Submission(results=unpacked)
         return evaluate_task(task, place, env, chosen, scored_columns(plan.leaderboard))
@@ -176,12 +178,21 @@ def _evaluate(
     return _model_calls.evaluate_with_model(task, place, env, plan, report)
 
 
-def _keep_predictions(settings: Settings, run_id: str, index: int, folder: Path) -> None:
-    """Save what was scored, so the run can be rescored later without asking anyone again."""
-    with tempfile.TemporaryDirectory() as spare:
-        archive = Path(spare) / "predictions.zip"
-        zip_plain_files(folder, archive)  # the program wrote the folder: no link is followed
-        store_for(settings).put_file(f"runs/{run_id}/predictions/task-{index}.zip", archive)
+def _keep_predictions(settings: Settings, run_id: str, outcome: TaskOutcome) -> TaskOutcome:
+    """Save what was scored, so the run can be rescored later without asking anyone again; the
+    outcome, failed when the folder cannot be kept (a program nested it too deep)."""
+    if outcome.predictions is None:
+        return outcome
+    with scratch_folder("predictions-") as spare:
+        archive = spare / "predictions.zip"
+        try:
+            zip_plain_files(outcome.predictions, archive)  # the program wrote it: no link followed
+        except InvalidInput as exc:
+            error = outcome.error or f"its predictions cannot be kept: {exc}"
+            return replace(outcome, scores={}, error=error)
+        key = f"runs/{run_id}/predictions/task-{outcome.task_index}.zip"
+        store_for(settings).put_file(key, archive)
+    return outcome
 
 
 def log_progress(ctx: Context, run_id: str, lines: list[str]) -> None:

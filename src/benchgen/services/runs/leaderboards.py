@@ -84,13 +84,16 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
 
     Raises:
         NotFound / PermissionDenied: not the benchmark's team, or a token or the agent asked.
-        Conflict: the run has not completed, has no score, is partial (a subset or a
+        Conflict: the run has not completed, has no score (or was scored by a version with
+            other columns, named), is partial (a subset or a
             retry: it did not answer the whole benchmark), or is already on it.
     """
     run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
     assert benchmark is not None  # require_run found it
     primary = columns_of(benchmark)[0].key
+    if run.status == RunStatus.COMPLETED and run.benchmark_version != benchmark.version:
+        _require_current_columns(run, benchmark, primary)
     if run.status != RunStatus.COMPLETED or run.scores.get(primary) is None:
         raise Conflict("Only completed, scored runs can be on a leaderboard.", {"id": run.id})
     if run.partial:
@@ -115,6 +118,18 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
     audit.record(
         ctx, audit.AuditAction.LEADERBOARD_ADD, "run", run.id, benchmark_id=run.benchmark_id
     )
+
+
+def _require_current_columns(run: Run, benchmark: Benchmark, primary: str) -> None:
+    # A custom benchmark's columns change with its bundle while a run keeps the scores of the
+    # version that scored it: the refusal says so, rather than calling a scored run unscored.
+    if run.scores.get(primary) is None:
+        raise Conflict(
+            f"This run was scored by version {run.benchmark_version}, whose leaderboard columns "
+            f"differ from those of the current version {benchmark.version}: it has no score for "
+            f"{primary!r}. Run it again on the current version to rank it.",
+            {"id": run.id, "column": primary, "run_version": run.benchmark_version},
+        )
 
 
 def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
