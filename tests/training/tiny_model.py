@@ -66,6 +66,21 @@ def build_tiny_llama(folder: Path, chat_template: bool = True) -> Path:
     return folder
 
 
+def write_header_folder(folder: Path) -> Path:
+    """A Llama folder (config.json and one small F32 safetensors file, written by hand) that
+    reads as a trainable base without torch: for catalogue tests that never load weights."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": "llama", "hidden_size": 2, "num_hidden_layers": 1, "vocab_size": 4}
+    (folder / "config.json").write_text(json.dumps(config))
+    header = {
+        "model.embed_tokens.weight": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}
+    }
+    encoded = json.dumps(header).encode()
+    body = len(encoded).to_bytes(8, "little") + encoded + bytes(32)
+    (folder / "model.safetensors").write_bytes(body)
+    return folder
+
+
 def write_chat_rows(path: Path, repeat: int = 1) -> Path:
     """The memorisable question/answer pairs as chat rows, `repeat` times over."""
     rows = [

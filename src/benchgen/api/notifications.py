@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
@@ -20,9 +20,10 @@ class NotificationsIn(BaseModel):
     """The whole setting, replaced: leave `webhook_url` out (or null) to remove the webhook."""
 
     model_config = ConfigDict(extra="forbid")
-    email_on_finish: bool = False
+    # JSON true/false only: lax pydantic read "yes" or "on" as true and turned mail on.
+    email_on_finish: StrictBool = False
     webhook_url: str | None = Field(None, max_length=notifications.MAX_URL)
-    rotate_secret: bool = False
+    rotate_secret: StrictBool = False
 
 
 @router.get(

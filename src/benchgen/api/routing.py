@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from benchgen.api.deps import ContextDep, Work, WorkDep, get_principal, pending_work, require_token
+from benchgen.api.json_bodies import refusing_duplicate_keys
 
 # The parameter that replaces the endpoint's `ContextDep` one; a name no endpoint uses.
 _WORK = "pending_unit_of_work"
@@ -37,11 +38,12 @@ class OneThreadRoute(APIRoute):
         super().__init__(path, in_one_thread(endpoint, self.checked), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        """The framework's handler; for a route that needs a token, one that refuses a request
-        without a valid token (401) before it explains what is wrong with its input (422)."""
+        """The framework's handler, reading JSON bodies strictly (json_bodies); for a route that
+        needs a token, one that refuses a request without a valid token (401) before it
+        explains what is wrong with its input (422)."""
         handler = super().get_route_handler()
         if not _authenticates(self.dependant):
-            return handler
+            return refusing_duplicate_keys(handler)
 
         async def token_first(request: Request) -> Response:
             try:
@@ -55,7 +57,7 @@ class OneThreadRoute(APIRoute):
                     await require_token(request)
                 raise
 
-        return token_first
+        return refusing_duplicate_keys(token_first)
 
     def checked(self, answer: Any) -> None:
         """Refuse an answer its response model would refuse, while its work can still be rolled

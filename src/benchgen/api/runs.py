@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment
 from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
-from benchgen.api.schemas import LogLine, Page, StartRun
+from benchgen.api.schemas import LogLine, Page, RescoreIn, StartRun
 from benchgen.services.keysets import Newest
 from benchgen.services.runs import launch, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
@@ -166,11 +166,8 @@ def rescore_run(
     ctx: ContextDep,
     run_id: str,
     apply: bool = False,
-    scoring: Annotated[
-        dict[str, Any] | None,
-        Body(embed=True, examples=[{"method": "f1", "options": {"threshold": 0.5}}]),
-    ] = None,
+    body: RescoreIn | None = None,
 ) -> Rescore:
     """Re-apply scoring to saved answers without calling any model; a dry run unless
     `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only."""
-    return rescoring.rescore_run(ctx, run_id, scoring, apply)
+    return rescoring.rescore_run(ctx, run_id, body.scoring if body else None, apply)

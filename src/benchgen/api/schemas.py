@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
@@ -53,12 +53,15 @@ class StartRun(BaseModel):
     generation settings, a subset (the run is then partial), the response cache and a spending
     cap (a run whose estimate exceeds `max_credits` does not start)."""
 
+    # A misspelt field would otherwise be dropped: `max_credit` ran the whole benchmark uncapped.
+    model_config = ConfigDict(extra="forbid")
+
     benchmark_id: str = Field(examples=["bm_3kQ9xZ0aB1cD2eF3gH4i"])
     model_id: str = Field(examples=["mdl_builtin_first"])
     phase_id: str | None = None
     settings: RunSettings | None = None
     subset: Subset | None = None
-    cache: bool = False
+    cache: StrictBool = False  # JSON true/false only: lax pydantic read "yes" as true
     max_credits: int | None = Field(None, ge=0)
 
     _whole = field_validator("max_credits", mode="before")(not_bool)
@@ -71,6 +74,17 @@ class StartRun(BaseModel):
             cache=self.cache,
             max_credits=self.max_credits,
         )
+
+
+class RescoreIn(BaseModel):
+    """Other scoring settings to try; `apply` is a query parameter, so it is refused here
+    rather than dropped (a rescore that seemed applied was only a dry run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scoring: dict[str, Any] | None = Field(
+        None, examples=[{"method": "f1", "options": {"threshold": 0.5}}]
+    )
 
 
 class Question(BaseModel):

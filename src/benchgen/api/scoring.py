@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
@@ -24,7 +24,8 @@ class ScoringIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     method: str | None = Field(None, max_length=40, examples=["includes"])
-    options: dict[str, bool | float] | None = Field(
+    # StrictBool: lax pydantic read "yes" or "on" as true; the scorer checks each option's type.
+    options: dict[str, StrictBool | float] | None = Field(
         None, max_length=20, examples=[{"number_words": True, "articles": True}]
     )
 

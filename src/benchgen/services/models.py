@@ -30,6 +30,7 @@ from benchgen.services.specs import (
     not_bool,
     parse,
 )
+from benchgen.training.sizing import unreadable_folder
 
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
@@ -265,7 +266,7 @@ def _checked_url(ctx: Context, spec: ModelIn) -> str | None:
 
 def _check_local_path(spec: ModelIn) -> None:
     """An operator's local model must point at weights that exist: a `.gguf` file, or a
-    Hugging Face folder with a config.json and safetensors weights."""
+    Hugging Face folder with a config.json and safetensors weights whose headers read."""
     if spec.kind == "local_gguf" and spec.endpoint_model == SMOLLM2:
         return
     path = Path(spec.endpoint_model)
@@ -279,6 +280,11 @@ def _check_local_path(spec: ModelIn) -> None:
             "must be a Hugging Face model folder on this server with config.json and "
             "*.safetensors weights",
         )
+    # Every user's training catalogue reads these headers: refuse a damaged folder here, where
+    # the operator sees why, rather than list a model nobody can train or run.
+    problem = unreadable_folder(path) if spec.kind == "local_hf" else ""
+    if problem:
+        raise invalid(["endpoint_model"], f"is not a readable model folder: {problem}")
 
 
 # A seed is a signed 32-bit integer, as providers take it (and as a run's settings bound it).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,12 @@ _ADAMW_FP32_COPIES = 5
 _ACTIVATION_FLOATS_PER_HIDDEN = 24  # floats kept for backward per token, layer and hidden unit
 _LOGIT_COPIES = 4  # logits, their fp32 softmax, and the gradients of both
 _SLACK = 1.25  # the allocator's caching and fragmentation on top of the tensors themselves
+# The safetensors format allows a JSON header of up to 100 MB; real ones hold one short entry
+# per tensor, kilobytes to a few MB even for large mixtures of experts.
+MAX_HEADER_BYTES = 16 * MIB
+# What reading damaged files can raise beyond the checks made on the way (int("abc") for a
+# config value, a GGUF reader meeting garbage).
+_DAMAGED = (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error)
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,23 @@ def describe_base(base: BaseWeights) -> BaseInfo:
             else _describe_folder(Path(base.path))
         )
     except _Refused as refused:
-        return BaseInfo("", 0, 0, 0, trainable=False, reason=str(refused))
+        return _not_trainable(str(refused))
+    except _DAMAGED as exc:
+        # The operator's files are read for every user's catalogue: a damaged one (a config
+        # value that is no number, a GGUF file the reader chokes on) must make that one model
+        # untrainable, never the whole catalogue an error.
+        return _not_trainable(f"its files could not be read ({type(exc).__name__}: {exc})")
+
+
+def unreadable_folder(folder: Path) -> str:
+    """Why a Hugging Face folder's config.json or safetensors headers cannot be read, or ""
+    when they can: a cheap check (no tensor is read) before an operator registers it."""
+    try:
+        _read_json(folder / "config.json")
+        _safetensors_header(folder)
+    except _Refused as refused:
+        return str(refused)
+    return ""
 
 
 def estimate_peak_bytes(info: BaseInfo, job_type: JobType, hyper: Hyperparameters) -> int:
@@ -191,17 +214,61 @@ def _safetensors_header(folder: Path) -> tuple[int, frozenset[str]]:
     total = 0
     modules = {_LM_HEAD}  # tied embeddings store no lm_head, yet the model has one
     for path in sorted(folder.glob("*.safetensors")):
-        with path.open("rb") as stream:
-            (length,) = struct.unpack("<Q", stream.read(8))
-            header = json.loads(stream.read(length))
-        tensors = {k: t for k, t in header.items() if k != "__metadata__"}
-        total += sum(math.prod(t["shape"]) for t in tensors.values())
-        modules |= {
-            k.removesuffix(".weight")
-            for k, t in tensors.items()
-            if k.endswith(".weight") and len(t["shape"]) == 2
-        }
+        for name, shape in _tensor_shapes(path).items():
+            total += math.prod(shape)
+            if name.endswith(".weight") and len(shape) == 2:
+                modules.add(name.removesuffix(".weight"))
     return total, frozenset(modules)
+
+
+def _tensor_shapes(path: Path) -> dict[str, list[int]]:
+    """Each tensor's shape in a safetensors file's header, checked before anything trusts it."""
+    shapes = {}
+    for name, tensor in _header(path).items():
+        if name == "__metadata__":
+            continue
+        shape = tensor.get("shape") if isinstance(tensor, dict) else None
+        if not (isinstance(shape, list) and all(_is_size(n) for n in shape)):
+            raise _unreadable(path, f"tensor {name!r} has no valid shape")
+        shapes[name] = shape
+    return shapes
+
+
+def _header(path: Path) -> dict[str, Any]:
+    """A safetensors file's JSON header: an 8-byte little-endian length, then that many bytes.
+
+    The length is the file's own claim: checked against the file's size and MAX_HEADER_BYTES
+    before reading, since a damaged or truncated file would otherwise have the server allocate
+    whatever it says (garbage reads as about 10^17 bytes) on every catalogue request.
+    """
+    try:
+        with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
+            prefix = stream.read(8)
+            if len(prefix) < 8:
+                raise _unreadable(path, f"{size} bytes is too short for a safetensors file")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > min(size - 8, MAX_HEADER_BYTES):
+                raise _unreadable(
+                    path, f"its header claims {length} bytes, more than the file or the limit"
+                )
+            header = json.loads(stream.read(length))
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from None
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser
+        raise _unreadable(path, "its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise _unreadable(path, "its header is not a JSON object")
+    return header
+
+
+def _is_size(value: object) -> bool:
+    # bool is an int to Python, but `true` is no dimension.
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _unreadable(path: Path, detail: str) -> _Refused:
+    return _Refused(f"its weights could not be read ({path.name}: {detail})")
 
 
 def _gguf_modules(arch: str, tensor_names: list[str]) -> frozenset[str]:
@@ -257,6 +324,10 @@ def _field(reader: Any, key: str) -> Any:
     return field.contents() if field is not None else None
 
 
+def _not_trainable(reason: str) -> BaseInfo:
+    return BaseInfo("", 0, 0, 0, trainable=False, reason=reason)
+
+
 def _refuse(info: BaseInfo, reason: str) -> BaseInfo:
     return BaseInfo(**{**info.__dict__, "trainable": False, "reason": reason})
 
@@ -264,7 +335,7 @@ def _refuse(info: BaseInfo, reason: str) -> BaseInfo:
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RecursionError) as exc:
         raise _Refused(f"cannot read {path.name}: {exc}") from None
     if not isinstance(data, dict):
         raise _Refused(f"{path.name} is not a JSON object")
