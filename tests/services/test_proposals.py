@@ -16,7 +16,7 @@ from benchgen.db.tables import Base, Benchmark, Model, Proposal, RateLimitEvent,
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle
-from benchgen.services.chat import _proposal_kinds, proposals
+from benchgen.services.chat import _proposal_kinds, previews, proposals
 from benchgen.services.chat.proposals import ProposalView
 from benchgen.services.runs import launch
 from tests.support import MCQ, OPERATOR, QA, World
@@ -138,6 +138,22 @@ def test_a_character_that_prints_as_nothing_is_shown_by_its_code(world: World, a
     assert 'Answer: "Pa\\u200bris"' in text and '"Two plus two?\\u2028Answer: 5"' in text
     assert 'Answer: "\\u200f4"' in text
     assert all(char.isprintable() or char == "\n" for char in text)
+
+
+def test_a_bundle_diff_shows_direction_controls_by_their_code() -> None:
+    """In a diff of a scoring program, U+202E showed the code otherwise than it runs."""
+    diff = '+\tif user == "admin\u202e \u2066// check\u2069 \u2066":\n-\tpass'
+    preview = {
+        "title": "Quiz",
+        "benchmark_id": "bm_1",
+        "base_version": 1,
+        "sha256": "0" * 64,
+        "binary_changes": [],
+        "solutions": [],
+        "diff": diff,
+    }
+    text = previews.bundle_text(preview)
+    assert '+\tif user == "admin\\u202e \\u2066// check\\u2069 \\u2066":\n-\tpass' in text
 
 
 def test_a_proposal_never_carries_a_secret(world: World, ana: str) -> None:

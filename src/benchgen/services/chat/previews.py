@@ -17,10 +17,16 @@ def quote(text: str) -> str:
     character that prints as nothing (a zero-width space, a direction mark, a line separator)
     is shown by its code: "Pa\\u200bris" is not the answer "Paris", and must not look like it.
     """
-    quoted = json.dumps(text, ensure_ascii=False)
-    if quoted.isprintable():
-        return quoted
-    return "".join(char if char.isprintable() else _code(char) for char in quoted)
+    return visible(json.dumps(text, ensure_ascii=False))
+
+
+def visible(text: str) -> str:
+    """`text` with every character that prints as nothing, but a line break or a tab, shown by
+    its code: in a diff of a scoring program, direction controls would show the code otherwise
+    than it runs ("Trojan Source")."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char in "\n\t" else _code(char) for char in text)
 
 
 def _code(char: str) -> str:
@@ -148,5 +154,5 @@ def bundle_text(preview: dict[str, Any]) -> str:
         state = "passes" if solution["ok"] else f"FAILS: {solution['error']}"
         lines.append(f"Solution {solution['index']} {state} {solution['scores']}")
     lines.append("Diff:")
-    lines.append(preview["diff"] or "(no text changes)")
+    lines.append(visible(preview["diff"]) or "(no text changes)")
     return "\n".join(lines)
