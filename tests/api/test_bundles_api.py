@@ -4,6 +4,7 @@ attachments, submissions that become scored runs, and what a token may not do.""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -15,8 +16,9 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.bundles.proxy import new_proxy_key
 from benchgen.core.secrets import redact_secrets
+from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import bundle, competition, require_sandbox, results, zip_of
+from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results, zip_of
 from tests.services.test_runs import work_all
 from tests.support import World
 
@@ -210,3 +212,41 @@ def test_an_unsafe_archive_is_refused_before_anything_is_kept(
     assert "escaped.txt" in answer.text
     listed = client.get("/api/v1/benchmarks?mine=true", headers=ana).json()
     assert listed["items"] == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_other_writes_go_on_while_an_uploads_programs_run(
+    client: TestClient, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On SQLite a write transaction holds the lock of the whole database: an upload that ran
+    # its programs inside one stopped every write on the server for as long as they took.
+    require_sandbox()
+    ana = bearer(world, world.user("ana@example.com"))
+    bob = bearer(world, world.user("bob@example.com"))
+    running = threading.Event()
+    evaluate = _bundle_versions.evaluate_task
+
+    def signalled(*args: Any) -> Any:
+        running.set()
+        return evaluate(*args)
+
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
+    slow = bundle(scorer="import time\ntime.sleep(3)\n" + SCORER)
+    uploaded: list[Any] = []
+    thread = threading.Thread(target=lambda: uploaded.append(upload(client, ana, slow)))
+    thread.start()
+    try:
+        assert running.wait(30), "the upload's solution never started"
+        started = time.monotonic()
+        made = client.post("/api/v1/benchmarks", json={"title": "x", "format": "qa"}, headers=bob)
+        took = time.monotonic() - started
+    finally:
+        thread.join(60)
+    assert made.status_code == 201, made.text
+    assert took < 1.5, f"the write waited {took:.1f} s for the upload's programs"
+    assert uploaded[0].status_code == 201, uploaded[0].text
+    assert uploaded[0].headers["X-RateLimit-Remaining"] == "2"
+    got = client.get(
+        f"/api/v1/benchmarks/{uploaded[0].json()['benchmark']['id']}/bundle", headers=ana
+    )
+    assert got.json()["solutions"][0]["ok"], got.json()["solutions"]

@@ -22,7 +22,7 @@ from benchgen.core.permissions import Scope
 from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle
 from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
-from benchgen.services.runtime import Runtime
+from benchgen.services.runtime import Runtime, transaction
 from tests.bundle_factory import (
     ANSWERS,
     CODE_INGESTION,
@@ -354,6 +354,55 @@ def test_the_creation_limit_is_checked_before_any_program_runs(
     with pytest.raises(RateLimited):
         world.do(token, bundles.upload_bundle, bundle(), "tiny.zip")
     assert ran == []
+
+
+def test_the_check_looks_at_the_creation_limit_without_counting_and_runs_nothing(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    token = world.principal(PrincipalKind.API, ana)
+    ran: list[int] = []
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", lambda *a: ran.append(1))
+    for _ in range(2):  # the default limit is 3 a minute; looking never uses one up
+        with transaction(runtime, token, write=False) as ctx:
+            bundles.check_bundle(ctx, bundle(), "tiny.zip")
+    world.do(token, lifecycle.create_benchmark, {"title": "x", "format": "qa"})
+    world.do(token, lifecycle.create_benchmark, {"title": "y", "format": "qa"})
+    world.do(token, lifecycle.create_benchmark, {"title": "z", "format": "qa"})
+    with transaction(runtime, token, write=False) as ctx, pytest.raises(RateLimited):
+        bundles.check_bundle(ctx, bundle(), "tiny.zip")
+    assert ran == []
+
+
+def test_a_checked_bundle_is_stored_without_running_its_programs_again(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    web = Principal.web(ana)
+    data = bundle()
+    with transaction(runtime, web, write=False) as ctx:
+        pending = bundles.check_bundle(ctx, data, "tiny.zip")
+    checked = pending.inspect()
+    assert checked.inspected.solutions[0]["ok"], checked.inspected.solutions
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", _never)
+    with pytest.raises(ValueError, match="not the one being stored"):
+        world.do(web, bundles.upload_bundle, bundle(competition(title="Other")), "o.zip", checked)
+    bm = world.do(web, bundles.upload_bundle, data, "tiny.zip", checked).benchmark.id
+    assert world.do(web, bundles.get_bundle, bm).solutions == checked.inspected.solutions
+    changed = bundle(competition(title="Tiny v2"))
+    with transaction(runtime, web, write=False) as ctx:
+        with pytest.raises(Conflict, match="identical to version 1"):
+            bundles.check_bundle(ctx, data, "tiny.zip", bm)
+        pending = bundles.check_bundle(ctx, changed, "v2.zip", bm)
+    monkeypatch.undo()
+    checked = pending.inspect()
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", _never)
+    view = world.do(web, bundles.upload_bundle_version, bm, changed, "v2.zip", checked)
+    assert view.version == 2 and view.competition["title"] == "Tiny v2"
+
+
+def _never(*_: object) -> None:
+    raise AssertionError("a checked bundle's programs ran again")
 
 
 def test_an_upload_runs_few_solution_programs_in_bounded_time(

@@ -4,6 +4,8 @@ bundle columns on the leaderboard, the team's bundle settings, versions and down
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,9 +16,9 @@ from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks import _bundle_versions, lifecycle
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import bundle, competition, require_sandbox, results
+from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
 from tests.web.benchmark_site import assert_escaped
@@ -216,3 +218,37 @@ def test_a_stranger_cannot_download_the_bundle_or_see_its_settings(people: Peopl
     overview = people.cy.page(f"/benchmarks/{bm}")
     assert overview.find("a", href=f"/benchmarks/{bm}/settings") is None
     assert "Overview" in [h.get_text() for h in overview.find_all("h2")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_writes_go_on_while_a_new_versions_programs_run(
+    people: People, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As through the API: the page runs the bundle's programs with no transaction open, so
+    # SQLite's write lock is free for everyone else meanwhile.
+    bm = _created(people)
+    running = threading.Event()
+    evaluate = _bundle_versions.evaluate_task
+
+    def signalled(*args: Any) -> Any:
+        running.set()
+        return evaluate(*args)
+
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
+    slow = bundle(scorer="import time\ntime.sleep(3)\n" + SCORER)
+    path = f"/benchmarks/{bm}/settings/bundle"
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(_upload(people.ana, slow, path)))
+    thread.start()
+    try:
+        assert running.wait(30), "the new version's solution never started"
+        started = time.monotonic()
+        people.world.do(
+            Principal.web(people.ana_id), lifecycle.create_benchmark, {"title": "x", "format": "qa"}
+        )
+        took = time.monotonic() - started
+    finally:
+        thread.join(60)
+    assert took < 1.5, f"the write waited {took:.1f} s for the upload's programs"
+    assert answers[0].status_code == 303, answers[0].text[:2000]
+    assert "Version 2 uploaded" in people.ana.page(path).text

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
 from benchgen.api.benchmarks import CREATION, quota_headers
-from benchgen.api.deps import ContextDep
+from benchgen.api.deps import ContextDep, WorkDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment, read_upload
 from benchgen.api.routing import OneThreadRoute
@@ -39,15 +39,22 @@ ZIP: dict[int | str, dict[str, Any]] = {
     openapi_extra={"x-scope": "create"},
 )
 def upload_bundle(
-    ctx: ContextDep,
+    work: WorkDep,
     response: Response,
     bundle: Annotated[UploadFile, File(description="A Codabench v2 bundle (.zip)")],
 ) -> dict[str, Any]:
     """Create a custom benchmark from a Codabench v2 bundle. Every problem comes back at once,
     each with its place and line in competition.yaml; unknown keys are `warnings`."""
-    data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
-    created = bundles.upload_bundle(ctx, data, bundle.filename or "bundle.zip")
-    quota_headers(ctx, response)
+    # Three steps, so that the bundle's programs run while no transaction is open: on SQLite a
+    # write transaction would block every other write on the server for as long as they run.
+    name = bundle.filename or "bundle.zip"
+    with work.reading() as ctx:
+        data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
+        pending = bundles.check_bundle(ctx, data, name)
+    checked = pending.inspect()
+    with work.opened() as ctx:
+        created = bundles.upload_bundle(ctx, data, name, checked)
+        quota_headers(ctx, response)
     return {"benchmark": created.benchmark, "warnings": created.warnings}
 
 
@@ -68,14 +75,20 @@ def get_bundle(ctx: ContextDep, benchmark_id: str) -> BundleView:
     openapi_extra={"x-scope": "edit"},
 )
 def upload_bundle_version(
-    ctx: ContextDep,
+    work: WorkDep,
     benchmark_id: str,
     bundle: Annotated[UploadFile, File(description="The changed bundle (.zip)")],
 ) -> BundleView:
     """Upload a changed bundle as the next version. Adding or removing phases or tasks is
     refused here (403): that is done in the web app."""
-    data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
-    return bundles.upload_bundle_version(ctx, benchmark_id, data, bundle.filename or "bundle.zip")
+    # Checked, inspected with no transaction open, then stored: as `upload_bundle`.
+    name = bundle.filename or "bundle.zip"
+    with work.reading() as ctx:
+        data = read_upload(bundle, "bundle", ctx.settings.max_bundle_bytes)
+        pending = bundles.check_bundle(ctx, data, name, benchmark_id)
+    checked = pending.inspect()
+    with work.opened() as ctx:
+        return bundles.upload_bundle_version(ctx, benchmark_id, data, name, checked)
 
 
 @router.get(

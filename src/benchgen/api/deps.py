@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -146,6 +146,12 @@ class Work:
             raise self.problem
         with transaction(self.runtime, principal) as ctx:
             yield ctx
+
+    def reading(self) -> AbstractContextManager[Context]:
+        """A unit of work that only reads, as a GET's, for a request that writes later: its
+        route checks first and then does slow work (a bundle's programs), which must not hold
+        the write lock; it opens `opened` only to store the result."""
+        return replace(self, reads=True).opened()
 
 
 async def pending_work(

@@ -94,14 +94,24 @@ class LocalDoor:
         return found.filename, found.data
 
     def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+        # The programs run between the two units of work: a write one would hold SQLite's
+        # write lock, and stop the server's every write, for as long as they take.
+        with transaction(self.runtime, self.principal, write=False) as ctx:
+            pending = bundles.check_bundle(ctx, data, filename)
+        checked = pending.inspect()
         with transaction(self.runtime, self.principal) as ctx:
-            created = bundles.upload_bundle(ctx, data, filename)
+            created = bundles.upload_bundle(ctx, data, filename, checked)
             view = bundles.get_bundle(ctx, created.benchmark.id)
         return {"benchmark": plain(created.benchmark), "warnings": created.warnings}, plain(view)
 
     def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+        # As `upload`: checked, then inspected with no unit of work open, then stored.
+        with transaction(self.runtime, self.principal, write=False) as ctx:
+            pending = bundles.check_bundle(ctx, data, filename, benchmark_id)
+        checked = pending.inspect()
         with transaction(self.runtime, self.principal) as ctx:
-            return plain(bundles.upload_bundle_version(ctx, benchmark_id, data, filename))
+            view = bundles.upload_bundle_version(ctx, benchmark_id, data, filename, checked)
+        return plain(view)
 
     def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
         with transaction(self.runtime, self.principal, write=False) as ctx:

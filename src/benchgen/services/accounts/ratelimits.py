@@ -54,6 +54,31 @@ def consume_creation(ctx: Context, reference: str) -> None:
     user_id = ctx.principal.user_id
     assert user_id is not None  # delegated principals always act for a user
     users.lock_user(ctx, user_id)
+    _require_room(ctx, user_id)
+    _count(ctx, user_id, CREATE_KEY, reference)
+
+
+def require_creation_room(ctx: Context) -> None:
+    """Refuse, without counting anything, when the acting user may not create a benchmark now:
+    a look that reads only, before slow work that would end in a creation (a bundle's programs).
+    `consume_creation` still decides, when the creation is stored.
+
+    Raises:
+        RateLimited: a window is full; `retry_at` is when every full window has room again.
+    """
+    if not is_limited(ctx):
+        return
+    user_id = ctx.principal.user_id
+    assert user_id is not None  # delegated principals always act for a user
+    _require_room(ctx, user_id)
+
+
+def _require_room(ctx: Context, user_id: str) -> None:
+    """Refuse when a creation window of the user is full.
+
+    Raises:
+        RateLimited: a window is full; `retry_at` is when every full window has room again.
+    """
     now = ctx.now()
     full = [
         (times[len(times) - limit] + span, window, limit)
@@ -71,7 +96,6 @@ def consume_creation(ctx: Context, reference: str) -> None:
             limit,
             window,
         )
-    _count(ctx, user_id, CREATE_KEY, reference)
 
 
 def creation_quota(ctx: Context) -> Quota:

@@ -80,13 +80,23 @@ def inspect_bundle(ctx: Context, data: bytes, filename: str) -> Inspected:
     Raises:
         InvalidInput: too large, unsafe, or invalid; every problem with its place.
     """
-    if len(data) > ctx.settings.max_bundle_bytes:
-        raise invalid(["bundle"], f"is larger than {ctx.settings.max_bundle_bytes} bytes")
+    return inspect_upload(ctx.settings, data, filename)
+
+
+def inspect_upload(settings: Settings, data: bytes, filename: str) -> Inspected:
+    """`inspect_bundle` without a unit of work: it reads and writes no database, so it can run
+    while none is open (its programs may take many minutes).
+
+    Raises:
+        InvalidInput: too large, unsafe, or invalid; every problem with its place.
+    """
+    if len(data) > settings.max_bundle_bytes:
+        raise invalid(["bundle"], f"is larger than {settings.max_bundle_bytes} bytes")
     if not filename.lower().endswith(".zip"):
         raise invalid(["bundle"], "must be a .zip file with competition.yaml at its root")
     with scratch_folder("bundle-") as folder:
-        loaded = _unpack(ctx.settings, data, folder)
-        solutions = score_solutions(ctx.settings, loaded, folder / "solutions-work")
+        loaded = _unpack(settings, data, folder)
+        solutions = score_solutions(settings, loaded, folder / "solutions-work")
     return Inspected(
         data=data,
         sha256=hashlib.sha256(data).hexdigest(),

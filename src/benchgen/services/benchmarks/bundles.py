@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from benchgen.bundles.competition import CompetitionSpec
+from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict
 from benchgen.core.ids import new_id
@@ -50,22 +51,77 @@ class Download:
     data: bytes
 
 
-def upload_bundle(ctx: Context, data: bytes, filename: str) -> lifecycle.Created:
+@dataclass(frozen=True)
+class Checked:
+    """A bundle unpacked, validated and with its solutions scored, outside any unit of work:
+    `upload_bundle` and `upload_bundle_version` store it instead of running its programs again.
+    `inspected.sha256` ties it to the bytes it was made from."""
+
+    inspected: Inspected
+
+
+@dataclass(frozen=True)
+class BundleCheck:
+    """An upload that passed its guards (`check_bundle`), waiting for its programs to run."""
+
+    settings: Settings
+    data: bytes
+    filename: str
+
+    def inspect(self) -> Checked:
+        """Unpack and validate the bundle and score its solutions in the sandbox. Call it with
+        no unit of work open: it may take minutes, and reads and writes no database.
+
+        Raises:
+            InvalidInput: too large, unsafe or invalid; every problem with its YAML place and
+                line.
+        """
+        return Checked(_bundle_versions.inspect_upload(self.settings, self.data, self.filename))
+
+
+def check_bundle(
+    ctx: Context, data: bytes, filename: str, benchmark_id: str | None = None
+) -> BundleCheck:
+    """The guards of `upload_bundle` (of `upload_bundle_version` given `benchmark_id`), in a
+    unit of work that only reads. Edges call it, then `BundleCheck.inspect` with no unit of
+    work open, then the upload with `checked=` in a write: a bundle's programs run for minutes,
+    and on SQLite a write transaction blocks every other write on the server meanwhile.
+
+    Raises:
+        NotFound: `benchmark_id` is not visible.
+        PermissionDenied: the principal may not create benchmarks, or edit this one.
+        Conflict: not a custom benchmark, or the bundle is byte for byte its current version.
+        RateLimited: the creation limit is full (looked at, not counted: the upload counts).
+    """
+    if benchmark_id is None:
+        access.require(ctx, Action.BENCHMARK_CREATE)
+        # Before any program runs: a full creation window must not buy anyone sandbox time.
+        ratelimits.require_creation_room(ctx)
+    else:
+        _editable(ctx, benchmark_id, data)
+    return BundleCheck(ctx.settings, data, filename)
+
+
+def upload_bundle(
+    ctx: Context, data: bytes, filename: str, checked: Checked | None = None
+) -> lifecycle.Created:
     """Create a custom benchmark from a Codabench v2 bundle (.zip), owned by the acting user.
 
     The bundle is unpacked in a throw-away folder, validated whole, and its solutions are
-    scored in the sandbox; the benchmark stays private until published.
+    scored in the sandbox (unless `checked`, from `check_bundle`, already did); the benchmark
+    stays private until published.
 
     Raises:
         PermissionDenied: the principal may not create benchmarks.
         InvalidInput: too large, unsafe or invalid; every problem with its YAML place and line.
         RateLimited: the creation limit is reached (uploads count like any creation).
+        ValueError: `checked` was made from other bytes than `data` (a bug in the caller).
     """
     access.require(ctx, Action.BENCHMARK_CREATE)
     benchmark_id = new_id("bm")
     # Before any program runs: a full creation window must not buy anyone sandbox time.
     ratelimits.consume_creation(ctx, benchmark_id)
-    inspected = _bundle_versions.inspect_bundle(ctx, data, filename)
+    inspected = _inspected(ctx, data, filename, checked)
     spec = inspected.competition
     owner_id = ctx.principal.user_id
     assert owner_id is not None  # creating is an own-account action: a user is acting
@@ -95,9 +151,14 @@ def upload_bundle(ctx: Context, data: bytes, filename: str) -> lifecycle.Created
 
 
 def upload_bundle_version(
-    ctx: Context, benchmark_id: str, data: bytes, filename: str
+    ctx: Context,
+    benchmark_id: str,
+    data: bytes,
+    filename: str,
+    checked: Checked | None = None,
 ) -> BundleView:
-    """Replace a custom benchmark's bundle with a changed one, as its next version. Runs keep
+    """Replace a custom benchmark's bundle with a changed one, as its next version (its
+    programs run here unless `checked`, from `check_bundle`, already ran them). Runs keep
     the version they used; custom benchmarks stay editable after runs.
 
     Raises:
@@ -108,12 +169,10 @@ def upload_bundle_version(
         Conflict: not a custom benchmark, a removed phase already has runs, or the bundle is
             byte for byte the current version (named in the error).
         InvalidInput: the bundle is invalid; every problem with its place.
+        ValueError: `checked` was made from other bytes than `data` (a bug in the caller).
     """
-    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
-    if row.format != "custom":
-        raise Conflict("Only custom benchmarks take a bundle.", {"id": row.id})
-    _require_changed(ctx, row.id, data)
-    inspected = _bundle_versions.inspect_bundle(ctx, data, filename)
+    row = _editable(ctx, benchmark_id, data)
+    inspected = _inspected(ctx, data, filename, checked)
     spec = inspected.competition
     require_structure_allowed(ctx, row, spec)
     _sync_structure(ctx, row, spec)
@@ -125,6 +184,35 @@ def upload_bundle_version(
     _audit_upload(ctx, row, inspected)
     ctx.session.flush()
     return get_bundle(ctx, row.id)
+
+
+def _editable(ctx: Context, benchmark_id: str, data: bytes) -> Benchmark:
+    """The custom benchmark that `data` may become the next version of.
+
+    Raises:
+        NotFound: not visible.
+        PermissionDenied: not the owner or a collaborator.
+        Conflict: not a custom benchmark, or `data` is its current version.
+    """
+    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    if row.format != "custom":
+        raise Conflict("Only custom benchmarks take a bundle.", {"id": row.id})
+    _require_changed(ctx, row.id, data)
+    return row
+
+
+def _inspected(ctx: Context, data: bytes, filename: str, checked: Checked | None) -> Inspected:
+    """What `checked` learnt of `data`, or, without it, that learnt now (its programs run).
+
+    Raises:
+        InvalidInput: the bundle is invalid (only when it is inspected here).
+        ValueError: `checked` was made from other bytes.
+    """
+    if checked is None:
+        return _bundle_versions.inspect_bundle(ctx, data, filename)
+    if checked.inspected.sha256 != hashlib.sha256(data).hexdigest():
+        raise ValueError("The checked bundle is not the one being stored.")
+    return checked.inspected
 
 
 def _require_changed(ctx: Context, benchmark_id: str, data: bytes) -> None:

@@ -9,15 +9,15 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from starlette.datastructures import FormData, UploadFile
 
-from benchgen.core.context import Context
+from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import bundles, lifecycle
-from benchgen.services.runtime import undo_on_error
+from benchgen.services.runtime import Runtime, transaction
 from benchgen.web.files import attachment
 from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
 from benchgen.web.pages.question_form import Problems
-from benchgen.web.session import WebContext, csrf_checked, runtime_of
+from benchgen.web.session import SessionDep, WebContext, csrf_checked, runtime_of
 from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
@@ -34,18 +34,20 @@ def upload_form(request: Request, ctx: WebContext) -> Response:
 
 
 @router.post(UPLOAD_PAGE, name="benchmark_bundle_upload_submit")
-def upload_submit(request: Request, ctx: WebContext, form: FormDep) -> Response:
+def upload_submit(request: Request, live: SessionDep, form: FormDep) -> Response:
     """Create a custom benchmark from the bundle; every problem is listed with its line."""
     problems = Problems()
-    found = read_upload(form, "bundle", ctx.settings.max_bundle_bytes, problems)
+    runtime = runtime_of(request)
+    found = read_upload(form, "bundle", runtime.settings.max_bundle_bytes, problems)
     if found is None:
         return _upload_form(request, problems, 422)
     try:
-        with undo_on_error(ctx):
-            created = bundles.upload_bundle(ctx, *found)
+        checked = _checked(runtime, live.principal, found)
+        with transaction(runtime, live.principal) as ctx:
+            created = bundles.upload_bundle(ctx, *found, checked)
+            view = bundles.get_bundle(ctx, created.benchmark.id)
     except InvalidInput as exc:
         return _upload_form(request, bundle_problems(exc), 422)
-    view = bundles.get_bundle(ctx, created.benchmark.id)
     note = "Created from the bundle." + _warnings_note(created.warnings)
     note += _solutions_note(view.solutions or [])
     return redirect(request, "benchmark", flash=note, benchmark_id=created.benchmark.id)
@@ -58,22 +60,52 @@ def bundle_settings(request: Request, ctx: WebContext, benchmark_id: str) -> Res
 
 
 @router.post(VERSION_PAGE, name="benchmark_bundle_version")
-def bundle_version(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep) -> Response:
+def bundle_version(
+    request: Request, live: SessionDep, benchmark_id: str, form: FormDep
+) -> Response:
     """Upload a changed bundle as the next version (runs keep the version they used)."""
     problems = Problems()
-    found = read_upload(form, "bundle", ctx.settings.max_bundle_bytes, problems)
+    runtime = runtime_of(request)
+    found = read_upload(form, "bundle", runtime.settings.max_bundle_bytes, problems)
     if found is None:
-        return _settings_page(request, ctx, benchmark_id, problems, 422)
+        return _settings_again(request, live.principal, benchmark_id, problems)
     try:
-        with undo_on_error(ctx):
-            view = bundles.upload_bundle_version(ctx, benchmark_id, *found)
+        checked = _checked(runtime, live.principal, found, benchmark_id)
+        with transaction(runtime, live.principal) as ctx:
+            view = bundles.upload_bundle_version(ctx, benchmark_id, *found, checked)
     except InvalidInput as exc:
-        return _settings_page(request, ctx, benchmark_id, bundle_problems(exc), 422)
+        return _settings_again(request, live.principal, benchmark_id, bundle_problems(exc))
     except Conflict as exc:
         return back_to(request, BUNDLE_SETTINGS, exc.message, benchmark_id=benchmark_id)
     note = f"Version {view.version} uploaded." + _warnings_note(view.warnings or [])
     note += _solutions_note(view.solutions or [])
     return back_to(request, BUNDLE_SETTINGS, note, benchmark_id=benchmark_id)
+
+
+def _checked(
+    runtime: Runtime,
+    principal: Principal,
+    found: tuple[bytes, str],
+    benchmark_id: str | None = None,
+) -> bundles.Checked:
+    """The upload's guards in a unit of work that only reads, then its programs with none
+    open: on SQLite a write transaction would hold back every other write on the server for
+    as long as they run. The page stores the result in a write of its own.
+
+    Raises:
+        BenchGenError: what `bundles.check_bundle` and `BundleCheck.inspect` raise.
+    """
+    with transaction(runtime, principal, write=False) as ctx:
+        pending = bundles.check_bundle(ctx, *found, benchmark_id)
+    return pending.inspect()
+
+
+def _settings_again(
+    request: Request, principal: Principal, benchmark_id: str, problems: Problems
+) -> Response:
+    """The bundle settings page with the upload's problems, read in a unit of work of its own."""
+    with transaction(runtime_of(request), principal, write=False) as ctx:
+        return _settings_page(request, ctx, benchmark_id, problems, 422)
 
 
 @router.get("/benchmarks/{benchmark_id}/bundle/download", name="benchmark_bundle_download")
