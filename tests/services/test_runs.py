@@ -557,6 +557,23 @@ def test_allow_list_opens_a_host_and_keys_are_never_shown(
 
 
 @pytest.mark.usefixtures("open_loopback")
+def test_a_users_model_never_takes_a_platform_models_name(world: World) -> None:
+    """Two models of one name, a free baseline and a paid endpoint: picked by name, either."""
+    ana = world.user("ana@example.com")
+    baseline = world.do(Principal.web(ana), models.get_model, "mdl_builtin_first").name
+    spec = {"endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    message = [{"loc": ["name"], "msg": "is the name of a platform model; choose another"}]
+    with pytest.raises(InvalidInput) as refused:
+        world.do(Principal.web(ana), models.create_model, {**spec, "name": baseline.upper()})
+    assert refused.value.errors == message
+    mine = world.do(Principal.web(ana), models.create_model, {**spec, "name": "Mine"})
+    with pytest.raises(InvalidInput) as renamed:
+        world.do(Principal.web(ana), models.update_model, mine.id, {"name": baseline})
+    assert renamed.value.errors == message
+    assert world.do(Principal.web(ana), models.get_model, mine.id).name == "Mine"
+
+
+@pytest.mark.usefixtures("open_loopback")
 def test_a_custom_run_above_its_cap_starts_nothing(world: World, stub: StubOpenAI) -> None:
     ana = world.user("ana@example.com", credits_=100_000)
     web = Principal.web(ana)

@@ -160,6 +160,7 @@ def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
     spec = parse(ModelIn, data)
     if spec.kind not in USER_KINDS:
         raise invalid(["kind"], f"users may register {' or '.join(USER_KINDS)} models")
+    _require_own_name(ctx, spec.name)
     row = _insert(ctx, spec, owner_id=ctx.principal.user_id)
     audit.record(
         ctx, audit.AuditAction.MODEL_CREATE, "model", row.id, kind=row.kind, base_url=row.base_url
@@ -197,6 +198,7 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
     if change == ModelChange():
         raise Conflict("The change changes nothing.", {"id": model_id})
     if change.name is not None:
+        _require_own_name(ctx, change.name)
         row.name = change.name
     if change.api_key is not None:
         row.api_key_enc = _keyring.encrypt(ctx, change.api_key) if change.api_key else None
@@ -221,6 +223,20 @@ def delete_model(ctx: Context, model_id: str) -> None:
         raise NotFound("No such model among yours.", {"id": model_id})
     row.deleted_at = row.updated_at = ctx.now()
     audit.record(ctx, audit.AuditAction.MODEL_DELETE, "model", row.id)
+
+
+def _require_own_name(ctx: Context, name: str) -> None:
+    """A user's model never takes a platform model's name: the catalogue would list two models
+    of one name, a free baseline and a paid endpoint, and whoever picks one by name (the
+    agent does) could take either.
+
+    Raises:
+        InvalidInput: the name is a platform model's, whatever its case.
+    """
+    query = select(Model.name).where(Model.owner_id.is_(None), Model.deleted_at.is_(None))
+    taken = {platform.casefold() for platform in ctx.session.scalars(query)}
+    if name.casefold() in taken:
+        raise invalid(["name"], "is the name of a platform model; choose another")
 
 
 def _insert(ctx: Context, spec: ModelIn, owner_id: str | None) -> Model:
