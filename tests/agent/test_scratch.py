@@ -162,3 +162,23 @@ def test_scratch_files_are_size_capped(world: World, ana: str, api: Principal) -
         world.do(api, scratch.write_scratch_file, conv, bm, "big.txt", "x" * (2 << 20))
     names = [f["path"] for f in world.do(api, scratch.list_scratch, conv, bm).files]
     assert "big.txt" not in names
+
+
+def test_a_large_file_replaced_in_scratch_is_shown_as_changed_not_as_new(
+    world: World, ana: str, api: Principal
+) -> None:
+    """Files past 1 MiB were left out of both sides: one replaced showed as a new file, one
+    changed or removed did not show at all."""
+    table = "scoring_program/table.txt"
+    large = b"".join(b"%07d\n" % n for n in range(200_000))  # 1.6 MB
+    bm = world.do(Principal.web(ana), bundles.upload_bundle, bundle(extra={table: large}), "b.zip")
+    where = {"benchmark_id": bm.benchmark.id}
+    steps = [
+        [("copy_bundle_to_scratch", where)],
+        [("write_scratch_file", {**where, "path": table, "content": "short now\n"})],
+        [("propose_bundle_change", where)],
+    ]
+    turn = say(world.rt, api, new_conversation(world.rt, api), Script(steps).brain(), "shorten it")
+    assert turn.proposal is not None, turn.reply
+    preview = turn.proposal.preview
+    assert preview["binary_changes"] == [table] and table not in preview["diff"]

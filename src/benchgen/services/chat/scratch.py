@@ -228,14 +228,17 @@ def diff_against_current(ctx: Context, row: ScratchCopy, data: bytes) -> dict[st
     """What the scratch bundle changes against the benchmark's current bundle: a unified diff
     of text files and the names of binary ones added, removed or changed."""
     current = _bundle_versions.version_row(ctx, row.benchmark_id, None)
-    before = _files(store_for(ctx.settings).read_bytes(current.storage_key))
-    after = _files(data)
+    before = _Files(store_for(ctx.settings).read_bytes(current.storage_key))
+    after = _Files(data)
     lines: list[str] = []
     binary: list[str] = []
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        if old == new:
+    for name in sorted(set(before.signs) | set(after.signs)):
+        if before.signs.get(name) == after.signs.get(name):
             continue
+        if name in before.large or name in after.large:
+            binary.append(name)  # removed, replaced or changed: never read, so never diffed
+            continue
+        old, new = before.small.get(name), after.small.get(name)
         old_text, new_text = _text(old), _text(new)
         if old_text is None or new_text is None:
             binary.append(name)
@@ -263,13 +266,17 @@ def purge_expired(ctx: Context) -> int:
     return len(stale)
 
 
-def _files(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return {
-            info.filename: archive.read(info)
-            for info in archive.infolist()
-            if not info.is_dir() and info.file_size <= MAX_FILE_BYTES
-        }
+class _Files:
+    """A bundle's files: the contents of those of up to MAX_FILE_BYTES, and the size and
+    checksum of every one, so that a large file removed, replaced or changed is still seen."""
+
+    def __init__(self, data: bytes) -> None:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            files = [info for info in archive.infolist() if not info.is_dir()]
+            self.signs = {info.filename: (info.file_size, info.CRC) for info in files}
+            self.large = {info.filename for info in files if info.file_size > MAX_FILE_BYTES}
+            kept = [info for info in files if info.filename not in self.large]
+            self.small = {info.filename: archive.read(info) for info in kept}
 
 
 def _text(data: bytes | None) -> str | None:
