@@ -457,12 +457,15 @@ def test_bundle_limits_match_the_typed_ones() -> None:
         ("name: Dev", 'name: "Dev \\udfff"', ["phases", 0, "name"], "Dev "),
         ("key: accuracy", 'key: "acc\\ud800"', ["leaderboards", 0, "columns", 0, "key"], "acc"),
         ("docker_image", '"dock\\ud800"', [], "dock"),
+        # "\0" is a NUL: PostgreSQL keeps it in neither text nor JSON (a 500 there).
+        ("key: accuracy", 'key: "acc\\0"', ["leaderboards", 0, "columns", 0, "key"], "acc"),
+        ("title: Demo", 'title: "Demo \\0"', ["title"], "title:"),
     ],
 )
-def test_a_lone_surrogate_escape_is_refused_where_it_stands(
+def test_a_nul_or_lone_surrogate_escape_is_refused_where_it_stands(
     old: str, new: str, loc: list[Any], needle: str
 ) -> None:
-    """YAML's "\\ud800" is no text: kept, it could not be stored (UTF-8) and the upload failed."""
+    """YAML's "\\ud800" and "\\0" are no text: kept, they could not be stored (a 500)."""
     text = edit(old, new)
     errors = [e for e in errors_of(text) if "surrogate" in e["msg"]]
     assert [(e["loc"], e["line"]) for e in errors] == [(loc, line_of(text, needle))]
