@@ -24,7 +24,7 @@ _MAX_DEPTH = 32
 # UTF-8 (the database, JSON, a page) cannot encode it. Its "\0" makes a NUL, which PostgreSQL
 # text and JSON cannot hold.
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-_NOT_TEXT_MSG = "holds a NUL (\\0) or a lone surrogate (U+D800 to U+DFFF), which is not text"
+_NOT_TEXT_MSG = "holds a NUL (U+0000) or a lone surrogate (U+D800 to U+DFFF), which is not text"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
 }
