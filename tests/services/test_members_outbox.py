@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import smtplib
+import ssl
 from email.message import EmailMessage
 from typing import Any, ClassVar
 
@@ -12,7 +14,15 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
-from benchgen.db.tables import AuditEvent, Collaborator, OutboxEmail, Participant, WhitelistEntry
+from benchgen.db.tables import (
+    AuditEvent,
+    Collaborator,
+    OutboxEmail,
+    Participant,
+    User,
+    WhitelistEntry,
+)
+from benchgen.services.accounts import _mail_queue
 from benchgen.services.benchmarks import lifecycle, members, outbox
 from tests.support import MCQ, World
 
@@ -388,6 +398,23 @@ def test_only_the_owner_emails_participants(world: World, crowd: Site) -> None:
     assert outbox_rows(world) == []
 
 
+def test_participant_mail_goes_only_to_verified_addresses(world: World, crowd: Site) -> None:
+    def unverify(ctx: Context) -> None:  # Dan signed up with an address nobody proved
+        user = ctx.session.get(User, crowd.dan)
+        assert user is not None
+        user.email_verified_at = None
+
+    world.ctx_call(OPERATOR, unverify)
+    preview = crowd.as_owner(outbox.preview_participant_email, "Wire transfer", "Pay now")
+    assert (preview.recipients, preview.not_mailed) == (["bob@example.com"], ["dan@partner.org"])
+    crowd.as_owner(outbox.send_participant_email, "Wire transfer", "Pay now")
+    assert [row[0] for row in outbox_rows(world)] == ["bob@example.com"]
+    # Nobody verified left among the chosen statuses: nothing would be sent, and it says why.
+    crowd.as_owner(members.set_participant_status, crowd.bob, "removed")
+    with pytest.raises(InvalidInput, match="verified email"):
+        crowd.as_owner(outbox.preview_participant_email, "Wire transfer", "Pay now")
+
+
 def test_deliver_without_smtp_sends_nothing(world: World, crowd: Site) -> None:
     crowd.as_owner(outbox.send_participant_email, "Hello", "Body")
     assert world.rt.settings.smtp_url is None
@@ -417,8 +444,13 @@ class FakeSMTP:
     def __exit__(self, *exc: object) -> None:
         FakeSMTP.connections.append(self.record)
 
-    def starttls(self) -> None:
-        self.record["starttls"] = True
+    def starttls(self, context: ssl.SSLContext | None = None) -> None:
+        # True only when the server's certificate and name would be checked.
+        self.record["starttls"] = (
+            context is not None
+            and context.check_hostname
+            and context.verify_mode == ssl.CERT_REQUIRED
+        )
 
     def login(self, user: str, password: str) -> None:
         self.record["login"] = (user, password)
@@ -426,6 +458,8 @@ class FakeSMTP:
     def send_message(self, message: EmailMessage) -> None:
         if message["To"] in FakeSMTP.refuse:
             raise ConnectionRefusedError(111, "Connection refused")
+        if "bounce" in message["To"]:
+            raise smtplib.SMTPRecipientsRefused({message["To"]: (550, b"no such user")})
         self.record["messages"].append(
             (message["From"], message["To"], message["Subject"], message.get_content().strip())
         )
@@ -491,6 +525,40 @@ def test_deliver_records_a_failure_on_the_message_and_goes_on(
     smtp.refuse = set()
     assert world.do(OPERATOR, outbox.deliver_outbox) == outbox.Delivered(1, 0)
     assert lines() == [("bob@example.com", "sent", ""), ("dan@partner.org", "sent", "")]
+
+
+def _queue(world: World, *addresses: str) -> None:
+    def record(ctx: Context) -> None:
+        for address in addresses:
+            _mail_queue.record_mail(ctx, address, "S", "B")
+
+    world.ctx_call(OPERATOR, record)
+
+
+def _statuses(world: World) -> dict[str, tuple[str, str]]:
+    listed = world.do(OPERATOR, outbox.list_outbox)
+    return {line.to_email: (line.status, line.error) for line in listed}
+
+
+def test_new_mail_goes_before_retries_and_refusals_for_good_are_not_retried(
+    world: World, smtp: type[FakeSMTP], clock: ManualClock, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(world.rt.settings, "smtp_url", "smtp://localhost")
+    smtp.refuse = {"down1@example.com", "down2@example.com"}
+    _queue(world, "down1@example.com", "down2@example.com", "bounce@example.com")
+    assert world.do(OPERATOR, outbox.deliver_outbox) == outbox.Delivered(0, 2, 1)
+    refused = "SMTPRecipientsRefused: recipient refused (550)"
+    assert _statuses(world)["bounce@example.com"] == ("bounced", refused)
+    # A reset link queued after them is sent first, even when the round has room for one.
+    clock.advance(minutes=1)
+    _queue(world, "alice@example.com")
+    assert world.do(OPERATOR, outbox.deliver_outbox, 1) == outbox.Delivered(1, 0, 0)
+    assert _statuses(world)["alice@example.com"] == ("sent", "")
+    # The bounced message is never offered to the server again; the others are, for a while.
+    assert world.do(OPERATOR, outbox.deliver_outbox) == outbox.Delivered(0, 2, 0)
+    clock.advance(days=3)
+    assert world.do(OPERATOR, outbox.deliver_outbox) == outbox.Delivered(0, 0, 0)
+    assert {status for status, _ in _statuses(world).values()} == {"sent", "bounced", "expired"}
 
 
 def test_only_the_operator_or_an_admin_reads_and_delivers_the_outbox(

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import smtplib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -18,7 +20,7 @@ from benchgen.agent.brains.offline.parse import never_action
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import Action, PrincipalKind, Scope
-from benchgen.db.tables import OutboxEmail, RunNotification
+from benchgen.db.tables import NotificationSetting, OutboxEmail, RunNotification, User
 from benchgen.jobs import handlers
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import launch, notifications, run_log
@@ -271,3 +273,96 @@ def test_only_the_worker_notifies(world: World, runtime: Runtime) -> None:
 def test_the_offline_agent_refuses_and_points_to_the_page() -> None:
     for text in ("set up a webhook for my runs", "notify me when my run finishes"):
         assert never_action(text) is Action.NOTIFICATIONS_MANAGE
+
+
+def _unverify(world: World, user_id: str) -> None:
+    """The account's address as after a change of email: not verified (yet)."""
+
+    def clear(ctx: Context) -> None:
+        user = ctx.session.get(User, user_id)
+        assert user is not None
+        user.email_verified_at = None
+
+    world.ctx_call(WORKER, clear)
+
+
+def _claims(world: World, run_id: str) -> list[tuple[str, str, str]]:
+    def read(ctx: Context) -> list[tuple[str, str, str]]:
+        rows = ctx.session.scalars(select(RunNotification).where(RunNotification.run_id == run_id))
+        return [(row.channel, row.status, row.detail) for row in rows]
+
+    return world.ctx_call(WORKER, read)
+
+
+def test_run_mail_goes_only_to_a_verified_address(world: World, runtime: Runtime) -> None:
+    ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
+    _unverify(world, bob)
+    # Turning it on is refused with the reason, through every door (the service says it).
+    with pytest.raises(InvalidInput, match="verified email address"):
+        world.do(Principal.web(bob), notifications.update_notification_settings, True, None)
+    # On while verified, then the address changed: the run's mail is dropped, not queued.
+    world.do(Principal.web(ana), notifications.update_notification_settings, True, None)
+    _unverify(world, ana)
+    run_id = _finished_run(world, runtime, ana)
+    letters = world.ctx_call(
+        WORKER, lambda ctx: list(ctx.session.scalars(select(OutboxEmail.to_email)))
+    )
+    assert "ana@example.com" not in letters
+    assert _claims(world, run_id) == [("mail", "dropped", "the email address is not verified")]
+
+
+class RefusingSMTP:
+    """Stands in for smtplib.SMTP: the server refuses every recipient, naming it."""
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        pass
+
+    def __enter__(self) -> RefusingSMTP:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def send_message(self, message: EmailMessage) -> None:
+        raise smtplib.SMTPRecipientsRefused({str(message["To"]): (550, b"no such user")})
+
+
+def test_a_bounced_mail_leaves_no_address_in_the_run_log(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("smtplib.SMTP", RefusingSMTP)
+    runtime.settings = runtime.settings.model_copy(update={"smtp_url": "smtp://mail.test"})
+    ana = world.user("ana.private@example.com")
+    world.do(Principal.web(ana), notifications.update_notification_settings, True, None)
+    run_id = _finished_run(world, runtime, ana)
+    failed = [line for line in _log(world, ana, run_id) if line.startswith("Notification")]
+    assert failed == ["Notification: mail failed: SMTPRecipientsRefused: recipient refused (550)"]
+
+
+def test_a_webhook_address_that_is_not_ascii_is_refused_when_saved(
+    world: World, open_local: Runtime, receivers: list[Receiver]
+) -> None:
+    ana = world.user("ana@example.com")
+    for url in (receivers[0].url + "/ü", "http://bücher.example/hook"):
+        with pytest.raises(InvalidInput, match="plain ASCII"):
+            world.do(Principal.web(ana), notifications.update_notification_settings, False, url)
+
+
+def test_a_non_ascii_address_saved_earlier_fails_the_delivery_not_the_job(
+    world: World, open_local: Runtime, receivers: list[Receiver]
+) -> None:
+    hook = receivers[0]
+    ana = world.user("ana@example.com")
+    world.do(Principal.web(ana), notifications.update_notification_settings, False, hook.url)
+
+    def older_rules(ctx: Context) -> None:  # saved before addresses had to be ASCII
+        setting = ctx.session.get(NotificationSetting, ana)
+        assert setting is not None
+        setting.webhook_url = hook.url + "/ü"
+
+    world.ctx_call(WORKER, older_rules)
+    run_id = _finished_run(world, open_local, ana)
+    assert hook.seen == []
+    error = "the address cannot be sent: UnicodeEncodeError"
+    assert _claims(world, run_id) == [("webhook", "failed", error)]
+    assert f"Notification: webhook failed: {error}" in _log(world, ana, run_id)

@@ -266,7 +266,8 @@ def show_outbox(
     ] = "",
 ) -> None:
     """Mail the platform recorded (participants, verification, password resets) and its
-    delivery status; without SMTP, `--show ID` is how to read a message."""
+    delivery status (queued, sent, failed: retried; bounced, expired: given up); without SMTP,
+    `--show ID` is how to read a message."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         if show:
             typer.echo(outbox.read_outbox_message(ctx, show))
@@ -285,8 +286,9 @@ def show_outbox(
     console.print(table)
     if delivered is not None:
         failed = f"; {delivered.failed} failed (see their error)" if delivered.failed else ""
-        console.print(f"Sent {delivered.sent} message(s){failed}.")
-        if delivered.failed:
+        bounced = f"; {delivered.bounced} bounced (not retried)" if delivered.bounced else ""
+        console.print(f"Sent {delivered.sent} message(s){failed}{bounced}.")
+        if delivered.failed or delivered.bounced:
             raise typer.Exit(1)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import smtplib
+import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
 from urllib.parse import unquote, urlsplit
@@ -65,9 +66,27 @@ def send_letter(settings: Settings, letter: Letter) -> str:
 
 def failure(exc: OSError | smtplib.SMTPException) -> str:
     """What went wrong sending, in words ("Connection refused", "Name or service not known"),
-    the failure's kind when it says nothing more."""
+    the failure's kind when it says nothing more. An SMTP reply is given by its code only
+    ("SMTPRecipientsRefused: recipient refused (550)")."""
+    name = type(exc).__name__
+    # The server's reply text names the recipient (and the refused-recipients error is a dict
+    # of addresses); this text reaches run logs that others read, so only the code is kept.
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = sorted({str(code) for code, _ in exc.recipients.values()})
+        return f"{name}: recipient refused ({', '.join(codes)})"
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return f"{name}: SMTP {exc.smtp_code}"
     said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+    return f"{name}: {said}" if said else name
+
+
+def is_permanent(exc: OSError | smtplib.SMTPException) -> bool:
+    """Whether the server refused this message for good (a 5xx reply to its recipient or its
+    content): sent again, it would only be refused again. A refused login or sender is the
+    deployment's settings, not the message's, and is worth retrying once they are fixed."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return all(code >= 500 for code, _ in exc.recipients.values())
+    return isinstance(exc, smtplib.SMTPDataError) and exc.smtp_code >= 500
 
 
 def record_outcome(ctx: Context, letter_id: str, error: str) -> None:
@@ -88,10 +107,12 @@ def record_outcome(ctx: Context, letter_id: str, error: str) -> None:
 
 def smtp_send(url: str, sender: str, letter: Letter | OutboxEmail) -> None:
     """Deliver one message to the SMTP server `url` (smtp:// or smtp+starttls://, with
-    optional user:password@).
+    optional user:password@). With STARTTLS the server's certificate and host name are checked
+    against the system's trusted CAs (`SSL_CERT_FILE` / `SSL_CERT_DIR` name a private one).
 
     Raises:
-        OSError, smtplib.SMTPException: the server could not be reached or refused it.
+        OSError, smtplib.SMTPException: the server could not be reached or refused it, or its
+            certificate is not trusted for its name (ssl.SSLCertVerificationError, an OSError).
     """
     parts = urlsplit(url)
     email = EmailMessage()
@@ -99,7 +120,10 @@ def smtp_send(url: str, sender: str, letter: Letter | OutboxEmail) -> None:
     email.set_content(letter.body)
     with smtplib.SMTP(parts.hostname or "localhost", parts.port or 25, timeout=30) as smtp:
         if parts.scheme == "smtp+starttls":
-            smtp.starttls()
+            # Without a context smtplib checks nothing: whoever sits on the path would read the
+            # password and every emailed link. The default context verifies the certificate
+            # and that it names the host connected to.
+            smtp.starttls(context=ssl.create_default_context())
         if parts.username:
             smtp.login(unquote(parts.username), unquote(parts.password or ""))
         smtp.send_message(email)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import smtplib
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
-from benchgen.db.tables import OutboxEmail
+from benchgen.db.tables import OutboxEmail, User
 from benchgen.services import access, audit
 from benchgen.services.accounts import mail
 from benchgen.services.benchmarks import members
@@ -21,17 +21,23 @@ from benchgen.services.specs import MAX_LIST, check_window
 
 MAX_SUBJECT = 300
 MAX_BODY = 50_000
+# How long a message that keeps failing (server unreachable, a 4xx) is retried before it is
+# marked `expired`: long enough to ride out a relay's outage, and links it carries (a reset
+# link lasts 30 minutes, a verification link 48 hours) are stale by then anyway.
+RETRY_FOR = timedelta(days=2)
 
 
 @dataclass(frozen=True)
 class EmailPreview:
-    """Exactly what would be sent, and to whom."""
+    """Exactly what would be sent, and to whom; `not_mailed`: participants left out because
+    their email is not verified."""
 
     benchmark_id: str
     subject: str
     body: str
     recipients: list[str]
     statuses: list[str]
+    not_mailed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,8 @@ def preview_participant_email(
     body: str,
     statuses: tuple[str, ...] = ("active",),
 ) -> EmailPreview:
-    """Who would get this message (participants with the given statuses only) and what it says.
+    """Who would get this message (participants with the given statuses and a verified email
+    only) and what it says.
 
     Raises:
         NotFound / PermissionDenied: not the owner, or a token or the agent asked.
@@ -80,10 +87,26 @@ def preview_participant_email(
     unknown = [status for status in statuses if status not in members.PARTICIPANT_STATUSES]
     if unknown or not statuses:
         raise invalid(["statuses"], f"choose from {', '.join(members.PARTICIPANT_STATUSES)}")
-    recipients = [m.email for m in members.participants_with(ctx, benchmark.id, statuses)]
+    people = members.participants_with(ctx, benchmark.id, statuses)
+    # The owner's text goes only to addresses their holders proved: anyone can sign up with a
+    # stranger's address and join, and must not make this a way to mail that stranger.
+    verified = _verified_ids(ctx, [person.user_id for person in people])
+    recipients = [person.email for person in people if person.user_id in verified]
+    not_mailed = [person.email for person in people if person.user_id not in verified]
     if not recipients:
-        raise invalid(["statuses"], "no participant has these statuses; nothing would be sent")
-    return EmailPreview(benchmark.id, subject, body, recipients, list(statuses))
+        raise invalid(
+            ["statuses"],
+            "no participant with these statuses has a verified email; nothing would be sent",
+        )
+    return EmailPreview(benchmark.id, subject, body, recipients, list(statuses), not_mailed)
+
+
+def _verified_ids(ctx: Context, user_ids: list[str]) -> set[str]:
+    return set(
+        ctx.session.scalars(
+            select(User.id).where(User.id.in_(user_ids), User.email_verified_at.is_not(None))
+        )
+    )
 
 
 def send_participant_email(
@@ -178,36 +201,58 @@ def read_outbox_message(ctx: Context, message_id: str) -> str:
 
 @dataclass(frozen=True)
 class Delivered:
-    """What one delivery round did: messages sent, and messages that failed (again)."""
+    """What one delivery round did: messages sent, messages that failed and will be tried
+    again, and messages refused for good (`bounced`: never tried again)."""
 
     sent: int = 0
     failed: int = 0
+    bounced: int = 0
 
 
 def deliver_outbox(ctx: Context, limit: int = 100) -> Delivered:
-    """Send queued messages, and those that failed before, through `BENCHGEN_SMTP_URL`;
+    """Send queued messages, then retry those that failed before, through `BENCHGEN_SMTP_URL`;
     without it they stay in the outbox.
 
-    Failures are recorded on the message with what went wrong, never raised.
+    New mail goes first, so failing messages can never hold back a password reset. A message
+    the server refuses for good (5xx to its recipient or content) is `bounced`; one still
+    failing RETRY_FOR after it was queued is `expired`. Neither is sent again. Failures are
+    recorded on the message with what went wrong, never raised.
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
     if not ctx.settings.smtp_url:
         return Delivered()
-    waiting = list(
+    ctx.session.execute(
+        update(OutboxEmail)
+        .where(OutboxEmail.status == "failed", OutboxEmail.created_at < ctx.now() - RETRY_FOR)
+        .values(status="expired")
+        .execution_options(synchronize_session=False)
+    )
+    waiting = _waiting(ctx, "queued", limit)
+    waiting += _waiting(ctx, "failed", limit - len(waiting))
+    outcomes = [_deliver(ctx, ctx.settings.smtp_url, message) for message in waiting]
+    return Delivered(*(outcomes.count(status) for status in ("sent", "failed", "bounced")))
+
+
+def _waiting(ctx: Context, status: str, limit: int) -> list[OutboxEmail]:
+    if limit <= 0:
+        return []
+    return list(
         ctx.session.scalars(
             select(OutboxEmail)
-            .where(OutboxEmail.status.in_(("queued", "failed")))
+            .where(OutboxEmail.status == status)
             .order_by(OutboxEmail.created_at, OutboxEmail.id)
             .limit(limit)
         )
     )
-    sent = 0
-    for message in waiting:
-        try:
-            mail.smtp_send(ctx.settings.smtp_url, ctx.settings.mail_from, message)
-        except (OSError, smtplib.SMTPException) as exc:
-            message.status, message.error = "failed", mail.failure(exc)
-            continue
-        message.status, message.sent_at, message.error = "sent", ctx.now(), ""
-        sent += 1
-    return Delivered(sent, len(waiting) - sent)
+
+
+def _deliver(ctx: Context, smtp_url: str, message: OutboxEmail) -> str:
+    """Send one message and record the outcome on it; returns its new status."""
+    try:
+        mail.smtp_send(smtp_url, ctx.settings.mail_from, message)
+    except (OSError, smtplib.SMTPException) as exc:
+        message.status = "bounced" if mail.is_permanent(exc) else "failed"
+        message.error = mail.failure(exc)
+        return message.status
+    message.status, message.sent_at, message.error = "sent", ctx.now(), ""
+    return message.status

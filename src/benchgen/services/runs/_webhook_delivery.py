@@ -54,6 +54,10 @@ def send(
         return None, f"no reply within {timeout_s:g} s"
     except (OSError, h11.ProtocolError) as exc:  # ssl.SSLError is an OSError
         return None, f"connection failed: {type(exc).__name__}"
+    except ValueError as exc:
+        # h11 encodes the request line and headers as ASCII: an address saved before that was
+        # checked (a non-ASCII path or host) fails here, as UnicodeEncodeError.
+        return None, f"the address cannot be sent: {type(exc).__name__}"
     if 300 <= status < 400:
         return status, f"HTTP {status}: redirect not followed"
     return status, "" if 200 <= status < 300 else f"HTTP {status}"

@@ -36,6 +36,10 @@ from benchgen.services.runs import _log_writer, _webhook_delivery
 from benchgen.services.runs._webhook_delivery import Webhook
 
 MAIL, WEBHOOK = "mail", "webhook"
+UNVERIFIED = (
+    "Run mail goes only to a verified email address: verify yours first "
+    "(the link in the verification mail), then turn this on."
+)
 MAX_URL = 2000
 EVENT = "run.finished"
 
@@ -72,13 +76,16 @@ def update_notification_settings(
     Raises:
         PermissionDenied: the agent asked, or a token without the `runs` scope.
         InvalidInput: the address is not an http(s) URL with a host, carries credentials, or
-            names an internal address the operator has not opened.
+            names an internal address the operator has not opened; or mail is turned on while
+            the account's email is not verified.
     """
     access.require(ctx, Action.NOTIFICATIONS_MANAGE)
     user_id = ctx.principal.user_id
     assert user_id is not None  # an own-account action: a user is acting
     url = checked_url(ctx, webhook_url) if webhook_url and webhook_url.strip() else None
     row = ctx.session.get(NotificationSetting, user_id)
+    if email_on_finish and not (row and row.email_on_finish) and not _verified(ctx, user_id):
+        raise invalid(["email_on_finish"], UNVERIFIED)
     if row is None:
         row = NotificationSetting(user_id=user_id, created_at=ctx.now())
         ctx.session.add(row)
@@ -107,14 +114,22 @@ def checked_url(ctx: Context, raw: str) -> str:
     DNS may answer differently later.
 
     Raises:
-        InvalidInput: not http(s) with a host and a valid port, user:password inside, a
-            fragment, over 2000 characters, or a host that does not resolve or resolves to an
-            internal address (127.1, 0x7f000001, localhost…) not allow-listed.
+        InvalidInput: not http(s) with a host and a valid port, not ASCII, user:password
+            inside, a fragment, over 2000 characters, or a host that does not resolve or
+            resolves to an internal address (127.1, 0x7f000001, localhost…) not allow-listed.
     """
     loc: list[str | int] = ["webhook_url"]
     url = require_line(raw, loc)
     if len(url) > MAX_URL:
         raise invalid(loc, f"must be at most {MAX_URL} characters")
+    if not url.isascii():
+        # Refused rather than rewritten: what is stored and shown is then exactly what is
+        # requested, and a request line or Host header can only carry ASCII.
+        raise invalid(
+            loc,
+            "must be plain ASCII: percent-encode other characters (ü is %C3%BC) and give an "
+            "international host name in its xn-- form",
+        )
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise invalid(loc, "must be an http:// or https:// address with a host")
@@ -176,9 +191,19 @@ def _claim(ctx: Context, run: Run, channel: str) -> None:
     if channel == MAIL:
         user = ctx.session.get(User, run.launched_by)
         assert user is not None  # runs keep their launcher (users are never deleted)
+        if user.email_verified_at is None:
+            # The letter carries a benchmark title anyone may choose: mailed to an address
+            # nobody proved, it would let anyone send their text to any inbox from our server.
+            row.status, row.detail = "dropped", "the email address is not verified"
+            return
         subject, body = _letter(ctx, run)
         row.outbox_id = _mail_queue.record_mail(ctx, user.email, subject, body)
         row.status = "queued"
+
+
+def _verified(ctx: Context, user_id: str) -> bool:
+    user = ctx.session.get(User, user_id)
+    return user is not None and user.email_verified_at is not None
 
 
 def _letter(ctx: Context, run: Run) -> tuple[str, str]:
