@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup
 
-from benchgen.core.context import Principal
+from benchgen.core.context import Context, Principal
+from benchgen.db.tables import User
 from benchgen.services.benchmarks import lifecycle, members
-from tests.support import QA
+from tests.support import OPERATOR, QA
 from tests.web.benchmark_site import HOSTILE, Site, assert_escaped, site
 
 __all__ = ["site"]  # the module-scoped fixture, shared by the tests below
@@ -188,3 +189,22 @@ def test_the_judge_key_is_written_once_and_never_shown(site: Site) -> None:
     assert BeautifulSoup(bad.text, "html.parser").find("p", id="base_url-error") is not None
     mcq = site.ana.page(f"/benchmarks/{site.hostile}/settings/judge").get_text()
     assert "only question-and-answer benchmarks" in mcq
+
+
+def test_participants_without_a_verified_address_are_named_as_not_mailed(site: Site) -> None:
+    bm = _fresh(site, "Unverified")
+    site.world.do(Principal.web(site.ana_id), lifecycle.publish_benchmark, bm)
+    for who in (site.cy_id, site.bob_id):
+        site.world.do(Principal.web(who), members.join_benchmark, bm, True)
+
+    def unverify(ctx: Context) -> None:
+        ctx.session.get(User, site.bob_id).email_verified_at = None  # type: ignore[union-attr]
+
+    site.world.ctx_call(OPERATOR, unverify)
+    message = {"subject": "News", "body": "Hello", "statuses": "active", "step": "preview"}
+    preview = site.ana.post(f"/benchmarks/{bm}/participants/email", message)
+    shown = BeautifulSoup(preview.text, "html.parser").select('input[name="recipients"]')
+    assert [field["value"] for field in shown] == ["cy@example.com"]
+    hint = " ".join(preview.text.split())
+    assert "Not mailed: 1 participant(s) who have not verified" in hint
+    assert "(bob@example.com)" in hint
