@@ -78,6 +78,13 @@ BUSY: dict[str, Callable[[], Exception]] = {
     "pg deadlock": lambda: wrapped(psycopg.errors.DeadlockDetected("deadlock detected")),
     "pg lock timeout": lambda: wrapped(psycopg.errors.LockNotAvailable("lock timeout")),
     "pg connections": lambda: wrapped(psycopg.errors.TooManyConnections("too many clients")),
+    # The database away for a moment (a restart): nothing was changed either.
+    "pg refused": lambda: wrapped(psycopg.OperationalError("connection failed: refused")),
+    "pg admin shutdown": lambda: wrapped(psycopg.errors.AdminShutdown("terminating connection")),
+    "pg connection lost": lambda: wrapped(psycopg.errors.ConnectionFailure("server closed")),
+    "connection invalidated": lambda: sa_exc.OperationalError(
+        "SELECT 1", {}, Exception("gone"), connection_invalidated=True
+    ),
 }
 
 

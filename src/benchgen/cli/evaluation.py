@@ -175,15 +175,31 @@ def worker(
                 raise typer.Exit(status)
             return
         kinds = frozenset().union(*(queue.QUEUES[name] for name in chosen))
-        started = start_workers(runtime, threads, kinds)
-        console.print(f"{threads} worker(s) running on {', '.join(chosen)}; Ctrl-C to stop.")
-        try:
-            while True:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            console.print("Stopping after the current jobs…")
-        finally:
-            stop_workers(started, timeout_s=60)
+        _poll_workers(runtime, threads, kinds, chosen)
+
+
+def _poll_workers(runtime: Runtime, threads: int, kinds: frozenset[str], chosen: list[str]) -> None:
+    """Run `threads` polling workers until Ctrl-C, or until one of their threads has ended.
+
+    Raises:
+        typer.Exit: 1 when a worker thread ended on its own; the process exits non-zero so a
+            supervisor restarts it, where staying up left queued jobs waiting for ever.
+    """
+    started = start_workers(runtime, threads, kinds)
+    console.print(f"{threads} worker(s) running on {', '.join(chosen)}; Ctrl-C to stop.")
+    try:
+        while all(thread.is_alive() for _, thread in started):
+            time.sleep(1)
+    except KeyboardInterrupt:
+        console.print("Stopping after the current jobs…")
+        return
+    finally:
+        stop_workers(started, timeout_s=60)
+    say_error(
+        "a worker thread stopped unexpectedly; start the worker again "
+        "(a supervisor with Restart=on-failure does)."
+    )
+    raise typer.Exit(1)
 
 
 def _warn_of_another_key(runtime: Runtime) -> None:

@@ -32,6 +32,9 @@ _SQLITE_BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 _PG_BUSY_STATES = frozenset(
     {"40001", "40P01", "55P03", "57014", "53000", "53300", "53400", "57P03"}
 )
+# PostgreSQL SQLSTATEs of a server going away: shut down by an administrator (a restart,
+# pg_terminate_backend) or after a crash. Class 08 (connection exception) counts as well.
+_PG_GONE_STATES = frozenset({"57P01", "57P02"})
 
 
 class Database:
@@ -166,10 +169,12 @@ def rows_changed(session: Session, statement: Update) -> int:
 
 
 def is_busy(error: BaseException) -> bool:
-    """Whether `error` means the database is overloaded or locked right now (the same work may
-    succeed later), as opposed to a fault in the request or the code."""
+    """Whether `error` means the database is overloaded, locked or out of reach right now (the
+    same work may succeed later), as opposed to a fault in the request or the code."""
     if isinstance(error, sa_exc.TimeoutError):
         return True  # no pooled connection came free in time
+    if is_unreachable(error):
+        return True
     if not isinstance(error, sa_exc.DBAPIError):
         return False
     cause = error.orig
@@ -184,6 +189,25 @@ def is_busy(error: BaseException) -> bool:
     return isinstance(error, sa_exc.OperationalError) and (
         "database is locked" in text or "database is busy" in text or "table is locked" in text
     )
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """Whether `error` means the connection to the database was lost or refused (a server
+    restarting, a network blip): a short outage, not a fault in the request or the code."""
+    if isinstance(error, sa_exc.DisconnectionError):
+        return True
+    if not isinstance(error, sa_exc.DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True  # SQLAlchemy's dialect recognised a dropped connection
+    if not hasattr(error.orig, "sqlstate"):
+        return False  # not a PostgreSQL driver's error (SQLite has no connection to lose)
+    state: str | None = getattr(error.orig, "sqlstate", None)
+    if state is None:
+        # psycopg gives no SQLSTATE when the client itself failed: the connection was refused
+        # or the server's FATAL came before a session existed ("not accepting connections").
+        return isinstance(error, sa_exc.OperationalError)
+    return state.startswith("08") or state in _PG_GONE_STATES
 
 
 @contextmanager

@@ -47,20 +47,37 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
         _notify(runtime, run_id)  # a redelivered job still sends what the first one claimed
         return
     cancelled = _run_cancel_probe(runtime, job, run_id)
-    report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, _recorder(runtime, plan)))
+    record_answers = _recorder(runtime, job, plan)
+    report = asyncio.run(_drive(runtime, plan.spec, plan.work, cancelled, record_answers))
     if job.lease_lost.is_set():
         return  # another worker took the run over: it records the rest and closes it
     if not report.cancelled:
         with transaction(runtime, WORKER) as ctx:
             judging = execution.plan_judging(ctx, run_id)
         if judging is not None:
-            record = _judgement_recorder(runtime, judging)
+            record = _judgement_recorder(runtime, job, judging)
             report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
             if job.lease_lost.is_set():
                 return
     with transaction(runtime, WORKER) as ctx:
+        if not _still_holds(ctx, job):
+            return
         execution.finish_run(ctx, run_id, report.cancelled)
     _notify(runtime, run_id)
+
+
+def _still_holds(ctx: Context, job: Claimed) -> bool:
+    """Whether this worker still holds `job`, checked in the transaction that records its work
+    (the row stays locked until it commits); if not, marks the lease lost so the handler stops.
+
+    The heartbeat notices a takeover only every third of the lease: a worker resumed after a
+    stall wrote its in-flight answers before that, and the worker that had taken the run over
+    then failed its own batch on the same questions.
+    """
+    if queue.holds(ctx, job.id, job.worker):
+        return True
+    job.lease_lost.set()
+    return False
 
 
 def _notify(runtime: Runtime, run_id: str) -> None:
@@ -74,18 +91,22 @@ def _notify(runtime: Runtime, run_id: str) -> None:
             notifications.record_delivery(ctx, delivery, error)
 
 
-def _recorder(runtime: Runtime, plan: RunPlan) -> Callable[[list[Answer]], None]:
+def _recorder(runtime: Runtime, job: Claimed, plan: RunPlan) -> Callable[[list[Answer]], None]:
     def record(answers: list[Answer]) -> None:
         with transaction(runtime, WORKER) as ctx:
-            execution.record_answers(ctx, plan, answers)
+            if _still_holds(ctx, job):
+                execution.record_answers(ctx, plan, answers)
 
     return record
 
 
-def _judgement_recorder(runtime: Runtime, plan: JudgingPlan) -> Callable[[list[Answer]], None]:
+def _judgement_recorder(
+    runtime: Runtime, job: Claimed, plan: JudgingPlan
+) -> Callable[[list[Answer]], None]:
     def record(replies: list[Answer]) -> None:
         with transaction(runtime, WORKER) as ctx:
-            execution.record_judgements(ctx, plan, replies)
+            if _still_holds(ctx, job):
+                execution.record_judgements(ctx, plan, replies)
 
     return record
 

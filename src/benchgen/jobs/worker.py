@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
@@ -18,6 +17,9 @@ from benchgen.services.queue import Claimed
 from benchgen.services.runtime import Runtime, transaction
 
 log = logging.getLogger(__name__)
+# The longest pause between rounds while the database stays away: a restart of PostgreSQL takes
+# seconds, and a worker should be back soon after it without hammering it meanwhile.
+MAX_BACKOFF_S = 5.0
 
 
 class Worker:
@@ -38,16 +40,32 @@ class Worker:
         self.stopping = threading.Event()
 
     def run_forever(self) -> None:
-        """Work until `stop()`; waits up to `poll_s` whenever the queue is empty or the database
-        is too busy to claim (a busy database must not end the worker's thread)."""
+        """Work until `stop()`; waits up to `poll_s` whenever the queue is empty. A busy or
+        unreachable database, or any other error of one round, is logged and waited out with a
+        growing pause (up to `MAX_BACKOFF_S`): nothing ends the worker's thread but `stop()`,
+        since a thread that ended alone left its process up and its jobs waiting for ever."""
+        failures = 0  # failed rounds in a row
         while not self.stopping.is_set():
+            worked = False
             try:
                 worked = self.run_once()
+                failures = 0
             except Unavailable as exc:
-                log.warning("worker %s: database busy, trying again (%s)", self.name, exc.message)
-                worked = False
-            if not worked and not self.stopping.is_set():
+                failures += 1
+                cause = exc.__cause__ or exc
+                log.warning("worker %s: database unavailable, trying again (%s)", self.name, cause)
+            except Exception:
+                failures += 1
+                log.exception("worker %s: unexpected error; trying again", self.name)
+            if failures:
+                self.stopping.wait(self._backoff(failures))
+            elif not worked and not self.stopping.is_set():
                 queue.wait_for_work(self.poll_s)  # a job queued in this process ends it early
+
+    def _backoff(self, failures: int) -> float:
+        """Seconds to wait after `failures` failed rounds in a row: `poll_s`, doubling."""
+        # The exponent is capped: a float overflow after hours of outage would end the thread.
+        return min(self.poll_s * 2.0 ** min(failures - 1, 16), MAX_BACKOFF_S)
 
     def stop(self) -> None:
         """Finish the current job, then return from `run_forever`."""
@@ -123,11 +141,28 @@ class _Heartbeat:
     def _beat(self) -> None:
         interval = self.worker.lease.total_seconds() / 3
         while not self.done.wait(interval):
-            # A busy database skips one beat; the lease outlasts three of them.
-            with contextlib.suppress(Unavailable), transaction(self.worker.runtime, WORKER) as ctx:
-                if not queue.heartbeat(ctx, self.job.id, self.worker.name, self.worker.lease):
-                    self.job.lease_lost.set()  # the handler's stop probe sees it
-                    return
+            if not self._extend():
+                self.job.lease_lost.set()  # the handler's stop probe sees it
+                return
+
+    def _extend(self) -> bool:
+        """One beat; False only when the job is definitely no longer this worker's.
+
+        A failed beat (a busy or unreachable database, any other error) is logged and skipped,
+        never the end of the thread: the lease outlasts three beats, and a thread that ended
+        silently let the lease run out while the handler went on, so a second worker ran the
+        same job beside this one.
+        """
+        worker = self.worker
+        try:
+            with transaction(worker.runtime, WORKER) as ctx:
+                return queue.heartbeat(ctx, self.job.id, worker.name, worker.lease)
+        except Unavailable as exc:
+            cause = exc.__cause__ or exc
+            log.warning("job %s: heartbeat skipped, database unavailable (%s)", self.job.id, cause)
+        except Exception:
+            log.exception("job %s: heartbeat failed; trying again at the next beat", self.job.id)
+        return True
 
 
 def start_workers(

@@ -59,14 +59,16 @@ class Postponed(Exception):
 class Claimed:
     """A job a worker now holds. `exhausted` means its attempts ran out while nobody held it
     (a crashed worker): the worker must only record the failure. `lease_lost` is set once a
-    heartbeat finds another worker took the job over (this one stalled past its lease): from
-    then on the job is theirs, and this worker must stop without recording anything."""
+    heartbeat, or a write that checks `holds`, finds another worker took the job over (this one
+    stalled past its lease): from then on the job is theirs, and this worker must stop without
+    recording anything. `worker` is the name of the worker that claimed it."""
 
     id: str
     kind: str
     payload: dict[str, Any]
     attempt: int
     exhausted: bool
+    worker: str = ""
     lease_lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
 
@@ -169,7 +171,7 @@ def claim(
     job.lease_expires_at = now + lease
     if not exhausted:
         job.attempts += 1
-    return Claimed(job.id, job.kind, dict(job.payload), job.attempts, exhausted)
+    return Claimed(job.id, job.kind, dict(job.payload), job.attempts, exhausted, worker)
 
 
 def heartbeat(ctx: Context, job_id: str, worker: str, lease: timedelta) -> bool:
@@ -193,7 +195,9 @@ def finish(
 
 
 def holds(ctx: Context, job_id: str, worker: str) -> bool:
-    """Whether `worker` still holds the job (its lease was not taken over)."""
+    """Whether `worker` still holds the job (its lease was not taken over). The job's row stays
+    locked until the transaction ends, so no other worker can take the job over before what
+    this transaction writes has committed: a worker checks this where it records its work."""
     return _held(ctx, job_id, worker) is not None
 
 
@@ -341,8 +345,13 @@ def _executing_count(ctx: Context, user_id: str | None, now: datetime) -> int:
 
 
 def _held(ctx: Context, job_id: str, worker: str) -> Job | None:
-    """The job if `worker` holds it; the principal must hold the grant for its kind."""
-    job = ctx.session.get(Job, job_id)
+    """The job if `worker` holds it, its row locked (PostgreSQL; SQLite's write transaction
+    holds the database) until the transaction ends; the principal must hold the grant for its
+    kind."""
+    # Locked: a claim by another worker (`FOR UPDATE SKIP LOCKED`) passes the row over until
+    # this transaction ends, so a lease read here as held stays held until what the caller
+    # writes has committed.
+    job = ctx.session.get(Job, job_id, with_for_update=True, populate_existing=True)
     if job is None:
         return None
     access.require(ctx, JOB_ACTIONS[job.kind])

@@ -11,7 +11,7 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unavailable
 from benchgen.db import migrate
-from benchgen.db.session import Database, is_busy
+from benchgen.db.session import Database, is_busy, is_unreachable
 
 # Seconds a client is asked to wait after the database was busy: locks and pool waits last
 # milliseconds to seconds, so a short pause is enough and a long one would only idle clients.
@@ -56,8 +56,9 @@ def transaction(runtime: Runtime, principal: Principal, write: bool = True) -> I
         session.rollback()
         if isinstance(exc, Exception) and is_busy(exc):
             # Overload is an answer every edge can give (503, a retry hint), not a crash.
+            state = "out of reach" if is_unreachable(exc) else "busy"
             raise Unavailable(
-                "The database is busy; nothing was changed. Try again shortly.",
+                f"The database is {state}; nothing was changed. Try again shortly.",
                 BUSY_RETRY_AFTER_S,
             ) from exc
         raise
