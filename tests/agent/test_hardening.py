@@ -582,3 +582,29 @@ def test_a_token_pasted_in_two_messages_is_revoked_and_redacted_in_both(
     assert any(leaked[-4:] in notice for notice in said.notices)
     with pytest.raises(Unauthenticated):
         world.api(leaked)
+
+
+def test_a_failed_turns_notice_is_not_given_to_the_brain_as_its_own_words(
+    world: World, ana: str, api: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small model read "…failed: …" as its own earlier answer and repeated it on a turn
+    that completed."""
+    conv = new_conversation(world.rt, api)
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(replies, "proposal_reply", broken)
+    bm = world.benchmark(ana)
+    failed = say(
+        world.rt,
+        api,
+        conv,
+        Script([[("propose_publish", {"benchmark_id": bm})]]).brain(),
+        "publish",
+    )
+    monkeypatch.undo()
+    assert failed.status == "failed" and failed.reply
+    script = Script(["fine"])
+    say(world.rt, api, conv, script.brain(), "and now?")
+    assert "publish" in script.seen[0] and failed.reply not in script.seen[0]

@@ -31,6 +31,7 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
 from benchgen.core.secrets import find_secrets, split_token
+from benchgen.core.statuses import TurnStatus
 from benchgen.services import access
 from benchgen.services.accounts import leaks, tokens
 from benchgen.services.chat import conversations, proposals
@@ -364,11 +365,18 @@ def _notes(ctx: RunContext[TurnState]) -> str:
 
 
 def _history(started: Started) -> list[ModelMessage]:
-    """Earlier turns as plain words: what the user said and what the agent answered."""
+    """Earlier turns as plain words: what the user said and what the agent answered.
+
+    A turn that failed or stopped at the cap has the platform's notice for its reply, not the
+    agent's words: given as an answer, a small model took it up and repeated "…failed" on a
+    later turn that completed."""
     messages: list[ModelMessage] = []
     for turn in started.history:
         if turn.user_text:
             messages.append(ModelRequest(parts=[UserPromptPart(turn.user_text)]))
-        if turn.reply:
+        if turn.reply and turn.status not in _NOTICE_ONLY:
             messages.append(ModelResponse(parts=[TextPart(turn.reply)]))
     return messages
+
+
+_NOTICE_ONLY = frozenset({TurnStatus.FAILED, TurnStatus.STOPPED_AT_CAP})
