@@ -141,7 +141,11 @@ def test_a_name_inside_other_words_is_not_the_user_naming_the_model(
     [
         ("run seeded random on Capitals", False),  # what people call "Baseline: seeded random"
         ("run Baseline: seeded random on Capitals", False),
-        ("run random on Capitals", True),  # a word of the name leaves the choice open
+        # A word of its name no other model has names it, as the offline planner reads it…
+        ("run random on Capitals", False),
+        # …but a word two models share leaves the choice open.
+        ("run a baseline on Capitals", True),
+        ("run it on the first 2 random questions of Capitals", True),
     ],
 )
 def test_a_model_is_named_by_what_follows_its_label(

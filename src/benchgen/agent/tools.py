@@ -13,6 +13,7 @@ from pydantic import Field
 from pydantic_ai import RunContext, Tool
 
 from benchgen.agent import parts
+from benchgen.agent.brains.offline.parse import names
 from benchgen.agent.state import TurnState, plain
 from benchgen.core.context import Context
 from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
@@ -304,15 +305,16 @@ def _proposed(state: TurnState, tool: str, kind: str, arguments: dict[str, Any])
 
 def _agent_pick(c: Context, request: str, model_id: str) -> bool:
     # Decided by code from the user's own words, never by the brain's say-so: a model the user
-    # named neither by id nor by name is marked as the agent's pick in the preview (§2.2).
-    words = request.casefold()
-    if _named(model_id, words):
+    # named neither by id nor by name is marked as the agent's pick in the preview (§2.2). The
+    # rule is the offline planner's own ("run random on …" names "Baseline: seeded random"), so
+    # the preview never calls a model the planner matched by name the agent's pick.
+    if _named(model_id, request.casefold()):
         return False
-    name = models.get_model(c, model_id).name
-    # A label before a colon is not part of what people call the model: "seeded random" names
-    # "Baseline: seeded random".
-    called = name.rsplit(": ", 1)[-1]
-    return not (_named(name, words) or _named(called, words))
+    listed = plain(models.list_models(c, None))
+    return not names(request, model_id, listed, _MODEL_KEYS)
+
+
+_MODEL_KEYS = ("name", "endpoint_model", "id")
 
 
 def _named(name: str, words: str) -> bool:

@@ -205,7 +205,11 @@ _SUFFIX = {
         r"[\s,;(]+(?:(?:but|and)\s+)?(?:(?:on|with|using|for|over)\s+)?(?:(?:just|only)\s+)?"
         + core
         + r"(?:\s+only)?\)?"
-        + _END,
+        # The part may end the request or one of its comma-separated pieces ("…, first 5
+        # questions, 3 samples").
+        + r"(?:\s*[,;]|"
+        + _END
+        + ")",
         re.I,
     )
     for kind, core in _CORES.items()

@@ -7,8 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchgen.agent.brains.offline.forms import Form, read_form, read_questions_header
+from benchgen.agent.brains.offline.elsewhere_words import place_of
+from benchgen.agent.brains.offline.forms import Form, read_form, read_part, read_questions_header
 from benchgen.agent.brains.offline.questions import Draft, read_draft
+from benchgen.agent.brains.offline.run_words import read_run_words
 from benchgen.agent.brains.offline.training_words import training_kind
 from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
@@ -38,6 +40,8 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
             r"\b(?:api|access|personal|benchgen)[\s-]+(?:tokens?|keys?)\b"
             r"|\b(?:create|new|make|mint|revoke|rotate|generate|delete|read|list|show|see)\s+"
             r"(?:(?:me|my|an?|the|all|new|some)\s+)*tokens?\b(?!\s+(?:used|usage|count|spent))"
+            # "what's my token?": the user's own token, not a run's token count.
+            r"|\b(?:my|your)\s+tokens?\b(?!\s+(?:used|usage|count|spent|limit))"
         ),
     ),
     (
@@ -91,6 +95,8 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
             r"\b(?:billing|invoices?|payments?|pay for|subscription|credit card|refund)\b"
             r"|\b(?:buy|purchase|add|top\s*up|recharge|refill|more|get)\s+(?:[\w-]+\s+){0,3}"
             r"credits?\b"
+            r"|\b(?:give|grant|send|transfer|gift|award)\s+(?:me|us|\w+@\S+)\s+(?:[\w-]+\s+){0,3}"
+            r"credits?\b|\bfree\s+credits?\b"
         ),
     ),
     (
@@ -183,13 +189,14 @@ class Intent:
     """What a request asks for.
 
     Attributes:
-        kind: create, ask_questions, continue, cancel, never, train, training_status,
+        kind: create, ask_questions, continue, cancel, never, elsewhere, train, training_status,
             list_datasets, list_training_jobs, list_training_bases, run, publish, status,
             results, list_benchmarks, list_models, list_runs, show, help, unknown, or one of
             the forms of `forms.Form` (compare, explain, rename, describe, add_questions,
             replace_questions, remove_questions).
         text: the request as written.
-        phrase: the part that names things ("first-choice on Capitals").
+        phrase: the part that names things ("first-choice on Capitals"); for `elsewhere`, the
+            key of its `elsewhere_words.PLACES` entry.
         mine: the request is about the user's own things only.
         action: for `never`, the A13 action asked for.
         draft: for `create`, `add_questions` and `replace_questions`, the questions written.
@@ -228,6 +235,9 @@ def read_intent(text: str) -> Intent:
     action = never_action(lowered)
     if action is not None:
         return Intent("never", text, action=action)
+    place = place_of(lowered)
+    if place is not None:
+        return Intent("elsewhere", text, phrase=place)
     return _first_reading(text, plain, lowered)
 
 
@@ -300,15 +310,67 @@ def words(text: str) -> frozenset[str]:
 
 
 def find(phrase: str, entries: list[dict[str, Any]], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Entries the phrase names: those whose whole name it mentions (the longest such names),
-    else those whose name holds every word of it. Empty when the phrase names nothing."""
+    """Entries the phrase names, best first in kind: a name typed exactly wins; else the
+    entries whose whole name the phrase holds or whose name holds every word of the phrase,
+    those accounting for most of its words winning ("world capitals" names "World Capitals and
+    Geography", not "Capitals"). Several when it is unclear, so the caller asks; empty when the
+    phrase names nothing."""
     wanted = words(phrase)
     if not wanted:
         return []
-    named = mentioned(phrase, entries, keys)
-    if named:
-        return named
-    return [e for e in entries if any(wanted <= words(str(e.get(k) or "")) for k in keys)]
+    scored = [(_match(wanted, entry, keys), entry) for entry in entries]
+    exact = [entry for (covered, kind), entry in scored if kind == "exact"]
+    if exact:
+        return exact
+    best = max((covered for (covered, kind), _ in scored if kind == "whole"), default=0)
+    # A name that only shares some of the words is never proposed alone; but when it explains
+    # more of them than the best whole match, the user is asked between them.
+    return [
+        entry
+        for (covered, kind), entry in scored
+        if (covered == best > 0 and kind == "whole") or (covered > best > 0 and kind == "some")
+    ]
+
+
+def _match(wanted: frozenset[str], entry: dict[str, Any], keys: tuple[str, ...]) -> tuple[int, str]:
+    """How many of the wanted words the entry's best name accounts for, and how: its name is
+    them exactly, is among them or holds them all ("whole"), or shares some ("some")."""
+    best = (0, "none")
+    for key in keys:
+        name = words(str(entry.get(key) or ""))
+        covered = len(name & wanted)
+        if not name or not covered:
+            continue
+        kind = (
+            "exact" if name == wanted else "whole" if name <= wanted or wanted <= name else "some"
+        )
+        rank = ("none", "some", "whole", "exact").index
+        best = max(best, (covered, kind), key=lambda m: (rank(m[1]), m[0]))
+    return best
+
+
+MAX_NAMING_WORDS = 100
+MAX_NAME_WORDS = 6
+
+
+def names(text: str, entry_id: str, entries: list[dict[str, Any]], keys: tuple[str, ...]) -> bool:
+    """Whether `text` names the entry as `find` reads a name: some run of its whole words (a
+    run's settings and subset cut out, so "first 5 questions" names no "first choice") that
+    only this entry's name holds. "random" names "Baseline: seeded random" when no other model
+    is random; "gpt-4o-mini" names neither "GPT-4" nor "mini". One rule for the planner's pick
+    and the preview's "the agent picked this model"."""
+    rest = read_part(read_run_words(text).rest).phrase
+    said = rest.split()[:MAX_NAMING_WORDS]
+    names_of = [
+        (entry.get("id"), [words(str(entry.get(k) or "")) for k in keys]) for entry in entries
+    ]
+    for size in range(1, MAX_NAME_WORDS + 1):
+        for start in range(len(said) - size + 1):
+            wanted = words(" ".join(said[start : start + size]))
+            holders = {id_ for id_, held in names_of if wanted and any(wanted <= n for n in held)}
+            if holders == {entry_id}:
+                return True
+    return False
 
 
 def mentioned(

@@ -18,7 +18,15 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from benchgen.agent.brains.offline import edits, insights, refusals, render, steps, training
+from benchgen.agent.brains.offline import (
+    edits,
+    elsewhere,
+    insights,
+    refusals,
+    render,
+    steps,
+    training,
+)
 from benchgen.agent.brains.offline.parse import Intent, read_intent
 from benchgen.agent.brains.offline.questions import read_title
 from benchgen.agent.brains.offline.steps import Ask, Step
@@ -34,7 +42,7 @@ _WAITING_TOOLS = (
     "propose_run",
     "propose_training",
 )
-STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS, **training.STEPS}
+STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS, **training.STEPS, **elsewhere.STEPS}
 
 
 def offline_model(settings: Settings) -> FunctionModel:

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline import render, run_words
 from benchgen.agent.brains.offline.forms import read_part
 from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned
+from benchgen.agent.brains.offline.run_words import read_run_words, unread_reply
 from benchgen.agent.never import refusal
 from benchgen.core.config import Settings
 from benchgen.core.permissions import Action
@@ -205,13 +206,19 @@ def step_create(ask: Ask, intent: Intent) -> Step:
 def step_run(ask: Ask, intent: Intent) -> Step:
     """Propose a run (on the part of the benchmark asked for, if any) when both the model and
     the benchmark are clear; else offer candidates, whose buttons keep the part in words."""
-    part = read_part(intent.phrase)
+    written = read_run_words(intent.phrase)
+    if written.unread:
+        # Proposing with the defaults instead would run something the user did not ask for.
+        return unread_reply(written.unread)
+    part = read_part(written.rest)
     if part.problems:
         return "I could not read that subset: " + "; ".join(part.problems) + "."
-    subset = {"subset": part.subset} if part.subset else {}
+    extra: dict[str, Any] = {"subset": part.subset} if part.subset else {}
+    if written.settings:
+        extra["settings"] = written.settings
     model_id, benchmark_id = find_id(ask.text, "mdl"), find_id(ask.text, "bm")
     if model_id and benchmark_id:
-        return [("propose_run", {"benchmark_id": benchmark_id, "model_id": model_id, **subset})]
+        return [("propose_run", {"benchmark_id": benchmark_id, "model_id": model_id, **extra})]
     # Both lists, even for a side given by id: the question then names it in words.
     needed: list[Call] = [("list_models", {}), ("list_benchmarks", {"mine_only": False})]
     if any(ask.result(tool) is None for tool, _ in needed):
@@ -230,8 +237,9 @@ def step_run(ask: Ask, intent: Intent) -> Step:
     for models, benchmarks in tried:
         if len(models) == 1 and len(benchmarks) == 1:
             arguments = {"benchmark_id": benchmarks[0]["id"], "model_id": models[0]["id"]}
-            return [("propose_run", {**arguments, **subset})]
-    return _offer_run(ask, *tried[0], part.said)
+            return [("propose_run", {**arguments, **extra})]
+    # The buttons keep the settings and the part in words: a label is read back as a request.
+    return _offer_run(ask, *tried[0], part.said, run_words.said(written.settings))
 
 
 def _slots(phrase: str) -> tuple[str, str]:
@@ -253,10 +261,11 @@ def _pick(
 
 
 def _offer_run(
-    ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]], said: str
+    ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]], said: str, how: str
 ) -> Step:
     if len(benchmarks) != 1:
-        return _offer_benchmarks_for(ask, models[0] if len(models) == 1 else None, benchmarks, said)
+        model = models[0] if len(models) == 1 else None
+        return _offer_benchmarks_for(ask, model, benchmarks, said, how)
     benchmark = benchmarks[0]
     listed = ask.result("list_models")["models"]
     if not listed:
@@ -265,13 +274,17 @@ def _offer_run(
     pool = _answering(models, benchmark) or _answering(listed, benchmark)
     if not pool:
         return f"None of the models you can run answers {titled(benchmark)}'s questions."
-    options = [f"Run {_named(m)} on {said}{titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
+    options = [f"Run {_named(m)}{how} on {said}{titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
     question = f"Which model should I run on {titled(benchmark)}?"
     return [("ask_user", {"question": question, "options": options})]
 
 
 def _offer_benchmarks_for(
-    ask: Ask, model: dict[str, Any] | None, benchmarks: list[dict[str, Any]], said: str
+    ask: Ask,
+    model: dict[str, Any] | None,
+    benchmarks: list[dict[str, Any]],
+    said: str,
+    how: str,
 ) -> Step:
     listed = ask.result("list_benchmarks")["benchmarks"]
     if not listed:
@@ -283,7 +296,7 @@ def _offer_benchmarks_for(
             formats = " or ".join(model.get("formats") or ["no"])
             return f"{_named(model)} answers only {formats} benchmarks, and you can see none."
     named = f" {_named(model)}" if model is not None else ""
-    options = [f"Run{named} on {said}{titled(b)}" for b in pool[:MAX_OPTIONS]]
+    options = [f"Run{named}{how} on {said}{titled(b)}" for b in pool[:MAX_OPTIONS]]
     question = f"Which benchmark should I run{named or ' it'} on?"
     return [("ask_user", {"question": question, "options": options})]
 

@@ -1,0 +1,43 @@
+"""The reply to a request the agent has no tool for, outside A13: it cannot, and the page for
+the run or benchmark meant (see `elsewhere_words` for the wordings)."""
+
+from __future__ import annotations
+
+from benchgen.agent.brains.offline.elsewhere_words import PLACES
+from benchgen.agent.brains.offline.parse import Intent, find_id, mentioned
+from benchgen.agent.brains.offline.steps import Ask, Step
+
+_RUN_ACTIVE = ("queued", "running")
+
+
+def step_elsewhere(ask: Ask, intent: Intent) -> Step:
+    """Say the agent cannot, with the page for the run or benchmark meant when it is known."""
+    place = PLACES[intent.phrase]
+    object_id = find_id(ask.text, place.target) if place.target else None
+    if object_id is None and place.target == "run":
+        latest = ask.result("run_status")
+        if latest is None:
+            return [("run_status", {})]
+        run = latest.get("run") or {}
+        if intent.phrase == "cancel_run" and run.get("status") not in _RUN_ACTIVE:
+            return (
+                "No run of yours is in progress, so there is nothing to cancel. Nothing was done."
+            )
+        object_id = run.get("id")
+    if object_id is None and place.target == "bm":
+        listed = ask.result("list_benchmarks")
+        if listed is None:
+            return [("list_benchmarks", {"mine_only": True})]
+        named = mentioned(ask.text, listed.get("benchmarks", []), ("title",))
+        object_id = named[0]["id"] if len(named) == 1 else None
+    page = place.page.replace("{id}", object_id) if object_id else _listing(place.page)
+    link = ask.settings.link(page)
+    return f"I can't {place.cannot}. You can do it yourself in the web app at {link}"
+
+
+def _listing(page: str) -> str:
+    """The page listing such objects, when the one meant is not known ("/runs")."""
+    return page.split("/{id}", 1)[0]
+
+
+STEPS = {"elsewhere": step_elsewhere}
