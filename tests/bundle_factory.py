@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from benchgen.bundles.sandbox import sandbox_problem
+from benchgen.services.benchmarks import _bundle_versions
 
 SANDBOX_RUNTIME = Path(__file__).resolve().parents[1] / ".sandbox-venv"
 
@@ -178,3 +180,16 @@ def zip_of(files: dict[str, bytes]) -> bytes:
 def results(predictions: dict[str, str]) -> bytes:
     """A results submission."""
     return zip_of({"predictions.json": json.dumps(predictions).encode()})
+
+
+def programs_started(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set when an upload's first solution program starts (the real one still runs)."""
+    started = threading.Event()
+    evaluate = _bundle_versions.evaluate_task
+
+    def signalled(*args: Any) -> Any:
+        started.set()
+        return evaluate(*args)
+
+    monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
+    return started

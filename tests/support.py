@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from sqlalchemy import event
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.jobs.worker import Worker
 from benchgen.services.accounts import credits, tokens, users
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime, transaction
@@ -160,3 +162,16 @@ def python_output(program: str) -> str:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+@contextmanager
+def looping(worker: Worker, join_s: float = 10) -> Iterator[threading.Thread]:
+    """`worker` taking jobs in a thread of its own for the block; stopped and joined after it
+    (stopping wakes it: no poll interval is waited)."""
+    thread = threading.Thread(target=worker.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        worker.stop()
+        thread.join(join_s)

@@ -16,9 +16,16 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.bundles.proxy import new_proxy_key
 from benchgen.core.secrets import redact_secrets
-from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results, zip_of
+from tests.bundle_factory import (
+    SCORER,
+    bundle,
+    competition,
+    programs_started,
+    require_sandbox,
+    results,
+    zip_of,
+)
 from tests.services.test_runs import work_all
 from tests.support import World
 
@@ -223,14 +230,7 @@ def test_other_writes_go_on_while_an_uploads_programs_run(
     require_sandbox()
     ana = bearer(world, world.user("ana@example.com"))
     bob = bearer(world, world.user("bob@example.com"))
-    running = threading.Event()
-    evaluate = _bundle_versions.evaluate_task
-
-    def signalled(*args: Any) -> Any:
-        running.set()
-        return evaluate(*args)
-
-    monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
+    running = programs_started(monkeypatch)
     slow = bundle(scorer="import time\ntime.sleep(3)\n" + SCORER)
     uploaded: list[Any] = []
     thread = threading.Thread(target=lambda: uploaded.append(upload(client, ana, slow)))

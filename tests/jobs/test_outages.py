@@ -36,7 +36,7 @@ from benchgen.services.runs import execution, launch
 from benchgen.services.runs.execution import RunPlan
 from benchgen.services.runtime import Runtime, transaction
 from tests.conftest import PG_ADMIN_URL
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, looping
 
 FIRST = "mdl_builtin_first"
 
@@ -109,15 +109,9 @@ def test_no_error_of_one_round_ends_the_worker_thread(
     stayed up and queued jobs waited for ever."""
     claim, idle = _failing_then_idle([_refused(), RuntimeError("a bug"), KeyError("x")])
     monkeypatch.setattr(queue, "claim", claim)
-    working = Worker(runtime, poll_s=0.01)
-    thread = threading.Thread(target=working.run_forever, daemon=True)
-    thread.start()
-    try:
+    with looping(Worker(runtime, poll_s=0.01), join_s=5) as thread:
         assert idle.wait(5), "the worker stopped claiming after an error"
         assert thread.is_alive()
-    finally:
-        working.stop()
-        thread.join(5)
     assert not thread.is_alive()
 
 
@@ -326,10 +320,7 @@ def test_a_worker_rides_out_a_postgresql_outage(
             raise
 
     monkeypatch.setattr(queue, "claim", noting)
-    working = Worker(runtime, poll_s=0.02)
-    thread = threading.Thread(target=working.run_forever, daemon=True)
-    thread.start()
-    try:
+    with looping(Worker(runtime, poll_s=0.02)) as thread:
         outage(True)
         assert failed.wait(5), "the worker never met the outage"
         outage(False)
@@ -338,9 +329,6 @@ def test_a_worker_rides_out_a_postgresql_outage(
         run_id = world.do(web, launch.start_run, world.benchmark(ana, MCQ), FIRST).id
         _wait_for(lambda: world.do(web, launch.get_run, run_id).status == "completed")
         assert thread.is_alive()
-    finally:
-        working.stop()
-        thread.join(10)
 
 
 def _wait_for(done: Any, timeout_s: float = 15) -> None:

@@ -22,7 +22,7 @@ from benchgen.services import queue
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, looping
 
 FIRST = "mdl_builtin_first"
 
@@ -42,15 +42,9 @@ def test_a_busy_claim_does_not_end_the_worker(
         return None
 
     monkeypatch.setattr(queue, "claim", claim)
-    working = Worker(runtime, poll_s=0.01)
-    thread = threading.Thread(target=working.run_forever, daemon=True)
-    thread.start()
-    try:
+    with looping(Worker(runtime, poll_s=0.01), join_s=5) as thread:
         assert second.wait(5), "the worker stopped claiming after a busy database"
         assert thread.is_alive()
-    finally:
-        working.stop()
-        thread.join(5)
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])
@@ -88,19 +82,14 @@ def test_a_run_launched_in_this_process_wakes_an_idle_worker(
         wait(timeout_s)
 
     monkeypatch.setattr(queue, "wait_for_work", waiting)
-    working = Worker(runtime, poll_s=60)  # a poll would come far too late for this test
-    thread = threading.Thread(target=working.run_forever, daemon=True)
-    thread.start()
-    try:
+    # A poll would come far too late for this test; stopping wakes it too.
+    with looping(Worker(runtime, poll_s=60), join_s=20) as thread:
         assert idle.wait(10), "the worker never went idle"
         run_id = world.do(web, launch.start_run, benchmark, FIRST).id
         deadline = time.monotonic() + 20
         while world.do(web, launch.get_run, run_id).status != "completed":
             assert time.monotonic() < deadline, "the worker slept until its next poll"
             time.sleep(0.05)
-    finally:
-        working.stop()  # wakes it too: stopping takes no poll interval either
-        thread.join(20)
     assert not thread.is_alive()
 
 

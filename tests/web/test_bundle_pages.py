@@ -16,9 +16,16 @@ from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
-from benchgen.services.benchmarks import _bundle_versions, lifecycle
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
-from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results
+from tests.bundle_factory import (
+    SCORER,
+    bundle,
+    competition,
+    programs_started,
+    require_sandbox,
+    results,
+)
 from tests.services.test_runs import work_all
 from tests.support import World
 from tests.web.benchmark_site import assert_escaped
@@ -227,14 +234,7 @@ def test_writes_go_on_while_a_new_versions_programs_run(
     # As through the API: the page runs the bundle's programs with no transaction open, so
     # SQLite's write lock is free for everyone else meanwhile.
     bm = _created(people)
-    running = threading.Event()
-    evaluate = _bundle_versions.evaluate_task
-
-    def signalled(*args: Any) -> Any:
-        running.set()
-        return evaluate(*args)
-
-    monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
+    running = programs_started(monkeypatch)
     slow = bundle(scorer="import time\ntime.sleep(3)\n" + SCORER)
     path = f"/benchmarks/{bm}/settings/bundle"
     answers: list[Any] = []

@@ -49,10 +49,9 @@ def consume_creation(ctx: Context, reference: str) -> None:
     Raises:
         RateLimited: a window is full; `retry_at` is when every full window has room again.
     """
-    if not is_limited(ctx):
+    user_id = _limited_user(ctx)
+    if user_id is None:
         return
-    user_id = ctx.principal.user_id
-    assert user_id is not None  # delegated principals always act for a user
     users.lock_user(ctx, user_id)
     _require_room(ctx, user_id)
     _count(ctx, user_id, CREATE_KEY, reference)
@@ -66,11 +65,18 @@ def require_creation_room(ctx: Context) -> None:
     Raises:
         RateLimited: a window is full; `retry_at` is when every full window has room again.
     """
+    user_id = _limited_user(ctx)
+    if user_id is not None:
+        _require_room(ctx, user_id)
+
+
+def _limited_user(ctx: Context) -> str | None:
+    """The acting user when their creations are limited (`is_limited`), else None."""
     if not is_limited(ctx):
-        return
+        return None
     user_id = ctx.principal.user_id
     assert user_id is not None  # delegated principals always act for a user
-    _require_room(ctx, user_id)
+    return user_id
 
 
 def _require_room(ctx: Context, user_id: str) -> None:
