@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.brains.offline.planner import offline_model
 from benchgen.agent.never import refusal
+from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.permissions import Action
 from benchgen.jobs.worker import Worker
@@ -17,7 +20,7 @@ from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import proposals
 from benchgen.services.chat.conversations import TurnView
 from benchgen.services.runs import launch
-from tests.agent.scripted import new_conversation, say
+from tests.agent.scripted import new_conversation, say, think_with
 from tests.support import MCQ, World
 from tests.support import QA as QA_SPEC
 
@@ -533,23 +536,63 @@ def test_help(world: World, text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["continue", "Continue.", "go on"])
-def test_continue_replans_the_previous_request(world: World, text: str) -> None:
+def test_continue_after_an_answer_says_there_is_nothing_to_continue(
+    world: World, text: str
+) -> None:
+    chat = Chat(world)
+    chat.benchmark()
+    chat.say("show my benchmarks")
+    again = chat.say(text)
+    assert again.status == "completed" and again.tool_calls == []
+    assert again.reply.startswith("There is nothing to continue")
+    assert 'Last I said: "' in again.reply
+
+
+def test_continue_after_an_approved_run_never_proposes_it_again(world: World) -> None:
     chat = Chat(world)
     bm = chat.benchmark()
-    first = chat.say("show my benchmarks")
-    again = chat.say(text)
-    assert again.status == "completed"
-    assert again.reply == first.reply and bm in again.reply
+    started = chat.approve(chat.say(f"run {RANDOM} on {bm}"))
+    assert started.reply.startswith("Started run run_"), started.reply
+    again = chat.say("continue")
+    assert again.status == "completed" and again.proposal is None, again.reply
+    assert "propose_run" not in tools_used(again) and chat.pending() is None
+    assert again.reply.startswith("There is nothing to continue")
 
 
-def test_continue_twice_still_finds_the_request(world: World) -> None:
+def test_continue_after_a_typed_yes_is_not_a_request_for_yes(world: World) -> None:
+    chat = Chat(world)
+    chat.say('create a benchmark called "Sums":\nQ: 2+2?\nA: 4')
+    created = chat.say("yes")
+    assert created.reply.startswith("Created benchmark bm_"), created.reply
+    again = chat.say("continue")
+    assert "did not understand" not in again.reply and again.tool_calls == []
+    assert again.reply.startswith("There is nothing to continue")
+
+
+def test_continue_after_a_question_does_not_ask_it_again(world: World) -> None:
     chat = Chat(world)
     chat.benchmark()
     chat.say("run Capitals")
-    chat.say("continue")
     turn = chat.say("continue")
-    assert turn.status == "awaiting_choice"
-    assert "Which model should I run on Capitals" in turn.reply
+    assert turn.status == "completed" and turn.buttons == []
+    assert 'Last I said: "Which model should I run on Capitals' in turn.reply
+
+
+def test_continue_goes_on_after_a_turn_stopped_at_the_cap(world: World, clock: ManualClock) -> None:
+    chat = Chat(world)
+    chat.benchmark()
+    cap = world.rt.settings.agent_turn_cap_s
+
+    def slow(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        clock.advance(seconds=cap + 1)
+        return ModelResponse(parts=[ToolCallPart("list_benchmarks", {})])
+
+    capped = say(world.rt, chat.web, chat.conv, think_with(slow), "show my benchmarks")
+    assert capped.status == "stopped_at_cap"
+    turn = chat.say("continue")
+    assert turn.status == "completed" and "Capitals" in turn.reply, turn.reply
+    assert tools_used(turn) == ["list_benchmarks"]
+    assert chat.say("continue").reply.startswith("There is nothing to continue")
 
 
 def test_continue_with_nothing_before(world: World) -> None:
@@ -663,3 +706,39 @@ def test_long_titles_keep_their_ids_in_buttons(world: World) -> None:
     assert all(len(label) <= 200 and bm in label for label in labels(turn))
     proposed = chat.click(turn, RANDOM)
     assert run_of(proposed) == (bm, RANDOM)
+
+
+# --- other ways of writing questions ---------------------------------------------------------
+
+CAPITALS_TEXTS = [
+    "create a qa benchmark called Capitals with 2 questions:\nFrance -> Paris\nItaly => Rome",
+    "create a qa benchmark called Capitals:\n1. Capital of France? Paris\n"
+    "2. Capital of Italy? Rome",
+    'create a benchmark called Capitals:\n[{"prompt": "Capital of France?", "answer": "Paris"},'
+    ' {"question": "Capital of Italy?", "answer": "Rome"}]',
+    "create a benchmark called Capitals\nquestion,answer\nCapital of France?,Paris\n"
+    "Capital of Italy?,Rome",
+]
+
+
+@pytest.mark.parametrize("text", CAPITALS_TEXTS)
+def test_create_from_pairs_json_and_csv(world: World, text: str) -> None:
+    turn = Chat(world).say(text)
+    assert turn.status == "awaiting_approval", turn.reply
+    assert turn.proposal is not None and turn.proposal.arguments["title"] == "Capitals"
+    answers = [q["answer"] for q in turn.proposal.arguments["questions"]]
+    assert answers == [["Paris"], ["Rome"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("create a benchmark called Capitals:\nFrance -> Paris\nItaly Rome\nSpain -> Madrid", 3),
+        ('create a benchmark called "Sums":\nQ: 2+2?\nA: 4\nthanks, bye\nQ: 3+3?\nA: 6', 4),
+        ("create a benchmark called Capitals\nprompt,answer\nFrance?,Paris\nItaly?", 4),
+    ],
+)
+def test_lines_that_are_not_read_are_named(world: World, text: str, line: int) -> None:
+    turn = Chat(world).say(text)
+    assert turn.proposal is None and "Nothing was proposed" in turn.reply
+    assert f"could not be read as questions: line {line} (" in turn.reply

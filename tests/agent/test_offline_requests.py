@@ -326,6 +326,35 @@ def test_rename(world: World, text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "rename Capitals to Space Quiz and publish it",
+        "rename Capitals to Space Quiz, then publish it",
+        "change the title of Capitals to Space Quiz and then publish it",
+    ],
+)
+def test_a_second_request_is_not_glued_into_the_new_title(world: World, text: str) -> None:
+    chat = Chat(world)
+    bm = chat.benchmark()
+    turn = chat.say(text)
+    assert turn.status == "awaiting_choice" and turn.proposal is None, turn.reply
+    assert "rename Capitals" in turn.reply and '"Space Quiz"' in turn.reply
+    assert '"publish it"' in turn.reply and "one request at a time" in turn.reply
+    assert labels(turn) == [f'Rename {bm} to "Space Quiz"']
+    proposed = chat.click(turn, "Rename")
+    assert edit_of(proposed)["title"] == "Space Quiz", proposed.reply
+    chat.approve(proposed)
+    assert world.do(chat.web, lifecycle.get_benchmark, bm).title == "Space Quiz"
+
+
+def test_a_title_with_and_in_it_is_kept_whole(world: World) -> None:
+    chat = Chat(world)
+    chat.benchmark()
+    turn = chat.say("rename Capitals to Rivers and Lakes")
+    assert edit_of(turn)["title"] == "Rivers and Lakes", turn.reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "change the description of Capitals to Capital cities of the world.",
         "set Capitals's description to Capital cities of the world.",
         "describe Capitals as Capital cities of the world.",

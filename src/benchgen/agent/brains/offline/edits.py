@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.forms import Form
 from benchgen.agent.brains.offline.parse import Intent, find, find_id
 from benchgen.agent.brains.offline.steps import MAX_OPTIONS, TITLE_KEYS, Ask, Step, titled
 
@@ -27,6 +28,8 @@ def step_edit(ask: Ask, intent: Intent) -> Step:
         return target
     benchmark_id = target["id"]
     if intent.kind == "rename":
+        if intent.form.then:
+            return _one_at_a_time(target, intent.form)
         return [_propose(benchmark_id, title=intent.form.new)]
     if intent.kind == "describe":
         return [_propose(benchmark_id, description=intent.form.new)]
@@ -35,6 +38,19 @@ def step_edit(ask: Ask, intent: Intent) -> Step:
         mismatch = _format_problem(target, intent.draft.format)
         return mismatch or [_propose(benchmark_id, questions=intent.draft.questions)]
     return _with_current(ask, intent, benchmark_id)
+
+
+def _one_at_a_time(target: dict[str, Any], form: Form) -> Step:
+    """Two requests in one message: offer the rename as a button and say the second one is to
+    be asked once it is done, rather than glue it into the title or drop it unsaid."""
+    rename = f'Rename {target["id"]} to "{form.new}"'
+    named = titled(target) if "title" in target else target["id"]
+    question = (
+        f'Your message asks for two things: rename {named} to "{form.new}", and '
+        f'"{form.then}". I do one request at a time: choose the rename below, then ask me '
+        f'"{form.then}" once it is done.'
+    )
+    return [("ask_user", {"question": question, "options": [rename]})]
 
 
 def _draft_problem(intent: Intent) -> str:

@@ -57,6 +57,13 @@ _RENAMES = [
         re.I,
     ),
 ]
+# A second request after a new title ("rename X to Space Quiz and publish it"): the title ends
+# before it, so the request is never glued into the name.
+_NEXT_REQUEST = re.compile(
+    r"\s*,?\s+(?:and|then)\s+(?:then\s+|also\s+)?(?P<next>(?:publish|run|evaluate|share|show"
+    r"|list|train|fine-tune|delete|remove|describe|rename|make|add|change|set|create)\b.*)$",
+    re.I,
+)
 _DESCRIPTIONS = [
     re.compile(
         r"^(?:change|set|update|edit|replace|make)\s+(?:the\s+)?description\s+(?:of|for|on)\s+"
@@ -109,6 +116,7 @@ class Form:
         new: the new title or description.
         numbers: question numbers as people count them (from 1); -1 for "the last".
         runs: run ids named, in the order the comparison takes them (A, then B).
+        then: a second request written after the new title, to be asked on its own.
     """
 
     kind: str
@@ -116,6 +124,7 @@ class Form:
     new: str = ""
     numbers: tuple[int, ...] = ()
     runs: tuple[str, ...] = ()
+    then: str = ""
 
 
 def read_form(plain: str) -> Form | None:
@@ -138,7 +147,11 @@ def _read_edit(plain: str) -> Form | None:
         for pattern in patterns:
             found = pattern.match(plain)
             if found:
-                return Form(kind, phrase=found.group("bm"), new=_unquoted(found.group("new")))
+                new, then = found.group("new"), ""
+                second = _NEXT_REQUEST.search(new) if kind == "rename" else None
+                if second:
+                    new, then = new[: second.start()], second.group("next")
+                return Form(kind, phrase=found.group("bm"), new=_unquoted(new), then=then)
     removed = _REMOVE.match(plain)
     if removed:
         if removed.group("nums"):

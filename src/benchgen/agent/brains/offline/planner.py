@@ -145,9 +145,13 @@ def _as_title(text: str) -> str:
 
 
 def _continue(ask: Ask) -> Step:
-    """Re-plan the latest earlier request that was not itself `continue`."""
+    """Go on with the latest request only when its turn ended without the agent's answer (it
+    stopped at the time cap): a request that was answered, approved or declined is done, and
+    planning it again would propose it twice. The part-by-part plan is the harness's own."""
     for index in range(len(ask.history) - 1, -1, -1):
         who, text = ask.history[index]
-        if who == "user" and read_intent(text).kind != "continue":
+        if who == "agent":
+            return render.nothing_to_continue(text)
+        if read_intent(text).kind != "continue":
             return plan(replace(ask, text=text, history=ask.history[:index]))
     return "There is nothing earlier to continue. " + render.help_text()

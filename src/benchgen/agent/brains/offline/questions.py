@@ -1,5 +1,7 @@
 """Questions and a title written in a chat message, read by the offline planner: `Q:`/`A:` pairs,
-or numbered questions with lettered choices (`a)`, `B.`) and an `Answer:` line."""
+numbered questions with lettered choices (`a)`, `B.`) and an `Answer:` line, one-line pairs
+(`France -> Paris`, `1. Capital of France? Paris`), or a pasted JSON list or CSV table. Lines
+that could not be read are named, never dropped unsaid."""
 
 from __future__ import annotations
 
@@ -7,13 +9,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchgen.agent.brains.offline.question_tables import read_table
+
 _Q = re.compile(r"^(?:q|question)\s*\d*\s*[:.)]\s*(?P<text>.*)$", re.I)
 _NUMBERED = re.compile(r"^\(?\d{1,3}[.)]\s+(?P<text>.+)$")
 _ANSWER = re.compile(r"^(?:a|ans|answer|correct(?:\s+answer)?)\s*\d*\s*:\s*(?P<text>.+)$", re.I)
+# "France -> Paris", "2+2 => 4", "France<TAB>Paris", numbered or not.
+_PAIR = re.compile(r"^(?:\(?\d{1,3}[.)]\s+)?(?P<q>\S.*?)\s*(?:->|=>|→|\t)\s*(?P<a>\S.*)$")
+# "1. Capital of France? Paris": the answer after the question mark, on the same line.
+_ASKED_AND_ANSWERED = re.compile(r"^(?P<q>.+\?)\s+(?P<a>[^?]+)$")
 _CHOICE = re.compile(r"^[-*•]?\s*\(?(?P<label>[a-zA-Z])[.)]\s+(?P<text>.+)$")
 # Markers written inline ("Q: 2+2? A: 4", "Colour? a) red b) blue") start a line of their own.
 _INLINE = re.compile(
-    r"\s+(?=(?:q|question)\s*\d*\s*:\s)|\s+(?=(?:a|ans|answer|correct answer)\s*\d*\s*:\s)",
+    # "Correct answer:" is one marker: no line starts at its "answer:".
+    r"\s+(?=(?:q|question)\s*\d*\s*:\s)"
+    r"|(?<!correct)\s+(?=(?:a|ans|answer|correct answer)\s*\d*\s*:\s)",
     re.I,
 )
 _INLINE_CHOICE = re.compile(r"\s+(?=\(?[a-hA-H]\)\s)")
@@ -57,11 +67,21 @@ class Draft:
 def read_draft(text: str) -> Draft | None:
     """The questions written in `text`, with the title from the words before them; None when the
     message holds no question."""
-    header, found = _read_questions(text)
+    table = read_table(text)
+    if table is not None:
+        header, unread = table.header, table.unread
+        found = [Question(prompt, choices, answer) for prompt, choices, answer in table.rows]
+    else:
+        header, found, unread = _read_questions(text)
     if not found:
         return None
     fmt = "mcq" if any(len(q.choices) >= 2 for q in found) else "qa"
     problems = [_problem(i, q, fmt) for i, q in enumerate(found, 1)]
+    if unread:
+        problems.append(
+            "these could not be read as questions: " + "; ".join(unread) + " (write each like "
+            "`France -> Paris` or `Q: …` then `A: …`)"
+        )
     questions = [_as_argument(q, fmt) for q in found]
     return Draft(read_title(header), fmt, questions, [p for p in problems if p], header)
 
@@ -75,28 +95,43 @@ def read_title(text: str) -> str:
     return ""
 
 
-def _read_questions(text: str) -> tuple[str, list[Question]]:
+def _read_questions(text: str) -> tuple[str, list[Question], list[str]]:
+    """The header, the questions, and the lines after the first question that belong to none."""
     header: list[str] = []
     found: list[Question] = []
-    for line in _lines(text):
+    unread: list[str] = []
+    for number, line in _lines(text):
         current = found[-1] if found else None
-        started = _Q.match(line) or _NUMBERED.match(line)
-        if started and not (current is not None and _is_choice(current, line)):
+        started = _Q.match(line) or (None if _PAIR.match(line) else _NUMBERED.match(line))
+        pair = None if started or _ANSWER.match(line) else _PAIR.match(line)
+        if pair:
+            found.append(Question(pair.group("q").strip(), answer=pair.group("a").strip()))
+        elif started and not (current is not None and _is_choice(current, line)):
             found.append(Question(started.group("text").strip()))
         elif current is None:
             header.append(line)
-        else:
-            _add_line(current, line)
-    return "\n".join(header), [q for q in found if q.prompt or q.answer]
+        elif not _add_line(current, line):
+            unread.append(f"line {number} ({line[:60]})")
+    for question in found:
+        _answer_on_the_same_line(question)
+    return "\n".join(header), [q for q in found if q.prompt or q.answer], unread
 
 
-def _lines(text: str) -> list[str]:
-    lines: list[str] = []
-    for raw in text.splitlines():
+def _answer_on_the_same_line(question: Question) -> None:
+    """ "Capital of France? Paris" with nothing after it: the words after the "?" answer it."""
+    same_line = _ASKED_AND_ANSWERED.match(question.prompt)
+    if same_line and not question.answer and not question.choices:
+        question.prompt, question.answer = same_line.group("q"), same_line.group("a").strip()
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """The message's lines, numbered as written; inline markers start lines of their own."""
+    lines: list[tuple[int, str]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
         for part in _INLINE.split(raw):
             # "Answer: B) dog" is one answer, not a choice.
             pieces = [part] if _ANSWER.match(part.strip()) else _INLINE_CHOICE.split(part)
-            lines += [piece.strip() for piece in pieces if piece.strip()]
+            lines += [(number, piece.strip()) for piece in pieces if piece.strip()]
     return lines
 
 
@@ -106,7 +141,8 @@ def _is_choice(question: Question, line: str) -> bool:
     return found is not None and found.group("label").casefold() == expected
 
 
-def _add_line(question: Question, line: str) -> None:
+def _add_line(question: Question, line: str) -> bool:
+    """Add a line to the question it follows; False when it is none of its parts."""
     answer = _ANSWER.match(line)
     if answer and not question.answer:
         question.answer = answer.group("text").strip()
@@ -117,6 +153,9 @@ def _add_line(question: Question, line: str) -> None:
     elif not question.answer and not question.choices:
         # A prompt may run over several lines.
         question.prompt = f"{question.prompt}\n{line}".strip()
+    else:
+        return False
+    return True
 
 
 def _problem(number: int, question: Question, fmt: str) -> str:

@@ -31,7 +31,8 @@ CAN_DO = (
     "`replace the questions of Capitals with:` followed by questions\n"
     "- create a qa or mcq benchmark from questions in your message: `Create a benchmark called "
     f'"Capitals":` followed by lines like\n{EXAMPLE_QA}\n  or\n{EXAMPLE_MCQ}\n'
-    "- `continue` repeats your previous request"
+    "- `continue` goes on after a turn stopped at its time limit, or with a benchmark written "
+    "part by part; it never approves and never starts over"
 )
 _ACTIONS = {
     "list_benchmarks": "list the benchmarks",
@@ -65,6 +66,17 @@ def not_understood(text: str) -> str:
     """A request none of the forms matched: say so, and what can be asked."""
     quoted = " ".join(text.split())[:200]
     return f'I did not understand "{quoted}". Here is what I can do:\n{CAN_DO}'
+
+
+def nothing_to_continue(last_reply: str) -> str:
+    """`continue` after a request that was answered: nothing is left to go on with."""
+    lines = [line for line in last_reply.splitlines() if line.strip()]
+    said = lines[0].strip()[:MAX_PROMPT_CHARS] if lines else ""
+    return (
+        "There is nothing to continue: your last request was answered (approved, declined or "
+        f'replied to), and nothing of it is left to do. Last I said: "{said}" '
+        "Tell me what to do next, or `help` for what I can do."
+    )
 
 
 def error(tool: str, result: dict[str, Any]) -> str:
