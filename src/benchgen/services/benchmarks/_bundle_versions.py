@@ -37,9 +37,10 @@ MAX_VERSION = 2**31 - 1  # a 32-bit column
 # Of each failing task's program output kept with a solution's result (the end, where a
 # traceback is): enough to see why, small enough for every view of the bundle to carry.
 SOLUTION_OUTPUT_CHARS = 4000
-# An upload waits for its solutions' programs: their evaluations (solutions × tasks) are few,
-# and all of them share this many times the time one program may take.
-MAX_SOLUTION_RUNS = 12
+# An upload waits for its solutions' programs: their evaluations (solutions × tasks) are
+# bounded (published bundles have a few solutions over a few tasks per phase), and all of them
+# share this many times the time one program may take.
+MAX_SOLUTION_RUNS = 64
 SOLUTION_TIME_FACTOR = 2
 
 
