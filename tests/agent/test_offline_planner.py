@@ -742,3 +742,9 @@ def test_lines_that_are_not_read_are_named(world: World, text: str, line: int) -
     turn = Chat(world).say(text)
     assert turn.proposal is None and "Nothing was proposed" in turn.reply
     assert f"could not be read as questions: line {line} (" in turn.reply
+
+
+def test_brackets_nested_past_the_json_parsers_depth_are_no_table(world: World) -> None:
+    """A RecursionError from the JSON parser failed the turn."""
+    turn = Chat(world).say("create a benchmark called Junk:\n" + "[" * 3000 + "]" * 3000)
+    assert turn.status != "failed" and turn.proposal is None, turn.reply

@@ -32,7 +32,7 @@ def _json_table(text: str) -> Table | None:
         return None
     try:
         items = json.loads(text[start : end + 1])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
         return None
     if not isinstance(items, list) or not any(_prompt_of(item) for item in items):
         return None
