@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -14,7 +14,7 @@ from benchgen.agent.credential import HARNESS, TurnCredential
 from benchgen.core.clock import Clock
 from benchgen.core.context import Context
 from benchgen.core.errors import BenchGenError, Unauthenticated
-from benchgen.core.secrets import find_secrets, redact_secrets
+from benchgen.core.secrets import Finding, find_secrets, redact_secrets
 from benchgen.services.accounts import leaks
 from benchgen.services.chat import proposals
 from benchgen.services.runtime import transaction
@@ -111,14 +111,16 @@ class TurnState:
         """
         if self.over_cap():
             raise TurnOver
-        entry: dict[str, Any] = {"tool": tool, "args": _logged(args), "ok": True}
+        # Scanned once: the same findings redact the transcript's copy and refuse the call.
+        findings = find_secrets(_as_text(args))
+        entry: dict[str, Any] = {"tool": tool, "args": _logged(args, findings), "ok": True}
         self._count_call()
         if self._made_again(tool, args) > REPEATS_ALLOWED:
             self.tool_calls.append(entry | {"ok": False, "error": "repeated"})
             self.circling = tool
             raise TurnOver
         self.tool_calls.append(entry)
-        if find_secrets(json.dumps(args, ensure_ascii=False, default=str)):
+        if findings:
             # The brain wrote a secret (one it read, or made up) into a call: nothing is done
             # with it, and a live BenchGen token in it is revoked (A14, A15).
             self._screened(args, leaks.Origin.REPLY)
@@ -162,7 +164,7 @@ class TurnState:
     ) -> dict[str, Any]:
         """The result with every secret redacted before a brain reads it; a live BenchGen token
         in it (a benchmark's text, a run log, an error) is revoked at once (A15)."""
-        if not find_secrets(json.dumps(result, ensure_ascii=False, default=str)):
+        if not find_secrets(_as_text(result)):
             return result  # the common case: no write transaction for a read tool
         # Its own unit of work: a read tool's session must not take a write lock.
         with transaction(self.credential.runtime, HARNESS) as ctx:
@@ -211,7 +213,7 @@ _REFUSALS = {
 
 def bounded(result: Any) -> Any:
     """A tool result the brain may read, or a refusal when it is too large to feed back."""
-    size = len(json.dumps(result, ensure_ascii=False, default=str))
+    size = len(_as_text(result))
     return result if size <= MAX_RESULT_CHARS else TurnState.refusal("result_too_large")
 
 
@@ -230,7 +232,13 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _logged(args: dict[str, Any]) -> str:
-    """Arguments as stored in the transcript: screened, and cut short when long."""
-    text = redact_secrets(json.dumps(args, ensure_ascii=False, default=str))
+def _as_text(value: Any) -> str:
+    """Arguments or a result as one text: what is scanned for secrets and measured."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _logged(args: dict[str, Any], findings: Sequence[Finding] | None = None) -> str:
+    """Arguments as stored in the transcript: screened (with `findings` of `_as_text(args)`
+    when the caller has them), and cut short when long."""
+    text = redact_secrets(_as_text(args), findings)
     return text if len(text) <= MAX_LOGGED_ARGS else text[:MAX_LOGGED_ARGS] + "…"
