@@ -193,3 +193,31 @@ def programs_started(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
 
     monkeypatch.setattr(_bundle_versions, "evaluate_task", signalled)
     return started
+
+
+class HeldPrograms:
+    """An upload's solution programs held before they run until `release` (or `hold_s`), so
+    that a test acts while they would be running; the real ones run once released."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, hold_s: float = 8.0) -> None:
+        self.started = threading.Event()
+        self.released = threading.Event()
+        evaluate = _bundle_versions.evaluate_task
+
+        def holding(*args: Any) -> Any:
+            self.started.set()
+            self.released.wait(hold_s)
+            return evaluate(*args)
+
+        monkeypatch.setattr(_bundle_versions, "evaluate_task", holding)
+
+    def wait_started(self) -> None:
+        assert self.started.wait(30), "the bundle's programs never started"
+
+    def release(self) -> None:
+        self.released.set()
+
+    def rearm(self) -> None:
+        """Hold the next programs again."""
+        self.started.clear()
+        self.released.clear()

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from benchgen.agent.credential import HARNESS, TurnCredential
 from benchgen.core.clock import Clock
@@ -20,6 +20,8 @@ from benchgen.services.chat import proposals
 from benchgen.services.runtime import transaction
 
 T = TypeVar("T")
+P = TypeVar("P")
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 MAX_LOGGED_ARGS = 2000
 # A tool result larger than this is not fed back to the brain: it is told to ask for less.
@@ -31,6 +33,18 @@ REPEATS_ALLOWED = 2
 # Tool calls in one turn: a real task takes a few dozen; past this a brain is flooding (a
 # hostile one made 6,000 calls in a turn, each kept in the transcript and fed back to it).
 MAX_TOOL_CALLS = 200
+
+
+@dataclass(frozen=True)
+class Staged(Generic[P, R, T]):
+    """A tool's work in three steps, so that its slow middle holds no unit of work: `check` in
+    one that only reads, `slow` (an organiser's programs, for seconds or minutes) with none
+    open, then `store` in a short write, which checks every rule again. On SQLite a write
+    transaction holds the lock of the whole database: every other write would wait for it."""
+
+    check: Callable[[Context], P]
+    slow: Callable[[P], R]
+    store: Callable[[Context, R], T]
 
 
 class TurnOver(Exception):
@@ -96,10 +110,15 @@ class TurnState:
         return max(0.0, (self.deadline - self.clock.now()).total_seconds())
 
     def call(
-        self, tool: str, args: dict[str, Any], work: Callable[[Context], T], write: bool = True
+        self,
+        tool: str,
+        args: dict[str, Any],
+        work: Callable[[Context], T] | Staged[Any, Any, T],
+        write: bool = True,
     ) -> T | dict[str, Any]:
         """Run one service call as the agent and log it; a domain error becomes a result the
-        brain can read, so a refusal is an answer, not a crash.
+        brain can read, so a refusal is an answer, not a crash. `Staged` work opens a unit of
+        work for each of its ends, each authenticating the credential afresh.
 
         Any other exception is logged and becomes a fixed tool error: its text may hold
         internals (or data) that neither the brain nor the user should see.
@@ -127,8 +146,7 @@ class TurnState:
             entry["ok"], entry["error"] = False, "secret_in_arguments"
             return self.refusal("secret_in_arguments")
         try:
-            with self.credential.context(write) as ctx:
-                result = work(ctx)
+            result = self._run(work, write)
         except Unauthenticated:
             entry["ok"], entry["error"] = False, "unauthenticated"
             self.lost_access = True
@@ -141,6 +159,16 @@ class TurnState:
             entry["ok"], entry["error"] = False, "tool_failed"
             return self.refusal("tool_failed")
         return bounded(self._screened(result)) if isinstance(result, dict) else result
+
+    def _run(self, work: Callable[[Context], T] | Staged[Any, Any, T], write: bool) -> T:
+        if not isinstance(work, Staged):
+            with self.credential.context(write) as ctx:
+                return work(ctx)
+        with self.credential.context(write=False) as ctx:
+            pending = work.check(ctx)
+        ready = work.slow(pending)
+        with self.credential.context() as ctx:
+            return work.store(ctx, ready)
 
     def _count_call(self) -> None:
         """Stop the turn before the call past MAX_TOOL_CALLS (nothing of it is made).

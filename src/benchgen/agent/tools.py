@@ -14,7 +14,7 @@ from pydantic_ai import RunContext, Tool
 
 from benchgen.agent import parts
 from benchgen.agent.brains.offline.parse import names
-from benchgen.agent.state import TurnState, plain
+from benchgen.agent.state import Staged, TurnState, plain
 from benchgen.core.context import Context
 from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services import models
@@ -287,10 +287,13 @@ def propose_action(state: TurnState, tool: str, kind: str, arguments: dict[str, 
 
 
 def _proposed(state: TurnState, tool: str, kind: str, arguments: dict[str, Any]) -> Any:
-
-    def work(c: Context) -> dict[str, Any]:
+    # Staged: a bundle change's programs run between the check and the short write that stores
+    # the proposal, with no unit of work open.
+    def store(c: Context, checked: proposals.Checked) -> dict[str, Any]:
         agent_pick = kind == "start_run" and _agent_pick(c, state.request, arguments["model_id"])
-        made = proposals.propose(c, state.conversation_id, kind, arguments, agent_pick=agent_pick)
+        made = proposals.propose(
+            c, state.conversation_id, kind, arguments, agent_pick=agent_pick, checked=checked
+        )
         state.proposal = made
         return {
             "proposal_id": made.id,
@@ -300,7 +303,10 @@ def _proposed(state: TurnState, tool: str, kind: str, arguments: dict[str, Any])
             "the turn ends here and the user's next message decides.",
         }
 
-    return state.call(tool, arguments, work)
+    def check(c: Context) -> proposals.Pending:
+        return proposals.check_proposal(c, state.conversation_id, kind, arguments)
+
+    return state.call(tool, arguments, Staged(check, proposals.Pending.inspect, store))
 
 
 def _agent_pick(c: Context, request: str, model_id: str) -> bool:

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -24,7 +24,7 @@ from benchgen.agent.insight_tools import INSIGHT_TOOLS
 from benchgen.agent.instructions import instructions
 from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_assent, is_continue
 from benchgen.agent.scratch_tools import SCRATCH_TOOLS
-from benchgen.agent.state import TurnOver, TurnState
+from benchgen.agent.state import Staged, TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.agent.training_tools import TRAINING_TOOLS
 from benchgen.core.context import Context, Principal
@@ -286,11 +286,18 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
     return TurnOutcome("completed", text, proposal_id=approved.id)
 
 
-def _execute(proposal_id: str) -> Callable[[Context], proposals.ProposalView]:
-    def work(c: Context) -> proposals.ProposalView:
-        return proposals.execute(c, proposal_id)
+def _execute(
+    proposal_id: str,
+) -> Staged[proposals.Pending, proposals.Checked, proposals.ProposalView]:
+    # Staged: a bundle change's programs run between the check and the short write that claims
+    # the proposal and stores what it did, with no unit of work open.
+    def check(c: Context) -> proposals.Pending:
+        return proposals.check_execution(c, proposal_id)
 
-    return work
+    def store(c: Context, checked: proposals.Checked) -> proposals.ProposalView:
+        return proposals.execute(c, proposal_id, checked)
+
+    return Staged(check, proposals.Pending.inspect, store)
 
 
 async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcome:

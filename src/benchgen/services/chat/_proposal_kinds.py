@@ -1,7 +1,9 @@
 """Each kind of agent proposal: check and canonicalise its arguments, preview it, carry it out.
 
 `prepare` and `perform` check each kind's permissions but not the approval: only `proposals` calls
-them, after binding the approval to its user and turn."""
+them, after binding the approval to its user and turn. A bundle change is first checked in a read
+(`check`, `check_perform`), its programs run with no unit of work open, and what they found is
+handed to `prepare` or `perform`."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from benchgen.core.errors import Conflict, invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Question
 from benchgen.services import access
-from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
-from benchgen.services.chat import _run_kind, _training_kind, previews, scratch
+from benchgen.services.benchmarks import bundles, lifecycle, questions
+from benchgen.services.chat import _bundle_kind, _run_kind, _training_kind, previews
 from benchgen.services.chat._versions import require_version
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
@@ -55,15 +57,6 @@ class PublishArgs(BaseModel):
     benchmark_id: str = Field(max_length=40)
 
 
-class BundleArgs(BaseModel):
-    """Arguments of a `change_bundle` proposal: the scratch copy of one conversation."""
-
-    model_config = _Strict
-
-    benchmark_id: str = Field(max_length=40)
-    conversation_id: str = Field(max_length=40)
-
-
 @dataclass(frozen=True)
 class Prepared:
     """Canonical arguments (exactly what will run) and the preview rendered from them."""
@@ -82,16 +75,38 @@ def hash_arguments(arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
-def prepare(ctx: Context, kind: str, arguments: dict[str, Any], agent_pick: bool) -> Prepared:
-    """Validate `arguments` for `kind` with the services' own rules, applying nothing.
+def check(ctx: Context, kind: str, arguments: dict[str, Any]) -> bundles.BundleCheck | None:
+    """The checks of `prepare` that come before a bundle change's programs, in a unit of work
+    that only reads, and the bundle waiting for them; None for other kinds (nothing is slow).
+
+    Raises:
+        InvalidInput: unknown kind or bad arguments.
+        NotFound / PermissionDenied / Conflict: see `_bundle_kind.check`.
+    """
+    if kind not in KINDS:
+        raise invalid(["kind"], f"unknown proposal kind; choose one of {', '.join(KINDS)}")
+    return _bundle_kind.check(ctx, arguments) if kind == "change_bundle" else None
+
+
+def prepare(
+    ctx: Context,
+    kind: str,
+    arguments: dict[str, Any],
+    agent_pick: bool,
+    bundle: bundles.Checked | None = None,
+) -> Prepared:
+    """Validate `arguments` for `kind` with the services' own rules, applying nothing. A
+    bundle change needs `bundle`, its programs already run (`check`).
 
     Raises:
         InvalidInput: unknown kind, bad arguments, or `agent_pick` on anything but a run.
         NotFound: the benchmark, model or dataset is not visible to the principal.
         PermissionDenied: the principal may not do this now (scope, role, deployment switch).
         Frozen: an edit touches frozen questions.
-        Conflict: the edit changes nothing, or the benchmark is already published.
+        Conflict: the edit changes nothing, the benchmark is already published, or the scratch
+            copy changed while its programs ran.
         InsufficientCredits: a training plan the balance cannot cover.
+        ValueError: a bundle change without `bundle` (a bug in the caller).
     """
     if kind not in KINDS:
         raise invalid(["kind"], f"unknown proposal kind; choose one of {', '.join(KINDS)}")
@@ -101,6 +116,8 @@ def prepare(ctx: Context, kind: str, arguments: dict[str, Any], agent_pick: bool
         prepared = Prepared(*_run_kind.prepare(ctx, arguments, agent_pick))
     elif kind == "start_training":
         prepared = Prepared(*_training_kind.prepare(ctx, arguments))
+    elif kind == "change_bundle":
+        prepared = Prepared(*_bundle_kind.prepare(ctx, arguments, _ran(bundle)))
     else:
         prepared = _PREPARERS[kind](ctx, arguments)
     # Kept as parsed back from the canonical text, so what is stored is exactly what is hashed.
@@ -170,30 +187,6 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
     return Prepared({"benchmark_id": row.id, "version": row.version}, preview)
 
 
-def _prepare_bundle(ctx: Context, arguments: dict[str, Any]) -> Prepared:
-    spec = parse(BundleArgs, arguments)
-    row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_EDIT)
-    copy, data, sha256 = scratch.scratch_for_change(ctx, spec.conversation_id, row.id)
-    # Validated (and its solutions scored) now, so the user never approves a broken bundle.
-    inspected = _bundle_versions.inspect_bundle(ctx, data, "scratch.zip")
-    bundles.require_structure_allowed(ctx, row, inspected.competition)
-    changes = scratch.diff_against_current(ctx, copy, data)
-    if not changes["diff"] and not changes["binary_changes"]:
-        raise Conflict("The scratch copy is the same as the current bundle: nothing to approve.")
-    preview = {
-        "benchmark_id": row.id,
-        "title": row.title,
-        "sha256": sha256,
-        "solutions": inspected.solutions,
-        "warnings": [w.as_error() for w in inspected.competition.warnings],
-        **changes,
-    }
-    preview["text"] = previews.bundle_text(preview)
-    # The hash binds approval to these exact bytes; execution rebuilds and compares (A9).
-    canonical = {**spec.model_dump(), "sha256": sha256, "version": row.version}
-    return Prepared(canonical, preview)
-
-
 def _question_args(checked: list[questions.Canonical]) -> list[dict[str, Any]]:
     """Validated questions back in the input shape, so running them re-validates to the same."""
     return [
@@ -210,16 +203,40 @@ def _question_args(checked: list[questions.Canonical]) -> list[dict[str, Any]]:
     ]
 
 
-def perform(ctx: Context, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def check_perform(ctx: Context, kind: str, arguments: dict[str, Any]) -> bundles.BundleCheck | None:
+    """The checks of `perform` that come before a bundle change's programs, in a unit of work
+    that only reads, and the bundle waiting for them; None for other kinds (nothing is slow).
+
+    Raises:
+        NotFound / PermissionDenied / Conflict: see `_bundle_kind.check_perform`.
+    """
+    return _bundle_kind.check_perform(ctx, arguments) if kind == "change_bundle" else None
+
+
+def perform(
+    ctx: Context, kind: str, arguments: dict[str, Any], bundle: bundles.Checked | None = None
+) -> dict[str, Any]:
     """Carry out exactly `arguments` through the normal service function, which checks every
-    rule again (permissions, switches, rate limits, credits, freezing, the target exists).
+    rule again (permissions, switches, rate limits, credits, freezing, the target exists). A
+    bundle change needs `bundle`, its programs already run (`check_perform`).
 
     Raises:
         BenchGenError: whatever that service function raises; see its own Raises.
-        Conflict: the benchmark changed after the preview, or a run or training job would
-            cost more than shown.
+        Conflict: the benchmark (or the scratch copy) changed after the preview, or a run or
+            training job would cost more than shown.
+        ValueError: a bundle change without `bundle` (a bug in the caller).
     """
+    if kind == "change_bundle":
+        return _bundle_kind.perform(ctx, arguments, _ran(bundle))
     return _PERFORMERS[kind](ctx, arguments)
+
+
+def _ran(bundle: bundles.Checked | None) -> bundles.Checked:
+    # A bundle's programs never run inside the write that stores a proposal or carries it out:
+    # on SQLite that would hold every other write on the server for as long as they take.
+    if bundle is None:
+        raise ValueError("A bundle change is stored only with its programs already run.")
+    return bundle
 
 
 def _perform_create(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -239,27 +256,12 @@ def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"benchmark_id": published.id, "visibility": published.visibility}
 
 
-def _perform_bundle(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    require_version(ctx, arguments, Action.BENCHMARK_EDIT)
-    benchmark_id = arguments["benchmark_id"]
-    _, data, sha256 = scratch.scratch_for_change(ctx, arguments["conversation_id"], benchmark_id)
-    if sha256 != arguments["sha256"]:
-        raise Conflict(
-            "The scratch copy changed after the preview; nothing was uploaded. Propose it again.",
-            {"approved": arguments["sha256"], "now": sha256},
-        )
-    view = bundles.upload_bundle_version(ctx, benchmark_id, data, "scratch.zip")
-    return {"benchmark_id": benchmark_id, "version": view.version}
-
-
 _PREPARERS: dict[str, Callable[[Context, dict[str, Any]], Prepared]] = {
-    "change_bundle": _prepare_bundle,
     "create_benchmark": _prepare_create,
     "edit_benchmark": _prepare_edit,
     "publish_benchmark": _prepare_publish,
 }
 _PERFORMERS: dict[str, Callable[[Context, dict[str, Any]], dict[str, Any]]] = {
-    "change_bundle": _perform_bundle,
     "create_benchmark": _perform_create,
     "edit_benchmark": _perform_edit,
     "publish_benchmark": _perform_publish,

@@ -25,6 +25,7 @@ from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit
+from benchgen.services.benchmarks import bundles
 from benchgen.services.chat import _proposal_kinds
 
 EXPIRY = timedelta(minutes=10)
@@ -69,6 +70,69 @@ class ProposalView:
     error_code: str | None
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What a proposal's slow work found with no unit of work open: its changed bundle
+    unpacked, validated and with its solutions scored (None for kinds with nothing slow), or
+    the refusal met on the way, which the write that follows raises (carrying out, records as
+    the proposal's failure). `began_at`: when carrying it out was checked."""
+
+    bundle: bundles.Checked | None = None
+    refused: BenchGenError | None = None
+    began_at: datetime | None = None
+
+    def ran(self) -> bundles.Checked | None:
+        """The inspected bundle, if any.
+
+        Raises:
+            BenchGenError: the refusal met while checking or inspecting it.
+        """
+        if self.refused is not None:
+            raise self.refused
+        return self.bundle
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A proposal past the checks that come before its slow work, made in a unit of work that
+    only reads (`check_proposal`, `check_execution`); `inspect` does that work."""
+
+    bundle: bundles.BundleCheck | None = None
+    refused: BenchGenError | None = None
+    began_at: datetime | None = None
+
+    def inspect(self) -> Checked:
+        """Run the slow work, if any: a changed bundle's programs, in the sandbox. Call it with
+        no unit of work open: on SQLite a write transaction would block every other write for
+        as long as they run. A domain error is kept in the result, not raised."""
+        if self.bundle is None:
+            return Checked(refused=self.refused, began_at=self.began_at)
+        try:
+            return Checked(self.bundle.inspect(), began_at=self.began_at)
+        except BenchGenError as exc:
+            return Checked(refused=exc, began_at=self.began_at)
+
+
+def check_proposal(
+    ctx: Context, conversation_id: str, kind: str, arguments: dict[str, Any]
+) -> Pending:
+    """The checks of `propose` that come before its slow work, in a unit of work that only
+    reads. The harness then calls `Pending.inspect` with no unit of work open (a changed
+    bundle's programs run there, for seconds to minutes: on SQLite a write transaction would
+    block every other write meanwhile), and `propose` with what it found, in a short write.
+
+    Raises:
+        PermissionDenied: not an agent turn, or the agent may not do this now.
+        Unauthenticated: the account or turn credential is no longer valid.
+        InvalidInput: unknown kind, bad arguments or conversation id.
+        NotFound: the benchmark, conversation or scratch copy is not visible.
+        Conflict: the scratch copy is the same as the current bundle.
+    """
+    _require_agent(ctx)
+    _require_conversation_id(conversation_id)
+    return Pending(_proposal_kinds.check(ctx, kind, arguments))
+
+
 def propose(
     ctx: Context,
     conversation_id: str,
@@ -76,6 +140,7 @@ def propose(
     arguments: dict[str, Any],
     *,
     agent_pick: bool = False,
+    checked: Checked | None = None,
 ) -> ProposalView:
     """Validate an action the agent wants to take and store it, pending the user's decision.
 
@@ -83,7 +148,8 @@ def propose(
     into their canonical form and hashed; the preview is rendered from them by code. It is
     stored as a draft that nobody can decide until `settle_turn` records that its turn showed
     it. Any open proposal of the conversation is superseded. `agent_pick` (runs only) marks a model
-    the agent chose because the user's message left the choice open.
+    the agent chose because the user's message left the choice open. A bundle change needs
+    `checked`, from `check_proposal` and `Pending.inspect`: its programs never run here.
 
     Raises:
         PermissionDenied: not an agent turn, or the agent may not do this now.
@@ -91,14 +157,17 @@ def propose(
         InvalidInput: unknown kind (A13 actions have none), bad arguments or conversation id.
         NotFound: the benchmark, model or dataset is not visible to the principal.
         Frozen: an edit touches frozen questions.
-        Conflict: the edit changes nothing, the benchmark is already published, or another
-            proposal of this conversation was made at the same moment.
+        Conflict: the edit changes nothing, the benchmark is already published, the scratch
+            copy changed while its programs ran, or another proposal of this conversation was
+            made at the same moment.
         InsufficientCredits: a training plan the balance cannot cover.
+        BenchGenError: the refusal `checked` carries (what inspecting the bundle met).
+        ValueError: a bundle change without `checked` (a bug in the caller).
     """
     user_id = _require_agent(ctx)
-    if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
-        raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
-    prepared = _proposal_kinds.prepare(ctx, kind, arguments, agent_pick)
+    _require_conversation_id(conversation_id)
+    bundle = checked.ran() if checked is not None else None
+    prepared = _proposal_kinds.prepare(ctx, kind, arguments, agent_pick, bundle)
     _refuse_secrets(prepared)
     now = ctx.now()
     _retire_pending(ctx, user_id, conversation_id, now)
@@ -120,6 +189,11 @@ def propose(
     details = {"kind": kind, "conversation_id": conversation_id, "hash": row.arguments_hash}
     audit.record(ctx, audit.AuditAction.PROPOSAL_CREATE, "proposal", row.id, **details)
     return _view(row, now)
+
+
+def _require_conversation_id(conversation_id: str) -> None:
+    if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
+        raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
 
 
 def _refuse_secrets(prepared: _proposal_kinds.Prepared) -> None:
@@ -256,53 +330,92 @@ def _why_not(
     return _GONE[status]
 
 
-def execute(ctx: Context, proposal_id: str) -> ProposalView:
+def check_execution(ctx: Context, proposal_id: str) -> Pending:
+    """The checks of `execute` that come before its slow work, in a unit of work that only
+    reads: nothing runs for a proposal that cannot be carried out. The harness then calls
+    `Pending.inspect` with no unit of work open (a changed bundle's programs) and `execute`
+    with what it found, in a short write that claims the proposal and checks every rule again.
+    A refusal of the kind's own checks is not raised: `execute` records it as the failure.
+
+    Raises:
+        PermissionDenied: not an agent turn.
+        Unauthenticated: the account or turn credential is no longer valid.
+        NotFound: no such proposal for this user.
+        Conflict: never approved, declined, expired, or already carried out.
+    """
+    user_id = _require_agent(ctx)
+    row = _owned(ctx, proposal_id, user_id)
+    now = ctx.now()
+    status = _status(row, now)
+    if status != ProposalStatus.APPROVED:
+        reason = _GONE.get(status, "it was never approved")
+        raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
+    try:
+        _require_bound(row)
+        return Pending(_proposal_kinds.check_perform(ctx, row.kind, row.arguments), began_at=now)
+    except BenchGenError as exc:
+        return Pending(refused=exc, began_at=now)
+
+
+def execute(ctx: Context, proposal_id: str, checked: Checked | None = None) -> ProposalView:
     """Carry out an approved proposal, once, with exactly its stored arguments.
 
     The agent turn's principal runs the normal service function, so every rule is checked
     again now. A domain error does not propagate: the proposal is marked `failed` with the
     error's message and code, whatever the service did is rolled back (a savepoint), and the
     view is returned — so the caller's transaction commits the failure record. Any other
-    exception propagates and leaves the proposal approved (nothing is committed).
+    exception propagates and leaves the proposal approved (nothing is committed). A bundle
+    change needs `checked`, from `check_execution` and `Pending.inspect`: its programs never
+    run here (a refusal it carries is recorded as the failure).
 
     Raises:
         PermissionDenied: not an agent turn (another door would skip the agent's limits).
         Unauthenticated: the account or turn credential is no longer valid.
         NotFound: no such proposal for this user.
         Conflict: not carried out: never approved, declined, expired, or already carried out.
+        ValueError: a bundle change without `checked` (a bug in the caller; nothing is
+            committed).
     """
     user_id = _require_agent(ctx)
     row = _owned(ctx, proposal_id, user_id)
     now = ctx.now()
+    # The deadline is judged when carrying out began: a bundle's programs, run since
+    # `check_execution`, may outlast the deadline of a proposal approved in time.
+    began = checked.began_at if checked is not None and checked.began_at else now
     claim = update(Proposal).where(
         Proposal.id == row.id,
         Proposal.user_id == user_id,
         Proposal.status == ProposalStatus.APPROVED,
-        Proposal.expires_at > now,
+        Proposal.expires_at > began,
     )
     # The conditional update is the claim: of two concurrent executions only one matches.
     if rows_changed(ctx.session, claim.values(status=ProposalStatus.EXECUTED)) != 1:
         ctx.session.refresh(row)  # a concurrent execution may have committed since the load
-        reason = _GONE.get(_status(row, now), "it was never approved")
+        reason = _GONE.get(_status(row, began), "it was never approved")
         raise Conflict(f"Not carried out: {reason}.", {"id": row.id})
-    _carry_out(ctx, row)
+    _carry_out(ctx, row, checked)
     details = {"kind": row.kind, "status": row.status, "error": row.error}
     audit.record(ctx, audit.AuditAction.PROPOSAL_EXECUTE, "proposal", row.id, **details)
     return _view(row, now)
 
 
-def _carry_out(ctx: Context, row: Proposal) -> None:
+def _carry_out(ctx: Context, row: Proposal, checked: Checked | None) -> None:
     try:
-        # Defence in depth: the stored arguments must still be the ones whose hash was approved.
-        if _proposal_kinds.hash_arguments(row.arguments) != row.arguments_hash:
-            raise Conflict("The stored arguments no longer match what was approved.")
+        _require_bound(row)
+        bundle = checked.ran() if checked is not None else None
         with ctx.session.begin_nested():
-            result = _proposal_kinds.perform(ctx, row.kind, row.arguments)
+            result = _proposal_kinds.perform(ctx, row.kind, row.arguments, bundle)
     except BenchGenError as exc:
         row.status, row.error = ProposalStatus.FAILED, exc.message
         row.result = {"code": exc.code, "details": exc.details}
         return
     row.status, row.result = ProposalStatus.EXECUTED, result
+
+
+def _require_bound(row: Proposal) -> None:
+    # Defence in depth: the stored arguments must still be the ones whose hash was approved.
+    if _proposal_kinds.hash_arguments(row.arguments) != row.arguments_hash:
+        raise Conflict("The stored arguments no longer match what was approved.")
 
 
 def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
