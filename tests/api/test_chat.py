@@ -16,10 +16,13 @@ from pydantic_ai.models.function import AgentInfo
 
 from benchgen.agent.brains import Brain, BrainUnavailable
 from benchgen.app import create_app
+from benchgen.core.context import Principal
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import tokens
+from benchgen.services.benchmarks import bundles
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script, think_with
+from tests.bundle_factory import SCORER, HeldPrograms, bundle, require_sandbox
 from tests.support import World
 
 ALL_SCOPES = sorted(scope.value for scope in Scope)
@@ -247,3 +250,50 @@ def test_done_when_create_approve_run_ask_and_read_results_over_http(
     assert status["status"] == "completed" and "completed" in status["reply"].lower()
     results = send(client, ana, conv, text="show the results of my last run").json()
     assert "2+2?" in results["reply"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_writes_go_on_while_an_agents_bundle_change_runs_its_programs(
+    connect: Connect, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Proposing a bundle change and approving it each run the bundle's programs: as an upload
+    # through the API, with no transaction open, so SQLite's write lock is free meanwhile.
+    require_sandbox()
+    ana_id = world.user("ana@example.com")
+    ana, bob = (bearer(world.token(who, ALL_SCOPES)) for who in (ana_id, world.user("b@x.org")))
+    web = Principal.web(ana_id)
+    where = {"benchmark_id": world.do(web, bundles.upload_bundle, bundle(), "b.zip").benchmark.id}
+    fixed = {**where, "path": "scoring_program/score.py", "content": SCORER + "\n"}
+    steps = [
+        [("copy_bundle_to_scratch", where)],
+        [("write_scratch_file", fixed)],
+        [("propose_bundle_change", where)],
+    ]
+    held = HeldPrograms(monkeypatch)
+    client = connect(Script(steps).brain())
+    conv = new_conversation(client, ana)
+    took: list[float] = []
+
+    def meanwhile(message: dict[str, Any]) -> dict[str, Any]:
+        answers: list[Response] = []
+        thread = threading.Thread(target=lambda: answers.append(send(client, ana, conv, **message)))
+        thread.start()
+        try:
+            held.wait_started()
+            started = time.monotonic()
+            made = client.post(
+                "/api/v1/benchmarks", json={"title": "x", "format": "qa"}, headers=bob
+            )
+            took.append(time.monotonic() - started)
+            assert made.status_code == 201, made.text
+        finally:
+            held.release()
+            thread.join(60)
+        held.rearm()
+        return dict(answers[0].json())
+
+    turn = meanwhile({"text": "fix the scorer"})
+    assert turn["status"] == "awaiting_approval", turn["reply"]
+    done = meanwhile({"action": turn["buttons"][0]["action"]})
+    assert "version 2" in done["reply"], done["reply"]
+    assert max(took) < 1.5, f"writes waited {took} s for the agent's programs"
