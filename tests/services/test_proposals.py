@@ -595,3 +595,20 @@ def test_tampered_stored_arguments_never_run(world: World, ana: str) -> None:
     done = world.do(turn, proposals.execute, proposal)
     assert (done.status, done.error_code) == ("failed", "conflict")
     assert count(world, Benchmark) == 0
+
+
+def test_a_start_time_older_than_the_programs_budget_revives_no_approval(
+    world: World, ana: str, clock: ManualClock
+) -> None:
+    # The deadline is judged when carrying out began (a bundle's programs may outlast it), but
+    # a start older than the programs' whole budget is not believed: the proposal has expired.
+    turn = agent(world, ana)
+    shown = propose(world, turn, "create_benchmark", QA)
+    approve(world, ana, shown)
+    began = clock.now()
+    clock.advance(minutes=10, seconds=proposals.BUDGET_MARGIN_S)
+    clock.advance(seconds=world.rt.settings.program_wall_seconds * 2)
+    late = agent(world, ana)  # the turn's own credential has long expired
+    with pytest.raises(Conflict, match="expired"):
+        world.do(late, proposals.execute, shown.id, proposals.Checked(began_at=began))
+    assert count(world, Benchmark) == 0

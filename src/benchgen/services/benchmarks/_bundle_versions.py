@@ -135,7 +135,7 @@ def score_solutions(settings: Settings, loaded: LoadedBundle, work: Path) -> lis
             f"run at most {MAX_SOLUTION_RUNS}"
         )
         raise invalid(["solutions"], msg)
-    budget = settings.program_wall_seconds * SOLUTION_TIME_FACTOR
+    budget = solutions_budget_s(settings)
     deadline = time.monotonic() + budget
     leaderboard = loaded.competition.leaderboards[0]
     outcomes: dict[int, list[TaskOutcome]] = {
@@ -155,6 +155,11 @@ def score_solutions(settings: Settings, loaded: LoadedBundle, work: Path) -> lis
         _solution_result(spec.index, spec.name, outcomes[spec.index], leaderboard)
         for spec in loaded.competition.solutions
     ]
+
+
+def solutions_budget_s(settings: Settings) -> int:
+    """The seconds an upload's solutions may take in all."""
+    return settings.program_wall_seconds * SOLUTION_TIME_FACTOR
 
 
 def _score_one(

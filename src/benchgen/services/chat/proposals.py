@@ -25,10 +25,12 @@ from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import Proposal
 from benchgen.services import access, audit
-from benchgen.services.benchmarks import bundles
+from benchgen.services.benchmarks import _bundle_versions, bundles
 from benchgen.services.chat import _proposal_kinds
 
 EXPIRY = timedelta(minutes=10)
+# Checking and storing around a bundle's programs: what may pass beyond their own budget.
+BUDGET_MARGIN_S = 60
 # A proposal is a `draft` while the turn that made it runs; only when that turn ends showing its
 # preview does it become `pending`, the one state a user can decide. A turn that fails, stops
 # at the cap or shows no preview cancels its drafts, so nothing unseen can be approved.
@@ -379,9 +381,7 @@ def execute(ctx: Context, proposal_id: str, checked: Checked | None = None) -> P
     user_id = _require_agent(ctx)
     row = _owned(ctx, proposal_id, user_id)
     now = ctx.now()
-    # The deadline is judged when carrying out began: a bundle's programs, run since
-    # `check_execution`, may outlast the deadline of a proposal approved in time.
-    began = checked.began_at if checked is not None and checked.began_at else now
+    began = _began(ctx, checked, now)
     claim = update(Proposal).where(
         Proposal.id == row.id,
         Proposal.user_id == user_id,
@@ -397,6 +397,16 @@ def execute(ctx: Context, proposal_id: str, checked: Checked | None = None) -> P
     details = {"kind": row.kind, "status": row.status, "error": row.error}
     audit.record(ctx, audit.AuditAction.PROPOSAL_EXECUTE, "proposal", row.id, **details)
     return _view(row, now)
+
+
+def _began(ctx: Context, checked: Checked | None, now: datetime) -> datetime:
+    """When carrying out began, by which the deadline is judged: a bundle's programs, run since
+    `check_execution`, may outlast the deadline of a proposal approved in time. Never earlier
+    than their whole time budget ago, whatever `checked` says."""
+    if checked is None or checked.began_at is None:
+        return now
+    budget = _bundle_versions.solutions_budget_s(ctx.settings) + BUDGET_MARGIN_S
+    return max(checked.began_at, now - timedelta(seconds=budget))
 
 
 def _carry_out(ctx: Context, row: Proposal, checked: Checked | None) -> None:
