@@ -143,7 +143,6 @@ def test_run_settings_survive_the_model_buttons(world: World) -> None:
         ("whats my token?", "I can't create, read or revoke API tokens", "/settings/tokens"),
         ("how many credits do i have?", "I can't see your credit balance", "/settings/billing"),
         ("change my password", "I can't change or show your password", "/settings/account"),
-        ("make me an admin", "I can't change account rights", "/admin/users"),
     ],
 )
 def test_account_requests_are_answered_with_their_page(

@@ -20,13 +20,14 @@ _DONE = {
 }
 
 
+# The last words of every proposal's reply.
+DECIDE = "Approve to go ahead, or tell me what to change (anything else declines this)."
+
+
 def proposal_reply(proposal: ProposalView, lead: str = "") -> str:
     """The preview as the user must see it before deciding (A7: rendered from the arguments)."""
     head = lead or "Here is exactly what I would do. Nothing has happened yet."
-    return (
-        f"{head}\n\n{proposal.preview['text']}\n\n"
-        "Approve to go ahead, or tell me what to change (anything else declines this)."
-    )
+    return f"{head}\n\n{proposal.preview['text']}\n\n{DECIDE}"
 
 
 def proposal_buttons(proposal: ProposalView) -> list[dict[str, Any]]:

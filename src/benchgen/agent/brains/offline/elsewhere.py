@@ -1,5 +1,6 @@
 """The reply to a request the agent has no tool for, outside A13: it cannot, and the page for
-the run or benchmark meant (see `elsewhere_words` for the wordings)."""
+the run or benchmark meant, or, for what only an administrator can do, to ask one (see
+`elsewhere_words` for the wordings)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,18 @@ from benchgen.agent.brains.offline.parse import Intent, find_id, mentioned
 from benchgen.agent.brains.offline.steps import Ask, Step
 
 _RUN_ACTIVE = ("queued", "running")
+# No link: the admin pages answer everyone but an administrator with a 403.
+ADMINISTRATORS = (
+    "only an administrator of this BenchGen server can do that, so ask the person who runs it. "
+    "If that is you, it is in the admin area of the web app."
+)
 
 
 def step_elsewhere(ask: Ask, intent: Intent) -> Step:
     """Say the agent cannot, with the page for the run or benchmark meant when it is known."""
     place = PLACES[intent.phrase]
+    if not place.page:
+        return f"I can't {place.cannot}: {ADMINISTRATORS}"
     object_id = find_id(ask.text, place.target) if place.target else None
     if object_id is None and place.target == "run":
         latest = ask.result("run_status")

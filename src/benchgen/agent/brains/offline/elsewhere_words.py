@@ -1,7 +1,8 @@
-"""The wordings of requests the agent has no tool for, outside A13 (a password, admin rights,
-a benchmark's scoring, cancelling or retrying a run, the credit balance): the reply says so and
-links the page where the user can do it (`elsewhere.step_elsewhere`), never "I did not
-understand"."""
+"""The wordings of requests the agent has no tool for, outside A13 (a password, a benchmark's
+scoring, cancelling or retrying a run, the credit balance, account details, uploading a dataset,
+adding a model; and what only an administrator can do: admin rights, accounts, the server's
+set-up): the reply says so and links the page where the user can do it, or says to ask an
+administrator (`elsewhere.step_elsewhere`), never "I did not understand"."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from benchgen.core.permissions import Action, page_for
 @dataclass(frozen=True)
 class Place:
     """One such request: how it is worded, what the reply says the agent cannot do, and the
-    page (with `{id}` for the run or benchmark it is about, of `target` kind)."""
+    page (with `{id}` for the run or benchmark it is about, of `target` kind); none for what
+    only an administrator can do."""
 
     pattern: re.Pattern[str]
     cannot: str
-    page: str
+    page: str = ""
     target: str = ""
 
 
@@ -58,14 +60,37 @@ PLACES: dict[str, Place] = {
         "change or show your password",
         "/settings/account",
     ),
+    # What only an administrator can do: no link, as the admin pages answer anyone else 403.
     "admin": Place(
         re.compile(
             r"\b(?:make|set|give|grant|promote)\b.*\badmin\w*|\badmin\w*\s+(?:rights|role|access"
             r"|privileges?|permissions?)\b",
             re.I,
         ),
-        "change account rights; an administrator does it",
-        "/admin/users",
+        "change account rights",
+    ),
+    "accounts": Place(
+        re.compile(
+            r"\b(?:delete|remove|close|disable|deactivate|suspend|block|enable|reactivate"
+            r"|unlock)\s+(?:(?:my|this|the|his|her|their|a|an|\S+@\S+|\w+'s)\s+)*(?:user\s+)?"
+            r"accounts?\b"
+            r"|\b(?:create|add|make|register|open)\s+(?:(?:a|an|new|another)\s+)*(?:user|account)s?\b",
+            re.I,
+        ),
+        "create, disable or delete accounts",
+    ),
+    "server": Place(
+        re.compile(
+            r"\b(?:allow|enable|disable|turn\s+on|turn\s+off|open|close|change)\b.*"
+            r"\b(?:sign[\s-]?ups?|registrations?)\b"
+            r"|\b(?:allow|let|enable|permit|disable)\b.*\b(?:the\s+agent|the\s+assistant|you)\s+"
+            r"(?:to\s+)?(?:create|edit|publish|train)\b"
+            r"|\b(?:change|switch|set)\b.*\b(?:agent|assistant|your)(?:'s)?\s+(?:model|brain)\b"
+            r"|\b(?:change|raise|increase|lift|remove|disable)\b.*\b(?:rate\s+limits?"
+            r"|creation\s+limits?|turn\s+(?:cap|time\s+limit))\b",
+            re.I,
+        ),
+        "change how this BenchGen server is set up",
     ),
     "balance": Place(
         re.compile(
@@ -75,6 +100,35 @@ PLACES: dict[str, Place] = {
         ),
         "see your credit balance from the chat",
         page_for(Action.BILLING_MANAGE),
+    ),
+    "account": Place(
+        re.compile(
+            r"^who\s+am\s+i\b|\bwhat(?:'s|\s+is)\s+my\s+(?:name|e-?mail)\b"
+            r"|\bmy\s+(?:e-?mail(?:\s+address)?|profile|display\s+name|user\s*name)\b"
+            r"|\bmy\s+account\s+(?:details|settings|info\w*)\b",
+            re.I,
+        ),
+        "show or change your account details from the chat",
+        "/settings/account",
+    ),
+    "dataset": Place(
+        re.compile(
+            r"\b(?:upload|add|import|create|make)\s+(?:(?:a|an|my|new|the|some|our)\s+)*"
+            r"(?:training\s+)?(?:datasets?|data\s+sets?|training\s+data)\b",
+            re.I,
+        ),
+        "upload a dataset from the chat",
+        "/datasets",
+    ),
+    "model": Place(
+        re.compile(
+            r"\b(?:add|register|connect|create|import|upload|set\s*up|hook\s+up)\s+"
+            r"(?:(?:a|an|my|new|the|our|own)\s+)*(?:(?!benchmark|quiz|test)[\w.:-]+\s+){0,3}"
+            r"(?:models?|endpoints?|inference\s+servers?)\b",
+            re.I,
+        ),
+        "add a model from the chat",
+        "/models/new",
     ),
 }
 

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchgen.agent.brains.offline.second_requests import split_off
+
 _ORDINALS = [
     "first",
     "second",
@@ -57,13 +59,6 @@ _RENAMES = [
         re.I,
     ),
 ]
-# A second request after a new title ("rename X to Space Quiz and publish it"): the title ends
-# before it, so the request is never glued into the name.
-_NEXT_REQUEST = re.compile(
-    r"\s*,?\s+(?:and|then)\s+(?:then\s+|also\s+)?(?P<next>(?:publish|run|evaluate|share|show"
-    r"|list|train|fine-tune|delete|remove|describe|rename|make|add|change|set|create)\b.*)$",
-    re.I,
-)
 _DESCRIPTIONS = [
     re.compile(
         r"^(?:change|set|update|edit|replace|make)\s+(?:the\s+)?description\s+(?:of|for|on)\s+"
@@ -148,17 +143,17 @@ def _read_edit(plain: str) -> Form | None:
             found = pattern.match(plain)
             if found:
                 new, then = found.group("new"), ""
-                second = _NEXT_REQUEST.search(new) if kind == "rename" else None
-                if second:
-                    new, then = new[: second.start()], second.group("next")
-                return Form(kind, phrase=found.group("bm"), new=_unquoted(new), then=then)
+                if kind == "rename":
+                    # "rename X to Space Quiz and publish it": the title ends before "and".
+                    new, then = split_off(new)
+                return Form(kind, phrase=found.group("bm"), new=unquoted(new), then=then)
     removed = _REMOVE.match(plain)
     if removed:
         if removed.group("nums"):
             numbers = tuple(int(n) for n in re.findall(r"\d+", removed.group("nums")))
             return Form("remove_questions", phrase=removed.group("bm"), numbers=numbers)
         return Form(
-            "remove_questions", phrase=removed.group("bm2"), numbers=(_ordinal(removed["ord"]),)
+            "remove_questions", phrase=removed.group("bm2"), numbers=(ordinal(removed["ord"]),)
         )
     return read_questions_header(plain)
 
@@ -178,7 +173,8 @@ def _read_insight(plain: str) -> Form | None:
     return None
 
 
-def _ordinal(word: str) -> int:
+def ordinal(word: str) -> int:
+    """A question's number from "3", "third" or "last" (-1)."""
     lowered = word.casefold()
     if lowered == "last":
         return -1
@@ -187,7 +183,8 @@ def _ordinal(word: str) -> int:
     return int(lowered)
 
 
-def _unquoted(text: str) -> str:
+def unquoted(text: str) -> str:
+    """`text` without the quotes around it, if it has them."""
     stripped = text.strip()
     if len(stripped) >= 2 and stripped[0] in _QUOTES and stripped[-1] in _QUOTES:
         return stripped[1:-1].strip()

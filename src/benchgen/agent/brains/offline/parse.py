@@ -7,18 +7,21 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from benchgen.agent.brains.offline.answer_words import read_answer_edit
 from benchgen.agent.brains.offline.elsewhere_words import place_of
 from benchgen.agent.brains.offline.forms import Form, read_form, read_part, read_questions_header
 from benchgen.agent.brains.offline.questions import Draft, read_draft
 from benchgen.agent.brains.offline.run_words import read_run_words
+from benchgen.agent.brains.offline.talk_words import early_talk, late_talk
 from benchgen.agent.brains.offline.training_words import training_kind
+from benchgen.agent.brains.offline.typos import corrected
 from benchgen.agent.messages import is_continue
 from benchgen.core.permissions import Action
 
 _POLITE = re.compile(
     r"^(?:(?:please|pls|ok(?:ay)?|so|now|hey|hi|hello|and|then|also|just|go ahead and|can you"
     r"|could you|would you|will you|i want to|i'd like to|i would like to|let's|lets|let us"
-    r"|i want you to|help me)\b[\s,]*)+",
+    r"|i want you to|help me|can i|may i|could i|i need to|i'd like you to|kindly)\b[\s,]*)+",
     re.I,
 )
 # The card's own word "decline" among them: typed, it declines as the button does.
@@ -136,7 +139,11 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
     (
         Action.BENCHMARK_DELETE,
         re.compile(
-            "^" + _DELETE + r"\s+(?!(?:\w+\s+){0,2}questions?\b)(?!.*\b(?:runs?|run_\w+)\b)"
+            "^"
+            + _DELETE
+            + r"\s+(?!(?:\w+\s+){0,2}questions?\b)"
+            # Accounts and limits are an administrator's (see `elsewhere_words`).
+            + r"(?!.*\b(?:runs?|run_\w+|accounts?|users?|limits?|admin\w*)\b)"
         ),
     ),
 ]
@@ -177,8 +184,9 @@ _SHOW = re.compile(
     r"|what are the questions (?:of|in)|questions (?:of|in))\b\s*(?P<rest>.*)$",
     re.I,
 )
-_HELP = re.compile(
-    r"^(?:help|\?|hi|hello|hey|what can you do|what do you do|how do i use you|commands)[.!?]*$",
+_HOW_MANY = re.compile(
+    r"^how\s+many\s+questions\s+(?:does|do|are\s+in|are\s+there\s+in|in|has)\s+(?P<rest>.+?)"
+    r"(?:\s+(?:have|has|hold|contain))?[\s?.!]*$",
     re.I,
 )
 _MINE = re.compile(r"\b(?:my|mine|i own|i made|i created|own|i have|do i have)\b", re.I)
@@ -191,9 +199,10 @@ class Intent:
     Attributes:
         kind: create, ask_questions, continue, cancel, never, elsewhere, train, training_status,
             list_datasets, list_training_jobs, list_training_bases, run, publish, status,
-            results, list_benchmarks, list_models, list_runs, show, help, unknown, or one of
+            results, list_benchmarks, list_models, list_runs, show, help, thanks, assent,
+            how_to (`phrase`: the words of the help entries meant), price, unknown, or one of
             the forms of `forms.Form` (compare, explain, rename, describe, add_questions,
-            replace_questions, remove_questions).
+            replace_questions, remove_questions, set_answer).
         text: the request as written.
         phrase: the part that names things ("first-choice on Capitals"); for `elsewhere`, the
             key of its `elsewhere_words.PLACES` entry.
@@ -221,7 +230,7 @@ def read_intent(text: str) -> Intent:
         if edit is not None:
             return Intent(edit.kind, text, phrase=edit.phrase, draft=draft, form=edit)
         return Intent("create", text, draft=draft)
-    plain = _POLITE.sub("", " ".join(text.split())).strip()
+    plain = corrected(_POLITE.sub("", " ".join(text.split())).strip())
     lowered = plain.casefold()
     if is_continue(lowered):
         return Intent("continue", text)
@@ -238,6 +247,9 @@ def read_intent(text: str) -> Intent:
     place = place_of(lowered)
     if place is not None:
         return Intent("elsewhere", text, phrase=place)
+    talk = early_talk(lowered, text)
+    if talk is not None:
+        return Intent(talk[0], text, phrase=talk[1])
     return _first_reading(text, plain, lowered)
 
 
@@ -250,7 +262,7 @@ def never_action(lowered: str) -> Action | None:
 
 
 def _first_reading(text: str, plain: str, lowered: str) -> Intent:
-    form = read_form(plain)
+    form = read_form(plain) or read_answer_edit(plain)
     if form is not None:
         return Intent(form.kind, text, phrase=form.phrase, form=form)
     training = training_kind(plain)
@@ -278,11 +290,12 @@ def _reading_about(text: str, plain: str, lowered: str) -> Intent:
     if listed:
         what = listed.group("what") or listed.group("bare")
         return Intent(f"list_{what}", text, mine=bool(_MINE.search(lowered)))
-    shown = _SHOW.match(plain)
+    talk = late_talk(lowered)
+    if talk is not None:
+        return Intent(talk[0], text)
+    shown = _SHOW.match(plain) or _HOW_MANY.match(plain)
     if shown or re.search(r"\bbm_\w+", plain):
         return Intent("show", text, phrase=shown.group("rest") if shown else plain)
-    if _HELP.match(lowered) or not lowered:
-        return Intent("help", text)
     return Intent("unknown", text)
 
 

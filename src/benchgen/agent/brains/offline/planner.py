@@ -24,12 +24,13 @@ from benchgen.agent.brains.offline import (
     insights,
     refusals,
     render,
+    small_talk,
     steps,
     training,
 )
 from benchgen.agent.brains.offline.parse import Intent, read_intent
 from benchgen.agent.brains.offline.questions import read_title
-from benchgen.agent.brains.offline.steps import Ask, Step
+from benchgen.agent.brains.offline.steps import Ask, Step, create_label
 from benchgen.core.config import Settings
 
 MAX_TITLE = 200
@@ -42,7 +43,14 @@ _WAITING_TOOLS = (
     "propose_run",
     "propose_training",
 )
-STEPS = {**steps.STEPS, **insights.STEPS, **edits.STEPS, **training.STEPS, **elsewhere.STEPS}
+STEPS = {
+    **steps.STEPS,
+    **insights.STEPS,
+    **edits.STEPS,
+    **training.STEPS,
+    **elsewhere.STEPS,
+    **small_talk.STEPS,
+}
 
 
 def offline_model(settings: Settings) -> FunctionModel:
@@ -115,20 +123,23 @@ def plan(ask: Ask) -> Step:
 def _answer(intent: Intent) -> str:
     if intent.kind == "cancel":
         return "OK, I left it. Nothing was done."
-    if intent.kind == "help":
-        return render.help_text()
     return render.not_understood(intent.text)
 
 
 def _in_context(ask: Ask) -> Intent:
     """The request read with the conversation: an answer to the title question is the title of
     the benchmark asked for just before; questions sent after being asked for them take the
-    title given with that earlier request."""
+    title given with that earlier request; the creation button offered beside a second request
+    creates from the questions of the message before it."""
     intent = read_intent(ask.text)
     if len(ask.history) < 2 or [who for who, _ in ask.history[-2:]] != ["user", "agent"]:
         return intent
     before, last = ask.history[-2][1], ask.history[-1]
     earlier = read_intent(before)
+    if earlier.draft is not None and earlier.draft.then and ask.text == create_label(earlier.draft):
+        # The creation button offered beside a second request: the questions are the earlier
+        # message's, and the second request waits until the user asks it.
+        return replace(earlier, draft=replace(earlier.draft, then=""))
     if last[1].startswith(render.TITLE_QUESTION) and earlier.draft is not None:
         title = read_title(ask.text) or (_as_title(ask.text) if intent.kind == "unknown" else "")
         if title:

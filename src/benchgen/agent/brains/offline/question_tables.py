@@ -1,14 +1,21 @@
 """Questions pasted as data rather than written as `Q:`/`A:` lines: a JSON list of objects with
-a prompt (or question) and an answer, or CSV rows under a header naming those columns."""
+a prompt (or question) and an answer, or CSV or `|` table rows (Markdown's included) under a
+header naming those columns."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 _PROMPT_KEYS = ("prompt", "question")
+_TABLE_PROMPTS = (*_PROMPT_KEYS, "q")
+_TABLE_ANSWERS = ("answer", "a")
+_DELIMITERS = (",", "|")
+# A Markdown table's line under its header: "|---|:---:|".
+_RULE = re.compile(r"^[\s|:-]*-[\s|:-]*$")
 
 
 @dataclass
@@ -63,23 +70,38 @@ def _answer_of(item: dict[str, Any]) -> str:
 
 def _csv_table(text: str) -> Table | None:
     lines = text.splitlines()
-    for at, line in enumerate(lines):
-        cells = [c.strip().casefold() for c in next(csv.reader([line]), [])]
-        prompt_column = next((cells.index(k) for k in _PROMPT_KEYS if k in cells), None)
-        if prompt_column is None or "answer" not in cells:
-            continue
-        table = Table("\n".join(lines[:at]))
-        answer_column = cells.index("answer")
-        for number, row in enumerate(csv.reader(lines[at + 1 :]), at + 2):
-            if not any(cell.strip() for cell in row):
-                continue
-            if max(prompt_column, answer_column) >= len(row):
-                table.unread.append(f"line {number} ({','.join(row)[:60]})")
-                continue
-            prompt, answer = row[prompt_column].strip(), row[answer_column].strip()
-            if prompt and answer:
-                table.rows.append((prompt, [], answer))
-            else:
-                table.unread.append(f"line {number} ({','.join(row)[:60]})")
-        return table
+    for delimiter in _DELIMITERS:
+        for at, line in enumerate(lines):
+            columns = _columns([c.strip().casefold() for c in _cells(line, delimiter)])
+            if columns is not None:
+                return _rows(lines, at, delimiter, columns)
     return None
+
+
+def _columns(cells: list[str]) -> tuple[int, int] | None:
+    """Where the prompt and the answer are in a header row, or None when it is no header."""
+    prompt = next((cells.index(k) for k in _TABLE_PROMPTS if k in cells), None)
+    answer = next((cells.index(k) for k in _TABLE_ANSWERS if k in cells), None)
+    return None if prompt is None or answer is None else (prompt, answer)
+
+
+def _rows(lines: list[str], at: int, delimiter: str, columns: tuple[int, int]) -> Table:
+    table = Table("\n".join(lines[:at]))
+    prompt_column, answer_column = columns
+    for number, line in enumerate(lines[at + 1 :], at + 2):
+        row = _cells(line, delimiter)
+        if not any(cell.strip() for cell in row) or (delimiter == "|" and _RULE.match(line)):
+            continue
+        if max(prompt_column, answer_column) >= len(row):
+            table.unread.append(f"line {number} ({line.strip()[:60]})")
+            continue
+        prompt, answer = row[prompt_column].strip(), row[answer_column].strip()
+        if prompt and answer:
+            table.rows.append((prompt, [], answer))
+        else:
+            table.unread.append(f"line {number} ({line.strip()[:60]})")
+    return table
+
+
+def _cells(line: str, delimiter: str) -> list[str]:
+    return next(csv.reader([line], delimiter=delimiter), [])

@@ -1,6 +1,7 @@
 """Questions and a title written in a chat message, read by the offline planner: `Q:`/`A:` pairs,
 numbered questions with lettered choices (`a)`, `B.`) and an `Answer:` line, one-line pairs
-(`France -> Paris`, `1. Capital of France? Paris`), or a pasted JSON list or CSV table. Lines
+(`France -> Paris`, `1. Capital of France? Paris`, and where the message is clearly giving
+questions `France: Paris` or `France | Paris`), or a pasted JSON list, CSV or `|` table. Lines
 that could not be read are named, never dropped unsaid."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchgen.agent.brains.offline.loose_pairs import readable
 from benchgen.agent.brains.offline.question_tables import read_table
+from benchgen.agent.brains.offline.second_requests import following, split_off
 
 _Q = re.compile(r"^(?:q|question)\s*\d*\s*[:.)]\s*(?P<text>.*)$", re.I)
 _NUMBERED = re.compile(r"^\(?\d{1,3}[.)]\s+(?P<text>.+)$")
@@ -40,6 +43,7 @@ _BARE_TITLE = re.compile(
     r"(?=\s*(?:[:;,.!?](?:\s|$)|$|\s+(?:with|using|from|containing|having|that)\b))",
     re.I | re.M,
 )
+_QUOTES = " \"'“”‘’"
 _ANY_QUOTED = re.compile(r"[\"“«](?P<t>[^\"”»\n]{1,200})[\"”»]")
 
 
@@ -55,13 +59,15 @@ class Question:
 @dataclass
 class Draft:
     """What a message asks to create: a title (may be empty), the format and the questions,
-    with the words written before them (which may ask to add them to a benchmark instead)."""
+    with the words written before them (which may ask to add them to a benchmark instead),
+    and a second request written after the title (`then`), to be asked on its own."""
 
     title: str
     format: str
     questions: list[dict[str, Any]]
     problems: list[str]
     header: str = ""
+    then: str = ""
 
 
 def read_draft(text: str) -> Draft | None:
@@ -83,16 +89,27 @@ def read_draft(text: str) -> Draft | None:
             "`France -> Paris` or `Q: …` then `A: …`)"
         )
     questions = [_as_argument(q, fmt) for q in found]
-    return Draft(read_title(header), fmt, questions, [p for p in problems if p], header)
+    title, then = read_titled(header)
+    return Draft(title, fmt, questions, [p for p in problems if p], header, then)
 
 
 def read_title(text: str) -> str:
     """A title the user gave in words (`called "X"`, `titled X`, `title: X`), or ""."""
+    return read_titled(text)[0]
+
+
+def read_titled(text: str) -> tuple[str, str]:
+    """A title the user gave in words, and a second request written after it ("… called Space
+    Quiz and run random on it" is "Space Quiz" and "run random on it"); ("", "") for none."""
     for pattern in (_QUOTED_TITLE, _TITLE_LINE, _BARE_TITLE, _ANY_QUOTED):
         found = pattern.search(text)
-        if found and found.group("t").strip(" \"'“”‘’"):
-            return found.group("t").strip(" \"'“”‘’")
-    return ""
+        if found is None:
+            continue
+        title, then = split_off(found.group("t"))
+        title = title.strip(_QUOTES)
+        if title:
+            return title, then or following(text[found.end() :])
+    return "", ""
 
 
 def _read_questions(text: str) -> tuple[str, list[Question], list[str]]:
@@ -100,11 +117,16 @@ def _read_questions(text: str) -> tuple[str, list[Question], list[str]]:
     header: list[str] = []
     found: list[Question] = []
     unread: list[str] = []
-    for number, line in _lines(text):
+    lines = _lines(text)
+    loose = _loose_pairs([line for _, line in lines])
+    for index, (number, line) in enumerate(lines):
         current = found[-1] if found else None
         started = _Q.match(line) or (None if _PAIR.match(line) else _NUMBERED.match(line))
         pair = None if started or _ANSWER.match(line) else _PAIR.match(line)
-        if pair:
+        if index in loose:
+            prompt, answer = loose[index]
+            found.append(Question(prompt, answer=answer))
+        elif pair:
             found.append(Question(pair.group("q").strip(), answer=pair.group("a").strip()))
         elif started and not (current is not None and _is_choice(current, line)):
             found.append(Question(started.group("text").strip()))
@@ -115,6 +137,14 @@ def _read_questions(text: str) -> tuple[str, list[Question], list[str]]:
     for question in found:
         _answer_on_the_same_line(question)
     return "\n".join(header), [q for q in found if q.prompt or q.answer], unread
+
+
+def _loose_pairs(lines: list[str]) -> dict[int, tuple[str, str]]:
+    """`France: Paris` and `France | Paris` lines, where the message is clearly giving
+    questions and writes none with `Q:`/`A:` markers (whose lines hold colons of their own)."""
+    if any(_Q.match(line) or _ANSWER.match(line) for line in lines):
+        return {}
+    return readable(lines, lambda line: _TITLE_LINE.match(line) is not None)
 
 
 def _answer_on_the_same_line(question: Question) -> None:
@@ -180,11 +210,11 @@ def _as_argument(question: Question, fmt: str) -> dict[str, Any]:
     return {
         "prompt": question.prompt,
         "choices": question.choices,
-        "answer": _letter(question.answer, question.choices),
+        "answer": letter_of(question.answer, question.choices),
     }
 
 
-def _letter(answer: str, choices: list[str]) -> str:
+def letter_of(answer: str, choices: list[str]) -> str:
     """The answer as a choice letter: "b", "(B)", "B) Blue" and "Blue" all read as "B"."""
     lettered = re.match(r"^\(?([a-zA-Z])\)?(?:[.):]|\s|$)", answer.strip())
     if lettered and ord(lettered.group(1).casefold()) - ord("a") < len(choices):

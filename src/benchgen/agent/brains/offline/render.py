@@ -10,30 +10,35 @@ MAX_SHOWN = 5
 MAX_PROMPT_CHARS = 120
 TITLE_QUESTION = "What should the benchmark be called?"
 QUESTIONS_QUESTION = "Which questions should the benchmark have?"
+ONE_AT_A_TIME = "I do one request at a time, so ask me that once the benchmark is created."
 EXAMPLE_QA = "Q: What is the capital of France?\nA: Paris"
 EXAMPLE_MCQ = "1. Colour of the sky?\na) Green\nb) Blue\nAnswer: b"
-CAN_DO = (
+# One entry a kind of request; "how do I …?" answers with the entries its verb names.
+CAN_DO_ENTRIES = (
     "- list your benchmarks, models or runs: `list my benchmarks`, `which models can I use?`, "
-    "`show my runs`\n"
-    "- show a benchmark: `show benchmark Capitals` (or its id, bm_…)\n"
+    "`show my runs`",
+    "- show a benchmark: `show benchmark Capitals` (or its id, bm_…)",
     "- run a model on a benchmark: `run Baseline: seeded random on Capitals`, or on part of it: "
     "`run … on the first 20 questions of Capitals`, `… on a random 50 of Capitals`, "
-    "`… on the questions tagged geo of Capitals`\n"
+    "`… on the questions tagged geo of Capitals`",
     "- check a run: `is it done?`, `how did my last run do?`, `results of run_…`, "
-    "`why was question 5 wrong in run_…?`\n"
-    "- compare runs: `compare my last two runs`, `is run_… better than run_…?`\n"
-    "- publish a benchmark: `publish Capitals`\n"
+    "`why was question 5 wrong in run_…?`",
+    "- compare runs: `compare my last two runs`, `is run_… better than run_…?`",
+    "- publish a benchmark: `publish Capitals`",
     "- fine-tune a model on one of your datasets: `fine-tune SmolLM2 on Support replies`, "
     "`train … on … for 3 epochs with learning rate 1e-4 on a GPU`; `is the training done?`, "
-    "`list my datasets`, `which models can I train?`\n"
+    "`list my datasets`, `which models can I train?`",
     "- change a benchmark: `rename Capitals to World capitals`, `change the description of "
-    "Capitals to …`, `remove question 3 from Capitals`, `add these questions to Capitals:` or "
-    "`replace the questions of Capitals with:` followed by questions\n"
+    "Capitals to …`, `remove question 3 from Capitals`, `change the answer of question 3 of "
+    "Capitals to Paris`, `add these questions to Capitals:` or `replace the questions of "
+    "Capitals with:` followed by questions",
     "- create a qa or mcq benchmark from questions in your message: `Create a benchmark called "
-    f'"Capitals":` followed by lines like\n{EXAMPLE_QA}\n  or\n{EXAMPLE_MCQ}\n'
+    f'"Capitals":` followed by lines like\n{EXAMPLE_QA}\n  or\n{EXAMPLE_MCQ}\n  or '
+    "`France: Paris`, `France -> Paris`, `France | Paris` lines",
     "- `continue` goes on after a turn stopped at its time limit, or with a benchmark written "
-    "part by part; it never approves and never starts over"
+    "part by part; it never approves and never starts over",
 )
+CAN_DO = "\n".join(CAN_DO_ENTRIES)
 _ACTIONS = {
     "list_benchmarks": "list the benchmarks",
     "show_benchmark": "show that benchmark",

@@ -11,6 +11,8 @@ from typing import Any
 from benchgen.agent.brains.offline import render, run_words
 from benchgen.agent.brains.offline.forms import read_part
 from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned
+from benchgen.agent.brains.offline.questions import Draft, read_titled
+from benchgen.agent.brains.offline.render import plural
 from benchgen.agent.brains.offline.run_words import read_run_words, unread_reply
 from benchgen.agent.never import refusal
 from benchgen.core.config import Settings
@@ -192,6 +194,9 @@ def step_create(ask: Ask, intent: Intent) -> Step:
             f"{render.QUESTIONS_QUESTION} Write them in your message, one per line, for "
             f"example:\n{render.EXAMPLE_QA}\nor, with choices:\n{render.EXAMPLE_MCQ}"
         )
+        then = read_titled(ask.text)[1]
+        if then:
+            question += f'\n\nYou also asked "{render.short(then)}": {render.ONE_AT_A_TIME}'
         return [("ask_user", {"question": question})]
     count = f"{len(draft.questions)} {draft.format} question{'s' * (len(draft.questions) != 1)}"
     if draft.problems:
@@ -199,8 +204,28 @@ def step_create(ask: Ask, intent: Intent) -> Step:
     if not draft.title:
         question = f"{render.TITLE_QUESTION} I read {count}; reply with just the title."
         return [("ask_user", {"question": question})]
+    if draft.then:
+        return _create_first(draft, count)
     arguments = {"title": draft.title, "format": draft.format, "questions": draft.questions}
     return [("propose_create_benchmark", arguments)]
+
+
+def create_label(draft: Draft) -> str:
+    """The button that creates a benchmark whose request went on with another one; pressed, it
+    is read with the message before it (see `planner`)."""
+    return f'Create "{draft.title}" from the {plural(len(draft.questions), "question")} you wrote'
+
+
+def _create_first(draft: Draft, count: str) -> Step:
+    """Two requests in one message: offer the creation as a button and say the second one is to
+    be asked once it is done, rather than glue it into the title or drop it unsaid."""
+    then = render.short(draft.then)
+    question = (
+        f'Your message asks for two things: create "{draft.title}" with {count}, and "{then}". '
+        f'I do one request at a time: choose the creation below, then ask me "{then}" once it '
+        "is done."
+    )
+    return [("ask_user", {"question": question, "options": [create_label(draft)]})]
 
 
 def step_run(ask: Ask, intent: Intent) -> Step:
