@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -11,13 +12,14 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
-from sqlalchemy import event
+from sqlalchemy import event, select
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import PrincipalKind, Scope
+from benchgen.db.tables import OutboxEmail, User
 from benchgen.jobs.worker import Worker
 from benchgen.services.accounts import credits, tokens, users
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks import invitations, lifecycle
 from benchgen.services.runtime import Runtime, transaction
 
 T = TypeVar("T")
@@ -107,6 +109,35 @@ class World:
         """Create a benchmark through the web door and return its id."""
         created = self.do(Principal.web(owner_id), lifecycle.create_benchmark, spec or QA)
         return created.benchmark.id
+
+    def collaborator(self, owner_id: str, benchmark_id: str, email: str) -> str:
+        """Make the account with `email` a collaborator the way people do: the owner invites
+        the address, and its holder accepts the mailed link. Returns the account's id."""
+        before = self.invitations(email)
+        self.do(Principal.web(owner_id), invitations.invite_collaborator, benchmark_id, email)
+        (secret,) = set(self.invitations(email)) - set(before)
+        user_id = self.ctx_call(
+            OPERATOR, lambda ctx: ctx.session.scalar(select(User.id).where(User.email == email))
+        )
+        self.do(Principal.web(str(user_id)), invitations.accept_invitation, secret)
+        return str(user_id)
+
+    def invitations(self, email: str) -> list[str]:
+        """The secrets of the invitation links mailed to `email`, oldest first."""
+
+        def mailed(ctx: Context) -> list[str]:
+            bodies = ctx.session.scalars(
+                select(OutboxEmail.body)
+                .where(OutboxEmail.to_email == email)
+                .order_by(OutboxEmail.created_at, OutboxEmail.id)
+            )
+            return [
+                found.group(1)
+                for body in bodies
+                if (found := re.search(r"/invitations/([A-Za-z0-9_-]+)", body))
+            ]
+
+        return self.ctx_call(OPERATOR, mailed)
 
 
 def stub_reply(text: str) -> Any:

@@ -58,6 +58,8 @@ NEVER_TOOLS = (
     "add_phase",
     "remove_task",
     "add_collaborator",
+    "invite_collaborator",
+    "accept_invitation",
     "update_whitelist",
     "configure_judge",
     "email_participants",

@@ -18,7 +18,7 @@ from httpx import Response
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.permissions import RULES, Action, Scope
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, World
 
@@ -171,7 +171,7 @@ def test_the_team_gets_each_format_as_an_attachment(
 ) -> None:
     ana_id, bob_id = world.user("ana@example.com"), world.user("bob@example.com")
     bm = world.benchmark(ana_id, MCQ)
-    world.do(Principal.web(ana_id), members.add_collaborator, bm, "bob@example.com")
+    world.collaborator(ana_id, bm, "bob@example.com")
     for who in (ana_id, bob_id):
         answer = client.get(
             f"/api/v1/benchmarks/{bm}/export", params={"format": fmt}, headers=bearer(world, who)

@@ -24,7 +24,7 @@ from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import AuditEvent, Benchmark, OutboxEmail, User, WebSession
 from benchgen.services import access, deployment
 from benchgen.services.accounts import links, passwords, sessions, signup, tokens, users
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import invitations, lifecycle, members
 from tests.support import MCQ, OPERATOR, World
 
 ANON = Principal.system("signin", frozenset())
@@ -222,16 +222,22 @@ def test_only_a_verified_email_matches_the_whitelist(world: World) -> None:
         world.do(ANON, links.verify_email, secret)  # once only
 
 
-def test_only_a_verified_email_can_be_made_a_collaborator(world: World) -> None:
+def test_only_a_verified_email_can_accept_a_collaborator_invitation(world: World) -> None:
     owner = world.user("owner@example.com")
     bm = world.benchmark(owner, MCQ)
     set_mode(world, "open")
-    sign_up(world, "bob@example.com")
-    with pytest.raises(NotFound):
-        world.do(Principal.web(owner), members.add_collaborator, bm, "bob@example.com")
-    world.do(ANON, links.verify_email, token_in(mails_to(world, "bob@example.com")[0], "/verify/"))
-    added = world.do(Principal.web(owner), members.add_collaborator, bm, "bob@example.com")
-    assert added.email == "bob@example.com"
+    bob = sign_up(world, "bob@example.com")
+    world.do(Principal.web(owner), invitations.invite_collaborator, bm, "bob@example.com")
+    (secret,) = world.invitations("bob@example.com")
+    with pytest.raises(PermissionDenied, match="Verify your email"):
+        world.do(Principal.web(bob), invitations.accept_invitation, secret)
+    assert world.do(Principal.web(owner), members.list_collaborators, bm) == []
+    (verify,) = [body for body in mails_to(world, "bob@example.com") if "/verify/" in body]
+    world.do(ANON, links.verify_email, token_in(verify, "/verify/"))
+    accepted = world.do(Principal.web(bob), invitations.accept_invitation, secret)
+    assert accepted.benchmark_id == bm
+    listed = world.do(Principal.web(owner), members.list_collaborators, bm)
+    assert [m.user_id for m in listed] == [bob]
 
 
 def test_verification_links_expire_and_resends_replace_them_up_to_three_an_hour(

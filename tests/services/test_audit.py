@@ -17,7 +17,7 @@ from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import AuditEvent
 from benchgen.services import audit
-from benchgen.services.benchmarks import lifecycle, members, outbox, phases
+from benchgen.services.benchmarks import invitations, lifecycle, members, outbox, phases
 from tests.support import MCQ, QA, World
 
 OPERATOR = Principal.cli()
@@ -174,8 +174,28 @@ def test_owner_settings_changes_are_audited(
     bm = world.benchmark(owner, MCQ)
     who = world.principal(kind, owner)
     door = kind.value
+    clock.advance(seconds=1)
+    sent = world.do(who, invitations.invite_collaborator, bm, "bob@example.com")
+    invited = only(world, "collaborator.invite")
+    assert (invited.user_id, invited.door, invited.object_type, invited.object_id) == (
+        owner,
+        door,
+        "benchmark",
+        bm,
+    )
+    assert invited.details == {"invitation_id": sent.id, "email": "bob@example.com"}
+    # The invited person adds themself, accepting: the log names them, not the owner.
+    clock.advance(seconds=1)
+    (secret,) = world.invitations("bob@example.com")
+    world.do(world.principal(kind, bob), invitations.accept_invitation, secret)
+    added = only(world, "collaborator.add")
+    assert (added.user_id, added.door, added.object_id, added.details) == (
+        bob,
+        door,
+        bm,
+        {"user_id": bob, "invitation_id": sent.id},
+    )
     steps: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
-        ("collaborator.add", members.add_collaborator, ("bob@example.com",), {"user_id": bob}),
         ("collaborator.remove", members.remove_collaborator, (bob,), {"user_id": bob}),
         (
             "whitelist.add",
@@ -255,6 +275,7 @@ def test_owner_settings_changes_are_audited(
 
     assert [e.action for e in events(world) if e.object_id == bm] == [
         "benchmark.create",
+        "collaborator.invite",
         "collaborator.add",
         "collaborator.remove",
         "whitelist.add",

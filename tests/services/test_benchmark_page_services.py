@@ -43,7 +43,7 @@ class People:
         self.bobs_public = world.benchmark(self.bob, {**QA, "title": "Bob published"})
         world.do(Principal.web(self.bob), lifecycle.publish_benchmark, self.bobs_public)
         self.shared = world.benchmark(self.bob, {**QA, "title": "Bob shared"})
-        world.do(Principal.web(self.bob), members.add_collaborator, self.shared, "ana@example.com")
+        world.collaborator(self.bob, self.shared, "ana@example.com")
         self.bobs_private = world.benchmark(self.bob, {**QA, "title": "Bob private"})
 
     def as_ana(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

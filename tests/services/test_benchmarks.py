@@ -300,7 +300,7 @@ class Cast:
         self.stranger = world.user("stranger@example.com")
         self.bm = world.benchmark(self.owner, MCQ)
         owner = Principal.web(self.owner)
-        world.do(owner, members.add_collaborator, self.bm, "collab@example.com")
+        world.collaborator(self.owner, self.bm, "collab@example.com")
         world.do(owner, members.add_whitelist_entries, self.bm, ["part@example.com"])
         world.do(Principal.web(self.participant), members.join_benchmark, self.bm, True)
 
@@ -404,7 +404,7 @@ def test_list_benchmarks_mine_only_search_and_deleted(
     shared = make(other, "Epsilon shared")
     gone = make(owner, "Zeta deleted")
     world.do(them, lifecycle.publish_benchmark, gamma)
-    world.do(them, members.add_collaborator, shared, "ana@example.com")
+    world.collaborator(other, shared, "ana@example.com")
     world.do(web, lifecycle.delete_benchmark, gone)
 
     def ids(who: Principal, **kwargs: Any) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from benchgen.core.context import Principal
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import launch
 from tests.support import MCQ, World, sql_sent
 
@@ -33,7 +33,7 @@ def test_benchmark_and_run_lists_cost_the_same_for_1_and_50_rows(world: World) -
     web = Principal.web(ana)
     made = [world.benchmark(ana, {**MCQ, "title": f"B{n}"}) for n in range(50)]
     for bm in made[:10]:  # mixed roles across the page: some shared, some published
-        world.do(web, members.add_collaborator, bm, "bob@example.com")
+        world.collaborator(ana, bm, "bob@example.com")
         world.do(web, lifecycle.publish_benchmark, bm)
     for bm in made:
         world.do(web, launch.start_run, bm, FREE, None)
@@ -52,7 +52,7 @@ def test_a_batched_page_shows_the_same_as_one_by_one(world: World) -> None:
     web = Principal.web(ana)
     mine = world.benchmark(ana, MCQ)
     shared = world.benchmark(ana, {**MCQ, "title": "Shared"})
-    world.do(web, members.add_collaborator, shared, "bob@example.com")
+    world.collaborator(ana, shared, "bob@example.com")
     world.do(web, lifecycle.publish_benchmark, mine)
     world.do(web, launch.start_run, shared, FREE, None)
     for who in (web, Principal.web(bob)):

@@ -17,17 +17,25 @@ from benchgen.core.permissions import PrincipalKind
 from benchgen.db.tables import (
     AuditEvent,
     Collaborator,
+    CollaboratorInvitation,
     OutboxEmail,
     Participant,
     User,
     WhitelistEntry,
 )
 from benchgen.services.accounts import _mail_queue
-from benchgen.services.benchmarks import lifecycle, members, outbox
+from benchgen.services.benchmarks import invitations, lifecycle, members, outbox
 from tests.support import MCQ, World
 
 OPERATOR = Principal.cli()
-COUNTED = (Collaborator, WhitelistEntry, Participant, OutboxEmail, AuditEvent)
+COUNTED = (
+    Collaborator,
+    CollaboratorInvitation,
+    WhitelistEntry,
+    Participant,
+    OutboxEmail,
+    AuditEvent,
+)
 
 
 def counts(world: World) -> dict[str, int]:
@@ -80,43 +88,49 @@ def site(world: World) -> Site:
 
 
 @pytest.mark.both_backends
-def test_add_collaborator_by_email_gives_edit_rights(
+def test_an_accepted_invitation_gives_edit_rights(
     world: World, site: Site, clock: ManualClock
 ) -> None:
-    member = site.as_owner(members.add_collaborator, "  BOB@Example.com ")
-    assert (member.user_id, member.email, member.display_name) == (
-        site.bob,
-        "bob@example.com",
-        "bob",
-    )
-    assert (member.status, member.since) == ("active", clock.now())
+    sent = site.as_owner(invitations.invite_collaborator, "  BOB@Example.com ")
+    assert (sent.email, sent.created_at) == ("bob@example.com", clock.now())
+    assert site.as_owner(invitations.list_invitations) == [sent]
+    # Invited is not yet a collaborator: nothing changes until Bob accepts.
+    assert site.as_owner(members.list_collaborators) == []
+    with pytest.raises(NotFound):
+        site.as_user(site.bob, lifecycle.edit_benchmark, {"title": "Not yet"})
+    (secret,) = world.invitations("bob@example.com")
+    clock.advance(minutes=5)
+    accepted = world.do(Principal.web(site.bob), invitations.accept_invitation, secret)
+    assert (accepted.benchmark_id, accepted.email) == (site.bm, "bob@example.com")
     listed = site.as_owner(members.list_collaborators)
-    assert [(m.user_id, m.email, m.status) for m in listed] == [
-        (site.bob, "bob@example.com", "active")
+    assert [(m.user_id, m.email, m.status, m.since) for m in listed] == [
+        (site.bob, "bob@example.com", "active", clock.now())
     ]
+    assert site.as_owner(invitations.list_invitations) == []
     view, _ = site.as_user(site.bob, lifecycle.edit_benchmark, {"title": "Bob's now"})
     assert (view.title, view.roles, view.can_see_key) == ("Bob's now", ["collaborator"], True)
 
 
 @pytest.mark.both_backends
-def test_collaborator_conflicts_and_unknown_accounts(world: World, site: Site) -> None:
-    site.as_owner(members.add_collaborator, "bob@example.com")
+def test_invitation_conflicts_and_bad_addresses(world: World, site: Site) -> None:
+    world.collaborator(site.owner, site.bm, "bob@example.com")
+    site.as_owner(invitations.invite_collaborator, "cat@partner.org")
     before = counts(world)
-    with pytest.raises(Conflict):
-        site.as_owner(members.add_collaborator, "bob@example.com")
-    with pytest.raises(Conflict):
-        site.as_owner(members.add_collaborator, "owner@example.com")
-    with pytest.raises(NotFound):
-        site.as_owner(members.add_collaborator, "nobody@example.com")
+    with pytest.raises(Conflict, match="already a collaborator"):
+        site.as_owner(invitations.invite_collaborator, "bob@example.com")
+    with pytest.raises(Conflict, match="your own address"):
+        site.as_owner(invitations.invite_collaborator, "owner@example.com")
+    with pytest.raises(Conflict, match="invited already"):
+        site.as_owner(invitations.invite_collaborator, "Cat@Partner.org")
     with pytest.raises(InvalidInput):
-        site.as_owner(members.add_collaborator, "not an email")
+        site.as_owner(invitations.invite_collaborator, "not an email")
     assert counts(world) == before
 
 
 @pytest.mark.both_backends
 def test_remove_collaborator_takes_the_rights_away(world: World, site: Site) -> None:
-    site.as_owner(members.add_collaborator, "bob@example.com")
-    site.as_owner(members.add_collaborator, "cat@partner.org")
+    world.collaborator(site.owner, site.bm, "bob@example.com")
+    world.collaborator(site.owner, site.bm, "cat@partner.org")
     site.as_owner(members.remove_collaborator, site.bob)
     assert [m.user_id for m in site.as_owner(members.list_collaborators)] == [site.cat]
     with pytest.raises(NotFound):
@@ -126,16 +140,28 @@ def test_remove_collaborator_takes_the_rights_away(world: World, site: Site) -> 
 
 
 def test_only_the_owner_manages_collaborators(world: World, site: Site) -> None:
-    site.as_owner(members.add_collaborator, "bob@example.com")
+    world.collaborator(site.owner, site.bm, "bob@example.com")
+    pending = site.as_owner(invitations.invite_collaborator, "dan@partner.org")
+    doors = [world.principal(kind, site.owner) for kind in (PrincipalKind.API, PrincipalKind.AGENT)]
+    before = counts(world)
     with pytest.raises(PermissionDenied):
-        site.as_user(site.bob, members.add_collaborator, "cat@partner.org")
+        site.as_user(site.bob, invitations.invite_collaborator, "cat@partner.org")
+    with pytest.raises(PermissionDenied):
+        site.as_user(site.bob, invitations.revoke_invitation, pending.id)
+    with pytest.raises(PermissionDenied):
+        site.as_user(site.bob, invitations.list_invitations)
     with pytest.raises(PermissionDenied):
         site.as_user(site.bob, members.remove_collaborator, site.bob)
     with pytest.raises(NotFound):
-        site.as_user(site.eve, members.add_collaborator, "eve@elsewhere.net")
-    api = world.principal(PrincipalKind.API, site.owner)
-    with pytest.raises(PermissionDenied):
-        world.do(api, members.add_collaborator, site.bm, "cat@partner.org")
+        site.as_user(site.eve, invitations.invite_collaborator, "eve@elsewhere.net")
+    # Changing collaborators is never delegated: not to a token, never to the agent (A13).
+    for door in doors:
+        with pytest.raises(PermissionDenied) as refused:
+            world.do(door, invitations.invite_collaborator, site.bm, "cat@partner.org")
+        assert refused.value.details["page"] == f"/benchmarks/{site.bm}/settings/access"
+        with pytest.raises(PermissionDenied):
+            world.do(door, invitations.revoke_invitation, site.bm, pending.id)
+    assert counts(world) == before
     assert [m.user_id for m in site.as_owner(members.list_collaborators)] == [site.bob]
 
 
@@ -387,7 +413,8 @@ def test_no_recipients_is_invalid_input(world: World, site: Site) -> None:
 
 
 def test_only_the_owner_emails_participants(world: World, crowd: Site) -> None:
-    crowd.as_owner(members.add_collaborator, "eve@elsewhere.net")
+    world.collaborator(crowd.owner, crowd.bm, "eve@elsewhere.net")
+    before = outbox_rows(world)
     with pytest.raises(PermissionDenied):
         crowd.as_user(crowd.eve, outbox.send_participant_email, "Hi", "Body")
     with pytest.raises(PermissionDenied):
@@ -395,7 +422,7 @@ def test_only_the_owner_emails_participants(world: World, crowd: Site) -> None:
     api = world.principal(PrincipalKind.API, crowd.owner)
     with pytest.raises(PermissionDenied):
         world.do(api, outbox.send_participant_email, crowd.bm, "Hi", "Body")
-    assert outbox_rows(world) == []
+    assert outbox_rows(world) == before
 
 
 def test_participant_mail_goes_only_to_verified_addresses(world: World, crowd: Site) -> None:

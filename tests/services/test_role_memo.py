@@ -13,7 +13,7 @@ from benchgen.core.errors import Conflict
 from benchgen.core.permissions import Role
 from benchgen.db.tables import Benchmark, User
 from benchgen.services import access
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import invitations, lifecycle, members
 from benchgen.services.runtime import Runtime, undo_on_error
 from tests.support import MCQ, World, sql_sent
 
@@ -65,7 +65,7 @@ def test_a_join_counts_within_the_same_unit_of_work(world: World) -> None:
 def test_a_removal_counts_within_the_same_unit_of_work(world: World) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     bm = world.benchmark(ana, MCQ)
-    world.do(Principal.web(ana), members.add_collaborator, bm, "bob@example.com")
+    world.collaborator(ana, bm, "bob@example.com")
 
     def remove(ctx: Context) -> tuple[frozenset[Role], frozenset[Role]]:
         before = roles_of(ctx, bob, bm)
@@ -80,17 +80,19 @@ def test_a_removal_counts_within_the_same_unit_of_work(world: World) -> None:
 def test_an_undone_change_is_forgotten(world: World) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     bm = world.benchmark(ana, MCQ)
+    world.do(Principal.web(ana), invitations.invite_collaborator, bm, "bob@example.com")
+    (secret,) = world.invitations("bob@example.com")
 
     def add_then_undo(ctx: Context) -> tuple[frozenset[Role], frozenset[Role]]:
         during = frozenset[Role]()
         with pytest.raises(Conflict), undo_on_error(ctx):
-            members.add_collaborator(ctx, bm, "bob@example.com")
+            invitations.accept_invitation(ctx, secret)
             ctx.session.flush()
             during = roles_of(ctx, bob, bm)  # remembered, then undone with the savepoint
             raise Conflict("changed my mind")
         return during, roles_of(ctx, bob, bm)
 
-    during, after = world.ctx_call(Principal.web(ana), add_then_undo)
+    during, after = world.ctx_call(Principal.web(bob), add_then_undo)
     assert during == {Role.COLLABORATOR}
     assert after == frozenset()
 
@@ -99,7 +101,7 @@ def test_the_next_unit_of_work_asks_again(world: World) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     bm = world.benchmark(ana, MCQ)
     assert world.ctx_call(Principal.web(bob), lambda ctx: roles_of(ctx, bob, bm)) == set()
-    world.do(Principal.web(ana), members.add_collaborator, bm, "bob@example.com")
+    world.collaborator(ana, bm, "bob@example.com")
     with membership_queries(world.rt) as seen:
         roles = world.ctx_call(Principal.web(bob), lambda ctx: roles_of(ctx, bob, bm))
     assert roles == {Role.COLLABORATOR}

@@ -7,7 +7,7 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.core.errors import NotFound
 from benchgen.jobs.worker import Worker
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runs.controls import run_controls
 from benchgen.services.runtime import Runtime
@@ -25,7 +25,7 @@ def work_all(runtime: Runtime) -> None:
 def test_controls_follow_roles_and_status(world: World, runtime: Runtime) -> None:
     owner, helper, stranger = (world.user(f"{n}@example.com") for n in ("own", "help", "str"))
     benchmark = world.benchmark(owner, MCQ)
-    world.do(Principal.web(owner), members.add_collaborator, benchmark, "help@example.com")
+    world.collaborator(owner, benchmark, "help@example.com")
     world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark)
     theirs = world.do(Principal.web(stranger), launch.start_run, benchmark, FIRST).id
 

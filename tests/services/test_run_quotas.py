@@ -49,7 +49,7 @@ def scene(world: World) -> Scene:
     stranger = world.user("sam@example.com")
     benchmark = world.benchmark(owner, MCQ)
     world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark)
-    world.do(Principal.web(owner), members.add_collaborator, benchmark, "col@example.com")
+    world.collaborator(owner, benchmark, "col@example.com")
     return Scene(owner, collaborator, stranger, benchmark)
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, InvalidInput, PermissionDenied, RateLimited
 from benchgen.db.tables import RunResult
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import launch, leaderboards, results, retries
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
@@ -170,7 +170,7 @@ def test_retry_asks_only_the_errored_questions_as_a_new_linked_run(
 def test_only_the_launcher_retries_and_only_a_finished_run(world: World, runtime: Runtime) -> None:
     ana, col = world.user("ana@example.com"), world.user("col@example.com")
     bm = world.benchmark(ana, BIG_MCQ)
-    world.do(Principal.web(ana), members.add_collaborator, bm, "col@example.com")
+    world.collaborator(ana, bm, "col@example.com")
     run = world.do(Principal.web(ana), launch.start_run, bm, FIRST)
     with pytest.raises(Conflict):
         world.do(Principal.web(ana), retries.retry_errored, run.id)  # still queued

@@ -60,7 +60,7 @@ def build(world: World, users: list[str], emails: list[str], plan: Plan) -> None
         entries = [emails[i] for i in sorted(plan.whitelisted)]
         world.do(owner, members.add_whitelist_entries, bm, entries)
     for i in plan.collaborators - {plan.owner}:
-        world.do(owner, members.add_collaborator, bm, emails[i])
+        world.collaborator(users[plan.owner], bm, emails[i])
     for i in plan.joined:
         _attempt(world, web[i], lambda c, b=bm: members.join_benchmark(c, b, True))
     for i in plan.removed & plan.joined:
@@ -130,7 +130,7 @@ def test_a_list_filter_that_drifts_is_caught(world: World, monkeypatch: pytest.M
     """The comparison can fail: a filter that forgets collaborators disagrees with the rules."""
     owner, guest = world.user("owner@example.com"), world.user("guest@example.com")
     bm = world.benchmark(owner)
-    world.do(Principal.web(owner), members.add_collaborator, bm, "guest@example.com")
+    world.collaborator(owner, bm, "guest@example.com")
     assert listed(world, guest) == decided(world, guest)
     real = access.visible_benchmarks
 

@@ -21,7 +21,6 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.db.session import Database
 from benchgen.jobs.worker import Worker
-from benchgen.services.benchmarks import members
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, World
@@ -96,7 +95,7 @@ def site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     ids = {name: world.user(f"{name}@example.com", credits_=1000) for name in ("ana", "bob", "cy")}
     owner = Principal.web(ids["ana"])
     hostile = world.benchmark(ids["ana"], HOSTILE_MCQ)
-    world.do(owner, members.add_collaborator, hostile, "bob@example.com")
+    world.collaborator(ids["ana"], hostile, "bob@example.com")
     hostile_qa = world.benchmark(ids["ana"], HOSTILE_QA)
     scored = world.benchmark(ids["ana"], {**MCQ, "title": "Scored"})
     run_id = world.do(owner, launch.start_run, scored, FIRST_CHOICE).id

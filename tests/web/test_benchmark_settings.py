@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from bs4 import BeautifulSoup
+import re
+from urllib.parse import quote, unquote
 
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from httpx import Response
+
+from benchgen.app import create_app
 from benchgen.core.context import Context, Principal
 from benchgen.db.tables import User
 from benchgen.services.benchmarks import lifecycle, members
@@ -90,17 +96,50 @@ def test_deleting_needs_the_typed_title(site: Site) -> None:
     assert collaborator.status_code == 403
 
 
+def _sent(response: Response, email: str) -> tuple[int, str, str]:
+    """What an invitation's answer says, with the address it names taken out."""
+    flash = unquote(response.cookies.get("bg_flash", ""))
+    return response.status_code, response.headers["location"], flash.replace(email, "ADDRESS")
+
+
 def test_collaborators_whitelist_and_participants(site: Site) -> None:
     bm = _fresh(site, "Team")
     path = f"/benchmarks/{bm}/settings/access"
-    unknown = site.ana.post(f"{path}/collaborators", {"email": "nobody@example.com"})
-    assert unknown.status_code == 404
-    field = BeautifulSoup(unknown.text, "html.parser").find("input", id="email")
-    assert field is not None and field["value"] == "nobody@example.com"
-    assert site.ana.post(f"{path}/collaborators", {"email": "bob@example.com"}).status_code == 303
-    assert "bob@example.com" in site.ana.page(path).get_text()
+    # An address without an account gets the very answer an account's address gets.
+    mailed = set(site.world.invitations("bob@example.com"))
+    unknown = site.ana.post(f"{path}/invitations", {"email": "nobody@example.com"})
+    known = site.ana.post(f"{path}/invitations", {"email": "bob@example.com"})
+    assert _sent(unknown, "nobody@example.com") == _sent(known, "bob@example.com")
+    assert _sent(known, "bob@example.com") == (303, path, "Invitation sent to ADDRESS.")
+    bad = site.ana.post(f"{path}/invitations", {"email": "not an email"})
+    assert bad.status_code == 422 and "email:" in bad.text
+    again = site.ana.post(f"{path}/invitations", {"email": "bob@example.com"})
+    assert again.status_code == 409 and "invited already" in again.text
+    field = BeautifulSoup(again.text, "html.parser").find("input", id="email")
+    assert field is not None and field["value"] == "bob@example.com"
+    listed = site.ana.page(path)
+    revoke = {
+        str(form.find("input", attrs={"name": "invitation_id"})["value"]): form.get_text()
+        for form in listed.find_all("form", action=f"{path}/invitations/revoke")
+    }
+    assert sorted(" ".join(text.split()) for text in revoke.values()) == [
+        "Revoke the invitation to bob@example.com",
+        "Revoke the invitation to nobody@example.com",
+    ]
+    assert "No collaborators." in listed.get_text()
+    (secret,) = set(site.world.invitations("bob@example.com")) - mailed
+    accepted = site.bob.post(f"/invitations/{secret}")
+    assert (accepted.status_code, accepted.headers["location"]) == (303, f"/benchmarks/{bm}")
+    after = site.ana.page(path)
+    assert after.find("form", action=f"{path}/collaborators/remove") is not None
+    assert "Revoke the invitation to bob@example.com" not in after.get_text()
+    nobody = next(key for key, text in revoke.items() if "nobody@" in text)
+    revoked = site.ana.post(f"{path}/invitations/revoke", {"invitation_id": nobody})
+    assert revoked.status_code == 303
+    assert "No invitations are pending." in site.ana.page(path).get_text()
     removed = site.ana.post(f"{path}/collaborators/remove", {"user_id": site.bob_id})
     assert removed.status_code == 303
+    assert "No collaborators." in site.ana.page(path).get_text()
     bad = site.ana.post(f"{path}/whitelist", {"entries": "@partner.org, not-an-entry"})
     assert bad.status_code == 422 and "not-an-entry" in bad.text
     assert site.ana.post(f"{path}/whitelist", {"entries": "cy@example.com"}).status_code == 303
@@ -208,3 +247,33 @@ def test_participants_without_a_verified_address_are_named_as_not_mailed(site: S
     hint = " ".join(preview.text.split())
     assert "Not mailed: 1 participant(s) who have not verified" in hint
     assert "(bob@example.com)" in hint
+
+
+def test_the_invitation_link_asks_for_the_invited_account_and_works_once(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": f"Shared {HOSTILE}"})
+    mailed = set(site.world.invitations("cy@example.com"))
+    site.ana.post(f"/benchmarks/{bm}/settings/access/invitations", {"email": "cy@example.com"})
+    (secret,) = set(site.world.invitations("cy@example.com")) - mailed
+    link = f"/invitations/{secret}"
+    browser = TestClient(create_app(site.runtime.settings, site.runtime))
+    signed_out = browser.get(link, follow_redirects=False)
+    assert signed_out.status_code == 200 and HOSTILE not in signed_out.text
+    signin = BeautifulSoup(signed_out.text, "html.parser").find("a", string=re.compile("Sign in"))
+    assert signin is not None and signin["href"] == f"/signin?next={quote(link, safe='')}"
+    # Another account holding the link sees whom it is for, and nothing of the benchmark.
+    wrong = site.bob.get(link)
+    assert wrong.status_code == 403 and "Shared" not in wrong.text
+    assert "This invitation is for cy@example.com" in wrong.text
+    assert site.bob.post(link).status_code == 403
+    assert site.bob.get(f"/benchmarks/{bm}").status_code == 404
+    shown = site.cy.get(link)
+    assert shown.status_code == 200 and "Shared" in shown.text
+    assert_escaped(shown.text)
+    form = BeautifulSoup(shown.text, "html.parser").find("form", action=link)
+    assert form is not None and form.find("input", attrs={"name": "csrf_token"}) is not None
+    accepted = site.cy.post(link)
+    assert (accepted.status_code, accepted.headers["location"]) == (303, f"/benchmarks/{bm}")
+    assert site.cy.get(f"/benchmarks/{bm}/questions").status_code == 200
+    used = site.cy.get(link)
+    assert used.status_code == 409 and "accepted already" in used.text
+    site.world.do(Principal.web(site.ana_id), members.remove_collaborator, bm, site.cy_id)

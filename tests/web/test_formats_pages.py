@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
 from tests.support import MCQ, World
 from tests.web.support import WebUser
@@ -125,7 +125,7 @@ def test_the_team_downloads_exports_and_a_stranger_is_refused(
     world.user("bob@example.com")
     world.user("cy@example.com")
     bm = world.benchmark(ana_id, MCQ)
-    world.do(Principal.web(ana_id), members.add_collaborator, bm, "bob@example.com")
+    world.collaborator(ana_id, bm, "bob@example.com")
     for email in ("ana@example.com", "bob@example.com"):
         with browser(runtime, email) as person:
             overview = person.page(f"/benchmarks/{bm}")

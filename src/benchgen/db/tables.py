@@ -211,6 +211,28 @@ class Collaborator(Base):
     added_at: Mapped[datetime]
 
 
+class CollaboratorInvitation(Base):
+    """An owner's invitation of an email address to collaborate on a benchmark. Its mailed
+    link is stored as a SHA-256 only and works once, until it expires or the owner revokes it.
+    The rows are also the ledger that limits how many invitations an owner sends."""
+
+    __tablename__ = "collaborator_invitations"
+    __table_args__ = (
+        Index("ix_collaborator_invitations_inviter_at", "invited_by", "created_at"),
+        Index("ix_collaborator_invitations_benchmark_email", "benchmark_id", "email"),
+    )
+    id: Mapped[str] = _id()
+    benchmark_id: Mapped[str] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(320))
+    invited_by: Mapped[str] = mapped_column(ForeignKey("users.id"))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    accepted_at: Mapped[datetime | None]
+    accepted_by: Mapped[str | None] = mapped_column(ForeignKey("users.id"))
+    revoked_at: Mapped[datetime | None]
+
+
 class WhitelistEntry(Base):
     __tablename__ = "whitelist_entries"
     __table_args__ = (UniqueConstraint("benchmark_id", "entry"),)

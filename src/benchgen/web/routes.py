@@ -25,6 +25,7 @@ from benchgen.web.pages import (
     benchmark_tabs,
     benchmarks,
     chat,
+    collaborator_invitations,
     datasets,
     downloads,
     home,
@@ -45,6 +46,7 @@ PAGES = (
     accounts,
     passwords,
     invites,
+    collaborator_invitations,
     home,
     benchmarks,  # before the benchmark pages: /benchmarks/new is not a benchmark's id
     benchmark_bundle,  # before them too: /benchmarks/upload is not a benchmark's id either

@@ -30,28 +30,6 @@ class Member:
     since: datetime
 
 
-def add_collaborator(ctx: Context, benchmark_id: str, email: str) -> Member:
-    """Let another user edit, run and publish this benchmark (owner, web app or CLI only).
-
-    Raises:
-        NotFound: benchmark not found, or no active account with this verified email.
-        PermissionDenied: not the owner, or a token or the agent asked.
-        Conflict: already a collaborator, or the owner themself.
-    """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
-    user = _user_by_email(ctx, email)
-    if user.id == benchmark.owner_id:
-        raise Conflict("The owner already has every right on the benchmark.")
-    if ctx.session.get(Collaborator, (benchmark.id, user.id)) is not None:
-        raise Conflict(f"{user.email} is already a collaborator.")
-    row = Collaborator(benchmark_id=benchmark.id, user_id=user.id, added_at=ctx.now())
-    ctx.session.add(row)
-    audit.record(
-        ctx, audit.AuditAction.COLLABORATOR_ADD, "benchmark", benchmark.id, user_id=user.id
-    )
-    return Member(user.id, user.email, user.display_name, "active", row.added_at)
-
-
 def remove_collaborator(ctx: Context, benchmark_id: str, user_id: str) -> None:
     """Take a collaborator's rights away at once (owner, web app or CLI only).
 
@@ -239,20 +217,6 @@ def participants_with(ctx: Context, benchmark_id: str, statuses: tuple[str, ...]
         .order_by(User.email)
     )
     return [Member(u.id, u.email, u.display_name, status, since) for u, status, since in rows]
-
-
-def _user_by_email(ctx: Context, email: str) -> User:
-    address = users.normalize_email(email)
-    # Only a verified address names a person: an unverified one may belong to someone who
-    # signed up with another's email, and must not receive a collaborator's rights.
-    user = ctx.session.scalar(
-        select(User).where(
-            User.email == address, User.is_active.is_(True), User.email_verified_at.is_not(None)
-        )
-    )
-    if user is None:
-        raise NotFound(f"No active account with the verified email {address}.", {"email": address})
-    return user
 
 
 def _whitelist_entry(raw: str, index: int) -> str:

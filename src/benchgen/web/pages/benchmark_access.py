@@ -9,10 +9,11 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, InvalidInput, NotFound
+from benchgen.core.errors import Conflict, InvalidInput, RateLimited
 from benchgen.core.permissions import Action
-from benchgen.services.benchmarks import lifecycle, members
+from benchgen.services.benchmarks import invitations, lifecycle, members
 from benchgen.services.runtime import undo_on_error
+from benchgen.web.pages.accounts import send_mail_after
 from benchgen.web.pages.benchmark_frame import back_to, render_tab
 from benchgen.web.pages.question_form import Problems
 from benchgen.web.session import WebContext, csrf_checked
@@ -27,28 +28,54 @@ MAX_ENTRIES_TEXT = 20_000
 
 @router.get("/benchmarks/{benchmark_id}/settings/access", name=ACCESS)
 def access_page(request: Request, ctx: WebContext, benchmark_id: str) -> Response:
-    """Collaborators, whitelist and participants, each with its forms."""
+    """Collaborators and pending invitations, whitelist and participants, each with its forms."""
     return _page(request, ctx, benchmark_id, {}, Problems())
 
 
 @router.post(
-    "/benchmarks/{benchmark_id}/settings/access/collaborators", name="benchmark_collaborator_add"
+    "/benchmarks/{benchmark_id}/settings/access/invitations", name="benchmark_collaborator_invite"
 )
-def collaborator_add(
+def collaborator_invite(
     request: Request,
     ctx: WebContext,
     benchmark_id: str,
     email: Annotated[str, Form(max_length=320)] = "",
 ) -> Response:
-    """Give another account the right to edit, run and publish this benchmark."""
+    """Invite an address to collaborate; its holder becomes a collaborator on accepting.
+
+    The answer is the same whether or not the address has an account, and the mail goes out
+    after the response, so neither its words nor its timing tell."""
     try:
         with undo_on_error(ctx):
-            added = members.add_collaborator(ctx, benchmark_id, email)
-    except (NotFound, Conflict, InvalidInput) as exc:
+            sent = invitations.invite_collaborator(ctx, benchmark_id, email)
+    except (Conflict, InvalidInput, RateLimited) as exc:
         problems = Problems()
-        problems.add("email", "Collaborator", exc.message)
+        problems.add("email", "Invitation", exc.message)
         return _page(request, ctx, benchmark_id, {"email": email}, problems, exc.http_status)
-    return back_to(request, ACCESS, f"{added.email} can now edit.", benchmark_id=benchmark_id)
+    note = f"Invitation sent to {sent.email}."
+    response = back_to(request, ACCESS, note, benchmark_id=benchmark_id)
+    return send_mail_after(request, response, sent.email)
+
+
+@router.post(
+    "/benchmarks/{benchmark_id}/settings/access/invitations/revoke",
+    name="benchmark_invitation_revoke",
+)
+def invitation_revoke(
+    request: Request,
+    ctx: WebContext,
+    benchmark_id: str,
+    invitation_id: Annotated[str, Form(max_length=64)],
+) -> Response:
+    """Make a pending invitation's link useless."""
+    try:
+        with undo_on_error(ctx):
+            invitations.revoke_invitation(ctx, benchmark_id, invitation_id)
+    except Conflict as exc:
+        problems = Problems()
+        problems.add("invitations", "Invitation", exc.message)
+        return _page(request, ctx, benchmark_id, {}, problems, exc.http_status)
+    return back_to(request, ACCESS, "Invitation revoked.", benchmark_id=benchmark_id)
 
 
 @router.post(
@@ -134,6 +161,7 @@ def _page(
         status_code,
         settings_tab=ACCESS,
         collaborators=members.list_collaborators(ctx, benchmark_id),
+        invitations=invitations.list_invitations(ctx, benchmark_id),
         whitelist=members.list_whitelist(ctx, benchmark_id),
         participants=members.list_participants(ctx, benchmark_id),
         statuses=members.PARTICIPANT_STATUSES,
