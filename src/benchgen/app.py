@@ -27,6 +27,7 @@ from benchgen.api import (
     scoring,
     training,
 )
+from benchgen.api.head import HeadAsGet
 from benchgen.api.limits import BodyLimit
 from benchgen.core.config import Settings
 from benchgen.jobs.dispatching import dispatching
@@ -105,6 +106,7 @@ def create_app(
             web_datasets.UPLOAD_PAGE: active.settings.max_dataset_bytes + UPLOAD_SLACK,
         },
     )
+    app.add_middleware(HeadAsGet)  # outside the API's layers: each sees the GET a HEAD mirrors
     for module in (
         account,
         notifications,

@@ -56,20 +56,22 @@ def test_a_body_of_another_type_is_told_to_be_json(
     }
 
 
-@pytest.mark.parametrize("path", ["/api/v1/datasets", "/api/v1/benchmarks/import/file"])
+@pytest.mark.parametrize(
+    ("path", "field"), [("/api/v1/datasets", "name"), ("/api/v1/benchmarks/import/file", "title")]
+)
 def test_a_form_encoded_body_to_a_file_route_is_refused_after_the_token(
-    client: TestClient, auth: dict[str, str], path: str
+    client: TestClient, auth: dict[str, str], path: str, field: str
 ) -> None:
     """The input check read the body again after the framework had parsed it as a form: a
     500, even without a token."""
-    form = {"name": "x", "title": "x"}
+    form = {field: "x"}
     assert client.post(path, data=form).status_code == 401
     refused = client.post(path, data=form, headers=auth)
     assert refused.status_code == 422, refused.text
     assert ["body", "file"] in [e["loc"] for e in refused.json()["error"]["details"]["errors"]]
     files = {"file": ("d.jsonl", b'{"prompt": "p", "completion": "c"}\n')}
-    nul = client.post(path, data={"name": "a\x00b", "title": "a\x00b"}, files=files, headers=auth)
-    assert problem(nul)["loc"] in (["body", "name"], ["body", "title"])
+    nul = client.post(path, data={field: "a\x00b"}, files=files, headers=auth)
+    assert problem(nul)["loc"] == ["body", field]
 
 
 @pytest.mark.parametrize(

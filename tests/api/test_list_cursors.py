@@ -7,6 +7,7 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,18 +18,18 @@ from benchgen.api import benchmarks as benchmarks_api
 from benchgen.api import paging
 from benchgen.api.paging import page
 from benchgen.core.clock import ManualClock
-from benchgen.core.context import Principal
+from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import Scope
-from benchgen.db.tables import RunResult
+from benchgen.db.tables import Run, RunResult
 from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations
 from benchgen.services.datasets import datasets
-from benchgen.services.runs import launch
+from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import jobs
-from tests.support import OPERATOR, World
+from tests.support import OPERATOR, World, sql_sent
 
 FREE = "mdl_builtin_random"
 ECHO = "mdl_builtin_echo"
@@ -308,3 +309,242 @@ def test_a_forged_cursor_with_a_time_past_the_calendar_is_a_422(
         assert refused.status_code == 422, (path, refused.text)
         (error,) = refused.json()["error"]["details"]["errors"]
         assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}
+
+
+def pages_of(
+    client: TestClient, path: str, auth: dict[str, str], limit: int, **params: Any
+) -> list[dict[str, Any]]:
+    """Every page of a list, `limit` to a page, in order."""
+    found: list[dict[str, Any]] = []
+    query: dict[str, Any] = {**params, "limit": limit}
+    while True:
+        answer = client.get(path, params=query, headers=auth)
+        assert answer.status_code == 200, answer.text
+        found.append(answer.json())
+        if answer.json()["next_cursor"] is None:
+            return found
+        query["cursor"] = answer.json()["next_cursor"]
+
+
+def _own_model(world: World, ana: str, name: str) -> str:
+    spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude"}
+    return world.do(Principal.web(ana), models.create_model, spec).id
+
+
+def test_models_page_in_order_and_a_model_added_or_removed_between_pages_shifts_none(
+    client: TestClient, world: World, ana: str, auth: dict[str, str]
+) -> None:
+    mine = [_own_model(world, ana, name) for name in ("B1", "B2", "B3", "B4", "B5")]
+    whole = ids(client.get("/api/v1/models", params={"limit": 200}, headers=auth))
+    platform = len(whole) - len(mine)
+    assert whole[platform:] == mine  # the platform's first, then yours by name
+    paged = pages_of(client, "/api/v1/models", auth, 2)
+    assert [item["id"] for got in paged for item in got["items"]] == whole
+    first = client.get("/api/v1/models", params={"limit": platform + 2}, headers=auth)
+    assert ids(first) == whole[: platform + 2]
+    world.do(Principal.web(ana), models.delete_model, mine[0])  # shown: the page before
+    _own_model(world, ana, "A0")  # sorts before the last one shown
+    _own_model(world, ana, "B0")
+    rest = the_rest(client, "/api/v1/models", auth, first.json()["next_cursor"])
+    assert [item["id"] for item in rest] == mine[2:]
+
+
+def test_models_that_can_answer_a_benchmark_page_too(
+    client: TestClient, world: World, ana: str, auth: dict[str, str]
+) -> None:
+    _own_model(world, ana, "Reader")
+    bm = world.benchmark(ana, SUMS)  # qa: the first-choice baseline cannot answer it
+    whole = ids(client.get("/api/v1/models", params={"benchmark_id": bm}, headers=auth))
+    assert FREE in whole and "mdl_builtin_first" not in whole
+    paged = pages_of(client, "/api/v1/models", auth, 1, benchmark_id=bm)
+    assert [item["id"] for got in paged for item in got["items"]] == whole
+    assert [len(got["items"]) for got in paged] == [1] * len(whole)
+
+
+def test_compute_pools_page_by_name_and_a_pool_added_or_removed_shifts_none(
+    client: TestClient, runtime: Runtime, auth: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime.settings, "training_gpus", "L4=2,H200=1,A100=4")
+    paged = pages_of(client, "/api/v1/compute", auth, 1)
+    names = [item["pool"] for got in paged for item in got["items"]]
+    assert names == ["cpu", "gpu:A100", "gpu:H200", "gpu:L4"]
+    first = client.get("/api/v1/compute", params={"limit": 2}, headers=auth)
+    assert [item["pool"] for item in first.json()["items"]] == names[:2]
+    monkeypatch.setattr(
+        runtime.settings, "training_gpus", "L4=2,H200=1,A10=8"
+    )  # A10: before the cursor
+    rest = the_rest(client, "/api/v1/compute", auth, first.json()["next_cursor"])
+    assert [item["pool"] for item in rest] == ["gpu:H200", "gpu:L4"]
+
+
+# Scores and finishing minute of runs on one leaderboard, in the order it ranks them: missing
+# scores last, ties to the earlier run; pages of two end inside a tie and inside the missing.
+BOARD = [(0.9, 5), (0.5, 1), (0.5, 2), (0.1, 0), (None, 3), (None, 4), (None, 6)]
+
+
+def _on_board(world: World, runtime: Runtime, ana: str, bm: str, score: float | None) -> str:
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, ECHO, None).id
+    while Worker(runtime).run_once():
+        pass
+    world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
+    return _pinned(world, run_id, score, 10)
+
+
+def _pinned(world: World, run_id: str, score: float | None, minute: int) -> str:
+    def pin(ctx: Context) -> None:
+        run = ctx.session.get(Run, run_id)
+        assert run is not None
+        run.scores = {"accuracy": score}
+        run.finished_at = datetime(2026, 1, 1, 12, minute, tzinfo=UTC)
+
+    world.ctx_call(OPERATOR, pin)
+    return run_id
+
+
+@pytest.fixture
+def board(world: World, runtime: Runtime, ana: str) -> tuple[str, list[str]]:
+    """A benchmark and its leaderboard's runs as BOARD ranks them."""
+    bm = world.benchmark(ana, SUMS)
+    ranked = []
+    for score, minute in BOARD:
+        ranked.append(_pinned(world, _on_board(world, runtime, ana, bm, 0.0), score, minute))
+    return bm, ranked
+
+
+def _run_ids(pages: list[dict[str, Any]]) -> list[str]:
+    return [row["run_id"] for got in pages for row in got["rows"]]
+
+
+@pytest.mark.both_backends
+def test_a_leaderboard_pages_by_rank_through_ties_and_missing_scores(
+    client: TestClient, auth: dict[str, str], board: tuple[str, list[str]]
+) -> None:
+    bm, ranked = board
+    path = f"/api/v1/benchmarks/{bm}/leaderboard"
+    whole = client.get(path, headers=auth).json()
+    assert [row["run_id"] for row in whole["rows"]] == ranked and whole["next_cursor"] is None
+    for limit in (1, 2, 3):
+        paged = pages_of(client, path, auth, limit)
+        assert _run_ids(paged) == ranked, limit
+        assert [row["rank"] for got in paged for row in got["rows"]] == list(range(1, 8))
+        assert all(got["columns"] == ["accuracy"] for got in paged)
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("seen", [2, 5])
+def test_a_run_added_or_removed_between_leaderboard_pages_shifts_none(
+    client: TestClient,
+    world: World,
+    runtime: Runtime,
+    ana: str,
+    auth: dict[str, str],
+    board: tuple[str, list[str]],
+    seen: int,
+) -> None:
+    bm, ranked = board
+    path = f"/api/v1/benchmarks/{bm}/leaderboard"
+    first = client.get(path, params={"limit": seen}, headers=auth).json()
+    assert [row["run_id"] for row in first["rows"]] == ranked[:seen]
+    world.do(Principal.web(ana), leaderboards.remove_from_leaderboard, ranked[0])
+    _on_board(world, runtime, ana, bm, 1.0)  # ranks first: before the cursor
+    rest = []
+    cursor = first["next_cursor"]
+    while cursor is not None:
+        got = client.get(path, params={"limit": 2, "cursor": cursor}, headers=auth).json()
+        rest += [row["run_id"] for row in got["rows"]]
+        cursor = got["next_cursor"]
+    assert rest == ranked[seen:]
+
+
+def test_a_cursor_of_another_list_phase_or_board_is_a_422(
+    client: TestClient,
+    world: World,
+    runtime: Runtime,
+    ana: str,
+    auth: dict[str, str],
+    board: tuple[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bm, _ = board
+    monkeypatch.setattr(runtime.settings, "training_gpus", "H200=1")
+    _own_model(world, ana, "Mine")
+    other_bm = world.benchmark(ana, SUMS)
+    _on_board(world, runtime, ana, other_bm, 0.5)
+    _on_board(world, runtime, ana, other_bm, 0.6)
+    lists = {
+        "/api/v1/models": "/api/v1/models",
+        "/api/v1/compute": "/api/v1/compute",
+        "board": f"/api/v1/benchmarks/{bm}/leaderboard",
+        "other board": f"/api/v1/benchmarks/{other_bm}/leaderboard",
+        "runs": "/api/v1/runs",
+    }
+    cursors = {
+        name: client.get(path, params={"limit": 1}, headers=auth).json()["next_cursor"]
+        for name, path in lists.items()
+    }
+    phase = client.get(lists["board"], headers=auth).json()["phase_id"]
+    cases = [
+        (lists[target], {}, cursors[source])
+        for target in ("/api/v1/models", "/api/v1/compute", "board")
+        for source in lists
+        if source != target
+    ]
+    # The same board's cursor, for the phase named: it was issued for the default one.
+    cases.append((lists["board"], {"phase_id": phase}, cursors["board"]))
+    body, _, check = cursors["board"].partition(".")
+    cases.append((lists["board"], {}, f"{body[:-2]}{body[-1]}{body[-2]}.{check}"))
+    for path, params, cursor in cases:
+        refused = client.get(path, params={**params, "cursor": cursor}, headers=auth)
+        assert refused.status_code == 422, (path, refused.text)
+        (error,) = refused.json()["error"]["details"]["errors"]
+        assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [float("inf"), None, "run_x"],
+        [10**400, None, "run_x"],
+        [True, None, "run_x"],
+        ["0.5", None, "run_x"],
+        [0.5, "2026-01-01T00:00:00", "run_x"],
+        [0.5, None, 3],
+        ["run_x"],
+    ],
+)
+def test_a_forged_leaderboard_cursor_that_is_no_standing_is_a_422(
+    client: TestClient, auth: dict[str, str], board: tuple[str, list[str]], parts: list[Any]
+) -> None:
+    bm, _ = board
+    raw = json.dumps(parts).encode()
+    text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    forged = f"{text}." + paging._check("leaderboard", bm + "\0", text)
+    path = f"/api/v1/benchmarks/{bm}/leaderboard"
+    refused = client.get(path, params={"cursor": forged}, headers=auth)
+    assert refused.status_code == 422, refused.text
+    (error,) = refused.json()["error"]["details"]["errors"]
+    assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}
+
+
+@pytest.mark.both_backends
+def test_a_page_costs_the_same_queries_whatever_its_size(
+    client: TestClient,
+    world: World,
+    runtime: Runtime,
+    ana: str,
+    auth: dict[str, str],
+    board: tuple[str, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bm, _ = board
+    monkeypatch.setattr(runtime.settings, "training_gpus", "L4=2,H200=1,A100=4")
+    for name in ("M1", "M2", "M3", "M4"):
+        _own_model(world, ana, name)
+    for path in ("/api/v1/models", "/api/v1/compute", f"/api/v1/benchmarks/{bm}/leaderboard"):
+        counts = []
+        client.get(path, headers=auth)  # the token's first use this test writes its use
+        for limit in (1, 4, 50):
+            with sql_sent(runtime) as statements:
+                assert client.get(path, params={"limit": limit}, headers=auth).status_code == 200
+            counts.append(len(statements))
+        assert len(set(counts)) == 1, (path, counts)

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from benchgen.api.form_bodies import form_shape
 from benchgen.jobs.worker import Worker
 from benchgen.services.runtime import Runtime
-from tests.support import QA, World
+from tests.support import QA, World, flat_routes
 
 SCOPES = ["read", "runs", "create", "edit"]
 RANDOM = "mdl_builtin_random"
@@ -117,3 +118,66 @@ def test_a_key_given_twice_is_refused_at_its_name(
     # Without a valid token, that is not explained: 401 comes first, as for any bad body.
     anonymous = {"Content-Type": "application/json"}
     assert client.post("/api/v1/runs", content=twice, headers=anonymous).status_code == 401
+
+
+# Every route that takes a multipart form: its file fields, and a value for some others.
+FORMS: dict[str, tuple[set[str], dict[str, str]]] = {
+    "/api/v1/benchmarks/bundles": ({"bundle"}, {}),
+    "/api/v1/benchmarks/{benchmark_id}/bundle": ({"bundle"}, {}),
+    "/api/v1/benchmarks/{benchmark_id}/submissions": ({"submission"}, {"kind": "auto"}),
+    "/api/v1/benchmarks/import/file": ({"file"}, {"title": "T"}),
+    "/api/v1/datasets": ({"file"}, {"name": "D"}),
+}
+ROWS = b'{"prompt": "Q", "completion": "A"}\n'
+
+
+def test_the_form_routes_are_these(client: TestClient) -> None:
+    taking_forms = {
+        path
+        for path, route in flat_routes(client.app)  # type: ignore[arg-type]
+        if path.startswith("/api/v1") and form_shape(route.endpoint).fields
+    }
+    assert taking_forms == set(FORMS)
+
+
+def _form_post(client: TestClient, path: str, bm: str, auth: dict[str, str]) -> Any:
+    """A form `path` takes, with a misspelt `format` added."""
+    names, fields = FORMS[path]
+    files = {name: (f"{name}.jsonl", ROWS, "application/octet-stream") for name in names}
+    data = {**fields, "fromat": "jsonl"}
+    return client.post(path.replace("{benchmark_id}", bm), headers=auth, files=files, data=data)
+
+
+@pytest.mark.parametrize("path", sorted(FORMS))
+def test_every_form_refuses_a_misspelt_field_and_changes_nothing(
+    client: TestClient, world: World, path: str
+) -> None:
+    user = world.user("ana@example.com", credits_=10)
+    auth = {"Authorization": f"Bearer {world.token(user, [*SCOPES, 'train'])}"}
+    bm = world.benchmark(user, QA)
+    answer = _form_post(client, path, bm, auth)
+    assert answer.status_code == 422, answer.text
+    (problem,) = answer.json()["error"]["details"]["errors"]
+    assert problem["loc"] == ["body", "fromat"]
+    assert problem["msg"].startswith("not a field of this form; it takes ")
+    assert "fromat" in answer.json()["error"]["message"]
+    assert client.get("/api/v1/datasets", headers=auth).json()["items"] == []
+    assert [b["id"] for b in client.get("/api/v1/benchmarks", headers=auth).json()["items"]] == [bm]
+    assert client.get("/api/v1/runs", headers=auth).json()["items"] == []
+    # Without a valid token, the token is what is wrong (the form's fields stay unexplained).
+    assert _form_post(client, path, bm, {}).status_code == 401
+
+
+def test_a_form_field_given_twice_is_refused(client: TestClient, world: World) -> None:
+    user = world.user("ana@example.com")
+    auth = {"Authorization": f"Bearer {world.token(user, ['read', 'train'])}"}
+    files = [
+        ("file", ("d.jsonl", ROWS, "application/octet-stream")),
+        ("name", (None, b"First")),
+        ("name", (None, b"Second")),
+    ]
+    answer = client.post("/api/v1/datasets", headers=auth, files=files)
+    assert _refused_at(answer) == [["body", "name"]]
+    assert client.get("/api/v1/datasets", headers=auth).json()["items"] == []
+    fine = client.post("/api/v1/datasets", headers=auth, files=files[:2])
+    assert fine.status_code == 201, fine.text

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
 
 import benchgen.evals.adapters as adapters
-from benchgen.core.context import Principal
+from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import PrincipalKind
-from benchgen.db.tables import AuditEvent
+from benchgen.db.tables import AuditEvent, Run
 from benchgen.evals.adapters import builtin
 from benchgen.jobs.worker import Worker
 from benchgen.services import audit, models
 from benchgen.services.benchmarks import lifecycle, members
-from benchgen.services.runs import launch, leaderboards, rescoring
-from benchgen.services.runs.leaderboards import Column, rank_key
+from benchgen.services.runs import launch, leaderboards, rescoring, standings
+from benchgen.services.runs.leaderboards import Column
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import OPERATOR, QA, World
@@ -239,29 +239,81 @@ def test_unfinished_runs_stay_off(world: World, runtime: Runtime) -> None:
         world.do(Principal.web(ana), leaderboards.add_to_leaderboard, queued)
 
 
-def test_rank_key_puts_missing_scores_last() -> None:
-    from datetime import UTC, datetime
+Scores = dict[str, float | None]
 
+
+def ranked_by(
+    world: World, runtime: Runtime, columns: list[Column], entries: list[tuple[Scores, int]]
+) -> list[Scores]:
+    """The scores of runs on one leaderboard (each finished `minutes` after a start, and
+    pinned to them), in the order the database ranks them by `columns`."""
+    ana = world.user(f"ranker{len(entries)}{len(columns)}@example.com")
+    bm = world.benchmark(ana, QA)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    entries = {
-        "none": ({"accuracy": None}, t0),
-        "nan": ({"accuracy": float("nan")}, t0),
-        "low": ({"accuracy": 0.2}, t0),
-        "high_late": ({"accuracy": 0.8}, t0 + timedelta(hours=1)),
-        "high_early": ({"accuracy": 0.8}, t0),
-    }
+    pinned: dict[str, tuple[Scores, int]] = {}
+    for scores, minutes in entries:
+        run_id = finished_run(world, runtime, ana, bm, ECHO)
+        world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
+        pinned[run_id] = (scores, minutes)
+
+    def pin(ctx: Context) -> None:
+        for run_id, (scores, minutes) in pinned.items():
+            run = ctx.session.get(Run, run_id)
+            assert run is not None
+            run.scores, run.finished_at = scores, t0 + timedelta(minutes=minutes)
+
+    phase = world.do(Principal.web(ana), leaderboards.get_leaderboard, bm).phase_id
+    world.ctx_call(OPERATOR, pin)
+    found = world.ctx_call(
+        OPERATOR, lambda ctx: standings.ranked_entries(ctx.session, phase, columns, None, None)
+    )
+    return [entry.run.scores for entry in found]
+
+
+def test_missing_scores_rank_last_and_ties_go_to_the_earlier_run(
+    world: World, runtime: Runtime
+) -> None:
     accuracy = [Column("accuracy", "Accuracy")]
-    order = sorted(entries, key=lambda k: rank_key(entries[k][0], accuracy, entries[k][1]))
-    assert order[:3] == ["high_early", "high_late", "low"]
-    assert set(order[3:]) == {"none", "nan"}
-    two = sorted(
-        [({"a": 0.5, "b": 0.1}, t0), ({"a": 0.5, "b": None}, t0), ({"a": 0.5, "b": 0.9}, t0)],
-        key=lambda e: rank_key(e[0], [Column("a", "A"), Column("b", "B")], e[1]),
+    order = ranked_by(
+        world,
+        runtime,
+        accuracy,
+        [
+            ({"accuracy": None}, 0),
+            ({}, 0),
+            ({"accuracy": 0.2}, 0),
+            ({"accuracy": 0.8}, 60),
+            ({"accuracy": 0.8, "tag": 1}, 0),
+        ],
     )
-    assert [e[0]["b"] for e in two] == [0.9, 0.1, None]
+    assert order[:3] == [{"accuracy": 0.8, "tag": 1}, {"accuracy": 0.8}, {"accuracy": 0.2}]
+    assert sorted(map(str, order[3:])) == ["{'accuracy': None}", "{}"]
+    two = ranked_by(
+        world,
+        runtime,
+        [Column("a", "A"), Column("b", "B")],
+        [({"a": 0.5, "b": 0.1}, 0), ({"a": 0.5, "b": None}, 0), ({"a": 0.5, "b": 0.9}, 0)],
+    )
+    assert [e["b"] for e in two] == [0.9, 0.1, None]
     # A column where lower is better (errors, time) ranks its smallest value first.
-    ascending = sorted(
-        [({"t": 3.0}, t0), ({"t": None}, t0), ({"t": 1.0}, t0)],
-        key=lambda e: rank_key(e[0], [Column("t", "Time", sorting="asc")], e[1]),
+    ascending = ranked_by(
+        world,
+        runtime,
+        [Column("t", "Time", sorting="asc")],
+        [({"t": 3.0}, 0), ({"t": None}, 0), ({"t": 1.0}, 0)],
     )
-    assert [e[0]["t"] for e in ascending] == [1.0, 3.0, None]
+    assert [e["t"] for e in ascending] == [1.0, 3.0, None]
+
+
+def test_a_score_that_is_no_number_ranks_as_missing(world: World, runtime: Runtime) -> None:
+    """Only SQLite stores a NaN (PostgreSQL refuses it as JSON); ranked in SQL, it must not
+    fail the board."""
+    if runtime.database.engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL cannot store a NaN in JSON")
+    order = ranked_by(
+        world,
+        runtime,
+        [Column("accuracy", "Accuracy")],
+        [({"accuracy": float("nan")}, 0), ({"accuracy": 0.2}, 1)],
+    )
+    assert order[0] == {"accuracy": 0.2}

@@ -8,9 +8,15 @@ from fastapi import APIRouter, Query, Response
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
-from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
+from benchgen.api.paging import Cursor, Keyset, by_position, newest, page, standings
 from benchgen.api.routing import OneThreadRoute
-from benchgen.api.schemas import CreatedBenchmark, EditedBenchmark, Page, Question
+from benchgen.api.schemas import (
+    CreatedBenchmark,
+    EditedBenchmark,
+    LeaderboardPage,
+    Page,
+    Question,
+)
 from benchgen.core.context import Context
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import imports, lifecycle
@@ -18,7 +24,8 @@ from benchgen.services.benchmarks.imports import ImportIn
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
 from benchgen.services.keysets import Newest
 from benchgen.services.runs import leaderboards
-from benchgen.services.runs.leaderboards import Leaderboard
+from benchgen.services.runs.leaderboards import Leaderboard, Row
+from benchgen.services.runs.standings import Standing
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn
 
 router = APIRouter(
@@ -40,6 +47,12 @@ BENCHMARKS: Keyset[BenchmarkView, Newest] = newest(
     "benchmarks", lambda row: (row.created_at, row.id)
 )
 QUESTIONS = by_position("questions")
+STANDINGS = standings("leaderboard")
+# A leaderboard's cursor carries the last row's score in every column: longer than others.
+BoardCursor = Annotated[
+    str | None,
+    Query(max_length=4000, description="next_cursor of the last page, passed back as it came"),
+]
 
 
 @router.get("", response_model=Page[BenchmarkView], openapi_extra={"x-scope": "read"})
@@ -134,11 +147,30 @@ def get_run_quota(ctx: ContextDep, benchmark_id: str) -> ratelimits.Quota | None
 
 
 @router.get(
-    "/{benchmark_id}/leaderboard", response_model=Leaderboard, openapi_extra={"x-scope": "read"}
+    "/{benchmark_id}/leaderboard",
+    response_model=LeaderboardPage,
+    openapi_extra={"x-scope": "read"},
 )
-def get_leaderboard(ctx: ContextDep, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
-    """The ranked leaderboard of a phase (the first one by default)."""
-    return leaderboards.get_leaderboard(ctx, benchmark_id, phase_id)
+def get_leaderboard(
+    ctx: ContextDep,
+    benchmark_id: str,
+    phase_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: BoardCursor = None,
+) -> dict[str, Any]:
+    """The ranked leaderboard of a phase (the first one by default), from the top."""
+    boards: list[Leaderboard] = []
+
+    def fetch(n: int, after: Standing | None) -> list[tuple[Row, Standing]]:
+        found = leaderboards.leaderboard_page(ctx, benchmark_id, phase_id, n, after)
+        boards.append(found.board)
+        return list(zip(found.board.rows, found.standings, strict=True))
+
+    # A cursor names a place in one phase's order: another phase's, or one given for the
+    # first phase by default, is refused rather than read in an order it was not made for.
+    rows = page(STANDINGS, fetch, cursor, limit, f"{benchmark_id}\0{phase_id or ''}")
+    ranked = [row for row, _ in rows["items"]]
+    return {**vars(boards[0]), "rows": ranked, "next_cursor": rows["next_cursor"]}
 
 
 @router.patch(

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from fastapi import Query
 
 from benchgen.core.errors import invalid
 from benchgen.services.keysets import Newest
+from benchgen.services.runs.standings import Standing
 
 Row = TypeVar("Row")
 Key = TypeVar("Key")
@@ -45,6 +47,11 @@ def newest(name: str, key: Callable[[Row], Newest]) -> Keyset[Row, Newest]:
 def by_position(name: str) -> Keyset[dict[str, Any], int]:
     """A list in order of its rows' `position`."""
     return Keyset(name, lambda row: int(row["position"]), lambda last: [last], _load_position)
+
+
+def standings(name: str) -> Keyset[tuple[Any, Standing], Standing]:
+    """A leaderboard, keyed by where each row stands (paired with the row by the route)."""
+    return Keyset(name, lambda pair: pair[1], _dump_standing, _load_standing)
 
 
 def page(
@@ -95,16 +102,56 @@ def _check(name: str, scope: str, text: str) -> str:
 
 def _load_newest(parts: list[Any]) -> Newest:
     stamp, row_id = parts
-    if not isinstance(stamp, str) or not isinstance(row_id, str):
-        raise TypeError("a time and an id")
+    if not isinstance(row_id, str):
+        raise TypeError("an id")
+    return load_time(stamp), row_id
+
+
+def load_time(stamp: Any) -> datetime:
+    """A time a cursor carries, as `datetime.isoformat` wrote it, in UTC.
+
+    Raises:
+        ValueError / TypeError: not such a time.
+    """
+    if not isinstance(stamp, str):
+        raise TypeError("a time")
     at = datetime.fromisoformat(stamp)
     if at.tzinfo is None:
         raise ValueError("a naive time")
     try:
         # In UTC here, as the database compares it: an offset past year 1 or 9999 is no time.
-        return at.astimezone(UTC), row_id
+        return at.astimezone(UTC)
     except OverflowError:
         raise ValueError("a time out of range") from None
+
+
+def _dump_standing(standing: Standing) -> list[Any]:
+    finished = standing.finished_at.isoformat() if standing.finished_at else None
+    return [*standing.scores, finished, standing.run_id]
+
+
+def _load_standing(parts: list[Any]) -> Standing:
+    *scores, finished, run_id = parts
+    if not isinstance(run_id, str):
+        raise TypeError("a run id")
+    return Standing(
+        tuple(None if score is None else _number(score) for score in scores),
+        None if finished is None else load_time(finished),
+        run_id,
+    )
+
+
+def _number(value: Any) -> float:
+    # JSON reads NaN and Infinity too, and an integer past a float's range: none is a score.
+    if type(value) not in (int, float):
+        raise TypeError("a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError("a number out of range") from None
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
 
 
 def _load_position(parts: list[Any]) -> int:

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import get_typed_return_annotation, get_typed_signature
@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from benchgen.api.deps import ContextDep, Work, WorkDep, get_principal, pending_work, require_token
+from benchgen.api.form_bodies import form_shape, refusing_unknown_fields
 from benchgen.api.json_bodies import refusing_duplicate_keys
 
 # The parameter that replaces the endpoint's `ContextDep` one; a name no endpoint uses.
@@ -35,6 +36,10 @@ class OneThreadRoute(APIRoute):
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        shape = form_shape(endpoint)
+        if shape.fields:  # a form's unknown or repeated fields refused, as a JSON body's are
+            strict = Depends(refusing_unknown_fields(shape))
+            kwargs["dependencies"] = [*(kwargs.get("dependencies") or ()), strict]
         super().__init__(path, in_one_thread(endpoint, self.checked), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

@@ -24,14 +24,21 @@ router = APIRouter(
 JOBS: Keyset[TrainingJobView, Newest] = newest(
     "training-jobs", lambda row: (row.created_at, row.id)
 )
+POOLS: Keyset[PoolView, str] = Keyset(
+    "compute", lambda row: row.pool, lambda pool: [pool], lambda parts: _pool_name(*parts)
+)
 MAX_LOG_ID = 2**31 - 1
 
 
 @router.get("/compute", response_model=Page[PoolView], openapi_extra={"x-scope": "read"})
-def compute_inventory(ctx: ContextDep) -> dict[str, Any]:
-    """The compute pools offered for training (CPU, GPU types) and what is free right now
-    (one page: a deployment has a handful)."""
-    return {"items": compute.compute_inventory(ctx), "next_cursor": None}
+def compute_inventory(
+    ctx: ContextDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """The compute pools offered for training, the CPU first and then the GPU types by name,
+    and what is free right now."""
+    return page(POOLS, lambda n, after: compute.compute_inventory(ctx, n, after), cursor, limit)
 
 
 @router.get("/training-bases", response_model=Page[BaseChoice], openapi_extra={"x-scope": "read"})
@@ -112,3 +119,9 @@ def cancel_training_job(ctx: ContextDep, training_id: str) -> TrainingJobView:
     """Cancel a queued job (nothing charged) or stop a running one between steps (charged for
     the steps that ran)."""
     return jobs.cancel_training_job(ctx, training_id)
+
+
+def _pool_name(pool: Any) -> str:
+    if not isinstance(pool, str):
+        raise TypeError("a pool's name")
+    return pool

@@ -200,11 +200,18 @@ class BenchmarkCalls(Connection):
             phase_id: The phase (the first one when None).
 
         Returns:
-            Columns and ranked rows.
+            Columns and every ranked row (every page; `next_cursor` is None).
         """
-        params = {"phase_id": phase_id} if phase_id else None
+        params: dict[str, Any] = {"limit": PAGE}
+        if phase_id:
+            params["phase_id"] = phase_id
         path = f"/benchmarks/{segment(benchmark_id)}/leaderboard"
-        return cast(Leaderboard, self._json("GET", path, params=params))
+        board = cast(Leaderboard, self._json("GET", path, params=params))
+        while cursor := board.get("next_cursor"):
+            params["cursor"] = cursor
+            more = cast(Leaderboard, self._json("GET", path, params=params))
+            board = {**more, "rows": board["rows"] + more["rows"]}
+        return board
 
 
 def as_input(question: Mapping[str, Any]) -> dict[str, Any]:

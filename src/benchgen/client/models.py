@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from benchgen.client.connection import Connection, segment
+from benchgen.client.connection import PAGE, Connection, segment
 from benchgen.client.shapes import Model
 
 
@@ -13,7 +13,7 @@ class ModelCalls(Connection):
     """List, read, register and change models."""
 
     def models(self, benchmark_id: str | None = None) -> list[Model]:
-        """Models you may run: the platform's first, then your own.
+        """Models you may run: the platform's first, then your own (every page).
 
         Args:
             benchmark_id: Only the models that can answer this benchmark's questions.
@@ -22,7 +22,7 @@ class ModelCalls(Connection):
             Every model with its prices, status and the formats it answers.
         """
         params = {"benchmark_id": benchmark_id} if benchmark_id else {}
-        return cast(list[Model], list(self._pages("/models", params, None)))
+        return cast(list[Model], list(self._pages("/models", params, PAGE)))
 
     def get_model(self, model_id: str) -> Model:
         """One model you may use.

@@ -22,8 +22,8 @@ class TrainingCalls(Connection):
     """Training jobs on your datasets, and the Trained models they make."""
 
     def compute(self) -> list[ComputePool]:
-        """The compute pools offered for training and what is free right now."""
-        return cast(list[ComputePool], list(self._pages("/compute", {}, None)))
+        """The compute pools offered for training and what is free right now (every page)."""
+        return cast(list[ComputePool], list(self._pages("/compute", {}, PAGE)))
 
     def training_bases(self) -> list[TrainingBase]:
         """Every model you may use, with whether it can be trained here and why not."""

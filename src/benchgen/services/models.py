@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
@@ -22,11 +22,13 @@ from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import (
+    MAX_LIST,
     STRICT,
     BoundedTitle,
     BoundedUrl,
     Line,
     Title,
+    check_window,
     not_bool,
     parse,
 )
@@ -93,30 +95,65 @@ class ModelView:
     training_job_id: str | None = None
 
 
-def list_models(ctx: Context, benchmark_id: str | None = None) -> list[ModelView]:
-    """Platform models and the acting user's own, platform first.
+# A model's place in the catalogue's order: platform models first (False), then by name and id.
+CatalogueKey = tuple[bool, str, str]
+
+
+def list_models(
+    ctx: Context,
+    benchmark_id: str | None = None,
+    limit: int | None = None,
+    after: CatalogueKey | None = None,
+) -> list[ModelView]:
+    """Platform models and the acting user's own, platform first, then by name; `limit` of
+    them (all when None) after the one keyed `after` when given.
 
     Args:
         ctx: The acting principal's unit of work.
         benchmark_id: Only the models that can answer this benchmark's questions.
+        limit: At most this many (1..MAX_LIST).
+        after: The key (`catalogue_key`) of the last model a previous page showed.
 
     Raises:
         PermissionDenied: the token lacks the read scope.
         NotFound: `benchmark_id` names no benchmark the principal may see.
+        InvalidInput: limit outside 1..MAX_LIST.
     """
     access.require(ctx, Action.MODEL_LIST)
-    fmt = None
+    if limit is not None:
+        check_window(limit, 0, MAX_LIST)
+    query = select(Model).where(
+        Model.deleted_at.is_(None),
+        or_(Model.owner_id.is_(None), Model.owner_id == ctx.principal.user_id),
+    )
     if benchmark_id is not None:
         fmt = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ).format
-    rows = ctx.session.scalars(
-        select(Model)
-        .where(
-            Model.deleted_at.is_(None),
-            or_(Model.owner_id.is_(None), Model.owner_id == ctx.principal.user_id),
-        )
-        .order_by(Model.owner_id.is_not(None), Model.name, Model.id)
-    )
-    return [view(row) for row in rows if fmt is None or fmt in answerable_formats(row)]
+        query = query.where(_answering(fmt))
+    if after is not None:
+        query = query.where(_after(after))
+    query = query.order_by(Model.owner_id.is_not(None), Model.name, Model.id).limit(limit)
+    return [view(row) for row in ctx.session.scalars(query)]
+
+
+def catalogue_key(model: ModelView) -> CatalogueKey:
+    """Where `model` stands in `list_models`' order."""
+    return model.owner == "you", model.name, model.id
+
+
+def _after(key: CatalogueKey) -> ColumnElement[bool]:
+    mine, name, model_id = key
+    later = or_(Model.name > name, and_(Model.name == name, Model.id > model_id))
+    if mine:
+        return and_(Model.owner_id.is_not(None), later)
+    return or_(Model.owner_id.is_not(None), and_(Model.owner_id.is_(None), later))
+
+
+def _answering(fmt: str) -> ColumnElement[bool]:
+    """`answerable_formats(row)` holds `fmt`, in SQL, so that a page of the catalogue is a
+    page of the models that can answer."""
+    baselines = sorted(name for name, formats in builtin.FORMATS.items() if fmt in formats)
+    readers = Model.kind != "builtin" if fmt in READER_FORMATS else false()
+    return or_(and_(Model.kind == "builtin", Model.endpoint_model.in_(baselines)), readers)
 
 
 def answerable_formats(row: Model) -> frozenset[str]:

@@ -16,9 +16,11 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
-from benchgen.db.tables import Benchmark, LeaderboardEntry, Model, Phase, Run, User
+from benchgen.db.tables import Benchmark, LeaderboardEntry, Phase, Run
 from benchgen.services import access, audit
 from benchgen.services.runs import _verdicts, settings
+from benchgen.services.runs.standings import Standing, ranked_entries
+from benchgen.services.specs import MAX_LIST, check_window
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
 
@@ -149,43 +151,65 @@ def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
 
 
 def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None) -> Leaderboard:
-    """The ranked leaderboard of a phase (the first phase by default).
+    """The whole ranked leaderboard of a phase (the first phase by default).
 
     Raises:
         NotFound: the benchmark or phase is not visible.
     """
+    return leaderboard_page(ctx, benchmark_id, phase_id).board
+
+
+@dataclass(frozen=True)
+class BoardPage:
+    """Part of a phase's leaderboard, and where each of its rows stands in the order (the
+    key of a cursor to the rows after it)."""
+
+    board: Leaderboard
+    standings: list[Standing]
+
+
+def leaderboard_page(
+    ctx: Context,
+    benchmark_id: str,
+    phase_id: str | None = None,
+    limit: int | None = None,
+    after: Standing | None = None,
+) -> BoardPage:
+    """`limit` rows (all when None) of a phase's ranked leaderboard (the first phase by
+    default), after the row that stood at `after` when given; ranks count from the top.
+
+    Raises:
+        NotFound: the benchmark or phase is not visible.
+        InvalidInput: limit outside 1..MAX_LIST, or `after` ranks by another number of
+            columns than the board now has (its bundle changed them).
+    """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    if limit is not None:
+        check_window(limit, 0, MAX_LIST)
     query = select(Phase).where(Phase.benchmark_id == benchmark.id)
     query = query.where(Phase.id == phase_id) if phase_id else query.order_by(Phase.position)
     phase = ctx.session.scalars(query.limit(1)).first()
     if phase is None:
         raise NotFound("No such phase.", {"phase_id": phase_id})
-    entries = ctx.session.execute(
-        select(Run, Model.name, User.display_name)
-        .join(LeaderboardEntry, LeaderboardEntry.run_id == Run.id)
-        .outerjoin(Model, Model.id == Run.model_id)
-        .join(User, User.id == Run.launched_by)
-        .where(LeaderboardEntry.phase_id == phase.id)
-    ).all()
     columns = columns_of(benchmark)
-    ranked = sorted(
-        entries, key=lambda entry: rank_key(entry[0].scores, columns, entry[0].finished_at)
-    )
+    if after is not None and len(after.scores) != len(columns):
+        raise invalid(["cursor"], "is from before the leaderboard's columns changed; start over")
+    entries = ranked_entries(ctx.session, phase.id, columns, limit, after)
     shown = [c for c in columns if not c.hidden]
     rows = [
         Row(
-            index + 1,
-            run.id,
-            entrant_name(run, model_name),
-            who,
-            {c.key: run.scores.get(c.key) for c in shown},
-            run.score_edit is not None,
-            run.finished_at,
-            settings.describe(run.settings or {}),
+            entry.rank,
+            entry.run.id,
+            entrant_name(entry.run, entry.model_name),
+            entry.submitted_by,
+            {c.key: entry.run.scores.get(c.key) for c in shown},
+            entry.run.score_edit is not None,
+            entry.run.finished_at,
+            settings.describe(entry.run.settings or {}),
         )
-        for index, (run, model_name, who) in enumerate(ranked)
+        for entry in entries
     ]
-    return Leaderboard(
+    board = Leaderboard(
         benchmark.id,
         phase.id,
         [c.key for c in shown],
@@ -193,6 +217,7 @@ def get_leaderboard(ctx: Context, benchmark_id: str, phase_id: str | None = None
         {c.key: c.title for c in shown},
         {c.key: c.sorting for c in shown},
     )
+    return BoardPage(board, [entry.standing for entry in entries])
 
 
 def entrant_name(run: Run, model_name: str | None) -> str:
@@ -202,26 +227,6 @@ def entrant_name(run: Run, model_name: str | None) -> str:
     if run.submission:
         return f"Submission {run.submission.get('filename', '')}".strip()
     return run.model_id or "unknown"
-
-
-def rank_key(
-    scores: dict[str, Any], columns: list[Column], finished_at: datetime | None
-) -> tuple[Any, ...]:
-    """Sort key: each column in its own direction with missing values last, then the earlier
-    run.
-
-    Missing is ranked explicitly rather than left to the database's NULL ordering, which put
-    missing scores first on some platforms.
-    """
-    parts: list[Any] = []
-    for column in columns:
-        value = scores.get(column.key)
-        number = float(value) if isinstance(value, int | float) else math.nan
-        missing = math.isnan(number)
-        signed = number if column.sorting == "asc" else -number
-        parts += [missing, 0.0 if missing else signed]
-    parts.append(finished_at.timestamp() if finished_at else math.inf)
-    return tuple(parts)
 
 
 def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: str) -> None:

@@ -20,6 +20,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.statuses import TrainingStatus
 from benchgen.db.tables import TrainingJob
 from benchgen.services import access
+from benchgen.services.specs import MAX_LIST, check_window
 
 CPU = "cpu"
 # What a GPU's kernel driver puts on a Linux machine (a container that was given one sees them
@@ -41,30 +42,49 @@ class PoolView:
     queued: int
 
 
-def compute_inventory(ctx: Context) -> list[PoolView]:
-    """Every pool this deployment offers for training, with what is free right now.
+def compute_inventory(
+    ctx: Context, limit: int | None = None, after: str | None = None
+) -> list[PoolView]:
+    """The pools this deployment offers for training, the CPU first and then the GPU types
+    by name, with what is free right now; `limit` of them (all when None) after the pool
+    named `after` when given.
 
     Raises:
         PermissionDenied: the principal may not read training (a token without read).
+        InvalidInput: limit outside 1..MAX_LIST.
     """
     access.require(ctx, Action.TRAINING_READ)
-    return pools_now(ctx)
+    if limit is not None:
+        check_window(limit, 0, MAX_LIST)
+    names = sorted(offered(ctx.settings), key=pool_order)
+    if after is not None:
+        names = [name for name in names if pool_order(name) > pool_order(after)]
+    return pools_now(ctx, names[:limit])
 
 
-def pools_now(ctx: Context) -> list[PoolView]:
-    """The pools and their use, for services that have checked access."""
-    held, waiting = _use(ctx)
+def pool_order(name: str) -> tuple[bool, str]:
+    """A pool's place in the inventory: the CPU pool first, then GPU pools by name (a name,
+    not a place in the settings, so a pool added or removed between pages shifts no other)."""
+    return name != CPU, name
+
+
+def pools_now(ctx: Context, names: list[str] | None = None) -> list[PoolView]:
+    """The pools named (all, in the settings' order, when None) and their use, for services
+    that have checked access; one query whatever their number."""
+    sizes = offered(ctx.settings)
+    shown = list(sizes) if names is None else names
+    held, waiting = _use(ctx, shown)
     return [
         PoolView(
             name,
             CPU if name == CPU else "gpu",
             None if name == CPU else name.removeprefix("gpu:"),
-            total,
-            min(held[name], total),
-            max(total - held[name], 0),
+            sizes[name],
+            min(held[name], sizes[name]),
+            max(sizes[name] - held[name], 0),
             waiting[name],
         )
-        for name, total in offered(ctx.settings).items()
+        for name in shown
     ]
 
 
@@ -93,10 +113,13 @@ def pool_for(settings: Settings, gpu_type: str | None) -> str:
     return name
 
 
-def _use(ctx: Context) -> tuple[Counter[str], Counter[str]]:
+def _use(ctx: Context, pools: list[str]) -> tuple[Counter[str], Counter[str]]:
     rows = ctx.session.execute(
         select(TrainingJob.compute_pool, TrainingJob.status, func.sum(TrainingJob.compute_count))
-        .where(TrainingJob.status.in_([TrainingStatus.RUNNING, TrainingStatus.QUEUED]))
+        .where(
+            TrainingJob.status.in_([TrainingStatus.RUNNING, TrainingStatus.QUEUED]),
+            TrainingJob.compute_pool.in_(pools),
+        )
         .group_by(TrainingJob.compute_pool, TrainingJob.status)
     )
     held: Counter[str] = Counter()

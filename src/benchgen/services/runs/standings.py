@@ -1,0 +1,135 @@
+"""A leaderboard's order in SQL: each column its own way with missing scores last, then the
+earlier run, then the run id; a page of it starts after the standing of the last row seen."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Float, Subquery, Text, and_, case, cast, func, or_, select
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from benchgen.db.tables import LeaderboardEntry, Model, Run, User
+
+
+class Ranked(Protocol):
+    """What the order needs to know of a leaderboard column."""
+
+    @property
+    def key(self) -> str:
+        """Its key in the runs' scores."""
+
+    @property
+    def sorting(self) -> str:
+        """`asc` (lower is better) or `desc`."""
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a run stands: its score in each ranking column, hidden ones included (None:
+    missing), when it finished (None: never), and its id (the last tie-break)."""
+
+    scores: tuple[float | None, ...]
+    finished_at: datetime | None
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A ranked run with its model's name, who launched it, its rank and its standing."""
+
+    run: Run
+    model_name: str | None
+    submitted_by: str
+    rank: int
+    standing: Standing
+
+
+def ranked_entries(
+    session: Session,
+    phase_id: str,
+    columns: Sequence[Ranked],
+    limit: int | None,
+    after: Standing | None,
+) -> list[Entry]:
+    """The phase's leaderboard entries in rank order, `limit` of them (all when None) after
+    `after` when given, in one query whatever their number.
+
+    Ranks are counted over the whole phase (a window over every entry), so a later page goes
+    on numbering where the earlier one stopped.
+    """
+    dialect = session.get_bind().dialect.name
+    scores = [_score(column.key, dialect) for column in columns]
+    order: list[Any] = []
+    for score, column in zip(scores, columns, strict=True):
+        order += [score.is_(None), score.asc() if column.sorting == "asc" else score.desc()]
+    order += [Run.finished_at.is_(None), Run.finished_at, Run.id]
+    board = (
+        select(
+            Run.id.label("run_id"),
+            Run.finished_at.label("finished_at"),
+            *(score.label(f"score_{index}") for index, score in enumerate(scores)),
+            func.row_number().over(order_by=order).label("rank"),
+        )
+        .join(LeaderboardEntry, LeaderboardEntry.run_id == Run.id)
+        .where(LeaderboardEntry.phase_id == phase_id)
+        .subquery()
+    )
+    placed = [board.c[f"score_{index}"] for index in range(len(columns))]
+    query = (
+        select(Run, Model.name, User.display_name, board.c.rank, *placed)
+        .join(board, board.c.run_id == Run.id)
+        .outerjoin(Model, Model.id == Run.model_id)
+        .join(User, User.id == Run.launched_by)
+        .order_by(board.c.rank)
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(_after(board, columns, after))
+    return [
+        Entry(run, name, who, rank, Standing(tuple(values), run.finished_at, run.id))
+        for run, name, who, rank, *values in session.execute(query)
+    ]
+
+
+def _score(key: str, dialect: str) -> ColumnElement[Any]:
+    """A run's score in column `key` as an SQL number; NULL when absent or not a number.
+
+    Read with the database's own JSON functions and a bound key, never a JSON path written
+    with the key inside: a bundle's column keys are free text.
+    """
+    if dialect == "postgresql":
+        pairs = func.json_each(Run.scores).table_valued("key", "value")
+        number = func.json_typeof(pairs.c.value) == "number"
+        found = select(cast(cast(pairs.c.value, Text), Float)).where(pairs.c.key == key, number)
+        return found.scalar_subquery()
+    items = func.json_each(Run.scores).table_valued("key", "value", "type")
+    found = select(items.c.value).where(items.c.key == key, items.c.type.in_(["integer", "real"]))
+    # SQLite's JSON functions fail the whole query on text they cannot read (a NaN Python
+    # wrote): such scores are missing, as they were when Python ranked the board.
+    return case((func.json_valid(Run.scores) == 1, found.scalar_subquery()))
+
+
+def _after(board: Subquery, columns: Sequence[Ranked], after: Standing) -> ColumnElement[bool]:
+    """The rows ranked after `after`: later in the first part of the order where they differ.
+
+    Each part is (missing last, then the value its own way); built from the last part (the
+    run id) outwards, a part's rows come after when missing where `after` has a value, beyond
+    that value, or equal to it and after in the parts that follow.
+    """
+    later: ColumnElement[bool] = board.c.run_id > after.run_id
+    parts: list[tuple[ColumnElement[Any], bool, Any]] = [
+        (board.c[f"score_{index}"], column.sorting == "asc", value)
+        for index, (column, value) in enumerate(zip(columns, after.scores, strict=True))
+    ]
+    parts.append((board.c.finished_at, True, after.finished_at))
+    for part, ascending, value in reversed(parts):
+        if value is None:
+            later = and_(part.is_(None), later)
+        else:
+            beyond = part > value if ascending else part < value
+            later = or_(part.is_(None), beyond, and_(part == value, later))
+    return later
