@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import Action
@@ -17,13 +17,14 @@ from benchgen.evals.engine import EngineReport, run_items
 from benchgen.evals.types import Answer, Item, ModelSpec
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
-from benchgen.services.runs import execution, notifications
+from benchgen.services.runs import execution, notifications, rejudging
 from benchgen.services.runs.execution import JudgingPlan, RunPlan
 from benchgen.services.runtime import Runtime, transaction
 
 # Custom benchmarks' programs (bundles, Markdown, YAML) and training are imported by their own
 # handlers when a job of theirs comes: a model run, the common job, starts without them.
 
+T = TypeVar("T")
 WORKER = Principal.system("worker", frozenset({Action.RUN_EXECUTE, Action.TRAINING_EXECUTE}))
 CANCEL_CHECK_S = 0.5
 # A training job's step lines are written at most this often (a checkpoint at once).
@@ -59,11 +60,9 @@ def execute_run(runtime: Runtime, job: Claimed) -> None:
             report = asyncio.run(_drive(runtime, judging.spec, judging.work, cancelled, record))
             if job.lease_lost.is_set():
                 return
-    with transaction(runtime, WORKER) as ctx:
-        if not _still_holds(ctx, job):
-            return
-        execution.finish_run(ctx, run_id, report.cancelled)
-    _notify(runtime, run_id)
+    _if_held(runtime, job, lambda ctx: execution.finish_run(ctx, run_id, report.cancelled))
+    if not job.lease_lost.is_set():
+        _notify(runtime, run_id)
 
 
 def _still_holds(ctx: Context, job: Claimed) -> bool:
@@ -80,6 +79,13 @@ def _still_holds(ctx: Context, job: Claimed) -> bool:
     return False
 
 
+def _if_held(runtime: Runtime, job: Claimed, write: Callable[[Context], T]) -> T | None:
+    """`write(ctx)` in a transaction that first checks that this worker still holds `job`
+    (`_still_holds`); None, writing nothing, once another worker took the job over."""
+    with transaction(runtime, WORKER) as ctx:
+        return write(ctx) if _still_holds(ctx, job) else None
+
+
 def _notify(runtime: Runtime, run_id: str) -> None:
     """Send the run's claimed notifications once its end has committed, each in its own write:
     a slow or failing receiver holds no lock and never fails the job."""
@@ -93,9 +99,7 @@ def _notify(runtime: Runtime, run_id: str) -> None:
 
 def _recorder(runtime: Runtime, job: Claimed, plan: RunPlan) -> Callable[[list[Answer]], None]:
     def record(answers: list[Answer]) -> None:
-        with transaction(runtime, WORKER) as ctx:
-            if _still_holds(ctx, job):
-                execution.record_answers(ctx, plan, answers)
+        _if_held(runtime, job, lambda ctx: execution.record_answers(ctx, plan, answers))
 
     return record
 
@@ -104,9 +108,7 @@ def _judgement_recorder(
     runtime: Runtime, job: Claimed, plan: JudgingPlan
 ) -> Callable[[list[Answer]], None]:
     def record(replies: list[Answer]) -> None:
-        with transaction(runtime, WORKER) as ctx:
-            if _still_holds(ctx, job):
-                execution.record_judgements(ctx, plan, replies)
+        _if_held(runtime, job, lambda ctx: execution.record_judgements(ctx, plan, replies))
 
     return record
 
@@ -160,52 +162,62 @@ def _run_cancel_probe(runtime: Runtime, job: Claimed, run_id: str) -> Callable[[
 
 
 def abandon_run(runtime: Runtime, job: Claimed, error: str) -> None:
-    """The run failed through the platform: record it and refund."""
-    with transaction(runtime, WORKER) as ctx:
-        execution.abandon_run(ctx, str(job.payload["run_id"]), error)
-    _notify(runtime, str(job.payload["run_id"]))
+    """The run failed through the platform: record it and refund (unless another worker took
+    the job over: the run is theirs to end)."""
+    run_id = str(job.payload["run_id"])
+    _if_held(runtime, job, lambda ctx: execution.abandon_run(ctx, run_id, error))
+    if not job.lease_lost.is_set():
+        _notify(runtime, run_id)
 
 
 def execute_bundle_run(runtime: Runtime, job: Claimed) -> None:
-    """Evaluate a custom benchmark's run in the sandbox, then record its scores."""
+    """Evaluate a custom benchmark's run in the sandbox, recording each task as it ends, then
+    close the run with its scores. Each write checks that this worker still holds the job."""
     from benchgen.services.runs import bundle_execution
 
     run_id = str(job.payload["run_id"])
-    with transaction(runtime, WORKER) as ctx:
-        plan = bundle_execution.begin_bundle_run(ctx, run_id)
+    plan = _if_held(runtime, job, lambda ctx: bundle_execution.begin_bundle_run(ctx, run_id))
+    if job.lease_lost.is_set():
+        return
     if plan is None:
         _notify(runtime, run_id)
         return
 
-    def log(lines: list[str]) -> None:
-        with transaction(runtime, WORKER) as ctx:
-            bundle_execution.log_progress(ctx, run_id, lines)
+    def record(done: bundle_execution.DoneTask) -> bool:
+        # The task's files are stored inside the transaction that checked the lease: the job's
+        # row stays locked until they are, so no other worker can take the run over between the
+        # check and the files, and a stalled worker's files never replace the new holder's.
+        _if_held(runtime, job, lambda ctx: bundle_execution.record_task(ctx, run_id, done))
+        return not job.lease_lost.is_set()
 
     report = bundle_execution.perform_bundle_run(
-        runtime.settings, plan, log, _run_cancel_probe(runtime, job, run_id)
+        runtime.settings, plan, record, _run_cancel_probe(runtime, job, run_id)
     )
     if job.lease_lost.is_set():
         return
-    with transaction(runtime, WORKER) as ctx:
-        bundle_execution.finish_bundle_run(ctx, run_id, report)
-    _notify(runtime, run_id)
+    _if_held(runtime, job, lambda ctx: bundle_execution.finish_bundle_run(ctx, run_id, report))
+    if not job.lease_lost.is_set():
+        _notify(runtime, run_id)
 
 
 def execute_training(runtime: Runtime, job: Claimed) -> None:
     """Train in a child process (resuming from the newest checkpoint after a crash), writing
-    its live log in batches, then close the job."""
+    its live log in batches, then close the job. Each write checks that this worker still holds
+    the job: one that stalled past its lease must not register a checkpoint, a model or a
+    charge for a job another worker trains."""
     from benchgen.services.training import execution as training
     from benchgen.training.process import run_training
 
     training_id = str(job.payload["training_job_id"])
     with tempfile.TemporaryDirectory(prefix="benchgen-train-") as folder:
-        with transaction(runtime, WORKER) as ctx:
-            work = training.begin_training(ctx, training_id, Path(folder))
+        work = _if_held(
+            runtime, job, lambda ctx: training.begin_training(ctx, training_id, Path(folder))
+        )
         if isinstance(work, training.Wait):
             raise queue.Postponed(work.seconds)
         if work is None:
             return
-        log = _TrainingLog(runtime, training_id)
+        log = _TrainingLog(runtime, job, training_id)
         outcome = run_training(
             work.spec,
             log.add,
@@ -215,17 +227,20 @@ def execute_training(runtime: Runtime, job: Claimed) -> None:
         )
         if job.lease_lost.is_set():
             return  # the child was stopped: the worker that took the job over trains it
-        log.flush()
-        with transaction(runtime, WORKER) as ctx:
+
+        def finish(ctx: Context) -> None:
+            log.write(ctx)
             training.finish_training(ctx, training_id, outcome)
+
+        _if_held(runtime, job, finish)
 
 
 class _TrainingLog:
     """Buffers the engine's events: step lines are written about once a second, a checkpoint
-    at once (it is what an interrupted job resumes from)."""
+    at once (it is what an interrupted job resumes from), while this worker holds the job."""
 
-    def __init__(self, runtime: Runtime, training_id: str) -> None:
-        self.runtime, self.training_id = runtime, training_id
+    def __init__(self, runtime: Runtime, job: Claimed, training_id: str) -> None:
+        self.runtime, self.job, self.training_id = runtime, job, training_id
         self.pending: list[dict[str, Any]] = []
         self.written = time.monotonic()
 
@@ -236,25 +251,50 @@ class _TrainingLog:
             self.flush()
 
     def flush(self) -> None:
-        from benchgen.services.training import execution as training
-
         if self.pending:
-            with transaction(self.runtime, WORKER) as ctx:
-                training.record_events(ctx, self.training_id, self.pending)
+            # Lost: the events are dropped, and the cancel probe stops the child.
+            _if_held(self.runtime, self.job, self.write)
             self.pending = []
         self.written = time.monotonic()
 
+    def write(self, ctx: Context) -> None:
+        """Write the pending events in the caller's transaction."""
+        from benchgen.services.training import execution as training
+
+        if self.pending:
+            training.record_events(ctx, self.training_id, self.pending)
+
 
 def abandon_training(runtime: Runtime, job: Claimed, error: str) -> None:
-    """The job's workers kept dying: fail it and refund it in full."""
+    """The job's workers kept dying: fail it and refund it in full (unless another worker took
+    the job over: the job is theirs to end)."""
     from benchgen.services.training import execution as training
 
+    training_id = str(job.payload["training_job_id"])
+    _if_held(runtime, job, lambda ctx: training.abandon_training(ctx, training_id, error))
+
+
+def execute_rejudging(runtime: Runtime, job: Claimed) -> None:
+    """Have the judge judge again a completed run's answers whose judging failed (the judging
+    pass of a run, alone), then compute the run's scores again."""
+    run_id = str(job.payload["run_id"])
     with transaction(runtime, WORKER) as ctx:
-        training.abandon_training(ctx, str(job.payload["training_job_id"]), error)
+        judging = execution.plan_judging(ctx, run_id)
+    if judging is not None:
+        record = _judgement_recorder(runtime, job, judging)
+        asyncio.run(_drive(runtime, judging.spec, judging.work, job.lease_lost.is_set, record))
+    _if_held(runtime, job, lambda ctx: rejudging.finish_rejudging(ctx, run_id))
+
+
+def abandon_rejudging(runtime: Runtime, job: Claimed, error: str) -> None:
+    """The re-judging kept failing: the answers still waiting failed their judging again."""
+    run_id = str(job.payload["run_id"])
+    _if_held(runtime, job, lambda ctx: rejudging.abandon_rejudging(ctx, run_id, error))
 
 
 HANDLERS: dict[str, Handler] = {
     "run": Handler(execute_run, abandon_run),
+    rejudging.JOB_KIND: Handler(execute_rejudging, abandon_rejudging),
     "bundle_run": Handler(execute_bundle_run, abandon_run),
     "training": Handler(execute_training, abandon_training),
 }

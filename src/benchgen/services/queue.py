@@ -30,12 +30,13 @@ from benchgen.services.accounts import users
 JOB_ACTIONS: dict[str, Action] = {
     "run": Action.RUN_EXECUTE,
     "bundle_run": Action.RUN_EXECUTE,
+    "rejudge": Action.RUN_EXECUTE,  # a completed run's failed judging, done again
     "training": Action.TRAINING_EXECUTE,
 }
 # The queues workers subscribe to (`benchgen worker --queues`) and the job kinds each carries:
 # training and organisers' programs can be routed to the machines that have the compute.
 QUEUES: dict[str, frozenset[str]] = {
-    "runs": frozenset({"run"}),
+    "runs": frozenset({"run", "rejudge"}),
     "scoring": frozenset({"bundle_run"}),
     "training": frozenset({"training"}),
 }

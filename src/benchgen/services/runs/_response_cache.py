@@ -4,7 +4,6 @@ up before asking, filled with the replies a cached run received."""
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 
 from benchgen.core.context import Context
+from benchgen.db.inserts import insert_new
 from benchgen.db.tables import ResponseCacheEntry
 
 _CHUNK = 500  # keys per lookup: well inside every backend's limit on bound parameters
@@ -68,9 +68,4 @@ def store(ctx: Context, scope: Scope, replies: Iterable[tuple[str, str, int]]) -
     ]
     if not rows:
         return
-    dialect = ctx.session.get_bind().dialect.name
-    # Both dialects spell the upsert alike; only the one in use is loaded (PostgreSQL's costs a
-    # SQLite process ~35 ms of start-up).
-    make = importlib.import_module(f"sqlalchemy.dialects.{dialect}").insert
-    statement = make(ResponseCacheEntry).on_conflict_do_nothing(index_elements=["user_id", "key"])
-    ctx.session.execute(statement, rows)
+    ctx.session.execute(insert_new(ctx.session, ResponseCacheEntry, ["user_id", "key"]), rows)

@@ -109,16 +109,26 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
     )
 
 
+@dataclass(frozen=True)
+class DoneTask:
+    """One evaluated task, ready to record: its outcome, and what was scored zipped (None when
+    nothing was kept)."""
+
+    outcome: TaskOutcome
+    predictions: Path | None
+
+
 def perform_bundle_run(
     settings: Settings,
     plan: BundlePlan,
-    log: Callable[[list[str]], None],
+    record: Callable[[DoneTask], bool],
     cancelled: Callable[[], bool],
 ) -> BundleReport:
-    """Evaluate every task of the plan (no database: the caller records the report)."""
+    """Evaluate every task of the plan (no database). `record` keeps each evaluated task (the
+    caller's `record_task`) and answers False once the run is no longer this worker's: the
+    evaluation then stops. The caller records the report."""
     report = BundleReport()
     env = _bundle_versions.environment(settings, plan.time_limit_s)
-    store = store_for(settings)
     with scratch_folder("custom-run-") as work:
         try:
             loaded = _load(settings, plan, work)
@@ -132,16 +142,12 @@ def perform_bundle_run(
             place = work / f"task-{index}"
             place.mkdir()
             outcome = _evaluate(settings, plan, loaded.tasks[index], place, env, report)
-            outcome = _keep_predictions(settings, plan.run_id, outcome)
-            report.outcomes.append(outcome)
-            store.put_bytes(
-                f"runs/{plan.run_id}/program-output/task-{index}.txt",
-                outcome.printed().encode("utf-8", "replace"),
-            )
-            status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
-            log([f"Task {index}: {status}"])
-            if outcome.error:
-                report.error = f"task {index}: {outcome.error}"
+            done = _pack(outcome, work / f"predictions-{index}.zip")
+            if not record(done):
+                break  # another worker took the run over: it evaluates the tasks again
+            report.outcomes.append(done.outcome)
+            if done.outcome.error:
+                report.error = f"task {index}: {done.outcome.error}"
                 break
     return report
 
@@ -178,28 +184,33 @@ def _evaluate(
     return _model_calls.evaluate_with_model(task, place, env, plan, report)
 
 
-def _keep_predictions(settings: Settings, run_id: str, outcome: TaskOutcome) -> TaskOutcome:
-    """Save what was scored, so the run can be rescored later without asking anyone again; the
-    outcome, failed when the folder cannot be kept (a program nested it too deep)."""
+def _pack(outcome: TaskOutcome, archive: Path) -> DoneTask:
+    """Zip what was scored into `archive`, so the run can be rescored later without asking
+    anyone again; the outcome fails when the folder cannot be kept (a program nested it too
+    deep)."""
     if outcome.predictions is None:
-        return outcome
-    with scratch_folder("predictions-") as spare:
-        archive = spare / "predictions.zip"
-        try:
-            zip_plain_files(outcome.predictions, archive)  # the program wrote it: no link followed
-        except InvalidInput as exc:
-            error = outcome.error or f"its predictions cannot be kept: {exc}"
-            return replace(outcome, scores={}, error=error)
-        key = f"runs/{run_id}/predictions/task-{outcome.task_index}.zip"
-        store_for(settings).put_file(key, archive)
-    return outcome
+        return DoneTask(outcome, None)
+    try:
+        zip_plain_files(outcome.predictions, archive)  # the program wrote it: no link followed
+    except InvalidInput as exc:
+        error = outcome.error or f"its predictions cannot be kept: {exc}"
+        return DoneTask(replace(outcome, scores={}, error=error), None)
+    return DoneTask(outcome, archive)
 
 
-def log_progress(ctx: Context, run_id: str, lines: list[str]) -> None:
-    """Append progress lines to the run's live log."""
+def record_task(ctx: Context, run_id: str, done: DoneTask) -> None:
+    """Keep one evaluated task's predictions and its programs' output, and log how it went."""
     access.require(ctx, Action.RUN_EXECUTE)
-    for line in lines:
-        _log_writer.append(ctx, run_id, line)
+    store = store_for(ctx.settings)
+    outcome, index = done.outcome, done.outcome.task_index
+    if done.predictions is not None:
+        store.put_file(f"runs/{run_id}/predictions/task-{index}.zip", done.predictions)
+    store.put_bytes(
+        f"runs/{run_id}/program-output/task-{index}.txt",
+        outcome.printed().encode("utf-8", "replace"),
+    )
+    status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
+    _log_writer.append(ctx, run_id, f"Task {index}: {status}")
 
 
 def finish_bundle_run(ctx: Context, run_id: str, report: BundleReport) -> None:

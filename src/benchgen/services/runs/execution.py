@@ -8,10 +8,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
+from benchgen.db.inserts import insert_new
 from benchgen.db.tables import Model, Run, RunResult, RunSample
 from benchgen.evals.prompts import compose_prompt, letter_only_prompt, render_prompt
 from benchgen.evals.scorers import registry
@@ -138,16 +140,13 @@ def _answer_from_cache(ctx: Context, plan: RunPlan) -> RunPlan:
 
 def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
     """Score and store one batch with bulk inserts (a question's first sample is its result,
-    later ones are kept apart); returns questions done so far."""
+    later ones are kept apart); returns questions done so far. An answer already stored (a
+    batch written again after its commit's acknowledgement was lost) is skipped: the first one
+    stands, and its question is counted and charged once."""
     access.require(ctx, Action.RUN_EXECUTE)
-    first = [answer for answer in answers if answer.sample == 0]
-    rows = [_row(plan, answer, _verdict(plan, answer)) for answer in first]
-    if rows:
-        ctx.session.execute(insert(RunResult), rows)
-    extra = [_sample_row(plan, answer) for answer in answers if answer.sample > 0]
-    if extra:
-        ctx.session.execute(insert(RunSample), extra)
-    called = [a for a in answers if a.error is None and a.attempts > 0]
+    stored = _store_new(ctx, plan, answers)
+    first = [answer for answer in stored if answer.sample == 0]
+    called = [a for a in stored if a.error is None and a.attempts > 0]
     if plan.cache is not None:
         _response_cache.store(ctx, plan.cache, _cacheable(plan.cache, called))
     ctx.session.execute(
@@ -158,8 +157,8 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
             # Questions, as done_count: an extra sample that failed leaves its question done.
             error_count=Run.error_count + sum(1 for a in first if a.error is not None),
             calls=Run.calls + len(called),
-            input_tokens=Run.input_tokens + sum(a.input_tokens for a in answers),
-            output_tokens=Run.output_tokens + sum(a.output_tokens for a in answers),
+            input_tokens=Run.input_tokens + sum(a.input_tokens for a in stored),
+            output_tokens=Run.output_tokens + sum(a.output_tokens for a in stored),
         )
     )
     done = int(ctx.session.scalar(select(Run.done_count).where(Run.id == plan.run_id)) or 0)
@@ -168,6 +167,44 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
         ctx, plan.run_id, f"Processing: {done}/{plan.total} ({percent}%)", _secrets(plan)
     )
     return done
+
+
+def _store_new(ctx: Context, plan: RunPlan, answers: list[Answer]) -> list[Answer]:
+    """Insert the batch's answers whose question (and sample) has none stored yet; those it
+    stored. Plain bulk inserts first, in a savepoint: nearly every batch is wholly new, and
+    INSERT … RETURNING costs PostgreSQL half as much again as the inserts themselves."""
+    first = [_row(plan, answer, _verdict(plan, answer)) for answer in answers if answer.sample == 0]
+    extra = [_sample_row(plan, answer) for answer in answers if answer.sample > 0]
+    try:
+        with ctx.session.begin_nested():
+            if first:
+                ctx.session.execute(insert(RunResult), first)
+            if extra:
+                ctx.session.execute(insert(RunSample), extra)
+        return answers
+    except IntegrityError:  # some were stored already (the batch was written before)
+        return _store_missing(ctx, answers, first, extra)
+
+
+def _store_missing(
+    ctx: Context, answers: list[Answer], first: list[dict[str, Any]], extra: list[dict[str, Any]]
+) -> list[Answer]:
+    """Insert the rows whose key is not stored, skipping the others; the answers it stored."""
+    stored: set[tuple[int, int]] = set()
+    if first:
+        results = insert_new(ctx.session, RunResult, ["run_id", "position"])
+        returned = ctx.session.scalars(results.returning(RunResult.position), first)
+        stored |= {(position, 0) for position in returned}
+    if extra:
+        samples = insert_new(ctx.session, RunSample, ["run_id", "position", "sample"])
+        rows = ctx.session.execute(samples.returning(RunSample.position, RunSample.sample), extra)
+        stored |= {(position, sample) for position, sample in rows}
+    kept = []
+    for answer in answers:  # one answer per stored row, even when a batch repeats one
+        if (answer.index, answer.sample) in stored:
+            stored.discard((answer.index, answer.sample))
+            kept.append(answer)
+    return kept
 
 
 def _cacheable(scope: _response_cache.Scope, answers: list[Answer]) -> list[tuple[str, str, int]]:
