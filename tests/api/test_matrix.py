@@ -287,6 +287,10 @@ ROUTES: dict[tuple[str, str], Row] = {
     ("POST", "/api/v1/runs/{run_id}/rescore"): Row(
         lambda s: Call("POST", f"/api/v1/runs/{s.run}/rescore")
     ),
+    # The seed's run was not scored by an AI judge: its owner gets as far as the conflict.
+    ("POST", "/api/v1/runs/{run_id}/rejudge"): Row(
+        lambda s: Call("POST", f"/api/v1/runs/{s.run}/rejudge"), ok=409
+    ),
     ("GET", "/api/v1/models"): Row(lambda s: Call("GET", "/api/v1/models"), owned=False),
     ("GET", "/api/v1/models/{model_id}"): Row(lambda s: Call("GET", f"/api/v1/models/{s.model}")),
     ("POST", "/api/v1/models"): Row(

@@ -42,6 +42,7 @@ INVOCATIONS = {
     "leaderboard add": ["leaderboard", "add", "run_x", *AS],
     "leaderboard remove": ["leaderboard", "remove", "run_x", *AS],
     "judge set": ["judge", "set", "bm_x", *AS, "--model", "m"],
+    "judge again": ["judge", "again", "run_x", *AS],
     "scoring": ["scoring", "bm_x", *AS],
     "compare": ["compare", "run_a", "run_b", *AS],
     "benchmarks upload": ["benchmarks", "upload", "bundle.zip", *AS],

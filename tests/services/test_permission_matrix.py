@@ -78,6 +78,9 @@ EXPECTED: dict[str, Row] = {
     "run.cancel": Row(Scope.RUNS, _RUN, _roles(_O, _L)),
     "run.rescore": Row(Scope.RUNS, _RUN, _roles(_O, _C, _L)),
     "run.rescore_settings": Row(Scope.RUNS, _RUN, _TEAM),
+    # PRODUCT §1.2: judging a run's failed answers again calls the judge, as launching it did:
+    # whoever may see the run and rescore it (the service also checks the judge is open to them).
+    "run.rejudge": Row(Scope.RUNS, _RUN, _roles(_O, _C, _L)),
     "model.list": Row(Scope.READ, _OWN),
     "model.manage": Row(Scope.RUNS, _OWN),
     "training.launch": Row(Scope.TRAIN, _OWN),
@@ -241,7 +244,7 @@ def build_cast(world: World, tag: str, admin: bool) -> Cast:
     private = world.benchmark(owner, QA)
     published = world.benchmark(owner, MCQ)
     as_owner = Principal.web(owner)
-    world.do(as_owner, members.add_collaborator, private, email("collaborator"))
+    world.collaborator(owner, private, email("collaborator"))
     entries = [email("participant"), email("removed"), f"@invited-{tag}.example.com"]
     world.do(as_owner, members.add_whitelist_entries, private, entries)
     world.do(Principal.web(participant), members.join_benchmark, private, True)
@@ -505,7 +508,7 @@ def test_removing_a_collaborator_removes_edit_rights_at_once(world: World) -> No
     published = world.benchmark(owner, MCQ)
     world.do(Principal.web(owner), lifecycle.publish_benchmark, published)
     for benchmark_id in (private, published):
-        world.do(Principal.web(owner), members.add_collaborator, benchmark_id, "bob@example.com")
+        world.collaborator(owner, benchmark_id, "bob@example.com")
     # A turn that started while bob was a collaborator, and his web session.
     _, agent, _ = _turn(world, helper)
     for principal in (agent, Principal.web(helper)):

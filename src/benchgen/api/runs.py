@@ -1,4 +1,4 @@
-"""`/api/v1/runs`: estimate, start, read, results, log, export, cancel, retry, rescore."""
+"""`/api/v1/runs`: estimate, start, read, results, log, export, cancel, retry, rescore, rejudge."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import LogLine, Page, RescoreIn, StartRun
 from benchgen.services.keysets import Newest
-from benchgen.services.runs import launch, rescoring, results, retries, run_log
+from benchgen.services.runs import launch, rejudging, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
+from benchgen.services.runs.rejudging import Rejudging
 from benchgen.services.runs.rescoring import Rescore
 
 router = APIRouter(
@@ -171,3 +172,19 @@ def rescore_run(
     """Re-apply scoring to saved answers without calling any model; a dry run unless
     `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only."""
     return rescoring.rescore_run(ctx, run_id, body.scoring if body else None, apply)
+
+
+@router.post(
+    "/{run_id}/rejudge",
+    status_code=202,
+    response_model=Rejudging,
+    responses=responses(409),
+    openapi_extra={"x-scope": "runs"},
+)
+def rejudge_run(ctx: ContextDep, run_id: str) -> Rejudging:
+    """Have the benchmark's AI judge judge again, in the background, the answers of a completed
+    run whose judging failed; the model is not asked again and the run costs nothing more. Its
+    scores change once the judge has answered (a hand-corrected score stays). 409 when the run
+    has not completed, has no failed judging or is being judged again, or the benchmark has no
+    judge; 403 when the judge is not open to you."""
+    return rejudging.rejudge_run(ctx, run_id)

@@ -73,7 +73,12 @@ COMMANDS = (
     ),
     Entry("models", "evaluation", "The model catalogue."),
     Entry("leaderboard", "evaluation", "Put runs on a leaderboard or take them off."),
-    Entry("judge", "evaluation", "The AI judge of a benchmark (owner only)."),
+    Entry(
+        "judge",
+        "evaluation",
+        "The AI judge: set one up for a benchmark (owner only), or judge again a run's answers "
+        "whose judging failed.",
+    ),
 )
 
 

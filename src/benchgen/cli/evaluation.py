@@ -12,6 +12,7 @@ import typer
 from benchgen.cli.common import (
     As,
     as_user,
+    cli_principal,
     console,
     labelled,
     open_runtime,
@@ -20,12 +21,13 @@ from benchgen.cli.common import (
 )
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
-from benchgen.jobs.worker import start_workers, stop_workers
+from benchgen.jobs.worker import Worker, start_workers, stop_workers
 from benchgen.services import deployment, models, queue
 from benchgen.services.benchmarks import judges
-from benchgen.services.runs import leaderboards, rescoring
+from benchgen.services.runs import launch, leaderboards, rejudging, rescoring
 from benchgen.services.runtime import Runtime, transaction
 
+WAIT_POLL_S = 0.25  # how often `judge again` looks whether the judge is done
 models_app = App(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
 
@@ -143,9 +145,9 @@ def worker(
     queues: Annotated[
         str,
         typer.Option(
-            help="Comma-separated queues to take jobs from: runs (model runs), scoring "
-            "(custom benchmarks' programs), training. Route training and programs to the "
-            "machines that have the compute."
+            help="Comma-separated queues to take jobs from: runs (model runs, and answers "
+            "judged again), scoring (custom benchmarks' programs), training. Route training "
+            "and programs to the machines that have the compute."
         ),
     ] = ",".join(queue.QUEUES),
 ) -> None:
@@ -209,7 +211,11 @@ def _warn_of_another_key(runtime: Runtime) -> None:
         labelled("Warning:", f"{problem}.", "yellow")
 
 
-judge_app = App(help="The AI judge of a benchmark (owner only).", no_args_is_help=True)
+JUDGE_HELP = (
+    "The AI judge: set one up for a benchmark (owner only), or judge again a run's answers "
+    "whose judging failed."
+)
+judge_app = App(help=JUDGE_HELP, no_args_is_help=True)
 
 
 @judge_app.command("set")
@@ -240,6 +246,49 @@ def judge_set(
         f"Judge set: {view.kind} {view.endpoint_model}"
         f"{' (open to participants)' if view.allow_others else ''}."
     )
+
+
+@judge_app.command("again")
+def judge_again(
+    run_id: Annotated[str, typer.Argument(help="A completed run's id (run_…).")],
+    as_email: As,
+    wait: Annotated[
+        bool, typer.Option(help="Judge them here and show the run's new accuracy.")
+    ] = True,
+) -> None:
+    """Have the AI judge judge again a completed run's answers whose judging failed.
+
+    Only the judge is asked, as in the run's own judging: the model is not asked again and the
+    run costs nothing more. Its scores change once the judge has answered (a score corrected by
+    hand stays); with --no-wait a worker judges them (`benchgen worker`, or a server's own).
+    """
+    with open_runtime() as runtime:
+        with as_user(runtime, as_email) as ctx:
+            handed = rejudging.rejudge_run(ctx, run_id)
+        console.print(f"{handed.answers} answer(s) went back to the AI judge.")
+        if not wait:
+            return
+        _judge_here(runtime, as_email, run_id)
+        with as_user(runtime, as_email) as ctx:
+            accuracy = launch.get_run(ctx, run_id).summary.get("accuracy")
+            failed = rejudging.judging_state(ctx, run_id).failed
+    shown = "—" if accuracy is None else f"{accuracy:.1%}"
+    console.print(f"Judged again: accuracy {shown}; {failed} answer(s) still failed their judging.")
+
+
+def _judge_here(runtime: Runtime, email: str, run_id: str) -> None:
+    """Take re-judging jobs in this process until no answer of the run waits for the judge
+    (another worker may take this run's job first: then this waits for it)."""
+    worker = Worker(runtime, kinds=frozenset({rejudging.JOB_KIND}))
+    principal = cli_principal(runtime, email)
+    while True:
+        worked = worker.run_once()
+        with transaction(runtime, principal, write=False) as ctx:
+            waiting = rejudging.judging_state(ctx, run_id).waiting
+        if not waiting and not worked:
+            return
+        if not worked:
+            time.sleep(WAIT_POLL_S)
 
 
 commands = App()

@@ -1,4 +1,5 @@
-"""Calls on runs: estimate, start, follow, read results and logs, export, cancel, rescore."""
+"""Calls on runs: estimate, start, follow, read results and logs, export, cancel, rescore,
+rejudge."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Literal, cast
 
 from benchgen.client.connection import PAGE, Connection, segment
 from benchgen.client.errors import RunTimeout
-from benchgen.client.shapes import Estimate, LogLine, Rescore, Run
+from benchgen.client.shapes import Estimate, LogLine, Rejudging, Rescore, Run
 
 FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """Statuses a run never leaves; `wait_for_run` returns when it reaches one."""
@@ -223,6 +224,24 @@ class RunCalls(Connection):
         params = {"apply": "true" if apply else "false"}
         path = f"/runs/{segment(run_id)}/rescore"
         return cast(Rescore, self._json("POST", path, params=params, json=body))
+
+    def rejudge(self, run_id: str) -> Rejudging:
+        """Have the benchmark's AI judge judge again a completed run's answers whose judging
+        failed; the model is not asked again and the run costs nothing more.
+
+        Args:
+            run_id: The run's id.
+
+        Returns:
+            How many answers went back to the judge; the run's scores change once it has
+            judged them (`wait_for_run` does not wait for that: the run stays completed).
+
+        Raises:
+            Conflict: The run has not completed, no answer's judging failed, its answers are
+                being judged again, or the benchmark has no judge.
+            PermissionDenied: The judge is not open to you.
+        """
+        return cast(Rejudging, self._json("POST", f"/runs/{segment(run_id)}/rejudge"))
 
 
 def _run_body(

@@ -113,7 +113,8 @@ class LeaderboardRow(TypedDict):
 
 class Leaderboard(TypedDict):
     """A phase's leaderboard: its columns (primary first) and ranked rows; each column's
-    `titles` and `sorting` (`desc` or `asc`, as a custom benchmark's bundle sets them)."""
+    `titles` and `sorting` (`desc` or `asc`, as a custom benchmark's bundle sets them);
+    `next_cursor` for the rows of the next page (the client follows it: None)."""
 
     benchmark_id: str
     phase_id: str
@@ -121,6 +122,7 @@ class Leaderboard(TypedDict):
     rows: list[LeaderboardRow]
     titles: dict[str, str]
     sorting: dict[str, str]
+    next_cursor: NotRequired[str | None]
 
 
 class Model(TypedDict):
@@ -398,6 +400,13 @@ class Rescore(TypedDict):
     after: dict[str, Any]
     changed_count: int
     changes: list[dict[str, Any]]
+
+
+class Rejudging(TypedDict):
+    """Answers whose AI judging failed, handed back to the judge (`answers` of them)."""
+
+    run_id: str
+    answers: int
 
 
 class Conversation(TypedDict):

@@ -80,6 +80,7 @@ class Action(StrEnum):
     RUN_CANCEL = "run.cancel"
     RUN_RESCORE = "run.rescore"
     RUN_RESCORE_SETTINGS = "run.rescore_settings"
+    RUN_REJUDGE = "run.rejudge"
     MODEL_LIST = "model.list"
     MODEL_MANAGE = "model.manage"
     TRAINING_LAUNCH = "training.launch"
@@ -167,6 +168,11 @@ RULES: dict[Action, ActionRule] = {
     Action.RUN_RESCORE: _delegable(Scope.RUNS, RUN, _RUN_VIEWERS, "rescore a run's saved answers"),
     Action.RUN_RESCORE_SETTINGS: _delegable(
         Scope.RUNS, RUN, _EDITORS, "rescore a run with other scoring settings"
+    ),
+    # Like launching the run did, it calls the benchmark's AI judge (the owner's key pays): the
+    # service also checks that the judge is still open to the person and that they may run.
+    Action.RUN_REJUDGE: _delegable(
+        Scope.RUNS, RUN, _RUN_VIEWERS, "judge a run's answers whose AI judging failed again"
     ),
     Action.MODEL_LIST: _delegable(Scope.READ, OWN, frozenset(), "list the model catalogue"),
     Action.MODEL_MANAGE: _delegable(Scope.RUNS, OWN, frozenset(), "register or change own models"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from benchgen.core.context import Context
-from benchgen.core.errors import NotFound, invalid
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.permissions import Action
 from benchgen.core.text import require_line
-from benchgen.db.tables import Judge
+from benchgen.db.tables import Benchmark, Judge
 from benchgen.evals.netguard import check_endpoint
 from benchgen.evals.types import FatalModelError, ModelSpec
 from benchgen.services import _keyring, _model_specs, access, audit
@@ -97,6 +97,28 @@ def get_judge(ctx: Context, benchmark_id: str) -> JudgeView:
     if judge is None:
         raise NotFound("This benchmark has no AI judge.", {"id": benchmark.id})
     return _view(judge)
+
+
+def require_usable(ctx: Context, benchmark: Benchmark) -> None:
+    """Refuse unless the benchmark's judge is set up and the acting principal may have it judge
+    (for a run it launches, or answers judged again); the caller has checked the action itself.
+
+    Raises:
+        Conflict: the benchmark has no judge.
+        PermissionDenied: the judge is not open to people outside the benchmark's team.
+    """
+    judge = ctx.session.get(Judge, benchmark.id)
+    if judge is None:
+        raise Conflict(
+            "This benchmark has no AI judge set up; its owner sets one up on its judge "
+            "settings page.",
+            {"page": f"/benchmarks/{benchmark.id}/settings/judge"},
+        )
+    # The owner's key pays for judging: only the owner's team may use it unless they opened it.
+    if not judge.allow_others and not access.can(ctx, Action.BENCHMARK_READ_KEY, benchmark):
+        raise PermissionDenied(
+            "This benchmark's AI judge is paid by its owner and is not open to other users."
+        )
 
 
 def judge_spec(ctx: Context, benchmark_id: str) -> ModelSpec | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import select
 
@@ -16,6 +16,7 @@ from benchgen.db.tables import Question, Run, RunResult
 from benchgen.evals.aggregate import wilson_interval
 from benchgen.services import access
 from benchgen.services.benchmarks.questions import LABELS
+from benchgen.services.runs import _verdicts
 from benchgen.services.specs import MAX_RESULTS, check_window
 
 Show = Literal["all", "wrong", "no_answer"]
@@ -50,6 +51,8 @@ class BreakdownRow:
     reasoning: str | None
     error: str | None
     latency_ms: int
+    # The question's other samples (a run asking several), each scored with the run's scoring.
+    samples: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -163,8 +166,9 @@ def _rows(
         position: (prompt, answers, choices) for position, prompt, answers, choices in asked
     }
     by_position = {result.position: result for result in results}
+    samples = _verdicts.extra_samples(ctx.session, run, positions, scored=True)
     return [
-        _row(by_position[p], questions.get(p), tags.get(p, ()))
+        _row(by_position[p], questions.get(p), tags.get(p, ()), samples.get(p, []))
         for p in positions
         if p in by_position
     ]
@@ -174,6 +178,7 @@ def _row(
     result: RunResult,
     question: tuple[str, list[str], list[str] | None] | None,
     tags: tuple[str, ...],
+    samples: list[dict[str, Any]],
 ) -> BreakdownRow:
     prompt, answers, choices = question or ("", [], None)
     expected: str | list[str] | None = None
@@ -192,4 +197,5 @@ def _row(
         reasoning=result.reasoning,
         error=result.error,
         latency_ms=result.latency_ms,
+        samples=samples,
     )

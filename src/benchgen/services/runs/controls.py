@@ -12,7 +12,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.db.tables import Benchmark, LeaderboardEntry
 from benchgen.services import access
-from benchgen.services.runs import rescoring
+from benchgen.services.runs import rejudging, rescoring
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class RunControls:
     can_manage_leaderboard: bool
     can_edit_score: bool
     can_rescore: bool  # with the benchmark's scoring for future runs (a dry run first)
+    rejudgeable: int  # answers whose AI judging failed that this person may have judged again
+    awaiting_judge: int  # answers of the run waiting for the AI judge
     on_leaderboard: bool
     edit_reason: str | None  # why the score was corrected, for the benchmark's team
 
@@ -49,6 +51,8 @@ def run_controls(ctx: Context, run_id: str) -> RunControls:
         can_manage_leaderboard=manage,
         can_edit_score=access.can(ctx, Action.RUN_EDIT_SCORE, benchmark, run),
         can_rescore=rescoring.can_rescore(ctx, run.id, rescoring.offered_scoring(ctx, run.id)),
+        rejudgeable=rejudging.rejudgeable(ctx, run.id),
+        awaiting_judge=rejudging.judging_state(ctx, run.id).waiting,
         on_leaderboard=listed is not None,
         edit_reason=str(reason) if reason is not None else None,
     )

@@ -10,14 +10,14 @@ from typing import Any
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
+from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
-from benchgen.db.tables import Benchmark, Judge, Model, Phase, PhaseTask, Run
+from benchgen.db.tables import Benchmark, Model, Phase, PhaseTask, Run
 from benchgen.services import _enqueue, _model_specs, access, audit, models
 from benchgen.services.accounts import _ledger, ratelimits
-from benchgen.services.benchmarks import lifecycle, scoring
+from benchgen.services.benchmarks import judges, lifecycle, scoring
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.runs import _asking, _log_writer, leaderboards
 from benchgen.services.runs.settings import RunOptions, check_supported, describe, recorded
@@ -354,26 +354,14 @@ def _scoring_for(ctx: Context, benchmark: Benchmark, model: Model) -> dict[str, 
     """The benchmark's scoring settings, refused where they could not score this principal's
     run of `model`: the estimate and the start refuse alike."""
     settings = scoring.settings_for(benchmark)
-    _check_judge(ctx, benchmark, settings)
+    if settings.get("method") == "judge":
+        judges.require_usable(ctx, benchmark)
     if settings.get("method") == "choice_logprob" and model.kind not in _model_specs.LOCAL_KINDS:
         raise Conflict(
             "Letter log-prob scoring needs a local model (GGUF or Hugging Face); this one is "
             f"{model.kind}. Use the 'choice' method for it."
         )
     return settings
-
-
-def _check_judge(ctx: Context, benchmark: Benchmark, settings: dict[str, Any]) -> None:
-    if settings.get("method") != "judge":
-        return
-    judge = ctx.session.get(Judge, benchmark.id)
-    if judge is None:
-        raise Conflict("This benchmark is scored by an AI judge that is not set up yet.")
-    # The owner's key pays for judging: only the owner's team may use it unless they opened it.
-    if not judge.allow_others and not access.can(ctx, Action.BENCHMARK_READ_KEY, benchmark):
-        raise PermissionDenied(
-            "This benchmark's AI judge is paid by its owner and is not open to other users."
-        )
 
 
 def get_run(ctx: Context, run_id: str) -> RunView:

@@ -14,10 +14,10 @@ from sqlalchemy import select
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
-from benchgen.db.tables import Benchmark, Run, RunResult, RunSample
+from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.services import access
 from benchgen.services.benchmarks import _question_store
-from benchgen.services.runs import exports
+from benchgen.services.runs import _verdicts, exports
 from benchgen.services.specs import MAX_RESULTS, check_window
 
 PUBLIC_FIELDS = (
@@ -39,6 +39,9 @@ DETAIL_FIELDS = (
     "score",
     "reasoning",
 )
+# A question's other samples, in CSV as columns `sample_<n>_<field>` (first sample's: above).
+SAMPLE_PUBLIC_FIELDS = ("raw", "error")
+SAMPLE_DETAIL_FIELDS = (*SAMPLE_PUBLIC_FIELDS, "extracted", "outcome", "correct", "score")
 FORMATS = ("jsonl", "csv")
 # The columns a result shows: rows of plain values cost a fraction of loading ORM objects (and
 # the log-probabilities, never shown here, are not even decoded).
@@ -73,8 +76,10 @@ def list_results(
 
 
 def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
-    """All results as (media type, text) in `fmt` ('jsonl' or 'csv'). In JSONL a question of a
-    run with several samples per question also lists its other samples' replies (`samples`).
+    """All results as (media type, text) in `fmt` ('jsonl' or 'csv'). A run with several
+    samples per question gives each question's other samples too: in JSONL a list
+    (`samples`), in CSV columns after the first sample's, `sample_1_raw`, `sample_1_error`, …
+    for every sample the run asked (one row per question still, so rows count questions).
 
     Raises:
         NotFound: the run is not visible to the principal.
@@ -85,16 +90,27 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
     run = access.require_run(ctx, run_id, Action.RUN_READ)
     rows = _rows(ctx, run, None, 0, None)
     if fmt == "jsonl":
-        extra = _extra_samples(ctx, run.id)
-        lines = (json.dumps(_with_samples(row, extra)) + "\n" for row in rows)
+        lines = (json.dumps(row) + "\n" for row in rows)
         return "application/x-ndjson", "".join(lines)
-    fields = DETAIL_FIELDS if _detail(ctx, run) else PUBLIC_FIELDS
+    detail = _detail(ctx, run)
+    fields = list(DETAIL_FIELDS if detail else PUBLIC_FIELDS)
+    extra = range(1, int((run.settings or {}).get("samples", 1)))
+    sample_fields = SAMPLE_DETAIL_FIELDS if detail else SAMPLE_PUBLIC_FIELDS
+    fields += [f"sample_{n}_{name}" for n in extra for name in sample_fields]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({name: _cell(row.get(name)) for name in fields})
+        writer.writerow({name: _cell(value) for name, value in _flat(row).items()})
     return "text/csv", buffer.getvalue()
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """A result as one CSV row: each of its other samples' fields as columns of their own."""
+    flat = {name: value for name, value in row.items() if name != "samples"}
+    for sample in row.get("samples", ()):
+        flat.update({f"sample_{sample['sample']}_{k}": v for k, v in sample.items()})
+    return flat
 
 
 def _rows(
@@ -116,6 +132,7 @@ def _rows(
     found = list(ctx.session.execute(query))
     if not found:
         return
+    samples = _verdicts.extra_samples(ctx.session, run, [r.position for r in found], detail)
     # Only the questions the page shows (a page of a 10,000-question run needs 100 of them):
     # a question's position is its place in the benchmark's order.
     first = found[0].position
@@ -144,26 +161,9 @@ def _rows(
                 score=result.score,
                 reasoning=result.reasoning,
             )
+        if result.position in samples:
+            row["samples"] = samples[result.position]
         yield row
-
-
-def _extra_samples(ctx: Context, run_id: str) -> dict[int, list[dict[str, Any]]]:
-    """A run's samples 1 and up by question, as replies (they are stored unscored): paid for
-    like the first, they were shown nowhere."""
-    found: dict[int, list[dict[str, Any]]] = {}
-    rows = ctx.session.execute(
-        select(RunSample.position, RunSample.sample, RunSample.raw, RunSample.error)
-        .where(RunSample.run_id == run_id)
-        .order_by(RunSample.position, RunSample.sample)
-    )
-    for position, sample, raw, error in rows:
-        found.setdefault(position, []).append({"sample": sample, "raw": raw, "error": error})
-    return found
-
-
-def _with_samples(row: dict[str, Any], extra: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
-    samples = extra.get(row["position"])
-    return {**row, "samples": samples} if samples else row
 
 
 def _detail(ctx: Context, run: Run) -> bool:

@@ -1,5 +1,5 @@
-"""Run pages: status, live log, per-question breakdown, downloads, leaderboard, rescoring and
-score edits."""
+"""Run pages: status, live log, per-question breakdown, downloads, leaderboard, rescoring,
+judging again and score edits."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from benchgen.services.runs import (
     bundle_execution,
     launch,
     leaderboards,
+    rejudging,
     rescoring,
     results,
     retries,
@@ -220,6 +221,17 @@ def run_retry(request: Request, ctx: WebContext, run_id: str) -> Response:
     """Ask the run's errored questions again as a new linked run, and go to it."""
     retried = retries.retry_errored(ctx, run_id)
     return redirect(request, "run", flash="Errored questions queued again.", run_id=retried.id)
+
+
+@router.post("/runs/{run_id}/rejudge", name="run_rejudge")
+def run_rejudge(request: Request, ctx: WebContext, run_id: str) -> Response:
+    """Hand the answers whose AI judging failed back to the judge (no model asked again)."""
+    handed = rejudging.rejudge_run(ctx, run_id)
+    note = (
+        f"{handed.answers} answer(s) went back to the AI judge; the run's scores change once "
+        "it has judged them."
+    )
+    return redirect(request, "run", flash=note, run_id=run_id)
 
 
 @router.post("/runs/{run_id}/cancel", name="run_cancel")
