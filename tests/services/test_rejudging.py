@@ -242,3 +242,31 @@ def test_a_rejudging_given_up_on_leaves_the_answers_failed(
     assert rows[0]["extracted"] == "Roma"
     assert world.do(web, rejudging.judging_state, made.run) == rejudging.JudgingState(0, 3)
     assert world.do(web, launch.get_run, made.run).summary["errors"] == 3
+
+
+def test_someone_outside_the_team_has_a_runs_judging_done_again_a_few_times_only(
+    world: World, runtime: Runtime, stub: StubOpenAI
+) -> None:
+    ana, pia = world.user("ana@example.com"), world.user("pia@example.com")
+    bm = world.benchmark(ana, CAPITALS)
+    owner = Principal.web(ana)
+    world.do(owner, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None, True)
+    world.do(owner, lifecycle.publish_benchmark, bm)
+    world.do(Principal.web(pia), members.join_benchmark, bm, True)
+    model = priced_model(world, stub, per_question=0)
+    theirs = world.do(Principal.web(pia), launch.start_run, bm, model).id
+    mine = world.do(owner, launch.start_run, bm, model).id
+    work_all(runtime)
+    # Replies that upset the judge every time: each judging again costs the owner's key.
+    for _ in range(rejudging.OUTSIDER_REJUDGINGS):
+        assert world.do(Principal.web(pia), rejudging.rejudge_run, theirs).answers == 3
+        work_all(runtime)
+    judged = sum(1 for prompt in stub.received if "VERDICT" in prompt)
+    with pytest.raises(Conflict, match="3 times already"):
+        world.do(Principal.web(pia), rejudging.rejudge_run, theirs)
+    assert world.do(Principal.web(pia), rejudging.rejudgeable, theirs) == 0
+    assert sum(1 for prompt in stub.received if "VERDICT" in prompt) == judged
+    # The team pays for its own judge: no such limit.
+    for _ in range(rejudging.OUTSIDER_REJUDGINGS + 1):
+        assert world.do(owner, rejudging.rejudge_run, mine).answers == 3
+        work_all(runtime)

@@ -83,7 +83,8 @@ def _seal(keyset: Keyset[Row, Key], scope: str, row: Row) -> str:
 def _open(keyset: Keyset[Row, Key], scope: str, cursor: str) -> Key:
     # The check catches garbled cursors and other lists' ones, not forgers, who need no secret:
     # a forged key only moves where a page starts, and the services still filter every row by
-    # what the caller may see, so it reveals nothing a first page would not.
+    # what the caller may see (a leaderboard's cursor carries no hidden column's score, and
+    # one forged in is ignored), so it reveals nothing a first page would not.
     text, _, check = cursor.partition(".")
     if cursor.isascii() and hmac.compare_digest(check, _check(keyset.name, scope, text)):
         try:

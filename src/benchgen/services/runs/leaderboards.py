@@ -181,7 +181,8 @@ def leaderboard_page(
     Raises:
         NotFound: the benchmark or phase is not visible.
         InvalidInput: limit outside 1..MAX_LIST, or `after` ranks by another number of
-            columns than the board now has (its bundle changed them).
+            columns than the board now has (its bundle changed them), or names a run no
+            longer on a board that ranks by hidden columns.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     if limit is not None:

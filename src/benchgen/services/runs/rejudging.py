@@ -13,7 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, PermissionDenied
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
-from benchgen.db.tables import Benchmark, Run, RunResult
+from benchgen.db.tables import AuditEvent, Benchmark, Run, RunResult
 from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.scorers.verdict import errored
 from benchgen.services import _enqueue, access, audit
@@ -22,6 +22,10 @@ from benchgen.services.runs import _log_writer, _verdicts
 from benchgen.services.runs.execution import PENDING
 
 JOB_KIND = "rejudge"
+# The owner's key pays for judging, and a launcher's model may word its replies to upset the
+# judge: someone outside the team has a run's judging done again this many times (a new run
+# counts against their daily runs instead).
+OUTSIDER_REJUDGINGS = 3
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,9 @@ def rejudge_run(ctx: Context, run_id: str) -> Rejudging:
         PermissionDenied: the principal may not re-judge this run, may no longer run models
             on its benchmark, or the benchmark's judge is not open to them.
         Conflict: the run has not completed or was not scored by the AI judge, the benchmark
-            has no judge any more, its answers are being judged again already, or no answer's
-            judging failed.
+            has no judge any more, its answers are being judged again already, no answer's
+            judging failed, or someone outside the benchmark's team had its judging done again
+            `OUTSIDER_REJUDGINGS` times already.
     """
     run = access.require_run(ctx, run_id, Action.RUN_REJUDGE)
     # Two requests at once: the second waits here, then finds the answers waiting already.
@@ -153,6 +158,13 @@ def _check(ctx: Context, run: Run) -> None:
             "You may no longer run models on this benchmark, so its AI judge is not yours to use."
         )
     judges.require_usable(ctx, benchmark)
+    outsider = not access.can(ctx, Action.BENCHMARK_READ_KEY, benchmark)
+    if outsider and _rejudgings(ctx, run) >= OUTSIDER_REJUDGINGS:
+        raise Conflict(
+            f"This run's judging was done again {OUTSIDER_REJUDGINGS} times already, the most "
+            "the benchmark's owner pays for; launch a new run to be judged afresh.",
+            {"id": run.id},
+        )
     if _count(ctx, run, PENDING):
         raise Conflict(
             "This run's answers are being judged again already; its scores change once the "
@@ -176,6 +188,16 @@ def _failed_answers(ctx: Context, run: Run) -> dict[int, str | None]:
             {"id": run.id},
         )
     return failed
+
+
+def _rejudgings(ctx: Context, run: Run) -> int:
+    """How many times the run's judging was done again: each is in the audit log."""
+    query = select(func.count()).where(
+        AuditEvent.object_type == "run",
+        AuditEvent.object_id == run.id,
+        AuditEvent.action == audit.AuditAction.RUN_REJUDGE,
+    )
+    return int(ctx.session.scalar(query) or 0)
 
 
 def _count(ctx: Context, run: Run, outcome: str) -> int:

@@ -12,6 +12,7 @@ from sqlalchemy import Float, Subquery, Text, and_, case, cast, func, or_, selec
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from benchgen.core.errors import invalid
 from benchgen.db.tables import LeaderboardEntry, Model, Run, User
 
 
@@ -26,11 +27,16 @@ class Ranked(Protocol):
     def sorting(self) -> str:
         """`asc` (lower is better) or `desc`."""
 
+    @property
+    def hidden(self) -> bool:
+        """Whether it ranks without being shown: its scores never leave the service."""
+
 
 @dataclass(frozen=True)
 class Standing:
-    """Where a run stands: its score in each ranking column, hidden ones included (None:
-    missing), when it finished (None: never), and its id (the last tie-break)."""
+    """Where a run stands: its score in each ranking column (None: missing; a hidden column's
+    is None too in the standings `ranked_entries` returns, which cursors carry to clients),
+    when it finished (None: never), and its id (the last tie-break)."""
 
     scores: tuple[float | None, ...]
     finished_at: datetime | None
@@ -60,6 +66,9 @@ def ranked_entries(
 
     Ranks are counted over the whole phase (a window over every entry), so a later page goes
     on numbering where the earlier one stopped.
+
+    Raises:
+        InvalidInput: `after` names a run no longer on a board that ranks by hidden columns.
     """
     dialect = session.get_bind().dialect.name
     scores = [_score(column.key, dialect) for column in columns]
@@ -88,11 +97,38 @@ def ranked_entries(
         .limit(limit)
     )
     if after is not None:
-        query = query.where(_after(board, columns, after))
+        query = query.where(_after(board, columns, _anchored(session, board, columns, after)))
     return [
-        Entry(run, name, who, rank, Standing(tuple(values), run.finished_at, run.id))
+        Entry(run, name, who, rank, Standing(_shown(columns, values), run.finished_at, run.id))
         for run, name, who, rank, *values in session.execute(query)
     ]
+
+
+def _shown(columns: Sequence[Ranked], values: Sequence[Any]) -> tuple[float | None, ...]:
+    return tuple(None if c.hidden else value for c, value in zip(columns, values, strict=True))
+
+
+def _anchored(
+    session: Session, board: Subquery, columns: Sequence[Ranked], after: Standing
+) -> Standing:
+    """`after` with each hidden column's score read from its run's row on the board.
+
+    A cursor comes back from the client: a hidden score it carried could be read by anyone,
+    and a forged one would let them search out a run's hidden score from which rows follow.
+    So it carries none, and this takes them from the run itself.
+
+    Raises:
+        InvalidInput: the run is no longer on this board (removed since the page was read).
+    """
+    if not any(column.hidden for column in columns):
+        return after
+    placed = [board.c[f"score_{index}"] for index in range(len(columns))]
+    stored = session.execute(select(*placed).where(board.c.run_id == after.run_id)).first()
+    if stored is None:
+        raise invalid(["cursor"], "names a run no longer on this leaderboard; start over")
+    scores = zip(columns, after.scores, stored, strict=True)
+    filled = tuple(own if c.hidden else given for c, given, own in scores)
+    return Standing(filled, after.finished_at, after.run_id)
 
 
 def _score(key: str, dialect: str) -> ColumnElement[Any]:
