@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from benchgen.api.paging import page
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.permissions import Scope
-from benchgen.db.tables import Run, RunResult
+from benchgen.db.tables import Benchmark, Run, RunResult
 from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.benchmarks import lifecycle
@@ -28,8 +29,9 @@ from benchgen.services.chat import conversations
 from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
-from benchgen.services.training import jobs
+from benchgen.services.training import bases, jobs
 from tests.support import OPERATOR, World, sql_sent
+from tests.training.tiny_model import write_header_folder
 
 FREE = "mdl_builtin_random"
 ECHO = "mdl_builtin_echo"
@@ -526,6 +528,63 @@ def test_a_forged_leaderboard_cursor_that_is_no_standing_is_a_422(
     assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}
 
 
+def _secretly_ranked(world: World, bm: str, ranked: list[str]) -> list[str]:
+    """Rank `bm`'s board first by a hidden column, which orders the runs the other way."""
+
+    def hide(ctx: Context) -> None:
+        benchmark = ctx.session.get(Benchmark, bm)
+        assert benchmark is not None
+        benchmark.format = "custom"
+        columns = [{"key": "secret", "hidden": True, "index": 0}, {"key": "accuracy", "index": 1}]
+        benchmark.scoring = {"leaderboard": {"columns": columns}}
+        for place, run_id in enumerate(ranked):
+            run = ctx.session.get(Run, run_id)
+            assert run is not None
+            run.scores = {**run.scores, "secret": 0.3141 + place}
+
+    world.ctx_call(OPERATOR, hide)
+    return ranked[::-1]
+
+
+@pytest.mark.both_backends
+def test_a_leaderboard_cursor_neither_carries_nor_takes_a_hidden_columns_score(
+    client: TestClient, world: World, auth: dict[str, str], board: tuple[str, list[str]]
+) -> None:
+    bm, ranked = board
+    secretly = _secretly_ranked(world, bm, ranked)
+    path = f"/api/v1/benchmarks/{bm}/leaderboard"
+    paged = pages_of(client, path, auth, 2)
+    assert _run_ids(paged) == secretly
+    assert all(got["columns"] == ["accuracy"] for got in paged)
+    cursor = paged[0]["next_cursor"]
+    text = cursor.partition(".")[0]
+    parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    assert "0.3141" not in json.dumps(parts) and parts[0] is None
+    # A hidden score forged in (here: past every run's) moves nothing: the run's own counts.
+    parts[0] = 99.0
+    text = base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+    forged = f"{text}." + paging._check("leaderboard", bm + "\0", text)
+    got = client.get(path, params={"cursor": forged}, headers=auth)
+    assert [row["run_id"] for row in got.json()["rows"]] == secretly[2:]
+
+
+def test_a_leaderboard_cursor_after_a_run_taken_off_a_board_with_hidden_columns_is_a_422(
+    client: TestClient, world: World, ana: str, auth: dict[str, str], board: tuple[str, list[str]]
+) -> None:
+    bm, ranked = board
+    secretly = _secretly_ranked(world, bm, ranked)
+    path = f"/api/v1/benchmarks/{bm}/leaderboard"
+    first = client.get(path, params={"limit": 2}, headers=auth).json()
+    world.do(Principal.web(ana), leaderboards.remove_from_leaderboard, secretly[1])
+    refused = client.get(path, params={"cursor": first["next_cursor"]}, headers=auth)
+    assert refused.status_code == 422, refused.text
+    (error,) = refused.json()["error"]["details"]["errors"]
+    assert error == {
+        "loc": ["cursor"],
+        "msg": "names a run no longer on this leaderboard; start over",
+    }
+
+
 @pytest.mark.both_backends
 def test_a_page_costs_the_same_queries_whatever_its_size(
     client: TestClient,
@@ -540,7 +599,8 @@ def test_a_page_costs_the_same_queries_whatever_its_size(
     monkeypatch.setattr(runtime.settings, "training_gpus", "L4=2,H200=1,A100=4")
     for name in ("M1", "M2", "M3", "M4"):
         _own_model(world, ana, name)
-    for path in ("/api/v1/models", "/api/v1/compute", f"/api/v1/benchmarks/{bm}/leaderboard"):
+    lists = ("/api/v1/models", "/api/v1/compute", "/api/v1/training-bases")
+    for path in (*lists, f"/api/v1/benchmarks/{bm}/leaderboard"):
         counts = []
         client.get(path, headers=auth)  # the token's first use this test writes its use
         for limit in (1, 4, 50):
@@ -548,3 +608,79 @@ def test_a_page_costs_the_same_queries_whatever_its_size(
                 assert client.get(path, params={"limit": limit}, headers=auth).status_code == 200
             counts.append(len(statements))
         assert len(set(counts)) == 1, (path, counts)
+
+
+def _local_base(world: World, folder: Path, name: str) -> str:
+    spec = {"name": name, "kind": "local_hf", "endpoint_model": str(write_header_folder(folder))}
+    return world.do(OPERATOR, models.create_platform_model, spec).id
+
+
+@pytest.mark.both_backends
+def test_training_bases_page_in_catalogue_order_and_a_model_added_or_removed_shifts_none(
+    client: TestClient, world: World, ana: str, auth: dict[str, str], tmp_path: Path
+) -> None:
+    """The list came back whole, whatever `limit` and `cursor` said."""
+    local = [_local_base(world, tmp_path / name, name) for name in ("L1", "L2", "L3")]
+    mine = [_own_model(world, ana, name) for name in ("B1", "B2", "B3", "B4", "B5")]
+    whole = client.get("/api/v1/training-bases", params={"limit": 200}, headers=auth).json()
+    listed = [m.id for m in world.do(Principal.web(ana), models.list_models)]
+    assert [item["id"] for item in whole["items"]] == listed and whole["next_cursor"] is None
+    trainable = {item["id"] for item in whole["items"] if item["trainable"]}
+    assert set(local) <= trainable and not trainable & set(mine)
+    paged = pages_of(client, "/api/v1/training-bases", auth, 2)
+    assert [got["items"] for got in paged] == [
+        whole["items"][n : n + 2] for n in range(0, len(listed), 2)
+    ]
+    platform = len(listed) - len(mine)
+    first = client.get("/api/v1/training-bases", params={"limit": platform + 2}, headers=auth)
+    assert ids(first) == listed[: platform + 2]
+    world.do(Principal.web(ana), models.delete_model, mine[0])  # shown: the page before
+    _own_model(world, ana, "A0")  # sorts before the last one shown
+    _own_model(world, ana, "B0")
+    rest = the_rest(client, "/api/v1/training-bases", auth, first.json()["next_cursor"])
+    assert [item["id"] for item in rest] == mine[2:]
+
+
+def test_a_training_bases_cursor_from_the_catalogue_or_garbled_is_a_422(
+    client: TestClient, world: World, ana: str, auth: dict[str, str]
+) -> None:
+    for name in ("B1", "B2"):
+        _own_model(world, ana, name)
+    own = client.get("/api/v1/training-bases", params={"limit": 1}, headers=auth)
+    catalogue = client.get("/api/v1/models", params={"limit": 1}, headers=auth)
+    body, _, check = own.json()["next_cursor"].partition(".")
+    for cursor in (catalogue.json()["next_cursor"], f"{body}.{check[::-1]}", "3"):
+        refused = client.get("/api/v1/training-bases", params={"cursor": cursor}, headers=auth)
+        assert refused.status_code == 422, (cursor, refused.text)
+        (error,) = refused.json()["error"]["details"]["errors"]
+        assert error == {"loc": ["query", "cursor"], "msg": "not a cursor from a previous page"}
+
+
+@pytest.mark.both_backends
+def test_training_bases_cost_the_same_queries_however_many_models_and_read_only_their_weights(
+    client: TestClient,
+    world: World,
+    runtime: Runtime,
+    ana: str,
+    auth: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It sent one query per model in the catalogue, and read every local model's weights."""
+    described: list[str] = []
+    real = bases._described
+    monkeypatch.setattr(bases, "_described", lambda w: described.append(w.path) or real(w))
+    client.get("/api/v1/training-bases", headers=auth)  # the token's first use writes its use
+    counts = []
+    for name in ("L1", "L2", "L3", "L4"):
+        _local_base(world, tmp_path / name, name)
+        _own_model(world, ana, f"Own {name}")
+        with sql_sent(runtime) as statements:
+            answer = client.get("/api/v1/training-bases", params={"limit": 200}, headers=auth)
+            assert answer.status_code == 200
+        counts.append(len(statements))
+    assert len(set(counts)) == 1, counts
+    described.clear()
+    answer = client.get("/api/v1/training-bases", params={"limit": 1}, headers=auth)
+    assert len(answer.json()["items"]) == 1
+    assert len(described) <= 2  # the page's row, and the one after that says more follow

@@ -1,5 +1,5 @@
 """The client reads every page of the lists that page since they follow `limit` and `cursor`:
-models, compute pools and a leaderboard (whose rows page beside its columns)."""
+models, compute pools, training bases and a leaderboard (whose rows page beside its columns)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.runs import launch, leaderboards
 from benchgen.services.runtime import Runtime
+from benchgen.services.training import bases
 from tests.client.relay import connect
 from tests.support import OPERATOR, QA, World
 
@@ -103,3 +104,25 @@ def test_leaderboard_follows_the_cursor_with_the_phase_and_keeps_the_columns() -
     assert board["columns"] == ["accuracy"] and board["next_cursor"] is None
     assert [r.url.params.get("cursor") for r in seen] == [None, "c2"]
     assert all(r.url.params["phase_id"] == "ph_1" for r in seen)
+
+
+def test_training_bases_come_back_whole_a_page_at_a_time(
+    server: TestClient, world: World, small_pages: None
+) -> None:
+    """The client asked for one page of the server's size, and a longer list lost its end."""
+    ana = world.user("ana@example.com")
+    for name in ("M1", "M2", "M3"):
+        spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude"}
+        world.do(Principal.web(ana), models.create_model, spec)
+    listed = [base.id for base in world.do(Principal.web(ana), bases.list_training_bases)]
+    limits: list[str | None] = []
+
+    def relay(request: httpx.Request) -> httpx.Response:
+        limits.append(request.url.params.get("limit"))
+        answer = server.request(request.method, str(request.url), headers=request.headers)
+        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.content)
+
+    secret = world.token(ana, ["read"])
+    with BenchGen("http://testserver", secret, transport=httpx.MockTransport(relay)) as bg:
+        assert [base["id"] for base in bg.training_bases()] == listed
+    assert len(listed) > 2 and limits == ["2"] * -(-len(listed) // 2)

@@ -8,12 +8,14 @@ from fastapi import APIRouter, Query
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
+from benchgen.api.models import MODELS
 from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
 from benchgen.services.keysets import Newest
+from benchgen.services.models import CatalogueKey
 from benchgen.services.training import bases, compute, jobs, plans
-from benchgen.services.training.bases import BaseChoice
+from benchgen.services.training.bases import BaseChoice, PlacedChoice
 from benchgen.services.training.compute import PoolView
 from benchgen.services.training.jobs import TrainingJobView, TrainingLogLine
 from benchgen.services.training.plans import TrainingIn, TrainingPlan
@@ -26,6 +28,10 @@ JOBS: Keyset[TrainingJobView, Newest] = newest(
 )
 POOLS: Keyset[PoolView, str] = Keyset(
     "compute", lambda row: row.pool, lambda pool: [pool], lambda parts: _pool_name(*parts)
+)
+# A cursor carries a base's place in the model catalogue, written and read as the catalogue's.
+BASES: Keyset[PlacedChoice, CatalogueKey] = Keyset(
+    "training-bases", lambda placed: placed[1], MODELS.dump, MODELS.load
 )
 MAX_LOG_ID = 2**31 - 1
 
@@ -42,10 +48,15 @@ def compute_inventory(
 
 
 @router.get("/training-bases", response_model=Page[BaseChoice], openapi_extra={"x-scope": "read"})
-def training_bases(ctx: ContextDep) -> dict[str, Any]:
-    """Every model you may use, with whether it can be trained here and, if not, why (one
-    page, like the model catalogue)."""
-    return {"items": bases.list_training_bases(ctx), "next_cursor": None}
+def training_bases(
+    ctx: ContextDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Every model you may use, in the model catalogue's order (the platform's first, then
+    yours, each by name), with whether it can be trained here and, if not, why."""
+    found = page(BASES, lambda n, after: bases.page_training_bases(ctx, n, after), cursor, limit)
+    return {**found, "items": [choice for choice, _ in found["items"]]}
 
 
 @router.post(

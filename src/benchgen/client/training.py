@@ -26,8 +26,9 @@ class TrainingCalls(Connection):
         return cast(list[ComputePool], list(self._pages("/compute", {}, PAGE)))
 
     def training_bases(self) -> list[TrainingBase]:
-        """Every model you may use, with whether it can be trained here and why not."""
-        return cast(list[TrainingBase], list(self._pages("/training-bases", {}, None)))
+        """Every model you may use, with whether it can be trained here and why not (every
+        page)."""
+        return cast(list[TrainingBase], list(self._pages("/training-bases", {}, PAGE)))
 
     def plan_training(self, base_model_id: str, dataset_id: str, **plan: Any) -> TrainingPlan:
         """The full plan of a training job without launching it.

@@ -49,6 +49,25 @@ def update_verdicts(
     )
 
 
+def lock_awaiting(ctx: Context, run_id: str, positions: list[int], outcome: str) -> set[int]:
+    """Which of `positions` (ascending) still hold `outcome`, their rows locked until the
+    transaction ends (on PostgreSQL; SQLite has one writer at a time): a verdict recorded in
+    between, by this worker before a lost acknowledgement or by another, is not one of them."""
+    if not positions:
+        return set()
+    rows = ctx.session.scalars(
+        select(RunResult.position)
+        .where(
+            RunResult.run_id == run_id,
+            _among(RunResult.position, positions),
+            RunResult.outcome == outcome,
+        )
+        .with_for_update()
+    )
+    wanted = set(positions)
+    return {position for position in rows if position in wanted}
+
+
 def summarise(ctx: Context, run: Run) -> None:
     """Recompute a run's aggregates and scores from its stored results."""
     _, tags = _question_store.load_keys(ctx, run.benchmark_id)

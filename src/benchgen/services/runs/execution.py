@@ -296,21 +296,28 @@ def plan_judging(ctx: Context, run_id: str) -> JudgingPlan | None:
 
 
 def record_judgements(ctx: Context, plan: JudgingPlan, replies: list[Answer]) -> None:
-    """Store the judge's verdicts for one batch, and count its tokens apart from the model's."""
+    """Store the judge's verdicts for one batch, and count its tokens apart from the model's.
+    Only answers still awaiting the judge take a verdict and count their tokens, so a batch
+    recorded again (its acknowledgement lost) changes nothing and counts nothing twice."""
     access.require(ctx, Action.RUN_EXECUTE)
+    by_position = {reply.index: reply for reply in replies}
+    awaiting = _verdicts.lock_awaiting(ctx, plan.run_id, sorted(by_position), PENDING)
+    fresh = [reply for position, reply in by_position.items() if position in awaiting]
+    if not fresh:
+        return
     verdicts = {
         reply.index: read_verdict(reply.raw, plan.extracted[reply.index])
         if reply.raw
         else errored(f"the judge failed: {reply.error}", plan.extracted[reply.index])
-        for reply in replies
+        for reply in fresh
     }
     _verdicts.update_verdicts(ctx, plan.run_id, verdicts)
     ctx.session.execute(
         update(Run)
         .where(Run.id == plan.run_id)
         .values(
-            judge_input_tokens=Run.judge_input_tokens + sum(r.input_tokens for r in replies),
-            judge_output_tokens=Run.judge_output_tokens + sum(r.output_tokens for r in replies),
+            judge_input_tokens=Run.judge_input_tokens + sum(r.input_tokens for r in fresh),
+            judge_output_tokens=Run.judge_output_tokens + sum(r.output_tokens for r in fresh),
         )
     )
 

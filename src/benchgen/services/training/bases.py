@@ -7,6 +7,8 @@ import functools
 import os
 from dataclasses import dataclass
 
+from sqlalchemy import select
+
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
@@ -38,22 +40,45 @@ class BaseChoice:
     param_count: int
 
 
+# A training base with its place in the catalogue's order, which a page's cursor carries.
+PlacedChoice = tuple[BaseChoice, models.CatalogueKey]
+
+
 def list_training_bases(ctx: Context) -> list[BaseChoice]:
     """Every model the user may use, with whether it can be a training base and why not.
 
     Raises:
         PermissionDenied: the principal may not read training.
     """
+    return [choice for choice, _ in page_training_bases(ctx)]
+
+
+def page_training_bases(
+    ctx: Context, limit: int | None = None, after: models.CatalogueKey | None = None
+) -> list[PlacedChoice]:
+    """`limit` of the models the user may use (all when None), in the catalogue's order after
+    the one keyed `after`, each as a training base with its key; two queries whatever `limit`,
+    and only these models' weights are looked at on disk.
+
+    Raises:
+        PermissionDenied: the principal may not read training.
+        InvalidInput: limit outside 1..MAX_LIST.
+    """
     access.require(ctx, Action.TRAINING_READ)
-    choices = []
-    for view in models.list_models(ctx):
-        row = _model_specs.usable_model(ctx, view.id)
-        reason, count = _refusal(row), 0
-        if not reason:
-            info = _described(_model_specs.base_weights(row))
-            reason, count = ("" if info.trainable else info.reason), info.param_count
-        choices.append(BaseChoice(row.id, row.name, row.kind, not reason, reason, count))
-    return choices
+    shown = models.list_models(ctx, None, limit, after)
+    # The catalogue checked who may see each; this loads their rows in one query, not one each.
+    # Deleting a model only marks its row, so each is there: the page is the catalogue's.
+    ids = [view.id for view in shown]
+    rows = {row.id: row for row in ctx.session.scalars(select(Model).where(Model.id.in_(ids)))}
+    return [(_choice(rows[view.id]), models.catalogue_key(view)) for view in shown]
+
+
+def _choice(row: Model) -> BaseChoice:
+    reason, count = _refusal(row), 0
+    if not reason:
+        info = _described(_model_specs.base_weights(row))
+        reason, count = ("" if info.trainable else info.reason), info.param_count
+    return BaseChoice(row.id, row.name, row.kind, not reason, reason, count)
 
 
 def trainable_base(ctx: Context, model_id: str) -> Base:
