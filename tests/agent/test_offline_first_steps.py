@@ -264,7 +264,9 @@ def test_what_only_an_administrator_can_do_links_no_admin_page(
     chat = Chat(world)
     bm = chat.benchmark()
     turn = chat.say(text)
-    assert (turn.status, turn.proposal, turn.tool_calls) == ("completed", None, []), turn.reply
+    assert (turn.status, turn.proposal) == ("completed", None), turn.reply
+    # Only the read of the user's own account, to know whether the admin page would open.
+    assert tools_used(turn) == ["my_account"]
     assert turn.reply.startswith(said), turn.reply
     assert "only an administrator of this BenchGen server can" in turn.reply
     assert "ask the person who runs it" in turn.reply

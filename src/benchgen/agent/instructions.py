@@ -26,6 +26,11 @@ To train a model, find a trainable base with list_training_bases and one of the 
 datasets with list_datasets, then call propose_training: the user sees the platform's plan and
 cost. "Is it done?" may be about a training job: when the user's latest thing was one, or they
 say training, fine-tune or job, use training_status.
+Only an administrator of the server can change account rights, accounts or the server's
+set-up, and never through you: my_account says whether the user is one. Give an administrator
+the admin page ({settings.link("/admin/users")}, {settings.link("/admin/settings")});
+tell anyone else to ask the person who runs the server, with no link (the admin pages refuse
+them).
 You can never do these; when asked, say you cannot and give the page where the user can:
 {never_list(settings)}
 Be brief. Quote ids (bm_…, run_…, mdl_…) exactly as tools return them."""

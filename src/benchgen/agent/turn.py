@@ -22,6 +22,7 @@ from benchgen.agent.brains import Brain
 from benchgen.agent.credential import TurnCredential
 from benchgen.agent.insight_tools import INSIGHT_TOOLS
 from benchgen.agent.instructions import instructions
+from benchgen.agent.lookup_tools import LOOKUP_TOOLS
 from benchgen.agent.messages import Approve, Choose, Decline, MessageIn, is_assent, is_continue
 from benchgen.agent.scratch_tools import SCRATCH_TOOLS
 from benchgen.agent.state import Staged, TurnOver, TurnState
@@ -304,7 +305,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     agent = Agent(
         brain.model,
         deps_type=TurnState,
-        tools=[*TOOLS, *INSIGHT_TOOLS, *SCRATCH_TOOLS, *TRAINING_TOOLS],
+        tools=[*TOOLS, *INSIGHT_TOOLS, *LOOKUP_TOOLS, *SCRATCH_TOOLS, *TRAINING_TOOLS],
         instructions=[instructions(started.runtime.settings), _notes],
         retries=2,
     )

@@ -1,6 +1,7 @@
 """The wordings of a request to change one question's answer ("change the answer of question 3
-to Paris", "set question 2's answer to 42", "the answer to question 5 should be Rome"), and the
-button that asks it again naming the benchmark."""
+to Paris", "set question 2's answer to 42", "the answer to question 5 should be Rome") or to be
+told it ("what is the answer to question 1 of Capitals?"), and the button that asks a change
+again naming the benchmark."""
 
 from __future__ import annotations
 
@@ -33,17 +34,37 @@ _PATTERNS = [
 ]
 
 
+# "what is the answer to question 1 (of Capitals)?": a question about the key, not a change.
+_ASKED = re.compile(
+    r"^(?:what(?:'s|\s+is|\s+was)|tell\s+me|show(?:\s+me)?|give\s+me)\s+"
+    rf"{_KEY}\s+(?:to|of|for|on)\s+{_WHICH}{_OF}[\s?.!]*$",
+    re.I,
+)
+
+
+def read_answer_question(plain: str) -> Form | None:
+    """A question about one question's answer, as `Form("answer_of", …)`: the words naming the
+    benchmark ("" when none do) and the question's number (-1 for the last)."""
+    found = _ASKED.match(plain)
+    if found is None:
+        return None
+    return Form("answer_of", phrase=found["bm"] or "", numbers=(_number(found),))
+
+
 def read_answer_edit(plain: str) -> Form | None:
     """A request to change one question's answer, as `Form("set_answer", …)`: the words naming
     the benchmark ("" when none do), the question's number (-1 for the last) and the answer."""
     for pattern in _PATTERNS:
         found = pattern.match(plain)
         if found:
-            said = found["n"] or re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", found["ord"].casefold())
-            number = ordinal(said)
             new = unquoted(found["new"])
-            return Form("set_answer", phrase=found["bm"] or "", new=new, numbers=(number,))
+            return Form("set_answer", phrase=found["bm"] or "", new=new, numbers=(_number(found),))
     return None
+
+
+def _number(found: re.Match[str]) -> int:
+    said = found["n"] or re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", found["ord"].casefold())
+    return ordinal(said)
 
 
 def answer_label(number: int, benchmark: str, new: str) -> str:

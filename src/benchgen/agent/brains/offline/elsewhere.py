@@ -1,6 +1,6 @@
 """The reply to a request the agent has no tool for, outside A13: it cannot, and the page for
-the run or benchmark meant, or, for what only an administrator can do, to ask one (see
-`elsewhere_words` for the wordings)."""
+the run or benchmark meant, or, for what only an administrator can do, the admin page to an
+administrator and to ask one to anyone else (see `elsewhere_words` for the wordings)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from benchgen.agent.brains.offline.parse import Intent, find_id, mentioned
 from benchgen.agent.brains.offline.steps import Ask, Step
 
 _RUN_ACTIVE = ("queued", "running")
-# No link: the admin pages answer everyone but an administrator with a 403.
+# No link for anyone else: the admin pages answer everyone but an administrator with a 403.
 ADMINISTRATORS = (
     "only an administrator of this BenchGen server can do that, so ask the person who runs it. "
     "If that is you, it is in the admin area of the web app."
@@ -20,7 +20,7 @@ def step_elsewhere(ask: Ask, intent: Intent) -> Step:
     """Say the agent cannot, with the page for the run or benchmark meant when it is known."""
     place = PLACES[intent.phrase]
     if not place.page:
-        return f"I can't {place.cannot}: {ADMINISTRATORS}"
+        return _for_administrators(ask, place.cannot, place.admin_page)
     object_id = find_id(ask.text, place.target) if place.target else None
     if object_id is None and place.target == "run":
         latest = ask.result("run_status")
@@ -41,6 +41,21 @@ def step_elsewhere(ask: Ask, intent: Intent) -> Step:
     page = place.page.replace("{id}", object_id) if object_id else _listing(place.page)
     link = ask.settings.link(page)
     return f"I can't {place.cannot}. You can do it yourself in the web app at {link}"
+
+
+def _for_administrators(ask: Ask, cannot: str, admin_page: str) -> Step:
+    """What only an administrator can do: the admin page for one, else to ask one. The agent
+    itself never does it, whoever asks: knowing the flag only decides which page helps."""
+    account = ask.result("my_account")
+    if account is None:
+        return [("my_account", {})]
+    if not account["account"]["is_admin"]:
+        return f"I can't {cannot}: {ADMINISTRATORS}"
+    link = ask.settings.link(admin_page)
+    return (
+        f"I can't {cannot} from the chat. You are an administrator of this BenchGen server, so "
+        f"you can do it yourself in the web app at {link}"
+    )
 
 
 def _listing(page: str) -> str:

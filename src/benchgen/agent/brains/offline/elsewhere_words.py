@@ -16,12 +16,13 @@ from benchgen.core.permissions import Action, page_for
 class Place:
     """One such request: how it is worded, what the reply says the agent cannot do, and the
     page (with `{id}` for the run or benchmark it is about, of `target` kind); none for what
-    only an administrator can do."""
+    only an administrator can do, whose admin page is linked to administrators alone."""
 
     pattern: re.Pattern[str]
     cannot: str
     page: str = ""
     target: str = ""
+    admin_page: str = ""
 
 
 PLACES: dict[str, Place] = {
@@ -60,7 +61,8 @@ PLACES: dict[str, Place] = {
         "change or show your password",
         "/settings/account",
     ),
-    # What only an administrator can do: no link, as the admin pages answer anyone else 403.
+    # What only an administrator can do: the admin page is linked to administrators only, as
+    # it answers anyone else 403.
     "admin": Place(
         re.compile(
             r"\b(?:make|set|give|grant|promote)\b.*\badmin\w*|\badmin\w*\s+(?:rights|role|access"
@@ -68,6 +70,7 @@ PLACES: dict[str, Place] = {
             re.I,
         ),
         "change account rights",
+        admin_page="/admin/users",
     ),
     "accounts": Place(
         re.compile(
@@ -78,6 +81,7 @@ PLACES: dict[str, Place] = {
             re.I,
         ),
         "create, disable or delete accounts",
+        admin_page="/admin/users",
     ),
     "server": Place(
         re.compile(
@@ -91,6 +95,7 @@ PLACES: dict[str, Place] = {
             re.I,
         ),
         "change how this BenchGen server is set up",
+        admin_page="/admin/settings",
     ),
     "balance": Place(
         re.compile(

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchgen.agent.brains.offline.answer_words import read_answer_edit
+from benchgen.agent.brains.offline.answer_words import read_answer_edit, read_answer_question
 from benchgen.agent.brains.offline.elsewhere_words import place_of
 from benchgen.agent.brains.offline.forms import Form, read_form, read_part, read_questions_header
 from benchgen.agent.brains.offline.questions import Draft, read_draft
@@ -189,6 +189,8 @@ _HOW_MANY = re.compile(
     r"(?:\s+(?:have|has|hold|contain))?[\s?.!]*$",
     re.I,
 )
+# Reading one (putting a run on it or taking one off is A13, read before this).
+_LEADERBOARD = re.compile(r"\bleader[\s-]?boards?\b|\bstandings\b|\brankings?\b", re.I)
 _MINE = re.compile(r"\b(?:my|mine|i own|i made|i created|own|i have|do i have)\b", re.I)
 
 
@@ -199,10 +201,11 @@ class Intent:
     Attributes:
         kind: create, ask_questions, continue, cancel, never, elsewhere, train, training_status,
             list_datasets, list_training_jobs, list_training_bases, run, publish, status,
-            results, list_benchmarks, list_models, list_runs, show, help, thanks, assent,
+            results, list_benchmarks, list_models, list_runs, show, leaderboard, help, thanks,
+            assent,
             how_to (`phrase`: the words of the help entries meant), price, unknown, or one of
             the forms of `forms.Form` (compare, explain, rename, describe, add_questions,
-            replace_questions, remove_questions, set_answer).
+            replace_questions, remove_questions, set_answer, answer_of).
         text: the request as written.
         phrase: the part that names things ("first-choice on Capitals"); for `elsewhere`, the
             key of its `elsewhere_words.PLACES` entry.
@@ -262,7 +265,7 @@ def never_action(lowered: str) -> Action | None:
 
 
 def _first_reading(text: str, plain: str, lowered: str) -> Intent:
-    form = read_form(plain) or read_answer_edit(plain)
+    form = read_form(plain) or read_answer_edit(plain) or read_answer_question(plain)
     if form is not None:
         return Intent(form.kind, text, phrase=form.phrase, form=form)
     training = training_kind(plain)
@@ -281,6 +284,8 @@ def _first_reading(text: str, plain: str, lowered: str) -> Intent:
 
 
 def _reading_about(text: str, plain: str, lowered: str) -> Intent:
+    if _LEADERBOARD.search(lowered):
+        return Intent("leaderboard", text, phrase=plain)
     about_benchmark = re.search(r"\b(?:benchmark|bm_\w+)", lowered)
     if _RESULTS.search(lowered) and not about_benchmark:
         return Intent("results", text, mine=True)

@@ -22,6 +22,7 @@ from benchgen.agent.brains.offline import (
     edits,
     elsewhere,
     insights,
+    lookups,
     refusals,
     render,
     small_talk,
@@ -49,6 +50,7 @@ STEPS = {
     **edits.STEPS,
     **training.STEPS,
     **elsewhere.STEPS,
+    **lookups.STEPS,
     **small_talk.STEPS,
 }
 

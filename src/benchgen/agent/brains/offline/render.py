@@ -17,7 +17,9 @@ EXAMPLE_MCQ = "1. Colour of the sky?\na) Green\nb) Blue\nAnswer: b"
 CAN_DO_ENTRIES = (
     "- list your benchmarks, models or runs: `list my benchmarks`, `which models can I use?`, "
     "`show my runs`",
-    "- show a benchmark: `show benchmark Capitals` (or its id, bm_…)",
+    "- show a benchmark: `show benchmark Capitals` (or its id, bm_…), its leaderboard: "
+    "`show the leaderboard of Capitals`, or one answer: `what is the answer to question 1 of "
+    "Capitals?`",
     "- run a model on a benchmark: `run Baseline: seeded random on Capitals`, or on part of it: "
     "`run … on the first 20 questions of Capitals`, `… on a random 50 of Capitals`, "
     "`… on the questions tagged geo of Capitals`",
@@ -59,6 +61,8 @@ _ACTIONS = {
     "training_status": "look up the training job",
     "propose_training": "prepare that training job",
     "ask_user": "ask you",
+    "my_account": "look up your account",
+    "show_leaderboard": "read the leaderboard",
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from benchgen.agent.brains.offline import render, run_words
 from benchgen.agent.brains.offline.forms import read_part
-from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned
+from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned, words
 from benchgen.agent.brains.offline.questions import Draft, read_titled
 from benchgen.agent.brains.offline.render import plural
 from benchgen.agent.brains.offline.run_words import read_run_words, unread_reply
@@ -24,6 +24,8 @@ MAX_OPTIONS = 10
 MAX_LABEL_NAME = 60
 MODEL_KEYS = ("name", "endpoint_model", "id")
 TITLE_KEYS = ("title", "id")
+# The words of a run request that leave the model open ("run something on Capitals").
+_OPEN_CHOICE = frozenset(("any", "some", "something", "anything", "best", "good", "whatever"))
 _SLOTS = re.compile(r"(?:^|\s+)(?:on|against|over|with|using|in)\s+", re.I)
 # "show my runs on Capitals": the benchmark the runs are on, named after them.
 _RUNS_ON = re.compile(r"\bruns?\b.*?\s(?:on|of|for|in)\s+(?P<bm>.+?)[\s.!?]*$", re.I)
@@ -264,7 +266,17 @@ def step_run(ask: Ask, intent: Intent) -> Step:
             arguments = {"benchmark_id": benchmarks[0]["id"], "model_id": models[0]["id"]}
             return [("propose_run", {**arguments, **extra})]
     # The buttons keep the settings and the part in words: a label is read back as a request.
-    return _offer_run(ask, *tried[0], part.said, run_words.said(written.settings))
+    how = run_words.said(written.settings)
+    lead = _no_such_model(first if second else "", tried[0][0])
+    return _offer_run(ask, *tried[0], part.said, how, lead)
+
+
+def _no_such_model(model_part: str, models: list[dict[str, Any]]) -> str:
+    """ "run gpt-4 on Capitals" where no model is called gpt-4: said plainly before the models
+    that can run are offered, rather than offered as if no model had been named."""
+    if models or not words(model_part) - _OPEN_CHOICE:
+        return ""
+    return f'There is no model called "{model_part.strip()}" here'
 
 
 def _slots(phrase: str) -> tuple[str, str]:
@@ -286,11 +298,20 @@ def _pick(
 
 
 def _offer_run(
-    ask: Ask, models: list[dict[str, Any]], benchmarks: list[dict[str, Any]], said: str, how: str
+    ask: Ask,
+    models: list[dict[str, Any]],
+    benchmarks: list[dict[str, Any]],
+    said: str,
+    how: str,
+    lead: str,
 ) -> Step:
     if len(benchmarks) != 1:
         model = models[0] if len(models) == 1 else None
-        return _offer_benchmarks_for(ask, model, benchmarks, said, how)
+        offered = _offer_benchmarks_for(ask, model, benchmarks, said, how)
+        if lead and isinstance(offered, list):
+            (tool, args), *rest = offered
+            return [(tool, {**args, "question": f"{lead}. {args['question']}"}), *rest]
+        return offered
     benchmark = benchmarks[0]
     listed = ask.result("list_models")["models"]
     if not listed:
@@ -301,6 +322,8 @@ def _offer_run(
         return f"None of the models you can run answers {titled(benchmark)}'s questions."
     options = [f"Run {_named(m)}{how} on {said}{titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
     question = f"Which model should I run on {titled(benchmark)}?"
+    if lead:
+        question = f"{lead}; these can run on {titled(benchmark)}: choose one."
     return [("ask_user", {"question": question, "options": options})]
 
 
