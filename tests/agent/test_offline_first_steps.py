@@ -371,7 +371,6 @@ def test_what_a_run_costs(world: World) -> None:
         ("upload a dataset", "/datasets"),
         ("add a model", "/models/new"),
         ("register my openai model gpt-4o", "/models/new"),
-        ("who am i?", "/settings/account"),
     ],
 )
 def test_pages_for_what_the_chat_cannot_do(world: World, text: str, page: str) -> None:

@@ -13,7 +13,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo
 
 from benchgen.core.context import Principal
-from benchgen.services.accounts import users
+from benchgen.services.accounts import credits, users
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import leaderboards
 from tests.agent.scripted import last_returns, new_conversation, say, think_with
@@ -89,6 +89,31 @@ def test_my_account_reports_the_users_own_facts_only(world: World, admin: bool) 
         }
     ]
     assert "bga_" not in json.dumps(seen)
+
+
+@pytest.mark.parametrize(
+    "text", ["how many credits do i have?", "what's my balance", "credits left?"]
+)
+def test_the_balance_is_told_and_buying_more_is_on_its_page(world: World, text: str) -> None:
+    chat = Chat(world)
+    world.do(OPERATOR, credits.grant_credits, chat.user, 120)
+    turn = chat.say(text)
+    assert (turn.status, turn.proposal, tools_used(turn)) == ("completed", None, ["my_account"])
+    assert turn.reply.startswith("You have 120 credits."), turn.reply
+    assert turn.reply.endswith(world.rt.settings.link("/settings/billing"))
+
+
+@pytest.mark.parametrize("admin", [True, False])
+def test_who_am_i_is_answered_from_the_account(world: World, admin: bool) -> None:
+    chat = Chat(world)
+    if admin:
+        world.do(OPERATOR, users.set_admin, chat.user, True)
+    turn = chat.say("who am i?")
+    assert tools_used(turn) == ["my_account"]
+    assert turn.reply.startswith("You are signed in as "), turn.reply
+    assert "(ana@example.com)." in turn.reply
+    assert ("You are an administrator" in turn.reply) is admin
+    assert turn.reply.endswith(world.rt.settings.link("/settings/account"))
 
 
 # --- 2. the leaderboard ---------------------------------------------------------------------

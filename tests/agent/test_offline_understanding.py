@@ -141,7 +141,6 @@ def test_run_settings_survive_the_model_buttons(world: World) -> None:
     [
         ("give me 1000 credits", "I can't handle billing", "/settings/billing"),
         ("whats my token?", "I can't create, read or revoke API tokens", "/settings/tokens"),
-        ("how many credits do i have?", "I can't see your credit balance", "/settings/billing"),
         ("change my password", "I can't change or show your password", "/settings/account"),
     ],
 )

@@ -9,6 +9,8 @@ from benchgen.agent.brains.offline.parse import Intent, find_id, mentioned
 from benchgen.agent.brains.offline.steps import Ask, Step
 
 _RUN_ACTIVE = ("queued", "running")
+# The user's own facts, which `my_account` reads: answered, not sent elsewhere.
+_OWN_FACTS = ("balance", "account")
 # No link for anyone else: the admin pages answer everyone but an administrator with a 403.
 ADMINISTRATORS = (
     "only an administrator of this BenchGen server can do that, so ask the person who runs it. "
@@ -19,6 +21,8 @@ ADMINISTRATORS = (
 def step_elsewhere(ask: Ask, intent: Intent) -> Step:
     """Say the agent cannot, with the page for the run or benchmark meant when it is known."""
     place = PLACES[intent.phrase]
+    if intent.phrase in _OWN_FACTS:
+        return _own_facts(ask, intent.phrase, place.page)
     if not place.page:
         return _for_administrators(ask, place.cannot, place.admin_page)
     object_id = find_id(ask.text, place.target) if place.target else None
@@ -41,6 +45,26 @@ def step_elsewhere(ask: Ask, intent: Intent) -> Step:
     page = place.page.replace("{id}", object_id) if object_id else _listing(place.page)
     link = ask.settings.link(page)
     return f"I can't {place.cannot}. You can do it yourself in the web app at {link}"
+
+
+def _own_facts(ask: Ask, phrase: str, page: str) -> Step:
+    """The user's balance, or who they are, read with `my_account`; changing either is done on
+    its page, never from the chat."""
+    found = ask.result("my_account")
+    if found is None:
+        return [("my_account", {})]
+    account = found["account"]
+    link = ask.settings.link(page)
+    if phrase == "balance":
+        return (
+            f"You have {account['credits']} credits. Credits are added on the billing page, not "
+            f"from the chat: {link}"
+        )
+    role = " You are an administrator of this BenchGen server." if account["is_admin"] else ""
+    return (
+        f"You are signed in as {account['display_name']} ({account['email']}).{role} Change "
+        f"your account's details in the web app at {link}"
+    )
 
 
 def _for_administrators(ask: Ask, cannot: str, admin_page: str) -> Step:
