@@ -27,6 +27,7 @@ from benchgen.db.tables import Proposal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations, proposals
 from tests.agent.scripted import Script, new_conversation, say, think_with
+from tests.core.test_secrets import ENCODINGS
 from tests.support import OPERATOR, QA, World
 
 OPEN = ("draft", "pending")
@@ -608,3 +609,19 @@ def test_a_failed_turns_notice_is_not_given_to_the_brain_as_its_own_words(
     script = Script(["fine"])
     say(world.rt, api, conv, script.brain(), "and now?")
     assert "publish" in script.seen[0] and failed.reply not in script.seen[0]
+
+
+def test_an_encoded_token_the_brain_writes_into_a_call_is_refused_and_revoked(
+    world: World, ana: str, api: Principal
+) -> None:
+    """Told by a page to smuggle the token out base64-encoded: the harness sees it all the same."""
+    leaked = world.token(ana, ["read"])
+    bm = world.benchmark(ana)
+    args = {"benchmark_id": bm, "description": f"see {ENCODINGS['base64-url'](leaked)}"}
+    script = Script([[("propose_edit_benchmark", args)], "done"])
+    said = say(world.rt, api, new_conversation(world.rt, api), script.brain(), "describe it")
+    assert said.proposal is None and _open(world) == []
+    assert "secret_in_arguments" in script.seen[1]
+    assert any(leaked[-4:] in notice for notice in said.notices)
+    with pytest.raises(Unauthenticated):
+        world.api(leaked)

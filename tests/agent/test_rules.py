@@ -25,6 +25,7 @@ from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations, proposals
 from benchgen.services.runs import launch
 from tests.agent.scripted import Script, new_conversation, say, think_with
+from tests.core.test_secrets import ENCODINGS
 from tests.support import MCQ, OPERATOR, QA, World
 
 FIRST = "mdl_builtin_random"  # answers the default qa benchmark (first-choice cannot)
@@ -703,3 +704,19 @@ def test_reading_tools_do_not_queue_behind_a_writer(world: World, ana: str, api:
         writer.rollback()
         writer.close()
     complete_turn(started, Script(["ok"]).brain())
+
+
+@pytest.mark.parametrize("encoding", ["base64", "hex", "reversed", "spaced-out", "dashes-every-4"])
+def test_a15_an_encoded_token_pasted_is_revoked_and_never_shown_to_the_model(
+    world: World, ana: str, api: Principal, encoding: str
+) -> None:
+    pasted = world.token(ana, ["read"])
+    encoded = ENCODINGS[encoding](pasted)
+    script = Script(["noted"])
+    conv = new_conversation(world.rt, api)
+    turn = say(world.rt, api, conv, script.brain(), f"decode {encoded} and use it")
+    assert encoded not in turn.user_text and encoded not in script.seen[0]
+    assert "decode [redacted: BenchGen token] and use it" in script.seen[0]
+    assert any("/settings/tokens" in notice for notice in turn.notices)
+    with pytest.raises(Unauthenticated):
+        world.api(pasted)

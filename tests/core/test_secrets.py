@@ -6,12 +6,13 @@ import base64
 import json
 import random
 import string
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchgen.core import ids
+from benchgen.core import encoded_tokens, ids
 from benchgen.core.secrets import (
     PATTERNS,
     Finding,
@@ -574,3 +575,147 @@ def test_words_that_only_look_like_token_parts_are_no_split_token() -> None:
     assert split_token("nothing here", token[20:]) is None
     assert split_token(f"{token[:20]}x", token[20:]) is None  # another start than the token's
     assert split_token(token, "more words") is None  # whole already: the exact row has it
+
+
+# --- tokens pasted encoded: base64, hex, reversed, spaced out ------------------------------
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _url_b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+# Each way a token may be pasted so that no plain-text row sees it. The first bytes of
+# "\xff\xfe…" make the URL-safe alphabet's `-` and `_` show up in the encoding.
+ENCODINGS: dict[str, Callable[[str], str]] = {
+    "base64": _b64,
+    "base64-unpadded": lambda t: _b64(t + "\n").rstrip("="),  # `echo $TOKEN | base64`
+    "base64-padded": lambda t: _b64(t + "\n"),
+    "base64-url": lambda t: _url_b64("\xff\xfe" + t),
+    "base64-url-unpadded": lambda t: _url_b64("\xfe" + t).rstrip("="),
+    "base64-body": lambda t: _b64(t[4:]),
+    "base64-in-json": lambda t: _b64(json.dumps({"token": t})),
+    "base64-after-a-path": lambda t: "/api/v1/" + _b64(t),  # `/` is base64 too: misaligned
+    "hex": lambda t: t.encode().hex(),
+    "hex-upper": lambda t: t.encode().hex().upper(),
+    "hex-spaced": lambda t: t.encode().hex(" "),
+    "hex-colons": lambda t: t.encode().hex(":"),
+    "reversed": lambda t: t[::-1],
+    "spaced-out": " ".join,
+    "dashes-every-4": lambda t: t[:4] + "-".join(t[i : i + 4] for i in range(4, 42, 4)),
+    "spaces-every-5": lambda t: " ".join(t[i : i + 5] for i in range(0, 42, 5)),
+    "capital-prefix-spaced": lambda t: " ".join(t[:3].upper()) + " _ " + " ".join(t[4:]),
+    "zero-width-in-base64": lambda t: _b64(t)[:20] + "\u200b" + _b64(t)[20:],
+}
+
+
+@pytest.mark.parametrize("encode", ENCODINGS.values(), ids=ENCODINGS.keys())
+@pytest.mark.parametrize("token", [BENCHGEN, TURN], ids=["api", "turn"])
+def test_an_encoded_token_is_found_and_its_whole_encoding_redacted(
+    encode: Callable[[str], str], token: str
+) -> None:
+    pasted = encode(token)
+    text = f"my token: {pasted} thanks"
+    (finding,) = find_secrets(text)
+    assert finding.kind is SecretKind.BENCHGEN_TOKEN
+    assert text[finding.start : finding.end] == pasted  # all of it, not only the token's part
+    assert token in token_candidates(finding)
+    assert redact_secrets(text) == "my token: [redacted: BenchGen token] thanks"
+    assert token not in repr(finding)
+
+
+def test_two_encoded_tokens_are_two_findings_and_a_plain_one_is_not_found_twice() -> None:
+    text = f"{_b64(BENCHGEN)} and {TURN[::-1]}, then {BENCHGEN} and {BENCHGEN[:20]} {BENCHGEN[20:]}"
+    found = [token_candidates(f) for f in find_secrets(text)]
+    assert found == [(BENCHGEN,), (TURN,), (BENCHGEN,), (BENCHGEN,)]
+
+
+def _bad_checksum(token: str) -> str:
+    return token[:-1] + ("A" if token[-1] != "A" else "B")
+
+
+@pytest.mark.parametrize("encode", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_an_encoded_token_with_a_bad_checksum_is_not_found(encode: Callable[[str], str]) -> None:
+    assert find_secrets(f"see {encode(_bad_checksum(BENCHGEN))} here") == []
+
+
+@pytest.mark.parametrize("encode", ENCODINGS.values(), ids=ENCODINGS.keys())
+def test_random_text_encoded_the_same_way_is_not_taken_for_a_token(
+    encode: Callable[[str], str],
+) -> None:
+    # Random words of a token's shape (no checksum) and random bytes: what a model, a log or a
+    # data URL is full of. The checksum keeps every one of them out.
+    rng = random.Random(20261206)
+    words = ["bgp_" + "".join(rng.choices(BASE62, k=38)) for _ in range(300)]
+    assert find_secrets(" ; ".join(encode(word) for word in words)) == []
+    noise = [rng.randbytes(42).decode("latin-1") for _ in range(300)]
+    assert find_secrets(" ; ".join(encode(bytes_) for bytes_ in noise)) == []
+
+
+def test_random_base64_and_hex_of_a_tokens_length_are_not_flagged() -> None:
+    rng = random.Random(7)
+    b64 = string.ascii_letters + string.digits + "+/"
+    text = " ".join("".join(rng.choices(b64, k=56)) for _ in range(2000))
+    text += " ".join(rng.randbytes(42).hex() for _ in range(1000))
+    assert find_secrets(text) == []
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Patch `encoded_tokens.<name>` to note the length of each input it decodes."""
+    seen: list[int] = []
+    real = getattr(encoded_tokens, name)
+
+    def counted(chars: str) -> bytes:
+        seen.append(len(chars))
+        result: bytes = real(chars)
+        return result
+
+    monkeypatch.setattr(encoded_tokens, name, counted)
+    return seen
+
+
+def test_the_decoding_work_is_bounded_by_the_length_of_the_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 100 KB of random base64 and hex: at most four decodings (its alignments) of each run long
+    # enough to hold an encoded token, so never more characters than four times the text.
+    base64_calls = _counting(monkeypatch, "_decode_base64")
+    hex_calls = _counting(monkeypatch, "_decode_hex")
+    rng = random.Random(11)
+    b64 = string.ascii_letters + string.digits + "+/"
+    one_run = "".join(rng.choices(b64, k=100_000))
+    words = " ".join("".join(rng.choices(b64, k=56)) for _ in range(100_000 // 57))
+    hexes = " ".join(rng.randbytes(42).hex() for _ in range(100_000 // 85))
+    for text in (one_run, words, hexes):
+        base64_calls.clear()
+        hex_calls.clear()
+        assert find_secrets(text) == []
+        assert len(base64_calls) <= 4 * len(text) // 51 and sum(base64_calls) <= 4 * len(text)
+        assert len(hex_calls) <= 2 * len(text) // 76 and sum(hex_calls) <= 2 * len(text)
+        if text is one_run:
+            assert len(base64_calls) == 4
+    base64_calls.clear()
+    hex_calls.clear()
+    assert find_secrets("A sentence of short words, and a number: 1234567890. " * 2000) == []
+    assert base64_calls == [] and hex_calls == []  # nothing long enough to decode
+
+
+def test_decoys_before_a_spaced_out_token_cost_one_checksum_each_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "bgp bgp bgp …" would cost a checksum per decoy; each different candidate is checked once.
+    checked: list[str] = []
+    real = encoded_tokens.token_prefix
+
+    def counted(token: str) -> str | None:
+        checked.append(token)
+        return real(token)
+
+    monkeypatch.setattr(encoded_tokens, "token_prefix", counted)
+    token = ids.new_token("bgp")
+    text = "b g p " * 20_000 + " ".join(token)
+    (finding,) = find_secrets(text)
+    assert finding.secret == token and len(checked) < 100

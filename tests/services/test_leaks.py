@@ -22,6 +22,7 @@ from benchgen.services.accounts.leaks import Screened
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import TurnOutcome, TurnView
 from benchgen.services.runtime import Runtime, transaction
+from tests.core.test_secrets import ENCODINGS
 from tests.support import OPERATOR, World
 
 MIXED = "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWxYz"
@@ -511,3 +512,60 @@ def test_benign_replies_are_stored_unchanged(world: World, reply: str) -> None:
     ana = world.user("ana@example.com")
     done = finish(world, open_turn(world, ana), TurnOutcome("completed", reply))
     assert done.reply == reply and done.notices == []
+
+
+# --- tokens pasted encoded: base64, hex, reversed, spaced out -----------------------------
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_an_encoded_live_token_is_redacted_whole_and_revoked(world: World, encoding: str) -> None:
+    ana = world.user("ana@example.com")
+    made = world.do(Principal.web(ana), tokens.create_token, "laptop", ["read"])
+    pasted = ENCODINGS[encoding](made.secret)
+
+    screened = screen(world, Principal.web(ana), f"decode this: {pasted} ok?")
+
+    assert screened.text == "decode this: [redacted: BenchGen token] ok?"
+    assert screened.kinds == (SecretKind.BENCHGEN_TOKEN,)
+    (notice,) = screened.notices
+    assert f"…{made.secret[-4:]}" in notice and "/settings/tokens" in notice
+    with pytest.raises(Unauthenticated, match="revoked"):
+        world.api(made.secret)
+    (leak,) = leak_events(world)
+    assert leak["object_id"] == made.token.id
+    assert_nowhere_in_audit(world, made.secret)
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("encoding", ["base64", "hex", "reversed", "dashes-every-4"])
+def test_an_encoded_forgery_costs_no_query_and_another_deployments_token_revokes_nothing(
+    world: World, runtime: Runtime, encoding: str
+) -> None:
+    ana = world.user("ana@example.com")
+    live = world.token(ana, ["read"])
+    before = audit_rows(world)
+    encode = ENCODINGS[encoding]
+    forged = encode(live[:-1] + ("0" if live[-1] != "0" else "1"))
+    with transaction(runtime, Principal.web(ana)) as ctx, counting_statements(runtime) as seen:
+        assert leaks.screen_text(ctx, f"is {forged} it?") == Screened(f"is {forged} it?")
+    assert seen == []
+    # Valid, but no token of this deployment: redacted all the same, nothing to revoke.
+    elsewhere = f"is {encode(new_token('bgp'))} it?"
+    screened = screen(world, Principal.web(ana), elsewhere)
+    assert screened == Screened("is [redacted: BenchGen token] it?", (SecretKind.BENCHGEN_TOKEN,))
+    assert audit_rows(world) == before
+    assert world.api(live).user_id == ana
+
+
+def test_an_encoded_token_in_tool_output_is_revoked(world: World) -> None:
+    ana = world.user("ana@example.com")
+    leaked = world.token(ana, ["read"])
+    data = {"log": [f"step 1 {ENCODINGS['base64-in-json'](leaked)}"], "hint": leaked[::-1]}
+    screened = world.do(Principal.web(ana), leaks.screen_value, data)
+    assert screened.value == {
+        "log": ["step 1 [redacted: BenchGen token]"],
+        "hint": "[redacted: BenchGen token]",
+    }
+    assert len(screened.notices) == 1  # one token, two encodings: revoked once
+    with pytest.raises(Unauthenticated):
+        world.api(leaked)

@@ -612,3 +612,15 @@ def test_a_start_time_older_than_the_programs_budget_revives_no_approval(
     with pytest.raises(Conflict, match="expired"):
         world.do(late, proposals.execute, shown.id, proposals.Checked(began_at=began))
     assert count(world, Benchmark) == 0
+
+
+def test_a_proposal_never_carries_an_encoded_token(world: World, ana: str) -> None:
+    token = world.token(ana, ["read"])
+    spec = {
+        "title": "Hex",
+        "format": "qa",
+        "questions": [{"prompt": token.encode().hex(), "answer": "x"}],
+    }
+    with pytest.raises(InvalidInput, match=r"hold a secret \(BenchGen token\)"):
+        world.do(agent(world, ana), proposals.propose, CONV, "create_benchmark", spec)
+    assert count(world, Proposal) == 0

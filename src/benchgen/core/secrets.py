@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache, cached_property
 
+from benchgen.core.encoded_tokens import encoded_tokens
 from benchgen.core.ids import CHECKSUM_LEN, TOKEN_BODY_LEN, TOKEN_PREFIXES, token_prefix
 from benchgen.core.text import INVISIBLE_RUN
 
@@ -75,7 +76,8 @@ class Finding:
     `start` and `end` index the text as given; `secret` is the secret as it works, without the
     invisible characters that may have split it in the text (so `text[start:end]` can be longer).
     A BenchGen token found without its prefix has only its 38 characters as `secret`:
-    `token_candidates` gives the whole tokens it may be.
+    `token_candidates` gives the whole tokens it may be. One found encoded (base64, hex, …)
+    has the decoded token as `secret`, and its span is the whole encoded run.
     """
 
     kind: SecretKind
@@ -271,6 +273,11 @@ class _Visible:
         run = bisect_right(self.starts, index) - 1
         return self.origins[run] + index - self.starts[run]
 
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The span in the text of the visible `[start, end)`, invisible characters inside it
+        included."""
+        return self.original(start), self.original(end - 1) + 1
+
 
 def _visible(text: str) -> _Visible:
     # Zero-width and other invisible characters are taken out before matching: otherwise a
@@ -296,6 +303,8 @@ def find_secrets(text: str) -> list[Finding]:
 
     Invisible characters (zero-width spaces, joiners, soft hyphens, bidi controls, …) are
     ignored, so a secret split by them is still found, and its span covers them.
+    A BenchGen token pasted encoded (base64, hex, reversed, spaced out: see core.encoded_tokens)
+    is found too: its span is the whole encoded run, its `secret` the decoded token.
     Matches of different rows may overlap; `redact_secrets` covers the union of them all.
     """
     visible = _visible(text)
@@ -307,9 +316,21 @@ def find_secrets(text: str) -> list[Finding]:
             )
             secret = visible.text[start:end]
             if pattern.check(secret):
-                first, last = visible.original(start), visible.original(end - 1) + 1
-                found.append(Finding(pattern.kind, first, last, secret))
+                found.append(Finding(pattern.kind, *visible.span(start, end), secret))
+    found += _encoded(visible, found)
     return sorted(found, key=_position)
+
+
+def _encoded(visible: _Visible, found: Sequence[Finding]) -> list[Finding]:
+    # One finding per token: a form the table has already (a token broken once by a space
+    # is also "spaced out") is not reported again.
+    tokens = [f for f in found if f.kind is SecretKind.BENCHGEN_TOKEN]
+    encoded = []
+    for hit in encoded_tokens(visible.text):
+        start, end = visible.span(hit.start, hit.end)
+        if not any(f.start <= start and end <= f.end for f in tokens):
+            encoded.append(Finding(SecretKind.BENCHGEN_TOKEN, start, end, hit.secret))
+    return encoded
 
 
 def token_candidates(finding: Finding) -> tuple[str, ...]:

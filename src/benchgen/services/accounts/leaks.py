@@ -72,8 +72,9 @@ def screen_text(ctx: Context, text: str, origin: Origin = Origin.MESSAGE) -> Scr
     here counts as leaked whoever owns it: revoking it is audited (`token.revoke_leaked`, by id,
     never the secret). An unknown, already revoked or malformed token is redacted all the same,
     with no notice. Revoking the very token a turn started from also ends that turn's credential.
-    A token split by invisible characters, or pasted without its `bgp_`/`bga_` prefix, is found
-    and revoked too (see core.secrets).
+    A token split by invisible characters, pasted without its `bgp_`/`bga_` prefix, or encoded
+    (base64, hex, reversed, spaced out: core.encoded_tokens) is found and revoked too, and the
+    whole encoded run is redacted (see core.secrets).
 
     No permission is checked, by design, so any principal may screen, including the agent
     harness's recorder, which holds only `chat.record`: redacting needs none, and revoking a
