@@ -44,6 +44,13 @@ def test_me_shows_user_balance_and_scopes(client: TestClient, world: World) -> N
         ["read", "runs"],
     )
     assert body["token_expires_at"].endswith(("Z", "+00:00"))
+    assert body["is_admin"] is False
+
+
+def test_me_says_whether_the_user_is_an_administrator(client: TestClient, world: World) -> None:
+    root = world.user("root@example.com", admin=True)
+    body = client.get("/api/v1/me", headers=_auth(world.token(root, ["read"]))).json()
+    assert (body["email"], body["is_admin"]) == ("root@example.com", True)
 
 
 def test_turn_credentials_are_refused_by_the_api(client: TestClient, world: World) -> None:

@@ -16,7 +16,7 @@ from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import AuditEvent, Judge
 from benchgen.jobs.handlers import WORKER
 from benchgen.services.benchmarks import judges, lifecycle, members
-from benchgen.services.runs import launch, leaderboards, rejudging, results, run_log
+from benchgen.services.runs import launch, leaderboards, rejudging, rescoring, results, run_log
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.services.test_judge import CAPITALS
@@ -270,3 +270,37 @@ def test_someone_outside_the_team_has_a_runs_judging_done_again_a_few_times_only
     for _ in range(rejudging.OUTSIDER_REJUDGINGS + 1):
         assert world.do(owner, rejudging.rejudge_run, mine).answers == 3
         work_all(runtime)
+
+
+@pytest.mark.both_backends
+def test_no_rescoring_while_answers_are_judged_again(
+    world: World, runtime: Runtime, stub: StubOpenAI, script: Script
+) -> None:
+    made = judged_run(world, runtime, stub)
+    web = Principal.web(made.ana)
+    script.up = True
+    world.do(web, rejudging.rejudge_run, made.run)
+    before = world.do(web, launch.get_run, made.run)
+    for settings, apply in (
+        (None, False),
+        ({"method": "includes"}, False),
+        ({"method": "f1"}, True),
+    ):
+        with pytest.raises(Conflict, match="being judged again by the AI judge") as refused:
+            world.do(web, rescoring.rescore_run, made.run, settings, apply)
+        assert refused.value.http_status == 409 and refused.value.details == {"id": made.run}
+    assert not world.do(web, rescoring.can_rescore, made.run, {"method": "includes"})
+    unchanged = world.do(web, launch.get_run, made.run)
+    assert (unchanged.scoring, unchanged.summary) == (before.scoring, before.summary)
+    assert _outcomes(world, web, made.run) == ["pending"] * 3
+    # A hand correction meanwhile stays in force once the judge has answered.
+    world.do(web, leaderboards.edit_run_score, made.run, {"accuracy": 0.25}, "graded by hand")
+    work_all(runtime)
+
+    judged = world.do(web, launch.get_run, made.run)
+    assert judged.scoring == before.scoring and judged.scoring["method"] == "judge"
+    assert _outcomes(world, web, made.run) == ["correct", "correct", "wrong"]
+    assert judged.summary["accuracy"] == pytest.approx(2 / 3)
+    assert judged.scores["accuracy"] == 0.25 and judged.score_edited
+    # Once judged, rescoring with other settings is open again.
+    assert world.do(web, rescoring.rescore_run, made.run, {"method": "includes"}, True).applied

@@ -277,3 +277,25 @@ def test_the_invitation_link_asks_for_the_invited_account_and_works_once(site: S
     used = site.cy.get(link)
     assert used.status_code == 409 and "accepted already" in used.text
     site.world.do(Principal.web(site.ana_id), members.remove_collaborator, bm, site.cy_id)
+
+
+def test_the_invitation_page_names_its_address_to_no_other(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, QA)
+    mailed = set(site.world.invitations("cy@example.com"))
+    site.ana.post(f"/benchmarks/{bm}/settings/access/invitations", {"email": "cy@example.com"})
+    (secret,) = set(site.world.invitations("cy@example.com")) - mailed
+    link = f"/invitations/{secret}"
+    browser = TestClient(create_app(site.runtime.settings, site.runtime))
+    # Signed out, for someone else, unknown, shown, accepted (the redirect too), used up.
+    answers = [
+        browser.get(link, follow_redirects=False),
+        site.bob.get(link),
+        site.bob.post(link),
+        site.cy.get("/invitations/not-a-real-token"),
+        site.cy.get(link),
+        site.cy.post(link),
+        site.cy.get(link),
+    ]
+    assert [answer.status_code for answer in answers] == [200, 403, 403, 404, 200, 303, 409]
+    assert {answer.headers["referrer-policy"] for answer in answers} == {"no-referrer"}
+    assert site.cy.get(f"/benchmarks/{bm}").headers["referrer-policy"] == "same-origin"

@@ -20,13 +20,15 @@ router = APIRouter(prefix="/api/v1", tags=["account"], responses=COMMON, route_c
 
 @router.get("/me", response_model=Me, openapi_extra={"x-scope": None})
 def get_me(ctx: ContextDep) -> Me:
-    """The token's user, credit balance, scopes and expiry (any valid token)."""
+    """The token's user, whether they administer the server, credit balance, scopes and expiry
+    (any valid token)."""
     user = users.get_me(ctx)
     token = tokens.describe_current(ctx)
     return Me(
         id=user.id,
         email=user.email,
         display_name=user.display_name,
+        is_admin=user.is_admin,
         credits=credits.my_balance(ctx),
         scopes=sorted(ctx.principal.scopes),
         token_id=token.id if token else None,

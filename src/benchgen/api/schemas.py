@@ -43,6 +43,7 @@ class Me(BaseModel):
     id: str
     email: str
     display_name: str
+    is_admin: bool  # an administrator of this server
     credits: int
     scopes: list[str]
     token_id: str | None

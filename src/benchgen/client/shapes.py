@@ -23,6 +23,7 @@ class Me(TypedDict):
     id: str
     email: str
     display_name: str
+    is_admin: bool
     credits: int
     scopes: list[str]
     token_id: str | None

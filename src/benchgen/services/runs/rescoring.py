@@ -29,7 +29,7 @@ from benchgen.evals.scorers.registry import StoredScorer
 from benchgen.evals.types import Scored
 from benchgen.services import access, audit
 from benchgen.services.benchmarks import scoring
-from benchgen.services.runs import _verdicts
+from benchgen.services.runs import _verdicts, rejudging
 from benchgen.services.runs.execution import LOGPROB
 
 # A diff of a million answers helps nobody and costs memory: show the first ones and the count.
@@ -79,11 +79,11 @@ def rescore_run(
         NotFound: the run is not visible.
         PermissionDenied: other settings from someone outside the benchmark's team.
         InvalidInput: bad settings.
-        Conflict: the run has not finished or is on a custom benchmark, the settings need a
-            model (AI judge), the run has answers to questions the benchmark no longer has, or
-            another apply took over.
+        Conflict: the run has not finished, is on a custom benchmark or has answers being
+            judged again, the settings need a model (AI judge), the run has answers to
+            questions the benchmark no longer has, or another apply took over.
     """
-    run, chosen, detail = _checked(ctx, run_id, settings)
+    run, chosen, detail = _checked(ctx, run_id, settings, lock=apply)
     before = dict(run.summary)
     with _collector_paused():
         rescored = _rescore(ctx, run, chosen, apply, chunk_rows)
@@ -132,10 +132,15 @@ def can_rescore(ctx: Context, run_id: str, settings: dict[str, Any] | None = Non
 
 
 def _checked(
-    ctx: Context, run_id: str, settings: dict[str, Any] | None
+    ctx: Context, run_id: str, settings: dict[str, Any] | None, lock: bool = False
 ) -> tuple[Run, dict[str, Any], bool]:
-    """The run, the settings to apply, and whether the viewer sees per-question detail."""
+    """The run, the settings to apply, and whether the viewer sees per-question detail; the
+    run's row locked when `lock` (applying), as re-judging locks it."""
     run = access.require_run(ctx, run_id, Action.RUN_RESCORE)
+    if lock:
+        # A re-judging asked at the same time waits here, then finds the new scoring (not the
+        # judge's) and refuses; or this waits for it, then finds its answers being judged.
+        ctx.session.refresh(run, with_for_update=True)
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
     assert benchmark is not None  # require_run found it
     if benchmark.format == "custom":
@@ -149,6 +154,15 @@ def _checked(
     chosen = scoring.validated(benchmark.format, settings) if settings else dict(run.scoring)
     if run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise Conflict(f"Only finished runs can be rescored; this one is {run.status}.")
+    # The judge's verdicts would be recorded under the new scoring, and the answers it has yet
+    # to judge scored by another method. (A cancelled run's answers left waiting are judged by
+    # nobody: rescoring is how they get a verdict.)
+    if run.status == RunStatus.COMPLETED and rejudging.judging_state(ctx, run.id).waiting:
+        raise Conflict(
+            "This run's answers are being judged again by the AI judge; rescore it once that "
+            "is done (its page shows when).",
+            {"id": run.id},
+        )
     if chosen.get("method") == "judge":
         raise Conflict("Rescoring with the AI judge would call a model; rescoring never does.")
     return run, chosen, access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)

@@ -44,7 +44,7 @@ def invitation_accept(request: Request, ctx: WebContext, token: str) -> Response
     except REFUSALS as exc:
         return _page(request, exc.http_status, refusal=exc.message)
     target = path_for(request, "benchmark", benchmark_id=offer.benchmark_id)
-    return redirect_to(target, f"You are now a collaborator on {offer.title}.")
+    return _no_referrer(redirect_to(target, f"You are now a collaborator on {offer.title}."))
 
 
 def _signed_out(request: Request, token: str) -> Response:
@@ -66,7 +66,8 @@ def _page(
     can_sign_up: bool = False,
 ) -> Response:
     """The invitation (`offer`), why it cannot be taken (`refusal`), or how to sign in first.
-    Never stored by a browser or proxy: the page's address is the invitation's secret."""
+    Never stored by a browser or proxy, nor named to another page: its address is the
+    invitation's secret."""
     response = render(
         request,
         TEMPLATE,
@@ -78,4 +79,12 @@ def _page(
         can_sign_up=can_sign_up,
     )
     response.headers["cache-control"] = "no-store"
+    return _no_referrer(response)
+
+
+def _no_referrer(response: Response) -> Response:
+    # The site's same-origin policy would still send this address, token and all, with every
+    # link followed, form sent, stylesheet or script fetched from the page (into the server's
+    # and any proxy's logs); a redirect's own policy governs the request it leads to.
+    response.headers["referrer-policy"] = "no-referrer"
     return response
