@@ -40,8 +40,8 @@ def test_judge_again_judges_here_and_says_the_new_accuracy(
     script.up = True
     done = runner.invoke(app, ["judge", "again", made.run, "--as", "ana@example.com"])
     assert done.exit_code == 0, done.output
-    assert "3 answer(s) went back to the AI judge." in done.output
-    assert "Judged again: accuracy 66.7%; 0 answer(s) still failed their judging." in done.output
+    assert "3 answers went back to the AI judge." in done.output
+    assert "Judged again: accuracy 66.7%; 0 answers still failed their judging." in done.output
     assert _outcomes(world, made.ana, made.run) == ["correct", "correct", "wrong"]
     again = runner.invoke(app, ["judge", "again", made.run, "--as", "ana@example.com"])
     assert again.exit_code == 1 and "nothing to judge again" in " ".join(again.output.split())
@@ -56,7 +56,7 @@ def test_judge_again_without_waiting_leaves_it_to_a_worker(
         app, ["judge", "again", made.run, "--no-wait", "--as", "ana@example.com"]
     )
     assert queued.exit_code == 0, queued.output
-    assert queued.output.strip() == "3 answer(s) went back to the AI judge."
+    assert queued.output.strip() == "3 answers went back to the AI judge."
     assert _outcomes(world, made.ana, made.run) == ["pending"] * 3
 
 

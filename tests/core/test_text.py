@@ -15,6 +15,7 @@ from benchgen.core.text import (
     describe,
     is_blank,
     line_problem,
+    plural,
     require_line,
     require_text,
     strip_invisible,
@@ -132,3 +133,17 @@ def test_every_refused_name_names_a_character_it_holds(value: str) -> None:
     else:
         code = problem.split("U+")[1].split()[0]
         assert chr(int(code, 16)) in value
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "said"),
+    [
+        (0, "question", "0 questions"),
+        (1, "answer", "1 answer"),
+        (3, "other sample", "3 other samples"),
+    ],
+)
+def test_a_count_is_said_with_its_noun_in_the_plural_unless_one(
+    count: int, noun: str, said: str
+) -> None:
+    assert plural(count, noun) == said

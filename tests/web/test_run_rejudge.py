@@ -22,7 +22,7 @@ from tests.web.support import WebUser
 
 script = test_rejudging.script  # fixtures shared with the service tests
 stub = test_rejudging.stub
-BUTTON = "Judge the 3 answer(s) again"
+BUTTON = "Judge the 3 answers again"
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def test_the_owner_judges_the_failed_answers_again_from_the_page(
     assert response.status_code == 303 and response.headers["location"] == f"/runs/{made.run}"
     waiting = owner_web.page(f"/runs/{made.run}")
     text = " ".join(waiting.text.split())
-    assert "3 answer(s) went back to the AI judge" in text
-    assert "3 answer(s) are waiting for the AI judge" in text
+    assert "3 answers went back to the AI judge" in text
+    assert "3 answers waiting for the AI judge" in text
     assert waiting.find("form", action=f"/runs/{made.run}/rejudge") is None
 
     work_all(runtime)

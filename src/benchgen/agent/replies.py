@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchgen.core.text import plural
 from benchgen.services.chat.proposals import ProposalView
 
 _DONE = {
@@ -144,5 +145,5 @@ def brain_failed(brain: str, error: Exception) -> str:
 def _duration(seconds: int) -> str:
     if seconds % 60 == 0:
         minutes = seconds // 60
-        return f"{minutes} minute{'' if minutes == 1 else 's'}"
+        return plural(minutes, "minute")
     return f"{seconds} seconds"

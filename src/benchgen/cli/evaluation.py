@@ -21,6 +21,7 @@ from benchgen.cli.common import (
 )
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
+from benchgen.core.text import plural
 from benchgen.jobs.worker import Worker, start_workers, stop_workers
 from benchgen.services import deployment, models, queue
 from benchgen.services.benchmarks import judges
@@ -265,7 +266,7 @@ def judge_again(
     with open_runtime() as runtime:
         with as_user(runtime, as_email) as ctx:
             handed = rejudging.rejudge_run(ctx, run_id)
-        console.print(f"{handed.answers} answer(s) went back to the AI judge.")
+        console.print(f"{plural(handed.answers, 'answer')} went back to the AI judge.")
         if not wait:
             return
         _judge_here(runtime, as_email, run_id)
@@ -273,7 +274,9 @@ def judge_again(
             accuracy = launch.get_run(ctx, run_id).summary.get("accuracy")
             failed = rejudging.judging_state(ctx, run_id).failed
     shown = "—" if accuracy is None else f"{accuracy:.1%}"
-    console.print(f"Judged again: accuracy {shown}; {failed} answer(s) still failed their judging.")
+    console.print(
+        f"Judged again: accuracy {shown}; {plural(failed, 'answer')} still failed their judging."
+    )
 
 
 def _judge_here(runtime: Runtime, email: str, run_id: str) -> None:

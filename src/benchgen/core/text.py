@@ -59,6 +59,11 @@ _LINE_FORBIDDEN = re.compile(f"[{_SPOOFING}{_NAME_INVISIBLE}]")
 _TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}{_TAGS}]")
 
 
+def plural(count: int, noun: str) -> str:
+    """ "1 question", "2 questions": a count and its noun, the noun in the plural unless one."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def describe(char: str) -> str:
     """A character as people can look it up, e.g. "U+202E (RIGHT-TO-LEFT OVERRIDE)"."""
     name = unicodedata.name(char, "")

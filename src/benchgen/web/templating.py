@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.datastructures import URL
 
+from benchgen.core.text import plural
 from benchgen.web.links import link_paths
 from benchgen.web.session import csrf_token, current_session, remember, runtime_of
 
@@ -30,6 +31,7 @@ def build_templates() -> Jinja2Templates:
         lstrip_blocks=True,
         undefined=StrictUndefined,
     )
+    env.filters["plural"] = plural
     return Jinja2Templates(env=env)
 
 

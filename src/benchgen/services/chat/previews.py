@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from benchgen.core.text import plural
 from benchgen.services.benchmarks.lifecycle import ChangePreview
 
 
@@ -64,7 +65,7 @@ def create_text(
     count = len(shown)
     lines = [
         f"Create a private {arguments['format']} benchmark {quote(arguments['title'])} "
-        f"with {count} question{'' if count == 1 else 's'}."
+        f"with {plural(count, 'question')}."
     ]
     if arguments["description"]:
         lines.append(f"Description: {quote(arguments['description'])}")

@@ -14,6 +14,7 @@ from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
+from benchgen.core.text import plural
 from benchgen.db.tables import Benchmark, Model, Phase, PhaseTask, Run
 from benchgen.services import _enqueue, _model_specs, access, audit, models
 from benchgen.services.accounts import _ledger, ratelimits
@@ -169,7 +170,7 @@ def _estimate(
     cost = calls * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
     times = f" × {samples} samples" if samples > 1 else ""
     basis = (
-        f"{count} question{'' if count == 1 else 's'}{times} × {model.price_per_question} + "
+        f"{plural(count, 'question')}{times} × {model.price_per_question} + "
         f"up to {tokens} tokens × {model.price_per_1k_tokens}/1k"
     )
     shown = describe(recorded(options, asked.few_shot_positions, asked.partial), whole=True)

@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from benchgen.core.context import Context
 from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied, invalid
 from benchgen.core.statuses import RUN_FINAL
+from benchgen.core.text import plural
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import (
     breakdown,
@@ -228,8 +229,8 @@ def run_rejudge(request: Request, ctx: WebContext, run_id: str) -> Response:
     """Hand the answers whose AI judging failed back to the judge (no model asked again)."""
     handed = rejudging.rejudge_run(ctx, run_id)
     note = (
-        f"{handed.answers} answer(s) went back to the AI judge; the run's scores change once "
-        "it has judged them."
+        f"{plural(handed.answers, 'answer')} went back to the AI judge; the run's scores change "
+        "once it has judged them."
     )
     return redirect(request, "run", flash=note, run_id=run_id)
 

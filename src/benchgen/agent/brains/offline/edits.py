@@ -16,6 +16,7 @@ from benchgen.agent.brains.offline.forms import Form
 from benchgen.agent.brains.offline.parse import Intent, find, find_id
 from benchgen.agent.brains.offline.questions import letter_of
 from benchgen.agent.brains.offline.steps import MAX_OPTIONS, TITLE_KEYS, Ask, Step, titled
+from benchgen.core.text import plural
 
 PAGE = 50  # questions per show_benchmark call: well under the tool result's size limit
 _BENCHMARK_ID = re.compile(r"\bbm_[A-Za-z0-9_]+")
@@ -68,7 +69,7 @@ def _draft_problem(intent: Intent) -> str:
             f"{render.EXAMPLE_MCQ}\nNothing was proposed."
         )
     if draft.problems:
-        count = render.plural(len(draft.questions), f"{draft.format} question")
+        count = plural(len(draft.questions), f"{draft.format} question")
         return f"I read {count}, but " + "; ".join(draft.problems) + ". Nothing was proposed."
     return ""
 
@@ -140,7 +141,7 @@ def _remove(intent: Intent, shown: dict[str, Any], kept: list[dict[str, Any]]) -
     numbers = {count if n == -1 else n for n in intent.form.numbers}
     missing = sorted(n for n in numbers if not 1 <= n <= count)
     if missing:
-        have = render.plural(count, "question")
+        have = plural(count, "question")
         absent = ", ".join(str(n) for n in missing)
         return f"{titled(shown)} has {have}: there is no question {absent}. Nothing was proposed."
     left = [question for number, question in enumerate(kept, 1) if number not in numbers]
@@ -185,7 +186,7 @@ def _set_answer(form: Form, shown: dict[str, Any], kept: list[dict[str, Any]]) -
     a choice's letter for mcq ("b", "Blue" and "B) Blue" are "B"), accepted answers for qa."""
     number = len(kept) if form.numbers[0] == -1 else form.numbers[0]
     if not 1 <= number <= len(kept):
-        have = render.plural(len(kept), "question")
+        have = plural(len(kept), "question")
         return f"{titled(shown)} has {have}: there is no question {number}. Nothing was proposed."
     question = dict(kept[number - 1])
     choices = question.get("choices") or []

@@ -10,6 +10,7 @@ from typing import Any
 from benchgen.agent.brains.offline import render
 from benchgen.agent.brains.offline.parse import Intent, find_id
 from benchgen.agent.brains.offline.steps import Ask, Step, runs_filter
+from benchgen.core.text import plural
 
 # The statuses the comparison accepts (services/runs/compare.py COMPARABLE).
 FINISHED = ("completed", "cancelled")
@@ -36,7 +37,7 @@ def step_compare(ask: Ask, intent: Intent) -> Step:
     if named:
         return _with_latest(named[0], runs, finished)
     if len(finished) < 2:
-        have = render.plural(len(finished), "finished run")
+        have = plural(len(finished), "finished run")
         return f"To compare runs I need two finished runs, and you have {have} here."
     # Runs compare only on one benchmark: the newest run and the newest before it of its own.
     newer = finished[0]
@@ -65,7 +66,7 @@ def comparison(result: dict[str, Any]) -> str:
     a, b = c["run_a"], c["run_b"]
     lines = [
         f"Run {b} ({c['model_b']}) compared with run {a} ({c['model_a']}) on {c['benchmark_id']},"
-        f" over the {render.plural(c['n'], 'question')} both answered:",
+        f" over the {plural(c['n'], 'question')} both answered:",
         f"- Accuracy: {c['accuracy_a']:.1%} for {a}, {c['accuracy_b']:.1%} for {b}.",
         f"- Difference ({b} − {a}): {_points(c['difference'])}; "
         f"{c['confidence']:.0%} interval {_points(c['ci_low'])} to {_points(c['ci_high'])}.",
@@ -76,7 +77,7 @@ def comparison(result: dict[str, Any]) -> str:
     unpaired = c.get("unpaired_a", 0) + c.get("unpaired_b", 0)
     if unpaired:
         lines.append(
-            f"- {render.plural(unpaired, 'question')} answered in only one of the runs "
+            f"- {plural(unpaired, 'question')} answered in only one of the runs "
             "are left out of every figure."
         )
     lines += _changed(c)

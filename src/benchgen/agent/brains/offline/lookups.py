@@ -10,6 +10,7 @@ from typing import Any
 from benchgen.agent.brains.offline import render
 from benchgen.agent.brains.offline.parse import Intent, find, find_id, words
 from benchgen.agent.brains.offline.steps import MAX_OPTIONS, TITLE_KEYS, Ask, Step, titled
+from benchgen.core.text import plural
 
 TOP_ROWS = 10
 # The words of a leaderboard request that name no benchmark ("what's on the leaderboard?").
@@ -121,7 +122,7 @@ def _answer_or_next(shown: dict[str, Any], number: int, calls: int) -> Step:
         return [("show_benchmark", {"benchmark_id": benchmark["id"], "offset": count - 1})]
     name = titled(benchmark)
     if not questions:
-        return f"{name} has {render.plural(count, 'question')}: there is no {_which(number)}."
+        return f"{name} has {plural(count, 'question')}: there is no {_which(number)}."
     question = questions[0]
     said = f"{_which(number).capitalize()} of {name}: {render.short(question.get('prompt', ''))}"
     if "answer" not in question:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from benchgen.core.text import plural
+
 MAX_LISTED = 20
 MAX_SHOWN = 5
 MAX_PROMPT_CHARS = 120
@@ -286,11 +288,6 @@ def short(text: Any) -> str:
     """`text` on one line, cut to MAX_PROMPT_CHARS."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= MAX_PROMPT_CHARS else flat[: MAX_PROMPT_CHARS - 1] + "…"
-
-
-def plural(count: int, noun: str) -> str:
-    """ "1 question", "2 questions"."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _number(value: Any) -> str:

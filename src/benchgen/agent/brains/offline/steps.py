@@ -12,11 +12,11 @@ from benchgen.agent.brains.offline import render, run_words
 from benchgen.agent.brains.offline.forms import read_part
 from benchgen.agent.brains.offline.parse import Intent, find, find_id, mentioned, words
 from benchgen.agent.brains.offline.questions import Draft, read_titled
-from benchgen.agent.brains.offline.render import plural
 from benchgen.agent.brains.offline.run_words import read_run_words, unread_reply
 from benchgen.agent.never import refusal
 from benchgen.core.config import Settings
 from benchgen.core.permissions import Action
+from benchgen.core.text import plural
 
 Call = tuple[str, dict[str, Any]]
 Step = str | list[Call]

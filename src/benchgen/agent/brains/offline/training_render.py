@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.agent.brains.offline.render import plural
 from benchgen.core.config import Settings
+from benchgen.core.text import plural
 
 MAX_LISTED = 20
 UPLOAD_PAGE = "/datasets"
