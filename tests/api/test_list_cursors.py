@@ -333,6 +333,27 @@ def _own_model(world: World, ana: str, name: str) -> str:
     return world.do(Principal.web(ana), models.create_model, spec).id
 
 
+def _shifts_none(
+    client: TestClient,
+    world: World,
+    ana: str,
+    auth: dict[str, str],
+    path: str,
+    whole: list[str],
+    mine: list[str],
+) -> None:
+    """A page ending on the user's second model, then one model shown removed and two added
+    around the cursor: the next pages hold exactly the rest, none repeated or skipped."""
+    platform = len(whole) - len(mine)
+    first = client.get(path, params={"limit": platform + 2}, headers=auth)
+    assert ids(first) == whole[: platform + 2]
+    world.do(Principal.web(ana), models.delete_model, mine[0])  # shown: the page before
+    _own_model(world, ana, "A0")  # sorts before the last one shown
+    _own_model(world, ana, "B0")
+    rest = the_rest(client, path, auth, first.json()["next_cursor"])
+    assert [item["id"] for item in rest] == mine[2:]
+
+
 def test_models_page_in_order_and_a_model_added_or_removed_between_pages_shifts_none(
     client: TestClient, world: World, ana: str, auth: dict[str, str]
 ) -> None:
@@ -342,13 +363,7 @@ def test_models_page_in_order_and_a_model_added_or_removed_between_pages_shifts_
     assert whole[platform:] == mine  # the platform's first, then yours by name
     paged = pages_of(client, "/api/v1/models", auth, 2)
     assert [item["id"] for got in paged for item in got["items"]] == whole
-    first = client.get("/api/v1/models", params={"limit": platform + 2}, headers=auth)
-    assert ids(first) == whole[: platform + 2]
-    world.do(Principal.web(ana), models.delete_model, mine[0])  # shown: the page before
-    _own_model(world, ana, "A0")  # sorts before the last one shown
-    _own_model(world, ana, "B0")
-    rest = the_rest(client, "/api/v1/models", auth, first.json()["next_cursor"])
-    assert [item["id"] for item in rest] == mine[2:]
+    _shifts_none(client, world, ana, auth, "/api/v1/models", whole, mine)
 
 
 def test_models_that_can_answer_a_benchmark_page_too(
@@ -631,14 +646,7 @@ def test_training_bases_page_in_catalogue_order_and_a_model_added_or_removed_shi
     assert [got["items"] for got in paged] == [
         whole["items"][n : n + 2] for n in range(0, len(listed), 2)
     ]
-    platform = len(listed) - len(mine)
-    first = client.get("/api/v1/training-bases", params={"limit": platform + 2}, headers=auth)
-    assert ids(first) == listed[: platform + 2]
-    world.do(Principal.web(ana), models.delete_model, mine[0])  # shown: the page before
-    _own_model(world, ana, "A0")  # sorts before the last one shown
-    _own_model(world, ana, "B0")
-    rest = the_rest(client, "/api/v1/training-bases", auth, first.json()["next_cursor"])
-    assert [item["id"] for item in rest] == mine[2:]
+    _shifts_none(client, world, ana, auth, "/api/v1/training-bases", listed, mine)
 
 
 def test_a_training_bases_cursor_from_the_catalogue_or_garbled_is_a_422(
