@@ -169,7 +169,7 @@ def _letter(ctx: Context, secret: str) -> str:
     return (
         "Someone who owns a benchmark on BenchGen invited this email address to collaborate "
         "on it: collaborators may edit its questions, run models on it and publish it.\n\n"
-        "To see the invitation and accept it, open this link within 7 days:\n\n"
+        f"To see the invitation and accept it, open this link within {LIFETIME.days} days:\n\n"
         f"{links.link_text(ctx, ACCEPT_PATH.format(token=secret))}\n\n"
         "You accept it signed in to a BenchGen account whose verified email is this address "
         "(or one you make with it, where sign-up is open). Nothing changes until you accept; "

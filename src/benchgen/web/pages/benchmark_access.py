@@ -162,6 +162,7 @@ def _page(
         settings_tab=ACCESS,
         collaborators=members.list_collaborators(ctx, benchmark_id),
         invitations=invitations.list_invitations(ctx, benchmark_id),
+        invitation_days=invitations.LIFETIME.days,
         whitelist=members.list_whitelist(ctx, benchmark_id),
         participants=members.list_participants(ctx, benchmark_id),
         statuses=members.PARTICIPANT_STATUSES,
