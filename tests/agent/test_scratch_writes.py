@@ -65,10 +65,17 @@ def _in_thread(turn: Callable[[], TurnView]) -> Callable[[], TurnView]:
     return joined
 
 
-def _timed(action: Callable[[], object]) -> float:
+def _while_held(
+    held: HeldPrograms, action: Callable[[], object], turn: Callable[[], TurnView]
+) -> tuple[float, TurnView]:
+    """How long `action` takes while the turn's programs are held; then they are released and
+    the turn finished."""
+    held.wait_started()
     started = time.monotonic()
     action()
-    return time.monotonic() - started
+    took = time.monotonic() - started
+    held.release()
+    return took, turn()
 
 
 def _proposed(world: World, api: Principal, bm: str, held: HeldPrograms) -> tuple[str, TurnView]:
@@ -109,10 +116,7 @@ def test_other_writes_go_on_while_a_proposed_bundle_changes_programs_run(
     turn = _in_thread(
         lambda: say(world.rt, api, conv, Script(_propose_steps(bm)).brain(), "fix the scorer")
     )
-    held.wait_started()
-    took = _timed(create)
-    held.release()
-    shown = turn()
+    took, shown = _while_held(held, create, turn)
     assert took < PROMPT_S, f"the write waited {took:.1f} s for the preview's programs"
     assert shown.status == "awaiting_approval" and shown.proposal is not None, shown.reply
     assert shown.proposal.preview["solutions"][0]["ok"], shown.proposal.preview
@@ -125,10 +129,7 @@ def test_other_writes_go_on_while_an_approved_bundle_changes_programs_run(
     create = _create_as_bob(world)
     conv, shown = _proposed(world, api, bm, held)
     approved = _approve(world, api, conv, shown)
-    held.wait_started()
-    took = _timed(create)
-    held.release()
-    done = approved()
+    took, done = _while_held(held, create, approved)
     assert took < PROMPT_S, f"the write waited {took:.1f} s for the approval's programs"
     assert "version 2" in done.reply, done.reply
     assert shown.proposal is not None
@@ -142,11 +143,12 @@ def test_a_scratch_changed_while_the_approvals_programs_run_is_not_uploaded(
 ) -> None:
     conv, shown = _proposed(world, api, bm, held)
     approved = _approve(world, api, conv, shown)
-    held.wait_started()
     # The programs ran on the approved bytes; the write that stores them looks again.
-    took = _timed(lambda: world.do(api, scratch.write_scratch_file, conv, bm, "x.txt", "sneaky"))
-    held.release()
-    done = approved()
+    took, done = _while_held(
+        held,
+        lambda: world.do(api, scratch.write_scratch_file, conv, bm, "x.txt", "sneaky"),
+        approved,
+    )
     assert took < PROMPT_S, f"the scratch write waited {took:.1f} s for the programs"
     assert "changed after the preview" in done.reply, done.reply
     assert done.proposal is not None and done.proposal.status == "failed"
@@ -160,10 +162,9 @@ def test_a_scratch_changed_while_the_previews_programs_run_is_not_proposed(
     conv = new_conversation(world.rt, api)
     script = Script(_propose_steps(bm))
     turn = _in_thread(lambda: say(world.rt, api, conv, script.brain(), "fix the scorer"))
-    held.wait_started()
-    took = _timed(lambda: world.do(api, scratch.write_scratch_file, conv, bm, "x.txt", "sneaky"))
-    held.release()
-    shown = turn()
+    took, shown = _while_held(
+        held, lambda: world.do(api, scratch.write_scratch_file, conv, bm, "x.txt", "sneaky"), turn
+    )
     assert took < PROMPT_S, f"the scratch write waited {took:.1f} s for the programs"
     # The solutions were scored on other bytes than the copy now holds: nothing to approve.
     assert shown.proposal is None and shown.status == "completed", shown.reply
@@ -178,11 +179,8 @@ def test_an_approval_rechecks_permission_after_the_programs_ran(
 ) -> None:
     conv, shown = _proposed(world, api, bm, held)
     approved = _approve(world, api, conv, shown)
-    held.wait_started()
     # The operator switches the agent's editing off while the approval's programs run.
-    took = _timed(_switch_agent_edits_off(world))
-    held.release()
-    done = approved()
+    took, done = _while_held(held, _switch_agent_edits_off(world), approved)
     assert took < PROMPT_S, f"the operator waited {took:.1f} s for the programs"
     assert done.proposal is not None and done.proposal.status == "failed", done.reply
     assert done.proposal.error_code == "permission_denied", done.proposal
@@ -197,10 +195,7 @@ def test_a_proposal_rechecks_permission_after_the_programs_ran(
     conv = new_conversation(world.rt, api)
     script = Script(_propose_steps(bm))
     turn = _in_thread(lambda: say(world.rt, api, conv, script.brain(), "fix the scorer"))
-    held.wait_started()
-    took = _timed(_switch_agent_edits_off(world))
-    held.release()
-    shown = turn()
+    took, shown = _while_held(held, _switch_agent_edits_off(world), turn)
     assert took < PROMPT_S, f"the operator waited {took:.1f} s for the programs"
     assert shown.proposal is None, shown.reply
     proposed = next(c for c in shown.tool_calls if c["tool"] == "propose_bundle_change")
