@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -9,7 +10,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, fie
 
 from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
-from benchgen.services.runs.leaderboards import Row
+from benchgen.services.runs.leaderboards import Leaderboard
 from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
 from benchgen.services.specs import not_bool
 
@@ -23,17 +24,12 @@ class Page(BaseModel, Generic[Item]):
     next_cursor: str | None = None
 
 
-class LeaderboardPage(BaseModel):
+@dataclass(frozen=True)
+class LeaderboardPage(Leaderboard):
     """Rows of a phase's leaderboard, ranked from the top (a later page's ranks go on where
     the earlier one stopped), with its columns (primary first), each column's title and
     sorting (`desc` or `asc`), and a cursor for the next rows (null at the end)."""
 
-    benchmark_id: str
-    phase_id: str
-    columns: list[str]
-    rows: list[Row]
-    titles: dict[str, str]
-    sorting: dict[str, str]
     next_cursor: str | None = None
 
 
