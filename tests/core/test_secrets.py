@@ -13,11 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchgen.core import encoded_tokens, ids
+from benchgen.core.secret_patterns import PATTERNS, SecretKind
+from benchgen.core.secret_requests import asks_for_secret
 from benchgen.core.secrets import (
-    PATTERNS,
     Finding,
-    SecretKind,
-    asks_for_secret,
     find_secrets,
     redact_secrets,
     split_token,

@@ -15,7 +15,8 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import PermissionDenied, Unauthenticated
 from benchgen.core.ids import new_token
 from benchgen.core.permissions import Action, PrincipalKind, Scope
-from benchgen.core.secrets import SecretKind, asks_for_secret
+from benchgen.core.secret_patterns import SecretKind
+from benchgen.core.secret_requests import asks_for_secret
 from benchgen.db.tables import AuditEvent
 from benchgen.services.accounts import leaks, tokens
 from benchgen.services.accounts.leaks import Screened

@@ -1,8 +1,9 @@
 """BenchGen tokens pasted encoded: base64, hex, reversed, or spaced out."""
 
 # Why: a user (or a hostile page the user pastes) can hand a live token to the language model
-# in a form no row of core.secrets' table matches as text. Only these shapes are decoded, and a
-# decoded token still needs its checksum, so random base64 or hex is never taken for one.
+# in a form no row of core.secret_patterns' table matches as text. Only these shapes are
+# decoded, and a decoded token still needs its checksum, so random base64 or hex is never taken
+# for one.
 #
 # Work stays linear in the text: each base64 run is decoded at its four alignments and each hex
 # run at its two (so a token encoded on its own is found even after glued junk), nothing
@@ -71,7 +72,7 @@ class Encoded:
 def encoded_tokens(text: str) -> Iterator[Encoded]:
     """Every checksum-valid BenchGen token (or body) that `text` holds in base64 (standard or
     URL-safe, with or without padding), hex, reversed, or spaced out, with the span of its
-    encoded form. Plain tokens are not reported: the table of core.secrets finds those."""
+    encoded form. Plain tokens are not reported: the table of core.secret_patterns finds those."""
     yield from _in_base64(text)
     yield from _in_hex(text)
     yield from _reversed(text)

@@ -17,7 +17,7 @@ _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}")
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Replace every known secret and anything shaped like a bearer token with "[redacted]".
 
-    Well-known secrets (core.secrets' table) get their labelled placeholder instead, e.g.
+    Well-known secrets (core.secret_patterns' table) get their labelled placeholder instead, e.g.
     "[redacted: AWS access key id]", so a reader of the log knows what a server echoed.
 
     Args:

@@ -8,14 +8,9 @@ from enum import StrEnum
 from typing import Any
 
 from benchgen.core.context import Context
-from benchgen.core.secrets import (
-    Finding,
-    SecretKind,
-    asks_for_secret,
-    find_secrets,
-    redact_secrets,
-    token_candidates,
-)
+from benchgen.core.secret_patterns import SecretKind
+from benchgen.core.secret_requests import asks_for_secret
+from benchgen.core.secrets import Finding, find_secrets, redact_secrets, token_candidates
 from benchgen.services.accounts import tokens
 
 TOKENS_PAGE = "/settings/tokens"

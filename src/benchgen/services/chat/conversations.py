@@ -12,7 +12,8 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
-from benchgen.core.secrets import asks_for_secret, split_token
+from benchgen.core.secret_requests import asks_for_secret
+from benchgen.core.secrets import split_token
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable, storable_text
 from benchgen.core.text import MAX_TITLE, require_line
