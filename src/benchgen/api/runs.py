@@ -170,7 +170,8 @@ def rescore_run(
     body: RescoreIn | None = None,
 ) -> Rescore:
     """Re-apply scoring to saved answers without calling any model; a dry run unless
-    `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only."""
+    `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only. 409
+    when the run has not finished or stopped before any answer came back."""
     return rescoring.rescore_run(ctx, run_id, body.scoring if body else None, apply)
 
 

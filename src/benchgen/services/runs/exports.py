@@ -23,7 +23,8 @@ def spreadsheet_safe(value: Any) -> Any:
     """`value` for a CSV cell: lists and objects as JSON, text that a spreadsheet would take for
     a formula prefixed with `'` (shown as text, not run); numbers unchanged."""
     if isinstance(value, list | dict):
-        value = json.dumps(value)
+        # Readable text, as every other cell: escaped, ["東京"] would read ["\u6771\u4eac"].
+        value = json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value

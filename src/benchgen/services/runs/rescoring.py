@@ -79,9 +79,9 @@ def rescore_run(
         NotFound: the run is not visible.
         PermissionDenied: other settings from someone outside the benchmark's team.
         InvalidInput: bad settings.
-        Conflict: the run has not finished, is on a custom benchmark or has answers being
-            judged again, the settings need a model (AI judge), the run has answers to
-            questions the benchmark no longer has, or another apply took over.
+        Conflict: the run has not finished, has no saved answer, is on a custom benchmark or
+            has answers being judged again, the settings need a model (AI judge), the run has
+            answers to questions the benchmark no longer has, or another apply took over.
     """
     run, chosen, detail = _checked(ctx, run_id, settings, lock=apply)
     before = dict(run.summary)
@@ -154,6 +154,10 @@ def _checked(
     chosen = scoring.validated(benchmark.format, settings) if settings else dict(run.scoring)
     if run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise Conflict(f"Only finished runs can be rescored; this one is {run.status}.")
+    # A run cancelled before any answer came back: applying would give it an empty summary
+    # and a score of none, which its page would show as if it had been scored.
+    if not _has_answers(ctx, run.id):
+        raise Conflict("This run stopped before any answer came back: there is nothing to rescore.")
     # The judge's verdicts would be recorded under the new scoring, and the answers it has yet
     # to judge scored by another method. (A cancelled run's answers left waiting are judged by
     # nobody: rescoring is how they get a verdict.)
@@ -166,6 +170,11 @@ def _checked(
     if chosen.get("method") == "judge":
         raise Conflict("Rescoring with the AI judge would call a model; rescoring never does.")
     return run, chosen, access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
+
+
+def _has_answers(ctx: Context, run_id: str) -> bool:
+    first = select(RunResult.position).where(RunResult.run_id == run_id).limit(1)
+    return ctx.session.scalar(first) is not None
 
 
 def _last_answer(ctx: Context, run: Run) -> int | None:
