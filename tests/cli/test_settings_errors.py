@@ -45,6 +45,7 @@ INVOCATIONS = {
     "judge again": ["judge", "again", "run_x", *AS],
     "scoring": ["scoring", "bm_x", *AS],
     "compare": ["compare", "run_a", "run_b", *AS],
+    "benchmarks list": ["benchmarks", "list", *AS],
     "benchmarks upload": ["benchmarks", "upload", "bundle.zip", *AS],
     "benchmarks download-bundle": ["benchmarks", "download-bundle", "bm_x", *AS],
     "benchmarks submit": ["benchmarks", "submit", "bm_x", "results.zip", *AS],

@@ -60,9 +60,10 @@ COMMANDS = (
     Entry(
         "benchmarks",
         "benchmarks",
-        "Benchmarks as files: import questions from JSONL, CSV, Parquet or Hugging Face dataset "
-        "files, export them for Inspect AI or lm-evaluation-harness; custom benchmarks made from "
-        "Codabench v2 bundles: upload, new versions, download, submit.",
+        "Benchmarks: list those you may see (and their ids), import questions from JSONL, CSV, "
+        "Parquet or Hugging Face dataset files, export them for Inspect AI or "
+        "lm-evaluation-harness; custom benchmarks made from Codabench v2 bundles: upload, new "
+        "versions, download, submit.",
     ),
     Entry("datasets", "datasets", "Datasets: training data for fine-tuning."),
     Entry(

@@ -13,26 +13,33 @@ from benchgen.cli.common import (
     As,
     as_operator,
     as_user,
+    by_option,
     console,
     open_runtime,
     say_error,
     wrapping_table,
 )
 from benchgen.cli.helptext import App
-from benchgen.core.errors import InvalidInput
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits, tokens, users
 from benchgen.services.benchmarks import outbox
 
 app = App(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
-# The spec's fields as `add-local-model` names them.
+# The services' fields as each command's options name them.
 LOCAL_MODEL_OPTIONS = {
     "name": "--name",
     "kind": "--kind",
     "endpoint_model": "--path",
     "price_per_question": "--price",
 }
+USER_OPTIONS = {
+    "email": "--email",
+    "password": "--password",
+    "name": "--name",
+    "amount": "--credits",
+}
+TOKEN_OPTIONS = {"name": "--name", "scopes": "--scopes", "expires_days": "--expires-days"}
 Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
 
 
@@ -60,7 +67,7 @@ def create_user(
     initial: Annotated[int, typer.Option("--credits", min=0, help="Credits to grant.")] = 0,
 ) -> None:
     """Create an account, optionally an admin, optionally with credits."""
-    with open_runtime() as runtime, as_operator(runtime) as ctx:
+    with open_runtime() as runtime, as_operator(runtime) as ctx, by_option(USER_OPTIONS):
         user = users.create_user(ctx, email, password, name, is_admin=admin)
         if initial:
             credits.grant_credits(ctx, user.id, initial, "initial credits")
@@ -145,24 +152,9 @@ def add_local_model(
     gguf = path == "smollm2" or path.lower().endswith(".gguf")
     chosen = kind or (LocalKind.GGUF if gguf else LocalKind.HF)
     spec = {"name": name, "kind": chosen.value, "endpoint_model": path, "price_per_question": price}
-    with open_runtime() as runtime, as_operator(runtime) as ctx:
-        try:
-            made = models.create_platform_model(ctx, spec)
-        except InvalidInput as exc:
-            raise by_option(exc, LOCAL_MODEL_OPTIONS) from None
+    with open_runtime() as runtime, as_operator(runtime) as ctx, by_option(LOCAL_MODEL_OPTIONS):
+        made = models.create_platform_model(ctx, spec)
     console.print(f"Added {made.name} ({made.id}, {made.kind}).")
-
-
-def by_option(exc: InvalidInput, options: dict[str, str]) -> InvalidInput:
-    """The same refusal, placed by the option the operator typed rather than the spec's field."""
-    problems = [
-        {**problem, "loc": [options.get(str(part), part) for part in problem.get("loc", [])]}
-        for problem in exc.errors
-    ]
-    first = problems[0] if problems else {}
-    where = ".".join(str(part) for part in first.get("loc", []))
-    message = f"{where}: {first.get('msg', '')}" if where else exc.message
-    return InvalidInput(message, problems)
 
 
 @app.command("create-token")
@@ -175,7 +167,7 @@ def create_token(
     name: Annotated[str, typer.Option(help="A label to recognise it by.")] = "cli",
 ) -> None:
     """Mint a personal API token for a user. Prints only the token, once, on stdout."""
-    with open_runtime() as runtime, as_user(runtime, email) as ctx:
+    with open_runtime() as runtime, as_user(runtime, email) as ctx, by_option(TOKEN_OPTIONS):
         made = tokens.create_token(ctx, name, scopes.split(","), expires_days)
     typer.echo(made.secret)
 

@@ -1,17 +1,57 @@
-"""`benchgen benchmarks …`: the app that gathers the file and Codabench bundle commands."""
+"""`benchgen benchmarks …`: the benchmarks a user may see, and the app that gathers the file and
+Codabench bundle commands."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from benchgen.cli import benchmark_files, bundle_commands
-from benchgen.cli.doors import WHERE
+from benchgen.cli.common import AsHere, Token, Url, console, wrapping_table
+from benchgen.cli.doors import WHERE, door
 from benchgen.cli.helptext import App
 
 app = App(
-    help="Benchmarks as files: import questions from JSONL, CSV, Parquet or Hugging Face "
-    "dataset files, export them for Inspect AI or lm-evaluation-harness; custom benchmarks made "
-    "from Codabench v2 bundles: upload, new versions, download, submit." + WHERE,
+    help="Benchmarks: list those you may see (and their ids), import questions from JSONL, CSV, "
+    "Parquet or Hugging Face dataset files, export them for Inspect AI or lm-evaluation-harness; "
+    "custom benchmarks made from Codabench v2 bundles: upload, new versions, download, submit."
+    + WHERE,
     no_args_is_help=True,
 )
+
+
+@app.command("list")
+def list_benchmarks(
+    as_email: AsHere = None,
+    url: Url = None,
+    token: Token = None,
+    mine: Annotated[bool, typer.Option("--mine", help="Only the benchmarks you own.")] = False,
+    search: Annotated[
+        str, typer.Option(metavar="WORDS", help="Only those whose title holds these words.")
+    ] = "",
+) -> None:
+    """The benchmarks you may see, newest first: yours, those shared with you and published
+    ones, with the id (bm_…) that other commands take.
+
+    \b
+    Examples:
+      $ benchgen benchmarks list --mine --as ana@example.com
+      $ benchgen benchmarks list --search capitals --url https://bench.example
+    """
+    with door(as_email, url, token) as where:
+        rows = where.list_benchmarks(mine, search)
+    # Only the title wraps: in 80 columns (a pipe's) the short columns were cut mid-word.
+    table = wrapping_table("title")
+    for header in ("format", "questions", "visibility"):
+        table.add_column(header, no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=23)
+    for row in rows:
+        shown = (row["format"], str(row["question_count"]), row["visibility"], row["id"])
+        table.add_row(row["title"], *shown)
+    console.print(table)
+
+
 app.command("import")(benchmark_files.import_file)
 app.command("export")(benchmark_files.export)
 app.command("upload")(bundle_commands.upload)

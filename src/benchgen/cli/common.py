@@ -15,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError, Unauthenticated
+from benchgen.core.errors import BenchGenError, InvalidInput, Unauthenticated
 from benchgen.jobs.dispatching import dispatching
 from benchgen.services import models
 from benchgen.services.accounts import users
@@ -69,7 +69,9 @@ Token = Annotated[
     str | None,
     typer.Option(envvar="BENCHGEN_TOKEN", metavar="TOKEN", help="Personal API token for --url."),
 ]
-errors = LazyConsole(stderr=True)
+# Soft-wrapped as the output is: an error is one line, which a log or a pipe keeps whole (wrapped
+# at 80 columns it broke mid-sentence, and a long path or id in two).
+errors = LazyConsole(soft_wrap=True, stderr=True)
 OPERATOR = Principal.cli()
 
 
@@ -89,14 +91,19 @@ def labelled(label: str, message: str, style: str = "red", to: LazyConsole = err
 
 
 def save_download(target: Path, data: bytes, force: bool) -> None:
-    """Write a download to `target` (`-`: standard output), saying where it went; a file in
-    the way without `force`, a folder or a folder that does not exist is one line, exit 1."""
+    """Write a download to `target` (`-`: standard output), saying where it went; a folder, a
+    file in the way without `force`, or a folder that does not exist is one line, exit 1."""
     if str(target) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
     if target.exists() and not force:
-        say_error(f"{target} exists; give --force to overwrite it.")
+        # A folder is not overwritten, --force or not: saying "give --force" led to a second
+        # refusal.
+        if target.is_dir():
+            say_error(f"{target} is a folder; give -o the name of a file to write.")
+        else:
+            say_error(f"{target} exists; give --force to overwrite it.")
         raise typer.Exit(1)
     try:
         target.write_bytes(data)
@@ -143,6 +150,31 @@ def unopened(settings: Settings, exc: SQLAlchemyError | OSError) -> str:
     cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     shown = make_url(settings.resolved_database_url()).render_as_string(hide_password=True)
     return f"cannot open the database {shown}: {cause}; check BENCHGEN_DATABASE_URL."
+
+
+@contextmanager
+def by_option(options: dict[str, str]) -> Iterator[None]:
+    """Refusals in the block placed by the option the operator typed rather than the service's
+    field: `options` maps a field's dotted place (`settings.samples`) to its option."""
+    try:
+        yield
+    except InvalidInput as exc:
+        problems = [
+            {**problem, "loc": optioned(problem.get("loc", []), options)} for problem in exc.errors
+        ]
+        first = problems[0] if problems else {}
+        where = ".".join(str(part) for part in first.get("loc", []))
+        message = f"{where}: {first.get('msg', '')}" if where else exc.message
+        raise InvalidInput(message, problems) from None
+
+
+def optioned(loc: list[Any], options: dict[str, str]) -> list[Any]:
+    """`loc` with its longest prefix that names an option replaced by that option."""
+    for length in range(len(loc), 0, -1):
+        option = options.get(".".join(str(part) for part in loc[:length]))
+        if option is not None:
+            return [option, *loc[length:]]
+    return list(loc)
 
 
 def prepare(runtime: Runtime) -> None:

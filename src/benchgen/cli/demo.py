@@ -44,14 +44,16 @@ def seed_demo(
                 user = users.create_user(ctx, DEMO_EMAIL, DEMO_PASSWORD, "Demo user")
                 credits.grant_credits(ctx, user.id, DEMO_CREDITS, "demo credits")
         with as_user(runtime, DEMO_EMAIL) as ctx:
-            existing = {bm.title for bm in lifecycle.list_benchmarks(ctx, mine_only=True)}
+            existing = {bm.title: bm for bm in lifecycle.list_benchmarks(ctx, mine_only=True)}
+            demos = []
             for spec in _demo_specs():
                 if spec["title"] not in existing:
                     # A small model answers in sentences: the qa demo scores with `includes`.
                     settings = spec.pop("scoring", None)
-                    made = lifecycle.create_benchmark(ctx, spec).benchmark
+                    existing[spec["title"]] = lifecycle.create_benchmark(ctx, spec).benchmark
                     if settings:
-                        scoring.set_scoring(ctx, made.id, settings)
+                        scoring.set_scoring(ctx, existing[spec["title"]].id, settings)
+                demos.append(existing[spec["title"]])
             if DEMO_DATASET not in {row.name for row in datasets.list_datasets(ctx, 200)}:
                 rows = resources.files("benchgen").joinpath("data/demo_dataset.jsonl")
                 datasets.upload_dataset(
@@ -61,6 +63,9 @@ def seed_demo(
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: {url}  ·  API docs: {url}/api/docs")
     console.print(f"Sign in as {DEMO_EMAIL} with password {DEMO_PASSWORD}")
+    # The ids `benchgen run --benchmark` and the other commands take.
+    for made in demos:
+        console.print(f"Benchmark {made.id} ({made.format}): {made.title}")
     console.print("Demo API token (valid 30 days; shown once):")
     typer.echo(secret)
     console.print(f"Try: curl -H 'Authorization: Bearer {secret}' {url}/api/v1/me")

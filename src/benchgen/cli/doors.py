@@ -14,9 +14,10 @@ from rich.text import Text
 from benchgen.cli.common import cli_principal, errors, open_runtime, say_error
 from benchgen.cli.runs import follow_run, progress_bar
 from benchgen.core.errors import InvalidInput
-from benchgen.services.benchmarks import bundles, exports, imports
+from benchgen.services.benchmarks import bundles, exports, imports, lifecycle
 from benchgen.services.runs import submissions
 from benchgen.services.runtime import Runtime, transaction
+from benchgen.services.specs import MAX_LIST
 
 # The HTTP client loads only for --url: commands run here never need it.
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ class ExportFormat(StrEnum):
 class Door(Protocol):
     """Where commands act: this machine's services, or a server's API (answers as the API's)."""
 
+    def list_benchmarks(self, mine: bool, search: str) -> list[Plain]:
+        """Every benchmark the user may see (only their own with `mine`), newest first."""
+
     def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
         """A new benchmark from a file of questions, with its warnings."""
 
@@ -82,6 +86,15 @@ class LocalDoor:
     def __init__(self, runtime: Runtime, email: str) -> None:
         self.runtime, self.email = runtime, email
         self.principal = cli_principal(runtime, email)
+
+    def list_benchmarks(self, mine: bool, search: str) -> list[Plain]:
+        found: list[Plain] = []
+        with transaction(self.runtime, self.principal, write=False) as ctx:
+            while True:
+                page = lifecycle.list_benchmarks(ctx, mine, search, MAX_LIST, len(found))
+                found += [plain(view) for view in page]
+                if len(page) < MAX_LIST:
+                    return found
 
     def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
         with transaction(self.runtime, self.principal) as ctx:
@@ -133,6 +146,9 @@ class RemoteDoor:
 
     def __init__(self, client: BenchGen) -> None:
         self.client = client
+
+    def list_benchmarks(self, mine: bool, search: str) -> list[Plain]:
+        return [dict(row) for row in self.client.list_benchmarks(mine, search)]
 
     def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
         created = self.client.import_file(

@@ -239,8 +239,8 @@ def judge_set(
     """
     key = os.environ.get(api_key_env) if api_key_env else None
     if api_key_env and not key:
-        say_error(f"the environment variable {api_key_env} is empty.")
-        raise typer.Exit(1)
+        # A usage error, exit 2, as `models add` says it.
+        raise typer.BadParameter(f"{api_key_env} is not set", param_hint="--api-key-env")
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         view = judges.set_judge(ctx, benchmark, kind, model, base_url or None, key, allow_others)
     console.print(

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from benchgen.cli.common import As, as_user, cli_principal, console, open_runtime, say_error
+from benchgen.cli.common import (
+    As,
+    as_user,
+    by_option,
+    cli_principal,
+    console,
+    open_runtime,
+    say_error,
+)
 from benchgen.cli.helptext import App
 from benchgen.core.errors import Conflict
 from benchgen.core.statuses import RUN_ACTIVE, RunStatus
@@ -22,6 +30,29 @@ if TYPE_CHECKING:
     from benchgen.core.context import Principal
 
 POLL_S = 0.25
+# The run's fields as its options name them. The subset keeps its own name ("subset.n"): one
+# field that --first and --random both set.
+RUN_OPTIONS = {
+    "benchmark_id": "--benchmark",
+    "model_id": "--model",
+    "max_credits": "--max-credits",
+    "subset.tags": "--tag",
+    "subset.seed": "--subset-seed",
+    "settings.chain_of_thought": "--step-by-step",
+    **{
+        f"settings.{field}": f"--{field.replace('_', '-')}"
+        for field in (
+            "samples",
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "stop",
+            "system_prompt",
+            "few_shot",
+            "seed",
+        )
+    },
+}
 commands = App()
 
 
@@ -106,7 +137,7 @@ def run(
     if retry:
         _require_retry_alone(command)
     with open_runtime() as runtime:
-        with as_user(runtime, as_email) as ctx:
+        with as_user(runtime, as_email) as ctx, by_option(RUN_OPTIONS):
             if retry:
                 started = retries.retry_errored(ctx, retry)
             elif benchmark and model:
