@@ -119,8 +119,8 @@ def test_replace_add_and_remove_one_question(people: People) -> None:
     }
     world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, {"questions": [edited]})
     new = {"prompt": "Colour of snow?", "choices": ["White", "Black"], "answer": "A"}
-    view = people.as_ana(question_edits.replace_question, bm, 0, new, 2)
-    assert view.version == 3
+    view, warnings = people.as_ana(question_edits.replace_question, bm, 0, new, 2)
+    assert view.version == 3 and warnings == []
 
     def metadata(ctx: Context) -> list[str]:
         return [q.metadata for q in _question_store.load_canonical(ctx, bm)]

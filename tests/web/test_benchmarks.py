@@ -8,7 +8,7 @@ from bs4 import BeautifulSoup
 
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle, members
-from tests.support import QA
+from tests.support import MCQ, QA
 from tests.web.benchmark_site import FIRST_CHOICE, HOSTILE, Site, assert_escaped, site
 
 __all__ = ["site"]  # the module-scoped fixture, shared by the tests below
@@ -196,6 +196,16 @@ def test_a_warning_names_the_question_as_the_editor_numbers_it(site: Site) -> No
     note = site.ana.page(created.headers["location"]).get_text()
     assert "Question 2, choices: two choices read the same (A and B)" in note
     assert "questions.0" not in note
+
+
+def test_the_one_question_editor_warns_of_choices_alike_as_creating_does(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**MCQ, "title": "Edited one at a time"})
+    alike = {"q0-prompt": "Which?", "q0-choices": "Red\nred\nBlue", "q0-answer": "C"}
+    for path in ("/questions/new", "/questions/1"):
+        saved = site.ana.post(f"/benchmarks/{bm}{path}", alike)
+        assert saved.status_code == 303, path
+        note = site.ana.page(saved.headers["location"]).find("p", class_="flash").get_text()
+        assert "Warning: Question" in note and "two choices read the same (A and B)" in note
 
 
 def test_an_unknown_export_format_is_said_once_in_words(site: Site) -> None:

@@ -98,6 +98,22 @@ def test_validation_messages_are_the_pages_words(site: Site) -> None:
     assert said == "must have at most 20 items (this has 25)"
 
 
+def test_run_settings_and_model_fields_are_refused_in_the_pages_words(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Tuned"})
+    advanced = {"temperature": "-1", "max_tokens": "many", "stop": "a\nb\nc\nd\ne"}
+    refused = site.ana.post(f"/benchmarks/{bm}/evaluate", {"model_id": ECHO, **advanced})
+    assert refused.status_code == 422
+    soup = _soup(refused.text)
+    assert _error(soup, "temperature") == "must be at least 0"
+    assert _error(soup, "max_tokens") == "must be a whole number"
+    assert _error(soup, "stop") == "must have at most 4 items (this has 5)"
+    assert "Input should" not in refused.text and "after validation" not in refused.text
+    unnamed = {"name": " ", "kind": "openai_compat", "endpoint_model": "m"}
+    model = site.ana.post("/models/new", {**unnamed, "base_url": "https://example.com/v1"})
+    assert model.status_code == 422
+    assert _error(_soup(model.text), "name") == "must be at least 1 character long"
+
+
 def test_one_question_is_not_questions(site: Site) -> None:
     bm = site.world.benchmark(
         site.ana_id, {**QA, "title": "Single", "questions": QA["questions"][:1]}
@@ -126,3 +142,13 @@ def test_a_stranger_out_of_runs_is_told_why_instead_of_a_start_button(site: Site
     )
     # Frozen by that run: the owner is no longer told that a run would freeze them.
     assert "freezes this benchmark's questions" not in site.ana.page(path).get_text()
+
+
+def test_the_collaborator_address_field_stops_where_the_server_does(site: Site) -> None:
+    # Past 320 characters the server answers with an error page, not the form: the browser
+    # must stop the typing there, as every other email field does.
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Shared"})
+    field = site.ana.page(f"/benchmarks/{bm}/settings/access").find("input", id="email")
+    assert field is not None and field["maxlength"] == "320"
+    long = site.ana.post(f"/benchmarks/{bm}/settings/access/invitations", {"email": "a" * 321})
+    assert long.status_code == 422

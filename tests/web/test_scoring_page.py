@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bs4 import BeautifulSoup
+
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import scoring
 from tests.support import QA
@@ -55,3 +57,18 @@ def test_numbers_are_fields_and_saving_the_page_unchanged_keeps_them(site: Site)
     )
     assert wrong.status_code == 422 and "threshold" in wrong.text
     assert site.world.do(owner, scoring.get_scoring, bm)["options"]["threshold"] == 0.3
+
+
+def test_a_bad_number_is_refused_beside_its_field_by_its_label(site: Site) -> None:
+    bm = site.world.benchmark(site.ana_id, {**QA, "title": "Negative tolerance"})
+    form = {"method": "numeric", "numeric.tolerance": "-1"}
+    refused = site.ana.post(f"/benchmarks/{bm}/settings/scoring", form)
+    assert refused.status_code == 422
+    soup = BeautifulSoup(refused.text, "html.parser")
+    field = soup.find("input", id="numeric-tolerance")
+    assert field is not None and field["value"] == "-1.0" and field["aria-invalid"] == "true"
+    error = soup.find("p", id="numeric-tolerance-error")
+    assert error is not None and error.get_text() == "must be at least 0.0, got -1.0"
+    assert "Tolerance: must be at least 0.0" in soup.select_one(".problems").get_text()  # type: ignore[union-attr]
+    assert "options." not in refused.text
+    assert site.world.do(Principal.web(site.ana_id), scoring.get_scoring, bm)["method"] == "exact"

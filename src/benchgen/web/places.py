@@ -22,6 +22,12 @@ _PHRASES = (
         re.compile(r"^String should have at (most|least) (\d+ characters?)"),
         r"must be at \1 \2 long",
     ),
+    (re.compile(r"^Input should be greater than or equal to "), "must be at least "),
+    (re.compile(r"^Input should be less than or equal to "), "must be at most "),
+    (re.compile(r"^Input should be greater than "), "must be more than "),
+    (re.compile(r"^Input should be less than "), "must be less than "),
+    (re.compile(r"^Input should be a valid integer.*"), "must be a whole number"),
+    (re.compile(r"^Input should be a valid number.*"), "must be a number"),
 )
 
 

@@ -23,8 +23,9 @@ def replace_question(
     position: int,
     question: dict[str, Any],
     expected_version: int | None = None,
-) -> BenchmarkView:
-    """Put `question` in place of the one at `position` (its metadata is kept unless given).
+) -> tuple[BenchmarkView, list[dict[str, Any]]]:
+    """Put `question` in place of the one at `position` (its metadata is kept unless given);
+    the benchmark, and the warnings about that question (two choices that read the same).
 
     Raises:
         NotFound: the benchmark is not visible, or it has no question at `position`.
@@ -36,19 +37,19 @@ def replace_question(
     items = _current(ctx, benchmark_id, expected_version)
     _require_position(items, position, benchmark_id)
     items[position] = {"metadata": items[position]["metadata"], **question}
-    return _apply(ctx, benchmark_id, items)
+    return _apply(ctx, benchmark_id, items, position)
 
 
 def add_question(
     ctx: Context, benchmark_id: str, question: dict[str, Any], expected_version: int | None = None
-) -> BenchmarkView:
-    """Append `question` after the last one.
+) -> tuple[BenchmarkView, list[dict[str, Any]]]:
+    """Append `question` after the last one; the benchmark, and the warnings about it.
 
     Raises:
         As `replace_question`, with problems at `questions.<new position>.…`.
     """
     items = _current(ctx, benchmark_id, expected_version)
-    return _apply(ctx, benchmark_id, [*items, question])
+    return _apply(ctx, benchmark_id, [*items, question], len(items))
 
 
 def remove_question(
@@ -62,7 +63,8 @@ def remove_question(
     items = _current(ctx, benchmark_id, expected_version)
     _require_position(items, position, benchmark_id)
     del items[position]
-    return _apply(ctx, benchmark_id, items)
+    view, _ = _apply(ctx, benchmark_id, items, None)
+    return view
 
 
 def _current(ctx: Context, benchmark_id: str, expected_version: int | None) -> list[dict[str, Any]]:
@@ -98,6 +100,11 @@ def _require_position(items: list[dict[str, Any]], position: int, benchmark_id: 
         raise NotFound("No such question.", {"id": benchmark_id, "position": position})
 
 
-def _apply(ctx: Context, benchmark_id: str, items: list[dict[str, Any]]) -> BenchmarkView:
-    view, _ = lifecycle.edit_benchmark(ctx, benchmark_id, {"questions": items})
-    return view
+def _apply(
+    ctx: Context, benchmark_id: str, items: list[dict[str, Any]], position: int | None
+) -> tuple[BenchmarkView, list[dict[str, Any]]]:
+    """Store the list; the warnings about the question at `position` (the others were there
+    before this edit, and a page of one question would not show them by their field)."""
+    view, preview = lifecycle.edit_benchmark(ctx, benchmark_id, {"questions": items})
+    at = [warning for warning in preview.warnings if warning["loc"][1:2] == [position]]
+    return view, at

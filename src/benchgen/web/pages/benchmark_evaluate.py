@@ -155,7 +155,7 @@ def said_by_field(refusal: BenchGenError, problems: Problems) -> str:
         return refusal.message
     for error in errors:
         loc = error.get("loc") or []
-        problems.add(_field_of(loc), places.place_of(loc), str(error.get("msg", "")))
+        problems.add(_field_of(loc), places.place_of(loc), places.plain(str(error.get("msg", ""))))
     return "; ".join(problems.summary)
 
 

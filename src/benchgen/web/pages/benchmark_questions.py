@@ -16,6 +16,7 @@ from benchgen.services.runtime import undo_on_error
 from benchgen.services.specs import MAX_QUESTIONS
 from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
 from benchgen.web.pages.question_form import Problems, Row, problems_of, rows_from, text_of
+from benchgen.web.places import described
 from benchgen.web.session import WebContext, csrf_checked
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
@@ -60,7 +61,7 @@ def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: For
     number = found.question_count + 1
     try:
         with undo_on_error(ctx):
-            question_edits.add_question(
+            _, warnings = question_edits.add_question(
                 ctx, benchmark_id, row.as_question(found.format), _version(form)
             )
     except InvalidInput as exc:
@@ -69,7 +70,7 @@ def question_add(request: Request, ctx: WebContext, benchmark_id: str, form: For
     except Conflict as exc:
         problem = _problem(exc.message)
         return _form(request, found, None, row, problem, exc.http_status, since=_version(form))
-    return _to_page(request, benchmark_id, number, f"Question {number} added.")
+    return _to_page(request, benchmark_id, number, _saved(f"Question {number} added.", warnings))
 
 
 # Taken as text: 0, -1 or a word in a bookmark is a missing question (404), not a form error.
@@ -126,7 +127,7 @@ def question_save(
     row = _row(form)
     try:
         with undo_on_error(ctx):
-            question_edits.replace_question(
+            _, warnings = question_edits.replace_question(
                 ctx, benchmark_id, number - 1, row.as_question(found.format), _version(form)
             )
     except InvalidInput as exc:
@@ -135,7 +136,7 @@ def question_save(
     except Conflict as exc:
         problem = _problem(exc.message)
         return _form(request, found, number, row, problem, exc.http_status, since=_version(form))
-    return _to_page(request, benchmark_id, number, f"Question {number} saved.")
+    return _to_page(request, benchmark_id, number, _saved(f"Question {number} saved.", warnings))
 
 
 @router.post(
@@ -161,6 +162,12 @@ def _row(form: FormData) -> Row:
 def _version(form: FormData) -> int | None:
     text = text_of(form, "version")
     return int(text) if text.isdigit() else None
+
+
+def _saved(note: str, warnings: list[dict[str, Any]]) -> str:
+    """The note, and what was saved although it looks like a slip (two choices alike)."""
+    said = "; ".join(described(warning) for warning in warnings)
+    return f"{note} Warning: {said}." if said else note
 
 
 def _problem(message: str) -> Problems:

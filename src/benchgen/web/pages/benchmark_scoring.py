@@ -3,6 +3,7 @@ normalisation steps (past runs keep theirs until rescored)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -14,11 +15,13 @@ from benchgen.core.permissions import Action
 from benchgen.services.benchmarks import lifecycle, scoring
 from benchgen.services.runtime import undo_on_error
 from benchgen.web.pages.benchmark_frame import FormDep, back_to, render_tab
-from benchgen.web.pages.question_form import Problems, problems_of
+from benchgen.web.pages.question_form import Problems
 from benchgen.web.session import WebContext, csrf_checked
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 SCORING = "benchmark_settings_scoring"
+# The scoring registry's problem with one option: "options.tolerance: must be at least 0.0…".
+_OPTION = re.compile(r"options\.(\w+): (.+)", re.DOTALL)
 STEP_LABELS = {
     "nfkc": "Unicode NFKC (full-width and compatibility forms count as their plain letters)",
     "case": "Ignore case",
@@ -57,10 +60,25 @@ def scoring_save(request: Request, ctx: WebContext, form: FormDep, benchmark_id:
         with undo_on_error(ctx):
             scoring.set_scoring(ctx, benchmark_id, settings)
     except InvalidInput as exc:
-        return _page(request, ctx, benchmark_id, settings, problems_of(exc, {}), 422)
+        return _page(request, ctx, benchmark_id, settings, _by_field(exc, method), 422)
     return back_to(
         request, SCORING, "Scoring saved: future runs use it.", benchmark_id=benchmark_id
     )
+
+
+def _by_field(exc: InvalidInput, method: str) -> Problems:
+    """Each problem by the field it is about, named by its label ("Tolerance …: must be at
+    least 0.0"), never by the service's path (`options.tolerance`)."""
+    problems = Problems()
+    for error in exc.errors or [{"msg": exc.message}]:
+        said = str(error.get("msg", ""))
+        option = _OPTION.fullmatch(said)
+        if option:
+            label = STEP_LABELS.get(option[1], option[1]).split(" (")[0]
+            problems.add(f"{method}.{option[1]}", label, option[2])
+        else:
+            problems.add("scoring", "Scoring", said)
+    return problems
 
 
 def _number(text: str) -> float | str:

@@ -12,6 +12,7 @@ from benchgen.core.errors import InvalidInput
 from benchgen.services import models
 from benchgen.services.models import USER_KINDS, ModelView
 from benchgen.services.training import jobs
+from benchgen.web.places import plain
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
 
@@ -147,5 +148,5 @@ def problems_by_field(exc: InvalidInput, fields: tuple[str, ...]) -> dict[str, s
     for error in exc.errors:
         loc = [part for part in error.get("loc", []) if isinstance(part, str)]
         where = next((part for part in loc if part in fields), "")
-        problems.setdefault(where, str(error.get("msg", "")))
+        problems.setdefault(where, plain(str(error.get("msg", ""))))
     return problems

@@ -162,7 +162,34 @@ function sayRequestFailed(event) {
   note.textContent = text;
 }
 
+// A form that changes something is sent once: a double click, or a second click while a slow
+// answer is on its way, would otherwise send it twice (two benchmarks, two tokens, two runs).
+// The buttons are not disabled: that would drop the clicked button's name and value from the
+// form. htmx forms are left to htmx (hx-disabled-elt), which cancels the submit event first.
+function sendOnce(event) {
+  const form = event.target;
+  if (event.defaultPrevented || form.method !== "post") return;
+  if (form.dataset.sending) {
+    event.preventDefault();
+    return;
+  }
+  form.dataset.sending = "1";
+  form.setAttribute("aria-busy", "true");
+}
+
+// A page shown again from the back-forward cache, or whose navigation was stopped, may send
+// its forms again.
+function allowSendingAgain() {
+  document.querySelectorAll("form[data-sending]").forEach((form) => {
+    delete form.dataset.sending;
+    form.removeAttribute("aria-busy");
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => wireAll(document));
+document.addEventListener("submit", sendOnce);
+window.addEventListener("pageshow", allowSendingAgain);
+if (window.navigation) window.navigation.addEventListener("navigateerror", allowSendingAgain);
 document.addEventListener("htmx:afterSwap", (event) => wireAll(event.target));
 document.addEventListener("htmx:responseError", sayRequestFailed);
 document.addEventListener("htmx:sendError", sayRequestFailed);
