@@ -6,9 +6,10 @@ from typing import Any
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.ask import Ask, Step
 from benchgen.agent.brains.offline.parse import read_intent
 from benchgen.agent.brains.offline.planner import offline_model
-from benchgen.agent.brains.offline.steps import Ask, Step, step_run
+from benchgen.agent.brains.offline.run_steps import step_run
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.services.chat.conversations import TurnView

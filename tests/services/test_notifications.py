@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from sqlalchemy import select
 
-from benchgen.agent.brains.offline.parse import never_action
+from benchgen.agent.brains.offline.never_words import never_action
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import Action, PrincipalKind, Scope

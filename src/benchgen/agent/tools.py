@@ -13,7 +13,7 @@ from pydantic import Field
 from pydantic_ai import RunContext, Tool
 
 from benchgen.agent import parts
-from benchgen.agent.brains.offline.parse import names
+from benchgen.agent.brains.offline.naming import names
 from benchgen.agent.state import Staged, TurnState, plain
 from benchgen.core.context import Context
 from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE

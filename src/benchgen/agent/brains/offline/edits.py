@@ -12,10 +12,12 @@ from typing import Any
 
 from benchgen.agent.brains.offline import render
 from benchgen.agent.brains.offline.answer_words import answer_label
+from benchgen.agent.brains.offline.ask import Ask, Step
 from benchgen.agent.brains.offline.forms import Form
-from benchgen.agent.brains.offline.parse import Intent, find, find_id
+from benchgen.agent.brains.offline.labels import MAX_OPTIONS, titled
+from benchgen.agent.brains.offline.naming import TITLE_KEYS, find, find_id
+from benchgen.agent.brains.offline.parse import Intent
 from benchgen.agent.brains.offline.questions import letter_of
-from benchgen.agent.brains.offline.steps import MAX_OPTIONS, TITLE_KEYS, Ask, Step, titled
 from benchgen.core.text import plural
 
 PAGE = 50  # questions per show_benchmark call: well under the tool result's size limit

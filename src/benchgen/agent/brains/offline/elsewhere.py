@@ -4,9 +4,10 @@ administrator and to ask one to anyone else (see `elsewhere_words` for the wordi
 
 from __future__ import annotations
 
+from benchgen.agent.brains.offline.ask import Ask, Step
 from benchgen.agent.brains.offline.elsewhere_words import PLACES
-from benchgen.agent.brains.offline.parse import Intent, find_id, mentioned
-from benchgen.agent.brains.offline.steps import Ask, Step
+from benchgen.agent.brains.offline.naming import find_id, mentioned
+from benchgen.agent.brains.offline.parse import Intent
 
 _RUN_ACTIVE = ("queued", "running")
 # The user's own facts, which `my_account` reads: answered, not sent elsewhere.

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchgen.agent.brains.offline.number_words import COUNT, count_of
 from benchgen.agent.brains.offline.second_requests import split_off
 
 _ORDINALS = [
@@ -198,12 +199,12 @@ _HOW = r"(?:ly\s+(?:chosen|picked|drawn|selected))?"
 _TAG = r"[\"'“‘]?[\w:.+-]+[\"'”’]?"
 _TAGS = _TAG + r"(?:\s*(?:,|\bor\b|\band\b|,\s*or\b|,\s*and\b)\s*" + _TAG + r")*"
 _CORES = {
-    "first": r"(?:the\s+)?first\s+(?P<n>\d{1,7})" + _ITEMS + "?",
-    "random": r"(?:an?\s+|the\s+)?(?:random" + _HOW + r"\s+(?:sample\s+of\s+)?(?P<n>\d{1,7})"
-    r"|(?P<m>\d{1,7})\s+random" + _HOW + ")" + _ITEMS + "?",
+    "first": r"(?:the\s+)?first\s+(?P<n>" + COUNT + ")" + _ITEMS + "?",
+    "random": r"(?:an?\s+|the\s+)?(?:random" + _HOW + r"\s+(?:sample\s+of\s+)?(?P<n>" + COUNT + ")"
+    r"|(?P<m>" + COUNT + r")\s+random" + _HOW + ")" + _ITEMS + "?",
     "tags": r"(?:the\s+)?(?:questions?|items?|ones?)\s+(?:tagged|with\s+(?:the\s+)?tags?"
     r"|labell?ed)\s+(?P<tags>" + _TAGS + ")",
-    "count": r"(?P<n>\d{1,7})" + _ITEMS,
+    "count": r"(?P<n>" + COUNT + ")" + _ITEMS,
 }
 _BEFORE = r"\b(?:(?:just|only)\s+)?"
 _PREFIX = {
@@ -227,6 +228,15 @@ _SUFFIX = {
 _SEED = re.compile(
     r"[\s,;(]*\b(?:(?:with|using)\s+)?(?:(?:the|a|random)\s+)?seed\s*(?:=|:|of)?\s*"
     r"(?P<seed>\d{1,10})\)?",
+    re.I,
+)
+# A part no subset can be: said back rather than run on the whole benchmark (or, for "the last
+# 5", read as the first 5).
+_NO_SUBSET = re.compile(
+    r"\b(?:last|final)\s+(?:" + COUNT + r"|few|couple)\s+(?:questions?|items?|ones?|of|from|in)\b"
+    r"|\bhalf\s+(?:of\b|the\s+questions)"
+    r"|\b\d{1,3}\s*(?:%|percent\b)|\b(?:few|couple\s+of|several|handful\s+of)\s+(?:random\s+)?"
+    r"(?:questions|items)\b",
     re.I,
 )
 _TAG_SPLIT = re.compile(r"\s*,\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+", re.I)
@@ -253,6 +263,10 @@ class Part:
 def read_part(phrase: str) -> Part:
     """The subset a run request's words ask for: the first N, a seeded random N (seed 0
     unless one is given) or the questions with some tags."""
+    unread = _NO_SUBSET.search(phrase)
+    if unread:
+        said = f'"{unread.group(0)}" (I can run the first N, a random N or the questions tagged T)'
+        return Part(None, phrase, problems=[said])
     # A seed may sit anywhere ("…with seed 3"); it belongs to a random subset only.
     seeded = _SEED.search(phrase)
     unseeded = _cut(phrase, seeded) if seeded else phrase
@@ -276,7 +290,7 @@ def _part(kind: str, found: re.Match[str], rest: str, seed: int) -> Part:
         tags = list(dict.fromkeys(t for t in tags if t))
         said = f"the questions tagged {', '.join(tags)} of "
         return Part({"kind": "tags", "tags": tags}, rest, said)
-    n = int(found.group("n") or found.groupdict().get("m") or 0)
+    n = count_of(found.group("n") or found.groupdict().get("m") or "0")
     if kind != "random":
         return Part({"kind": "first", "n": n}, rest, f"the first {n} questions of ")
     problems = [] if seed <= MAX_SEED else [f"the seed must be at most {MAX_SEED}"]

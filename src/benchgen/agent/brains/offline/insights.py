@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from benchgen.agent.brains.offline import render
-from benchgen.agent.brains.offline.parse import Intent, find_id
-from benchgen.agent.brains.offline.steps import Ask, Step, runs_filter
+from benchgen.agent.brains.offline.ask import Ask, Step
+from benchgen.agent.brains.offline.naming import find_id
+from benchgen.agent.brains.offline.parse import Intent
+from benchgen.agent.brains.offline.steps import runs_filter
 from benchgen.core.text import plural
 
 # The statuses the comparison accepts (services/runs/compare.py COMPARABLE).

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from benchgen.agent.brains.offline import render
-from benchgen.agent.brains.offline.parse import Intent, find, find_id, words
-from benchgen.agent.brains.offline.steps import MAX_OPTIONS, TITLE_KEYS, Ask, Step, titled
+from benchgen.agent.brains.offline.ask import Ask, Step
+from benchgen.agent.brains.offline.labels import MAX_OPTIONS, titled
+from benchgen.agent.brains.offline.naming import TITLE_KEYS, find, find_id, words
+from benchgen.agent.brains.offline.parse import Intent
 from benchgen.core.text import plural
 
 TOP_ROWS = 10

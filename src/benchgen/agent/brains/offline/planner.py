@@ -19,19 +19,22 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from benchgen.agent.brains.offline import (
+    create_steps,
     edits,
     elsewhere,
     insights,
     lookups,
     refusals,
     render,
+    run_steps,
     small_talk,
     steps,
     training,
 )
-from benchgen.agent.brains.offline.parse import Intent, read_intent
+from benchgen.agent.brains.offline.ask import Ask, Step
+from benchgen.agent.brains.offline.create_steps import create_label
+from benchgen.agent.brains.offline.parse import Intent, read_intent, rests_on_words
 from benchgen.agent.brains.offline.questions import read_title
-from benchgen.agent.brains.offline.steps import Ask, Step, create_label
 from benchgen.core.config import Settings
 
 MAX_TITLE = 200
@@ -46,6 +49,8 @@ _WAITING_TOOLS = (
 )
 STEPS = {
     **steps.STEPS,
+    **run_steps.STEPS,
+    **create_steps.STEPS,
     **insights.STEPS,
     **edits.STEPS,
     **training.STEPS,
@@ -113,13 +118,29 @@ def plan(ask: Ask) -> Step:
             return render.error(tool, content)
         if tool in _WAITING_TOOLS:
             return "Waiting for your answer."
-    intent = _in_context(ask)
+    read = _titles_first(ask, _in_context(ask))
+    if not isinstance(read, Intent):
+        return read
+    intent = read
     if intent.kind == "continue":
         return _continue(ask)
     step = STEPS.get(intent.kind)
     if step is not None:
         return step(ask, intent)
     return _answer(intent)
+
+
+def _titles_first(ask: Ask, intent: Intent) -> Intent | Step:
+    """A reading that may rest on a word of a title ("show Leaderboard Basics", "run random on
+    Status Quo") is made again once the titles the user can see are known: a known title wins
+    over the request words it holds."""
+    if not rests_on_words(ask.text, intent):
+        return intent
+    listed = ask.result("list_benchmarks")
+    if listed is None:
+        return [("list_benchmarks", {"mine_only": False})]
+    titles = [str(b.get("title") or "") for b in listed.get("benchmarks", [])]
+    return read_intent(ask.text, titles)
 
 
 def _answer(intent: Intent) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from benchgen.agent.brains.offline import render
+from benchgen.agent.brains.offline.ask import Ask, Step
 from benchgen.agent.brains.offline.parse import Intent
-from benchgen.agent.brains.offline.steps import Ask, Step
 from benchgen.agent.replies import DECIDE
 from benchgen.core.permissions import Action, page_for
 

@@ -8,7 +8,8 @@ import re
 from benchgen.agent.messages import is_assent
 
 _HELP = re.compile(
-    r"^(?:help|\?|hi|hello|hey|commands|menu|what can you do|what do you do|how do i use you"
+    r"^(?:help|\?|hi|hello|hey|commands|menu|what can (?:you|u) do|what do (?:you|u) do"
+    r"|how do i use you"
     r"|what can you help(?: me)?(?: with)?|how can you help(?: me)?|how does (?:this|it) work"
     r"|who are you|what are you|what is this|what's this|what is benchgen|what's benchgen"
     r"|i need help|i'm lost|where do i start|how do i start|getting started|get started)"

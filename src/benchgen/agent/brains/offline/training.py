@@ -11,8 +11,10 @@ from typing import Any
 
 from benchgen.agent.brains.offline import render, steps
 from benchgen.agent.brains.offline import training_render as said
-from benchgen.agent.brains.offline.parse import Intent, find, find_id, words
-from benchgen.agent.brains.offline.steps import MAX_OPTIONS, MODEL_KEYS, Ask, Call, Step
+from benchgen.agent.brains.offline.ask import Ask, Call, Step
+from benchgen.agent.brains.offline.labels import MAX_OPTIONS, titled
+from benchgen.agent.brains.offline.naming import MODEL_KEYS, find, find_id, words
+from benchgen.agent.brains.offline.parse import Intent
 from benchgen.agent.brains.offline.training_words import (
     TrainingRequest,
     name_words,
@@ -153,7 +155,7 @@ def _offer_datasets(
 
 def _named(entry: dict[str, Any]) -> str:
     name = str(entry.get("name") or entry["id"])
-    return steps.titled({"title": name, "id": entry["id"]})
+    return titled({"title": name, "id": entry["id"]})
 
 
 def _arguments(
