@@ -930,6 +930,8 @@ def test_add_phase_refuses_bad_input(
     with pytest.raises(InvalidInput) as err:
         world.do(web, phases.add_phase, bm, name, start, start + timedelta(days=days))
     assert [e["loc"] for e in err.value.errors] == [loc]
+    # Read beside the "Ends at" field of the page too: in words, not the API's field names.
+    assert "_" not in err.value.errors[0]["msg"]
     assert counts(world) == before
     assert len(world.do(web, phases.list_phases, bm)) == 1
 

@@ -95,7 +95,7 @@ def add_phase(
         raise invalid(["name"], "must be 1 to 200 characters")
     label = require_line(label, ["name"])
     if starts_at and ends_at and ends_at <= starts_at:
-        raise invalid(["ends_at"], "must be after starts_at")
+        raise invalid(["ends_at"], "must be after the start")
     tasks = [_task(ctx, benchmark.id, task_id) for task_id in task_ids or []]
     position = ctx.session.scalar(
         select(func.coalesce(func.max(Phase.position), -1)).where(
