@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
-from benchgen.client import BenchGen
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, competition, require_sandbox, results
+from tests.client.relay import served_to_the_cli
 from tests.support import World
 
 runner = CliRunner()
@@ -131,22 +128,7 @@ def test_remote_upload_submit_wait_and_download(
     secret = world.token(ana, ["read", "runs", "create", "edit"])
     # An embedded worker: the command's --wait polls the API while the server runs the job.
     runtime.settings = runtime.settings.model_copy(update={"worker_threads": 1})
-    with TestClient(create_app(runtime.settings, runtime)) as server:
-
-        def relay(request: httpx.Request) -> httpx.Response:
-            answer = server.request(
-                request.method, str(request.url), headers=request.headers, content=request.content
-            )
-            return httpx.Response(
-                answer.status_code, headers=answer.headers, content=answer.content
-            )
-
-        def connect(url: str, token: str | None) -> BenchGen:
-            assert (url, token) == ("http://testserver", secret)
-            return BenchGen(url, token, transport=httpx.MockTransport(relay))
-
-        monkeypatch.setattr(client_package, "BenchGen", connect)
-        there = ["--url", "http://testserver", "--token", secret]
+    with served_to_the_cli(create_app(runtime.settings, runtime), monkeypatch, secret) as there:
         path = _file(tmp_path, "tiny.zip", bundle())
         made = runner.invoke(app, ["benchmarks", "upload", path, *there], env=WIDE)
         assert made.exit_code == 0, made.output

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import benchgen.client as client_package
 from benchgen.agent import brains
 from benchgen.agent.brains import Brain
 from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.cli import chat as chat_cli
-from benchgen.client import BenchGen
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations
 from benchgen.services.runtime import Runtime
 from tests.agent.scripted import Script
+from tests.client.relay import served_to_the_cli
 from tests.support import World
 
 runner = CliRunner()
@@ -103,22 +100,9 @@ def test_remote_messages_go_through_the_api(
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read", "create"])
     brain = Script([[("propose_create_benchmark", SUMS)]]).brain()
-    with TestClient(create_app(runtime.settings, runtime, brain=brain)) as server:
-
-        def connect(url: str, token: str | None) -> BenchGen:
-            assert (url, token) == ("http://testserver", secret)
-            return BenchGen(url, token, transport=httpx.MockTransport(relay))
-
-        def relay(request: httpx.Request) -> httpx.Response:
-            # The CLI's client speaks to the in-process app through the test client.
-            answer = server.request(
-                request.method, str(request.url), headers=request.headers, content=request.content
-            )
-            return httpx.Response(
-                answer.status_code, headers=answer.headers, content=answer.content
-            )
-
-        monkeypatch.setattr(client_package, "BenchGen", connect)
+    with served_to_the_cli(
+        create_app(runtime.settings, runtime, brain=brain), monkeypatch, secret
+    ) as there:
         result = runner.invoke(
             app,
             ["chat", "--url", "http://testserver", "-m", "make sums", "-m", "1"],
@@ -128,9 +112,7 @@ def test_remote_messages_go_through_the_api(
         assert "Created benchmark bm_" in result.output
         assert _titles(world, ana) == ["Sums"]
         missing = ["--conversation", "conv_nowhere", "-m", "hi"]
-        refused = runner.invoke(
-            app, ["chat", "--url", "http://testserver", "--token", secret, *missing]
-        )
+        refused = runner.invoke(app, ["chat", *there, *missing])
         assert refused.exit_code == 1 and "No such conversation" in refused.output
 
 

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
-from benchgen.client import BenchGen
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import Runtime
+from tests.client.relay import served_to_the_cli
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
 from tests.support import MCQ, World
 
@@ -109,21 +106,7 @@ def test_remote_compare_through_the_api(
 ) -> None:
     owner, run_a, run_b = two_runs
     secret = world.token(owner, ["read"])
-    with TestClient(create_app(runtime.settings, runtime)) as server:
-
-        def relay(request: httpx.Request) -> httpx.Response:
-            answer = server.request(
-                request.method, str(request.url), headers=request.headers, content=request.content
-            )
-            return httpx.Response(
-                answer.status_code, headers=answer.headers, content=answer.content
-            )
-
-        def connect(url: str, token: str | None) -> BenchGen:
-            return BenchGen(url, token, transport=httpx.MockTransport(relay))
-
-        monkeypatch.setattr(client_package, "BenchGen", connect)
-        there = ["--url", "http://testserver", "--token", secret]
+    with served_to_the_cli(create_app(runtime.settings, runtime), monkeypatch, secret) as there:
         shown = runner.invoke(app, ["compare", run_a, run_b, *there], env=WIDE)
         assert shown.exit_code == 0, shown.output
         assert "McNemar exact p" in shown.output and "By tag" in shown.output

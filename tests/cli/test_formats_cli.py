@@ -8,20 +8,17 @@ import json
 import zipfile
 from pathlib import Path
 
-import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import benchgen.client as client_package
 from benchgen.app import create_app
 from benchgen.cli import app
-from benchgen.client import BenchGen
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import exports, lifecycle
 from benchgen.services.runtime import Runtime
+from tests.client.relay import served_to_the_cli
 from tests.support import MCQ, World
 
 runner = CliRunner()
@@ -67,7 +64,7 @@ def test_import_with_a_preset_and_with_mappings_here(world: World, tmp_path: Pat
         app, ["benchmarks", "import", path, "--preset", "inspect", *HERE], env=WIDE
     )
     assert made.exit_code == 0, made.output
-    assert "capitals (qa, 1 questions)" in made.output
+    assert "capitals (qa, 1 question)" in made.output
     assert _questions(world, ana, _new_id(made.output))[0]["answer"] == ["Paris"]
     sink = io.BytesIO()
     rows = [{"q": "Sky?", "a": "Green", "b": "Blue", "key": "b", "topic": "nature"}]
@@ -150,29 +147,14 @@ def test_remote_import_and_export(
 ) -> None:
     ana = world.user("ana@example.com")
     secret = world.token(ana, ["read", "create"])
-    with TestClient(create_app(runtime.settings, runtime)) as server:
-
-        def relay(request: httpx.Request) -> httpx.Response:
-            answer = server.request(
-                request.method, str(request.url), headers=request.headers, content=request.content
-            )
-            return httpx.Response(
-                answer.status_code, headers=answer.headers, content=answer.content
-            )
-
-        def connect(url: str, token: str | None) -> BenchGen:
-            assert (url, token) == ("http://testserver", secret)
-            return BenchGen(url, token, transport=httpx.MockTransport(relay))
-
-        monkeypatch.setattr(client_package, "BenchGen", connect)
-        there = ["--url", "http://testserver", "--token", secret]
+    with served_to_the_cli(create_app(runtime.settings, runtime), monkeypatch, secret) as there:
         csv = b"question,A,B,answer\nSky?,Green,Blue,B\n"
         path = _file(tmp_path, "sky.csv", csv)
         maps = ["--map", "prompt=question", "--map", "choices=A", "--map", "choices=B"]
         made = runner.invoke(app, ["benchmarks", "import", path, *maps, *there], env=WIDE)
         assert made.exit_code == 0, made.output
         bm = _new_id(made.output)
-        assert "(mcq, 1 questions)" in made.output
+        assert "(mcq, 1 question)" in made.output
         bad = _file(tmp_path, "bad.jsonl", b'{"input": "x"}\n{"input": "y", "target": "z"}\n')
         failed = runner.invoke(
             app, ["benchmarks", "import", bad, "--preset", "inspect", *there], env=WIDE

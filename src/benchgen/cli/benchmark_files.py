@@ -11,6 +11,7 @@ from rich.text import Text
 
 from benchgen.cli.common import AsHere, Token, Url, console, errors, save_download
 from benchgen.cli.doors import ExportFormat, Plain, door, place
+from benchgen.core.text import plural
 
 
 class QuestionFormat(StrEnum):
@@ -113,7 +114,7 @@ def import_file(
         Text.assemble(
             "Created benchmark ",
             (made["id"], "bold"),
-            f": {made['title']} ({made['format']}, {made['question_count']} questions)",
+            f": {made['title']} ({made['format']}, {plural(made['question_count'], 'question')})",
         )
     )
     for warning in created.get("warnings") or []:
