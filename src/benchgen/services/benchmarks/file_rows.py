@@ -214,6 +214,9 @@ def _json_object(line: str) -> dict[str, Any] | str:
         item = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg})"
+    except ValueError:
+        # json's only other ValueError: an integer past Python's limit on digits to convert.
+        return "not valid JSON (a number has too many digits)"
     except RecursionError:
         return "nested too deeply"
     except _Repeated as exc:

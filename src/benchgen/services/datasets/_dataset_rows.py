@@ -18,6 +18,7 @@ MAX_MESSAGES = 1_000  # turns of one conversation
 CHARS_PER_TOKEN = 4  # a rough rule for English text: the estimate says so where shown
 PREVIEW_CHARS = 500  # of each text in a stored preview row
 PREVIEW_MESSAGES = 20  # of each conversation in a stored preview row
+_KINDS: dict[str, str] = {"chat": "chat", "prompt_completion": "prompt/completion"}
 
 
 class DatasetMapping(BaseModel):
@@ -53,6 +54,7 @@ def record(shape: Shape, fields: DatasetMapping, row: Mapping[str, Any]) -> dict
     Raises:
         RowProblem: a field is missing or holds something a training record cannot.
     """
+    _refuse_other_shape(shape, fields, row)
     if shape == "chat":
         (messages,) = columns(shape, fields)
         return {"messages": _messages(_field(row, messages, "messages"))}
@@ -62,6 +64,21 @@ def record(shape: Shape, fields: DatasetMapping, row: Mapping[str, Any]) -> dict
     if is_blank(completion):
         raise RowProblem("completion", "must not be empty")
     return {"prompt": prompt, "completion": completion}
+
+
+def _refuse_other_shape(shape: Shape, fields: DatasetMapping, row: Mapping[str, Any]) -> None:
+    """A row of the other kind is named as such, not as a row that lacks a field."""
+    other: Shape = "prompt_completion" if shape == "chat" else "chat"
+    wanted = columns(shape, fields)
+    if any(name in row for name in wanted) or not all(
+        name in row for name in columns(other, fields)
+    ):
+        return
+    raise RowProblem(
+        "messages" if shape == "chat" else "prompt",
+        f"is a {_KINDS[other]} row, but this dataset is {_KINDS[shape]} (by the chosen format, "
+        "the mapping or the first row): every row must be of one kind",
+    )
 
 
 def _field(row: Mapping[str, Any], name: str, part: str) -> Any:
@@ -87,6 +104,12 @@ def _messages(value: Any) -> list[dict[str, str]]:
     if len(value) > MAX_MESSAGES:
         raise RowProblem("messages", f"at most {MAX_MESSAGES} messages ({len(value)})")
     messages = [_message(item, index) for index, item in enumerate(value)]
+    if messages[0]["role"] == "assistant":
+        # Training renders what comes before each assistant turn as its prompt, and a chat
+        # template cannot render an empty conversation: the job would fail once queued.
+        raise RowProblem(
+            "messages.0.role", "the first message must be a system or user message, not assistant"
+        )
     if not any(message["role"] == "assistant" for message in messages):
         # The assistant's turns are what training teaches: without one the row teaches nothing.
         raise RowProblem("messages", "needs at least one assistant message")

@@ -248,7 +248,7 @@ def delete_dataset(ctx: Context, dataset_id: str) -> None:
     if training is not None:
         # Its file is what the job reads when a worker starts or resumes it.
         raise Conflict(
-            "A training job is using this dataset: cancel it or let it finish first.",
+            f"A training job ({training}) is using this dataset: cancel it or let it finish first.",
             {"training_job_id": training, "page": f"/training/{training}"},
         )
     row.deleted_at = ctx.now()

@@ -114,8 +114,15 @@ def pool_for(settings: Settings, gpu_type: str | None) -> str:
 
 
 def _use(ctx: Context, pools: list[str]) -> tuple[Counter[str], Counter[str]]:
+    """Per pool: the slots or GPUs running jobs hold, and how many jobs wait (a job waiting
+    for two GPUs is one job in the queue)."""
     rows = ctx.session.execute(
-        select(TrainingJob.compute_pool, TrainingJob.status, func.sum(TrainingJob.compute_count))
+        select(
+            TrainingJob.compute_pool,
+            TrainingJob.status,
+            func.sum(TrainingJob.compute_count),
+            func.count(),
+        )
         .where(
             TrainingJob.status.in_([TrainingStatus.RUNNING, TrainingStatus.QUEUED]),
             TrainingJob.compute_pool.in_(pools),
@@ -124,8 +131,11 @@ def _use(ctx: Context, pools: list[str]) -> tuple[Counter[str], Counter[str]]:
     )
     held: Counter[str] = Counter()
     waiting: Counter[str] = Counter()
-    for pool, status, count in rows:
-        (held if status == TrainingStatus.RUNNING else waiting)[pool] += int(count or 0)
+    for pool, status, units, jobs in rows:
+        if status == TrainingStatus.RUNNING:
+            held[pool] += int(units or 0)
+        else:
+            waiting[pool] += int(jobs)
     return held, waiting
 
 

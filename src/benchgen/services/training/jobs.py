@@ -205,7 +205,9 @@ def cancel_training_job(ctx: Context, training_id: str) -> TrainingJobView:
     if row.status in TRAINING_FINAL:
         ended = "been cancelled" if row.status == TrainingStatus.CANCELLED else row.status
         raise Conflict(f"This training job has already {ended}.", {"id": row.id})
-    row.cancel_requested_at = row.cancel_requested_at or ctx.now()
+    if row.cancel_requested_at is not None:
+        return view(ctx, row)  # asked already: it stops after its current step, once
+    row.cancel_requested_at = ctx.now()
     if row.status == TrainingStatus.QUEUED and row.steps_done == 0:
         if row.job_id:
             _enqueue.cancel_queued(ctx, row.job_id)

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
+from benchgen.core.text import MAX_TITLE
 from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
@@ -203,7 +204,7 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
     price = _price(ctx, pool, count)
     balance = _ledger.balance_of(ctx, _ledger.acting_user_id(ctx))
     plan = TrainingPlan(
-        name=spec.name or f"{base.model.name} on {dataset.name}",
+        name=spec.name or _default_name(base.model.name, dataset.name),
         job_type=spec.job_type,
         base_model_id=base.model.id,
         base_model_name=base.model.name,
@@ -224,6 +225,13 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
         affordable=steps * price <= balance,
     )
     return Planned(plan, spec, base, dataset, pool)
+
+
+def _default_name(base: str, dataset: str) -> str:
+    """The name a job gets when none is given, cut to a title's length (its Trained model
+    keeps it)."""
+    name = f"{base} on {dataset}"
+    return name if len(name) <= MAX_TITLE else name[: MAX_TITLE - 1].rstrip() + "…"
 
 
 def _require_targets(base: Base, hyper: Hyperparameters) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 from starlette.datastructures import FormData, UploadFile
 
-from benchgen.core.errors import InvalidInput
+from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetView
+from benchgen.services.keysets import Newest
 from benchgen.services.runtime import undo_on_error
 from benchgen.web.pages.benchmark_frame import FormDep
 from benchgen.web.pages.benchmarks import file_problems
@@ -34,9 +35,12 @@ PAGE_SIZE = 200
 
 
 @router.get(UPLOAD_PAGE, name="datasets")
-def dataset_list(request: Request, ctx: WebContext) -> Response:
-    """My datasets, newest first, and the form to upload another."""
-    return _list(request, ctx, {}, Problems())
+def dataset_list(
+    request: Request, ctx: WebContext, after: Annotated[str, Query(max_length=40)] = ""
+) -> Response:
+    """My datasets, newest first (those older than the dataset `after` when given), and the
+    form to upload another."""
+    return _list(request, ctx, {}, Problems(), after=after)
 
 
 @router.post(UPLOAD_PAGE, name="dataset_upload")
@@ -81,18 +85,30 @@ def _list(
     typed: dict[str, str],
     problems: Problems,
     status_code: int = 200,
+    after: str = "",
 ) -> Response:
     limit = runtime_of(request).settings.max_dataset_bytes
+    found = datasets.list_datasets(ctx, PAGE_SIZE + 1, _key(ctx, after))
     return render(
         request,
         "datasets/list.html",
         status_code,
-        found=datasets.list_datasets(ctx, PAGE_SIZE),
+        found=found[:PAGE_SIZE],
+        older=found[PAGE_SIZE - 1].id if len(found) > PAGE_SIZE else "",
+        paged=bool(after),
         typed={name: typed.get(name, "") for name in _TEXT_FIELDS},
         formats=FORMATS,
         problems=problems,
         max_mib=max(limit // (1024 * 1024), 1),
     )
+
+
+def _key(ctx: WebContext, dataset_id: str) -> Newest | None:
+    """Where a page after the dataset `dataset_id` starts (one of mine, else not found)."""
+    if not dataset_id:
+        return None
+    last = datasets.get_dataset(ctx, dataset_id)
+    return last.created_at, last.id
 
 
 @router.get("/datasets/{dataset_id}", name="dataset")
@@ -115,12 +131,20 @@ def dataset_delete(
         problems = Problems()
         problems.add("confirm", "Confirmation", "type the dataset's name exactly to delete it")
         return _dataset_page(request, found, problems, 422)
-    datasets.delete_dataset(ctx, dataset_id)
+    try:
+        datasets.delete_dataset(ctx, dataset_id)
+    except Conflict as exc:
+        # On its own page with a link to the job that holds it, not on a bare error page.
+        return _dataset_page(request, found, Problems(), 409, busy=exc)
     return redirect(request, "datasets", flash=f"Deleted “{found.name}”.")
 
 
 def _dataset_page(
-    request: Request, found: DatasetView, problems: Problems, status_code: int = 200
+    request: Request,
+    found: DatasetView,
+    problems: Problems,
+    status_code: int = 200,
+    busy: Conflict | None = None,
 ) -> Response:
     return render(
         request,
@@ -129,4 +153,5 @@ def _dataset_page(
         dataset=found,
         format_label=FORMATS.get(found.format, found.format),
         problems=problems,
+        busy=busy,
     )

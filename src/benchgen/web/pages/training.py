@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from benchgen.core.errors import InsufficientCredits, InvalidInput, NotFound
 from benchgen.services.datasets import datasets
+from benchgen.services.keysets import Newest
 from benchgen.services.runtime import undo_on_error
 from benchgen.services.training import bases, compute, durations, jobs, plans
 from benchgen.services.training.plans import TrainingPlan
@@ -27,13 +28,16 @@ Picked = Annotated[str, Query(max_length=40)]
 
 @router.get("/training", name="training")
 def training_page(
-    request: Request, ctx: WebContext, dataset_id: Picked = "", base_model_id: Picked = ""
+    request: Request,
+    ctx: WebContext,
+    dataset_id: Picked = "",
+    base_model_id: Picked = "",
+    after: Picked = "",
 ) -> Response:
-    """My training jobs, the compute inventory, and the form for a new job (a dataset or
-    base model may come chosen from its own page)."""
-    return _page(
-        request, ctx, {"base_model_id": base_model_id, "dataset_id": dataset_id}, Problems()
-    )
+    """My training jobs (those older than the job `after` when given), the compute inventory,
+    and the form for a new job (a dataset or base model may come chosen from its own page)."""
+    chosen = {"base_model_id": base_model_id, "dataset_id": dataset_id}
+    return _page(request, ctx, chosen, Problems(), after=after)
 
 
 @router.post("/training/plan", name="training_plan")
@@ -75,6 +79,7 @@ def _page(
     problems: Problems,
     status_code: int = 200,
     plan: TrainingPlan | None = None,
+    after: str = "",
 ) -> Response:
     """The page; `typed` holds every field, or on first sight only the choices asked for."""
     choices = bases.list_training_bases(ctx)
@@ -85,11 +90,14 @@ def _page(
         typed = training_form.defaults(
             typed.get("base_model_id") or first_base, typed.get("dataset_id") or first_data
         )
+    found = jobs.list_training_jobs(ctx, JOBS_SHOWN + 1, _key(ctx, after))
     return render(
         request,
         "training/list.html",
         status_code,
-        found=jobs.list_training_jobs(ctx, JOBS_SHOWN),
+        found=found[:JOBS_SHOWN],
+        older=found[JOBS_SHOWN - 1].id if len(found) > JOBS_SHOWN else "",
+        paged=bool(after),
         pools=compute.compute_inventory(ctx),
         choices=choices,
         datasets=mine,
@@ -103,3 +111,11 @@ def _page(
         plan_fields=training_form.ALL_FIELDS,
         duration=durations.duration_words(plan.estimated_seconds) if plan else "",
     )
+
+
+def _key(ctx: WebContext, training_id: str) -> Newest | None:
+    """Where a page after the job `training_id` starts (one of mine, else not found)."""
+    if not training_id:
+        return None
+    last = jobs.get_training_job(ctx, training_id)
+    return last.created_at, last.id
