@@ -85,3 +85,33 @@ def test_a_malformed_row_is_named_by_its_line(tokenizer: Any, tmp_path: Path, ba
     path.write_text(json.dumps({"prompt": "a", "completion": "b"}) + "\n" + bad + "\n")
     with pytest.raises(ValueError, match="line 2"):
         load_examples(str(path), tokenizer, 64)
+
+
+class _Counting:
+    """A tokenizer that counts the texts it encodes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def __call__(self, text: str, **options: Any) -> Any:
+        self.calls += 1
+        return self.inner(text, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_turns_past_the_cut_are_not_encoded(tokenizer: Any, tmp_path: Path) -> None:
+    turns = [
+        {"role": role, "content": f"{role} turn {n}"}
+        for n in range(1000)
+        for role in ("user", "assistant")
+    ]
+    counting = _Counting(tokenizer)
+    path = _write(tmp_path / "long.jsonl", {"messages": turns})
+    [example] = load_examples(path, counting, 64).examples
+    assert _taught(tokenizer, example).startswith("assistant turn 0")
+    # The whole conversation once, then a prefix or two per assistant turn that starts within
+    # the first 64 tokens: not two per turn of the thousand.
+    assert 3 <= counting.calls < 30

@@ -40,7 +40,8 @@ def load_examples(path: str, tokenizer: Any, max_seq_length: int) -> Dataset:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            example = _truncate(_encode_row(tokenizer, _parse(line, number)), max_seq_length)
+            row = _parse(line, number)
+            example = _truncate(_encode_row(tokenizer, row, max_seq_length), max_seq_length)
             if any(label != IGNORE for label in example.labels):
                 examples.append(example)
             else:
@@ -92,9 +93,9 @@ def _is_chat(messages: object) -> bool:
     return valid and any(m["role"] == "assistant" for m in messages)
 
 
-def _encode_row(tokenizer: Any, row: dict[str, Any]) -> Example:
+def _encode_row(tokenizer: Any, row: dict[str, Any], max_seq_length: int) -> Example:
     if "messages" in row:
-        return _encode_chat(tokenizer, row["messages"])
+        return _encode_chat(tokenizer, row["messages"], max_seq_length)
     prompt = _encoder(tokenizer, special=True)(row["prompt"])
     completion = _encoder(tokenizer)(row["completion"])
     if tokenizer.eos_token_id is not None:
@@ -102,7 +103,7 @@ def _encode_row(tokenizer: Any, row: dict[str, Any]) -> Example:
     return Example(tuple(prompt + completion), tuple([IGNORE] * len(prompt) + completion))
 
 
-def _encode_chat(tokenizer: Any, messages: list[dict[str, str]]) -> Example:
+def _encode_chat(tokenizer: Any, messages: list[dict[str, str]], max_seq_length: int) -> Example:
     encode = _encoder(tokenizer)
     ids = encode(render_chat(tokenizer, messages, add_generation_prompt=False))
     labels = [IGNORE] * len(ids)
@@ -111,6 +112,11 @@ def _encode_chat(tokenizer: Any, messages: list[dict[str, str]]) -> Example:
             continue
         # The assistant's tokens are what the turn adds to the prompt that asks for it.
         start = len(encode(render_chat(tokenizer, messages[:index], add_generation_prompt=True)))
+        if start >= max_seq_length:
+            # This turn and every later one lie past the cut. Stopping here keeps the work
+            # bounded by the sequence length: each turn re-encodes the conversation before it,
+            # so a row of a thousand turns would otherwise hold the training slot for free.
+            break
         end = len(
             encode(render_chat(tokenizer, messages[: index + 1], add_generation_prompt=False))
         )
