@@ -37,6 +37,7 @@ Example:
 from benchgen.client.benchmarks import as_input
 from benchgen.client.client import BenchGen
 from benchgen.client.errors import (
+    BadResponse,
     ClientError,
     Conflict,
     Frozen,
@@ -84,6 +85,7 @@ from benchgen.client.shapes import (
 
 __all__ = [
     "FINAL_STATUSES",
+    "BadResponse",
     "BenchGen",
     "Benchmark",
     "Bundle",

@@ -100,10 +100,11 @@ class BundleCalls(Connection):
         Raises:
             PermissionDenied: You may see the benchmark but not its reference data.
             NotFound: No such benchmark or version.
+            BadResponse: The answer is not a zip (an HTML page, say).
         """
         params = {"version": version} if version is not None else None
         path = f"/benchmarks/{segment(benchmark_id)}/bundle/download"
-        return self._send("GET", path, params=params).content
+        return self._download(path, params, ("application/zip",)).content
 
     def submit(
         self,

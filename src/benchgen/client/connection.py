@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from benchgen import __version__
-from benchgen.client.errors import ClientError, Unavailable, Unreachable, error_from_response
+from benchgen.client.errors import BadResponse, Unavailable, Unreachable, error_from_response
 from benchgen.client.shapes import QuotaStatus
 
 API_PREFIX = "/api/v1"
@@ -130,8 +130,25 @@ class Connection:
             body = None
         if not isinstance(body, dict):
             said = f"{self.base_url} did not answer with a JSON object; is it a BenchGen server?"
-            raise ClientError(response.status_code, "bad_response", said)
+            raise BadResponse(response.status_code, "bad_response", said)
         return body
+
+    def _download(
+        self, path: str, params: Mapping[str, Any] | None, media_types: tuple[str, ...]
+    ) -> httpx.Response:
+        """GET a file, refusing a success of another media type than `media_types`: the HTML
+        page of a proxy or of a server that is not BenchGen would otherwise be returned (and
+        saved by the CLI) as the file, and found out only when someone opens it."""
+        response = self._send("GET", path, params=params)
+        sent = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if sent not in media_types:
+            said = (
+                f"{self.base_url} answered with {sent or 'no media type'} instead of "
+                f"{' or '.join(media_types)}; is it a BenchGen server, or is a proxy in between "
+                "answering for it?"
+            )
+            raise BadResponse(response.status_code, "bad_response", said)
+        return response
 
     def _pages(
         self, path: str, params: Mapping[str, Any], limit: int | None

@@ -126,6 +126,12 @@ class Unavailable(_SaysWhen, ServerError):
     """
 
 
+class BadResponse(ClientError):
+    """A success status with a body the call cannot use (code `bad_response`): not a JSON
+    object, or a download of another media type, e.g. the HTML page of a proxy, a sign-in
+    portal or a server that is not BenchGen. `status` is the one that came back."""
+
+
 class Unreachable(ClientError):
     """No response: the server could not be reached or did not answer in time (status 0)."""
 

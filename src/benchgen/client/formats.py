@@ -97,6 +97,8 @@ class FormatCalls(Connection):
             NotFound: No such benchmark, or you may not see it.
             PermissionDenied: You may see it but not its answer key.
             InvalidInput: A custom (bundle) benchmark, or an unknown format.
+            BadResponse: The answer is neither JSONL nor a zip (an HTML page, say).
         """
         path = f"/benchmarks/{segment(benchmark_id)}/export"
-        return self._send("GET", path, params={"format": fmt}).content
+        media_types = ("application/x-ndjson", "application/zip")
+        return self._download(path, {"format": fmt}, media_types).content

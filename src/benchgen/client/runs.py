@@ -18,6 +18,7 @@ FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 _RESULTS_PAGE = 500
 # The log pages by line id, not by cursor, and its lines are short.
 _LOG_PAGE = 5000
+_EXPORT_TYPES = ("application/x-ndjson", "text/csv")
 
 
 class RunCalls(Connection):
@@ -188,9 +189,12 @@ class RunCalls(Connection):
 
         Returns:
             The file's text, e.g. to write with `Path("run.csv").write_text(...)`.
+
+        Raises:
+            BadResponse: The answer is not a JSONL or CSV file (an HTML page, say).
         """
         path = f"/runs/{segment(run_id)}/export"
-        return self._send("GET", path, params={"format": format}).text
+        return self._download(path, {"format": format}, _EXPORT_TYPES).text
 
     def cancel(self, run_id: str) -> Run:
         """Cancel a queued run (refunded) or stop a running one (settles what it used).

@@ -49,10 +49,13 @@ class SettingsCalls(Connection):
 
         Returns:
             The file's bytes.
+
+        Raises:
+            BadResponse: The answer is neither CSV nor JSON (an HTML page, say).
         """
         params = {"format": fmt, **({"phase_id": phase_id} if phase_id else {})}
         path = f"/benchmarks/{segment(benchmark_id)}/leaderboard/export"
-        return self._send("GET", path, params=params).content
+        return self._download(path, params, ("text/csv", "application/json")).content
 
     def notifications(self) -> Notifications:
         """Where my run notifications go (a mail, a signed webhook)."""

@@ -44,6 +44,12 @@ class Settings(BaseSettings):
         "unset: half of worker_threads, at least 1.",
     )
     run_concurrency: int = Field(16, ge=1, le=256)
+    max_reply_chars: int = Field(
+        65536,
+        ge=1024,
+        description="Characters of a model's (or judge's) reply stored per answer; a longer "
+        "reply keeps its first quarter and last three quarters around a cut marker.",
+    )
     public_url: str | None = Field(None, description="Base URL used for absolute links.")
     smtp_url: str | None = Field(
         None, description="smtp://user:pass@host:port; unset keeps mail in the local outbox."

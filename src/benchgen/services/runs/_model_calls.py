@@ -25,6 +25,7 @@ from benchgen.bundles.proxy import ModelProxy, ProxyRefusal, new_proxy_key
 from benchgen.evals.adapters import build_adapter
 from benchgen.evals.engine import run_items
 from benchgen.evals.types import Adapter, Answer, Item
+from benchgen.services.runs import _replies
 
 if TYPE_CHECKING:
     from benchgen.services.runs.bundle_execution import BundlePlan, BundleReport
@@ -178,7 +179,7 @@ def _through_engine(
     report.output_tokens += sum(a.output_tokens for a in answers)
     results = place / "res"
     results.mkdir()
-    by_index = {a.index: a for a in answers}
+    by_index = {a.index: a for a in _replies.clip_answers(answers, plan.max_reply_chars)}
     with (results / "predictions.jsonl").open("w", encoding="utf-8") as out:
         for i, (row_id, _) in enumerate(rows):
             answer = by_index.get(i)

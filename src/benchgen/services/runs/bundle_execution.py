@@ -51,6 +51,7 @@ class BundlePlan:
     prices: tuple[int, int]
     budget: int
     max_calls: int
+    max_reply_chars: int  # a reply written to the predictions is clipped to this (`_replies`)
     time_limit_s: int | None = None  # the phase's execution_time_limit, per program
 
 
@@ -105,6 +106,7 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
         prices,
         run.estimated_cost,
         ctx.settings.custom_run_model_calls,
+        ctx.settings.max_reply_chars,
         phase.rules.get("execution_time_limit") if phase else None,
     )
 

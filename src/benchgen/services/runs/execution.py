@@ -25,7 +25,13 @@ from benchgen.services import _model_specs, access
 from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import _question_store, judges, scoring
 from benchgen.services.benchmarks.questions import Canonical
-from benchgen.services.runs import _log_writer, _response_cache, _verdicts, notifications
+from benchgen.services.runs import (
+    _log_writer,
+    _replies,
+    _response_cache,
+    _verdicts,
+    notifications,
+)
 from benchgen.services.runs.settings import RunSettings, provider_params
 
 PENDING = "pending"  # stored answer awaiting the AI judge
@@ -142,8 +148,10 @@ def record_answers(ctx: Context, plan: RunPlan, answers: list[Answer]) -> int:
     """Score and store one batch with bulk inserts (a question's first sample is its result,
     later ones are kept apart); returns questions done so far. An answer already stored (a
     batch written again after its commit's acknowledgement was lost) is skipped: the first one
-    stands, and its question is counted and charged once."""
+    stands, and its question is counted and charged once. Replies longer than the deployment's
+    `max_reply_chars` are clipped (`_replies`) before they are scored, cached and stored."""
     access.require(ctx, Action.RUN_EXECUTE)
+    answers = _replies.clip_answers(answers, ctx.settings.max_reply_chars)
     stored = _store_new(ctx, plan, answers)
     first = [answer for answer in stored if answer.sample == 0]
     called = [a for a in stored if a.error is None and a.attempts > 0]
@@ -305,6 +313,8 @@ def record_judgements(ctx: Context, plan: JudgingPlan, replies: list[Answer]) ->
     fresh = [reply for position, reply in by_position.items() if position in awaiting]
     if not fresh:
         return
+    # The judge's reply is kept as the verdict's reasoning: clipped as the model's replies are.
+    fresh = _replies.clip_answers(fresh, ctx.settings.max_reply_chars)
     verdicts = {
         reply.index: read_verdict(reply.raw, plan.extracted[reply.index])
         if reply.raw
