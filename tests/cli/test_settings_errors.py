@@ -136,6 +136,11 @@ def test_each_problem_names_its_variable_and_value(
             {"BENCHGEN_TOKEN_DEFAULT_DAYS": "400"},
             "BENCHGEN_TOKEN_MAX_DAYS: must be at least BENCHGEN_TOKEN_DEFAULT_DAYS (400)",
         ),
+        # In pydantic's words it had "at least 24 items".
+        (
+            {"BENCHGEN_METRICS_TOKEN": "short"},
+            "BENCHGEN_METRICS_TOKEN: must be at least 24 characters",
+        ),
         # Each of these was a traceback from every command.
         ({"BENCHGEN_DATABASE_URL": "garbage"}, "BENCHGEN_DATABASE_URL: must be sqlite:///PATH"),
         ({"BENCHGEN_DATABASE_URL": "mysql://u@h/db"}, "BENCHGEN_DATABASE_URL: must be sqlite"),
