@@ -193,3 +193,25 @@ def test_the_second_request_keeps_the_subset_on_the_button(world: World) -> None
 def test_greetings_with_punctuation_get_the_help(world: World, text: str) -> None:
     turn = Chat(world).say(text)
     assert turn.reply.startswith("I am BenchGen's offline assistant."), turn.reply
+
+
+# --- 6. how a name that matched several is quoted back ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("titles", "text", "quoted"),
+    [
+        (["Sums", "Sums"], "show benchmark Sums", '"Sums"'),
+        (["Sums", "Sums"], "show the benchmark called Sums", '"Sums"'),
+        # A title that holds the word keeps it in the quote.
+        (["Benchmark Sums", "Benchmark Sums"], "show benchmark Sums", '"benchmark Sums"'),
+    ],
+)
+def test_the_name_asked_for_is_quoted_without_the_word_benchmark(
+    world: World, titles: list[str], text: str, quoted: str
+) -> None:
+    chat = Chat(world)
+    for title in titles:
+        titled(chat, title)
+    turn = chat.say(text)
+    assert f"no single benchmark called {quoted}" in turn.reply, turn.reply

@@ -3,10 +3,15 @@ name and id, cut short so that a label read back as a request keeps its id."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 MAX_OPTIONS = 10
 MAX_LABEL_NAME = 60
+# "show benchmark Sums", "the quiz called Sums": words around a name that are not the name.
+_CALLED = re.compile(
+    r"^(?:(?:the|my)\s+)?(?:benchmark|quiz)\s+(?:(?:called|named|titled)\s+)?", re.I
+)
 
 
 def named(model: dict[str, Any]) -> str:
@@ -25,3 +30,13 @@ def _labelled(name: str, id_: str) -> str:
         return id_
     short = name if len(name) <= MAX_LABEL_NAME else name[: MAX_LABEL_NAME - 1] + "…"
     return f"{short} ({id_})"
+
+
+def no_single(phrase: str, benchmarks: list[dict[str, Any]]) -> str:
+    """The opening of a question offering benchmarks when `phrase` named none or several of
+    them ("" without a phrase). "benchmark Sums" is quoted as "Sums", unless some title holds
+    the word itself."""
+    said = phrase.strip()
+    if not any(_CALLED.match(b["title"] + " ") for b in benchmarks):
+        said = _CALLED.sub("", said) or said
+    return f'I found no single benchmark called "{said}". ' if said else ""

@@ -9,7 +9,7 @@ from typing import Any
 
 from benchgen.agent.brains.offline import render
 from benchgen.agent.brains.offline.ask import Ask, Step
-from benchgen.agent.brains.offline.labels import MAX_OPTIONS, titled
+from benchgen.agent.brains.offline.labels import MAX_OPTIONS, no_single, titled
 from benchgen.agent.brains.offline.naming import TITLE_KEYS, find, find_id, words
 from benchgen.agent.brains.offline.parse import Intent
 from benchgen.core.text import plural
@@ -71,7 +71,7 @@ def _benchmark(ask: Ask, phrase: str, label: str) -> dict[str, Any] | Step:
         return pool[0]
     if not visible:
         return render.benchmarks({"benchmarks": []}, mine=False)
-    lead = f'I found no single benchmark called "{phrase.strip()}". ' if phrase.strip() else ""
+    lead = no_single(phrase, visible)
     options = [label.format(titled(b)) for b in (pool or visible)[:MAX_OPTIONS]]
     return [("ask_user", {"question": f"{lead}Which benchmark do you mean?", "options": options})]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from benchgen.agent.brains.offline import render
 from benchgen.agent.brains.offline.ask import Ask, Step
-from benchgen.agent.brains.offline.labels import MAX_OPTIONS, titled
+from benchgen.agent.brains.offline.labels import MAX_OPTIONS, no_single, titled
 from benchgen.agent.brains.offline.naming import TITLE_KEYS, find, find_id, mentioned
 from benchgen.agent.brains.offline.parse import Intent
 from benchgen.agent.never import refusal
@@ -138,7 +138,7 @@ def _nothing_to_publish(mine: list[dict[str, Any]]) -> str:
 def _offer_benchmarks(phrase: str, pool: list[dict[str, Any]], verb: str, label: str) -> Step:
     if not pool:
         return render.benchmarks({"benchmarks": []}, mine=verb == "publish")
-    lead = f'I found no single benchmark called "{phrase.strip()}". ' if phrase.strip() else ""
+    lead = no_single(phrase, pool)
     options = [f"{label} {titled(b)}" for b in pool[:MAX_OPTIONS]]
     return [
         ("ask_user", {"question": f"{lead}Which benchmark should I {verb}?", "options": options})
