@@ -66,5 +66,6 @@ def test_refused_settings_are_said_in_words_by_their_fields(
     for field in ("temperature", "subset_n"):
         assert page.find(id=field)["aria-invalid"] == "true", field  # type: ignore[index]
         assert page.find("p", id=f"{field}-error") is not None, field
-    assert "valid number" in page.find("p", id="temperature-error").get_text()  # type: ignore[union-attr]
-    assert "greater than or equal to 1" in page.find("p", id="subset_n-error").get_text()  # type: ignore[union-attr]
+    # In plain words, not pydantic's ("Input should be a valid number").
+    assert "must be a number" in page.find("p", id="temperature-error").get_text()  # type: ignore[union-attr]
+    assert "must be at least 1" in page.find("p", id="subset_n-error").get_text()  # type: ignore[union-attr]

@@ -18,6 +18,13 @@ from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 KIND_LABELS = {"openai_compat": "OpenAI-compatible endpoint", "anthropic": "Anthropic"}
+# Every kind a page may show, in words (the new-model form offers only KIND_LABELS).
+KIND_NAMES = {
+    **KIND_LABELS,
+    "builtin": "Baseline",
+    "local_gguf": "Local (GGUF)",
+    "local_hf": "Local (Hugging Face)",
+}
 SOURCES = (("platform", "Platform models"), ("you", "My models"))
 # Lineage is looked up among this many of my newest training jobs; an older or deleted job's
 # Trained model shows without it.
@@ -31,7 +38,7 @@ def model_list(request: Request, ctx: WebContext) -> Response:
     their base model, dataset and job."""
     found = models.list_models(ctx)
     groups = [
-        (label, [m for m in found if m.owner == source and m.training_job_id is None])
+        (source, label, [m for m in found if m.owner == source and m.training_job_id is None])
         for source, label in SOURCES
     ]
     trained = [m for m in found if m.training_job_id is not None]
@@ -39,7 +46,14 @@ def model_list(request: Request, ctx: WebContext) -> Response:
     if trained:
         made = jobs.list_training_jobs(ctx, LINEAGE_JOBS)
         lineage = {job.trained_model_id: job for job in made if job.trained_model_id}
-    return render(request, "models/list.html", groups=groups, trained=trained, lineage=lineage)
+    return render(
+        request,
+        "models/list.html",
+        groups=groups,
+        trained=trained,
+        lineage=lineage,
+        kind_names=KIND_NAMES,
+    )
 
 
 @router.get("/models/new", name="model_new")
@@ -100,7 +114,7 @@ def _model_page(
         "models/model.html",
         status_code=status_code,
         model=model,
-        kind_label=KIND_LABELS.get(model.kind, model.kind),
+        kind_label=KIND_NAMES.get(model.kind, model.kind),
         confirm_text=f"delete {model.name}",
         problems=problems,
     )
