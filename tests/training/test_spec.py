@@ -15,6 +15,7 @@ def test_a_spec_survives_json() -> None:
         Hyperparameters(epochs=2, target_modules=("q_proj", "k_proj")),
         "/out",
         device="cuda",
+        gpus=("2", "GPU-8d3c1a2b"),
         threads=3,
         checkpoint_every=5,
         resume_dir="/out/step-000005",

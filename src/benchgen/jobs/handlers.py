@@ -205,13 +205,18 @@ def execute_training(runtime: Runtime, job: Claimed) -> None:
     its live log in batches, then close the job. Each write checks that this worker still holds
     the job: one that stalled past its lease must not register a checkpoint, a model or a
     charge for a job another worker trains."""
+    from benchgen.services.training import devices
     from benchgen.services.training import execution as training
     from benchgen.training.process import run_training
 
     training_id = str(job.payload["training_job_id"])
-    with tempfile.TemporaryDirectory(prefix="benchgen-train-") as folder:
+    # The attempt's GPUs on this machine are given back however it ends, an exception included.
+    with (
+        tempfile.TemporaryDirectory(prefix="benchgen-train-") as folder,
+        devices.LOCAL.attempt() as gpus,
+    ):
         work = _if_held(
-            runtime, job, lambda ctx: training.begin_training(ctx, training_id, Path(folder))
+            runtime, job, lambda ctx: training.begin_training(ctx, training_id, Path(folder), gpus)
         )
         if isinstance(work, training.Wait):
             raise queue.Postponed(work.seconds)

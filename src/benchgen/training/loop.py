@@ -25,7 +25,7 @@ from benchgen.training.checkpoints import (
 )
 from benchgen.training.records import Dataset, load_examples
 from benchgen.training.spec import TrainSpec, total_steps
-from benchgen.training.weights import gguf_parsed_once, load_model, load_tokenizer
+from benchgen.training.weights import SPREAD, gguf_parsed_once, load_model, load_tokenizer
 
 Emit = Callable[[dict[str, Any]], None]
 _SEED_STRIDE = 1_000_003  # spreads (seed, step) pairs so neighbouring jobs draw apart
@@ -39,13 +39,13 @@ def train(spec: TrainSpec, emit: Emit, stop_requested: Callable[[], bool]) -> No
     """
     torch.set_num_threads(spec.threads)
     torch.manual_seed(spec.seed)
-    device = torch.device(spec.device)
+    placed, device = placement(spec)
     with gguf_parsed_once(spec.base):  # a GGUF base's tokenizer and model from one parse
         tokenizer = load_tokenizer(spec.base)
         data = load_examples(spec.dataset_path, tokenizer, spec.hyper.max_seq_length)
         if not data.examples:
             raise ValueError("no dataset row has a completion token within max_seq_length")
-        model = _build_model(spec, device)
+        model = _build_model(spec, placed)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=spec.hyper.learning_rate)
     state = _initial_state(spec, len(data.examples), optimizer)
@@ -55,7 +55,7 @@ def train(spec: TrainSpec, emit: Emit, stop_requested: Callable[[], bool]) -> No
             "total_steps": state.total_steps,
             "start_step": state.step,
             "trainable_params": sum(p.numel() for p in params),
-            "device": spec.device,
+            "device": _device_words(spec),
             "rows": len(data.examples),
             "skipped_rows": data.skipped,
             "pid": os.getpid(),
@@ -157,9 +157,22 @@ class _Loop:
         self.emit({"event": "checkpoint", "step": state.step, "dir": str(target)})
 
 
-def _build_model(spec: TrainSpec, device: torch.device) -> Any:
+def placement(spec: TrainSpec) -> tuple[str, torch.device]:
+    """Where the model loads and where batches go. A job given several GPUs holds its model
+    spread over them, layer by layer (model parallel: a base too big for one GPU fits, but
+    the steps are no faster than on one); its batches enter on the first."""
+    if spec.device == "cuda" and len(spec.gpus) > 1:
+        return SPREAD, torch.device("cuda", 0)
+    return spec.device, torch.device(spec.device)
+
+
+def _device_words(spec: TrainSpec) -> str:
+    return f"{len(spec.gpus)} GPUs" if spec.device == "cuda" and len(spec.gpus) > 1 else spec.device
+
+
+def _build_model(spec: TrainSpec, device: str) -> Any:
     if spec.job_type == "sft":
-        model = load_model(spec.base, weights_dir=spec.resume_dir, device=str(device))
+        model = load_model(spec.base, weights_dir=spec.resume_dir, device=device)
         for param in model.parameters():
             param.requires_grad_(True)
         return model
@@ -171,7 +184,7 @@ def _build_model(spec: TrainSpec, device: torch.device) -> Any:
         target_modules=list(hyper.target_modules),
         task_type="CAUSAL_LM",
     )
-    model = get_peft_model(load_model(spec.base, device=str(device)), config)
+    model = get_peft_model(load_model(spec.base, device=device), config)
     if spec.resume_dir:
         load_lora_weights(model, spec.resume_dir)
     return model
@@ -193,6 +206,7 @@ def _initial_state(spec: TrainSpec, rows: int, optimizer: torch.optim.Optimizer)
 
 def _peaks(device: torch.device) -> dict[str, int]:
     peaks = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    if device.type == "cuda":
-        peaks["peak_gpu_bytes"] = int(torch.cuda.max_memory_allocated(device))
+    if device.type == "cuda":  # every GPU the job sees: a spread model uses them all
+        gpus = range(torch.cuda.device_count())
+        peaks["peak_gpu_bytes"] = sum(int(torch.cuda.max_memory_allocated(i)) for i in gpus)
     return peaks

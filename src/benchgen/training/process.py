@@ -37,7 +37,7 @@ _INHERITED = (
     "VIRTUAL_ENV",
     "PYTHONPATH",
     "LD_LIBRARY_PATH",
-    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",  # what the indices in CUDA_VISIBLE_DEVICES mean: as for the worker
 )
 _TERMINAL = ("completed", "cancelled", "error")
 Ending = Literal["completed", "cancelled", "timed_out", "failed"]
@@ -84,7 +84,7 @@ def run_training(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_child_env(spec.threads),
+        env=child_env(spec),
         preexec_fn=_preexec(limit, os.getpid()),
         start_new_session=True,  # its own process group, so a kill reaches anything it started
     )
@@ -99,11 +99,15 @@ def run_training(
     return watch.outcome(ended_by, status, rusage.ru_maxrss * 1024, limit, timeout_s)
 
 
-def _child_env(threads: int) -> dict[str, str]:
+def child_env(spec: TrainSpec) -> dict[str, str]:
+    """The training process's whole environment: a few of the worker's variables, and only the
+    GPUs its job was given (none for a CPU job), whatever the worker itself sees."""
     env = {name: os.environ[name] for name in _INHERITED if name in os.environ}
+    gpus = spec.gpus if spec.device == "cuda" else ()
     return env | {
-        "OMP_NUM_THREADS": str(threads),
-        "MKL_NUM_THREADS": str(threads),
+        "CUDA_VISIBLE_DEVICES": ",".join(gpus),
+        "OMP_NUM_THREADS": str(spec.threads),
+        "MKL_NUM_THREADS": str(spec.threads),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",

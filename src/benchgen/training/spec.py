@@ -49,6 +49,9 @@ class TrainSpec:
     hyper: Hyperparameters
     output_dir: str  # the child writes checkpoints here
     device: Device = "cpu"
+    # The worker's GPUs the child sees, as CUDA_VISIBLE_DEVICES names them (device cuda only):
+    # the child knows them as cuda:0, cuda:1, …; more than one holds the model spread over them.
+    gpus: tuple[str, ...] = ()
     threads: int = 1
     seed: int = 0
     checkpoint_every: int = 0  # steps between checkpoints; 0: only the final one
@@ -73,7 +76,8 @@ class TrainSpec:
             hyper = dict(data.pop("hyper"))
             hyper["target_modules"] = tuple(hyper.get("target_modules", ()))
             base = BaseWeights(**data.pop("base"))
-            return cls(base=base, hyper=Hyperparameters(**hyper), **data)
+            gpus = tuple(data.pop("gpus", ()))
+            return cls(base=base, hyper=Hyperparameters(**hyper), gpus=gpus, **data)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a training spec: {exc}") from None
 

@@ -24,6 +24,7 @@ CONFIG = "config.json"
 # was never finished and is never read.
 COMPLETE = "complete"
 TOKENIZER, MODEL = "tokenizer", "model"
+SPREAD = "spread"  # load_model's device: layers spread over every GPU the process sees
 log = logging.getLogger(__name__)
 _gguf_parsing = threading.RLock()
 _GGUF_PARSERS = ("GGUFReader", "get_tensor_name_map")  # what transformers calls in gguf-py
@@ -50,7 +51,8 @@ def load_tokenizer(base: BaseWeights) -> Any:
 
 
 def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = "cpu") -> Any:
-    """A causal LM in fp32: the base's weights, or a full fine-tune's from `weights_dir`.
+    """A causal LM in fp32: the base's weights, or a full fine-tune's from `weights_dir`, on
+    `device`, or spread over every visible GPU (`SPREAD`).
 
     GGUF weights are dequantised to fp32 (transformers cannot train quantised GGUF tensors),
     and kept so in the base's cache folder for the next load. Remote code is never run and
@@ -58,6 +60,7 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
 
     Raises:
         FileNotFoundError: the folder has no config.json or no safetensors weights.
+        ValueError: spread, the model does not fit in the GPUs' memory.
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -70,6 +73,7 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
         require_safetensors_folder(folder)
     options: dict[str, Any] = {"dtype": torch.float32, "trust_remote_code": False}
     options |= {"gguf_file": gguf_file} if gguf_file else {"use_safetensors": True}
+    options |= {"device_map": "auto"} if device == SPREAD else {}
     with gguf_parsed_once(base) if gguf_file else nullcontext():
         model: Any = AutoModelForCausalLM.from_pretrained(folder, **options)
     if gguf_file:
@@ -79,7 +83,22 @@ def load_model(base: BaseWeights, weights_dir: str | None = None, device: str = 
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         keep_part(base, MODEL, model)
+    if device == SPREAD:
+        _require_on_gpus(model)
+        return model
     return model.to(device)
+
+
+def _require_on_gpus(model: Any) -> None:
+    """Refuse a spread model that accelerate put partly off the GPUs, on the CPU or disk (its
+    weights there are `meta` in the model, lent to a GPU for each forward pass): they would
+    not train."""
+    elsewhere = sorted({p.device.type for p in model.parameters()} - {"cuda"})
+    if elsewhere:
+        raise ValueError(
+            "the model does not fit in the memory of its GPUs (some of its weights are on "
+            f"{', '.join(elsewhere)}): ask for more GPUs, or use lora"
+        )
 
 
 @contextmanager

@@ -141,15 +141,19 @@ def _use(ctx: Context, pools: list[str]) -> tuple[Counter[str], Counter[str]]:
 
 @functools.cache
 def _detected_gpus() -> dict[str, int]:
-    """GPUs torch sees, by name (e.g. {"NVIDIA H200": 1}); none without torch, without a GPU
-    driver or without CUDA."""
+    """GPUs torch sees, by name (e.g. {"NVIDIA H200": 1})."""
+    return dict(Counter(gpu_names()))
+
+
+def gpu_names() -> list[str]:
+    """The name of each GPU torch sees in this process, by its index (renumbered by this
+    process's CUDA_VISIBLE_DEVICES); none without torch, without a GPU driver or without CUDA."""
     if importlib.util.find_spec("torch") is None or not _gpu_driver():
-        return {}
+        return []
     torch = importlib.import_module("torch")
     if not torch.cuda.is_available():
-        return {}
-    names = Counter(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
-    return dict(names)
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 
 
 def _gpu_driver() -> bool:

@@ -3,6 +3,7 @@ live log and checkpoints, and close it with a Trained model and settled credits.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,12 @@ from benchgen.services import _model_specs, access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.training import compute
 from benchgen.services.training._job_rows import close_job
+from benchgen.services.training.devices import Hold
 from benchgen.training.process import Outcome
 from benchgen.training.spec import Hyperparameters, TrainSpec
 
 WAIT_FOR_COMPUTE_S = 5.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,19 @@ class Wait:
     seconds: float
 
 
-def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait | None:
+def begin_training(
+    ctx: Context, training_id: str, folder: Path, gpus: Hold | None = None
+) -> Work | Wait | None:
     """Take the job's compute and prepare its files in `folder`; None when there is nothing to
-    do (it ended, or was cancelled while queued).
+    do (it ended, or was cancelled while queued). A GPU job takes its GPUs on this worker into
+    `gpus`, the attempt's hold (`devices.LOCAL.attempt()`), which gives them back when the
+    attempt ends; it waits when this worker has too few free GPUs of its type.
 
     A job already running was interrupted (its worker died): it resumes from its newest
     checkpoint, keeping the compute it held.
+
+    Raises:
+        ValueError: a GPU job without a hold to take its GPUs into.
     """
     access.require(ctx, Action.TRAINING_EXECUTE)
     # Locked: a cancel of the queued job in between (`jobs.cancel_training_job` takes the same
@@ -68,12 +78,18 @@ def begin_training(ctx: Context, training_id: str, folder: Path) -> Work | Wait 
         if busy:
             row.waiting_for = busy
             return Wait(WAIT_FOR_COMPUTE_S)
-        row.status, row.started_at, row.waiting_for = TrainingStatus.RUNNING, ctx.now(), ""
+    visible = _place(ctx, row, gpus)
+    if visible is None:
+        return Wait(WAIT_FOR_COMPUTE_S)
+    row.waiting_for = ""
+    if row.status == TrainingStatus.QUEUED:
+        row.status, row.started_at = TrainingStatus.RUNNING, ctx.now()
         _log(ctx, row.id, f"Started on {row.compute_pool}: {row.total_steps} steps")
     else:
         _log(ctx, row.id, f"Resumed from step {row.checkpoint_step} after an interruption")
         row.steps_done = row.checkpoint_step
-    return Work(row.id, _spec(ctx, row, folder), _memory_limit(ctx, row), _timeout(ctx))
+    spec = _spec(ctx, row, folder, visible)
+    return Work(row.id, spec, _memory_limit(ctx, row), _timeout(ctx))
 
 
 def _missing_input(ctx: Context, row: TrainingJob) -> str:
@@ -103,13 +119,43 @@ def _busy_reason(ctx: Context, row: TrainingJob) -> str:
     return f"waiting for {row.compute_pool}: {held} of {total} in use by other training jobs"
 
 
+def _place(ctx: Context, row: TrainingJob, gpus: Hold | None) -> tuple[str, ...] | None:
+    """The GPUs of this worker the job trains on, held by the attempt (none for the CPU pool),
+    or None when this worker lacks that many free GPUs of the job's type.
+
+    The pools are counted over the whole deployment, but a job trains on the GPUs of the
+    worker that holds it: one that cannot place it here leaves it in the queue, its attempts
+    kept and nothing charged, for a worker that can (this one, once its GPUs come free, or one
+    on another machine). Failing it instead would refuse a job the deployment can run.
+    """
+    if row.compute_pool == compute.CPU:
+        return ()
+    if gpus is None:
+        raise ValueError(f"training job {row.id} needs GPUs and no hold to take them into")
+    gpu_type = row.compute_pool.removeprefix("gpu:")
+    visible = gpus.take(gpu_type, row.compute_count)
+    if visible is None:
+        free = gpus.local.free_of(gpu_type)
+        reason = (
+            f"waiting for a worker with {row.compute_count} free {gpu_type} GPU(s): "
+            f"the last to look had {free}"
+        )
+        if row.waiting_for != reason:  # once, not at every look
+            _log(ctx, row.id, f"Not placed: {reason}")
+            log.warning(
+                "training job %s: %s (its GPUs: %s)", row.id, reason, gpus.local.described()
+            )
+        row.waiting_for = reason
+    return visible
+
+
 def _lock_pool(ctx: Context, pool: str) -> None:
     """Serialise claims of one pool. SQLite's write transaction already holds the database
     lock; PostgreSQL takes a transaction-scoped advisory lock named by the pool."""
     lock_named(ctx.session, f"benchgen-compute:{pool}")
 
 
-def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
+def _spec(ctx: Context, row: TrainingJob, folder: Path, gpus: tuple[str, ...]) -> TrainSpec:
     store = store_for(ctx.settings)
     folder.mkdir(parents=True, exist_ok=True)
     dataset = ctx.session.get(Dataset, row.dataset_id)
@@ -134,6 +180,7 @@ def _spec(ctx: Context, row: TrainingJob, folder: Path) -> TrainSpec:
         hyper=Hyperparameters(**hyper),
         output_dir=str(folder / "out"),
         device="cpu" if row.compute_pool == compute.CPU else "cuda",
+        gpus=gpus,
         threads=ctx.settings.training_threads,
         checkpoint_every=ctx.settings.training_checkpoint_every,
         resume_dir=resume,
