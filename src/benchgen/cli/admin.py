@@ -89,7 +89,8 @@ def grant_credits(
 
 @app.command("disable-user")
 def disable_user(email: Email) -> None:
-    """Disable an account: its sign-ins, sessions, tokens and agent turns stop at once."""
+    """Disable an account: its sign-ins, sessions, tokens, agent turns, runs and training jobs
+    stop at once."""
     _set_active(email, active=False)
 
 
@@ -252,14 +253,17 @@ def _quota_argument(text: str) -> int | None:
 
 @app.command("outbox")
 def show_outbox(
-    deliver: Annotated[bool, typer.Option(help="Send queued mail via BENCHGEN_SMTP_URL.")] = False,
+    deliver: Annotated[
+        bool, typer.Option(help="Send waiting mail now via BENCHGEN_SMTP_URL (workers do anyway).")
+    ] = False,
     show: Annotated[
         str, typer.Option("--show", help="Print one message in full (e.g. a reset link).")
     ] = "",
 ) -> None:
     """Mail the platform recorded (participants, verification, password resets) and its
-    delivery status (queued, sent, failed: retried; bounced, expired: given up); without SMTP,
-    `--show ID` is how to read a message."""
+    delivery status (queued, sending, sent, failed: retried; bounced, expired: given up);
+    without SMTP, `--show ID` is how to read a message. With SMTP the workers send and retry
+    mail by themselves; `--deliver` pushes everything waiting now, failed mail included."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         if show:
             typer.echo(outbox.read_outbox_message(ctx, show))

@@ -231,7 +231,7 @@ RULES: dict[Action, ActionRule] = {
     Action.CHAT_RECORD: ActionRule(
         None, Target.JOB, frozenset(), "/", "record how a chat turn ended"
     ),
-    Action.MAIL_SEND: ActionRule(None, Target.JOB, frozenset(), "/", "send queued account mail"),
+    Action.MAIL_SEND: ActionRule(None, Target.JOB, frozenset(), "/", "send queued mail"),
     # Granted only to the scrape of /metrics that showed the operator's metrics token.
     Action.METRICS_READ: ActionRule(
         None, Target.JOB, frozenset(), "/", "read queue depth and job ages (operators)"

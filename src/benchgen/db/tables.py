@@ -254,6 +254,8 @@ class Participant(Base):
 
 class OutboxEmail(Base):
     __tablename__ = "outbox_emails"
+    # The delivery rounds look for waiting mail, oldest first, on every worker every few seconds.
+    __table_args__ = (Index("ix_outbox_emails_status_created", "status", "created_at"),)
     id: Mapped[str] = _id()
     batch_id: Mapped[str] = mapped_column(String(40), index=True)
     benchmark_id: Mapped[str | None] = mapped_column(ForeignKey("benchmarks.id"), index=True)
@@ -261,10 +263,12 @@ class OutboxEmail(Base):
     to_email: Mapped[str] = mapped_column(String(320))
     subject: Mapped[str] = mapped_column(String(300))
     body: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | sent | failed
+    # queued | sending (claimed by a sender) | sent | failed | bounced | expired
+    status: Mapped[str] = mapped_column(String(16), default="queued")
     error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
+    claimed_at: Mapped[datetime | None]  # when a sender last claimed it (its last try)
 
 
 class RateLimitEvent(Base):

@@ -12,7 +12,7 @@ from typing import Any
 
 from benchgen.core.config import Settings
 from benchgen.jobs.handlers import WORKER
-from benchgen.jobs.worker import Worker
+from benchgen.jobs.worker import Worker, start_mailer
 from benchgen.services import queue
 from benchgen.services.runtime import Runtime, transaction
 
@@ -92,6 +92,7 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
         target=sweep_forever, args=(runtime, dispatch, kinds, stopping), daemon=True
     )
     sweeper.start()
+    mailer = start_mailer(runtime) if runtime.settings.smtp_url else None
     consumer = app.Worker(
         # Celery's default node name is one per machine: a second worker there would answer
         # `celery inspect` and remote control under the first one's name.
@@ -106,6 +107,8 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
         consumer.start()
     finally:
         stopping.set()
+        if mailer is not None:
+            mailer[0].stop()
         dispatch.close()
     return int(consumer.exitcode or 0)
 

@@ -8,8 +8,10 @@ import socket
 import threading
 from datetime import timedelta
 
+from benchgen.core.context import Principal
 from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
+from benchgen.core.permissions import Action
 from benchgen.core.statuses import JobStatus
 from benchgen.jobs.handlers import HANDLERS, WORKER
 from benchgen.services import queue
@@ -20,6 +22,10 @@ log = logging.getLogger(__name__)
 # The longest pause between rounds while the database stays away: a restart of PostgreSQL takes
 # seconds, and a worker should be back soon after it without hammering it meanwhile.
 MAX_BACKOFF_S = 5.0
+# How often a process's mail thread looks for waiting mail: an owner's message to participants
+# goes out within this, and the look is one indexed query.
+MAIL_ROUND_S = 10.0
+MAILER = Principal.system("mail", frozenset({Action.MAIL_SEND}))
 
 
 class Worker:
@@ -165,21 +171,90 @@ class _Heartbeat:
         return True
 
 
+class Mailer:
+    """One thread's loop sending the outbox's waiting mail (owners' mail to participants, and
+    retries of any mail that failed) when SMTP is configured.
+
+    A round every MAIL_ROUND_S rather than a job per message: owners' mail is recorded by the
+    benchmark services, which sit below the job queue and do not enqueue, and account mail that
+    failed has no job to retry it. Its own thread, so a worker busy for hours with a run holds
+    no mail back. Every process with workers runs one (a broker's workers too); the rounds
+    claim each message before sending it, so two processes never send the same one.
+    """
+
+    def __init__(self, runtime: Runtime, every_s: float = MAIL_ROUND_S) -> None:
+        self.runtime, self.every_s = runtime, every_s
+        self.stopping = threading.Event()
+
+    def run_forever(self) -> None:
+        """Deliver until `stop()`; any error of a round is logged and the next round tries
+        again. After a failure of the server itself it waits RETRY_EVERY: asked every few
+        seconds, a relay that is down would only be asked in vain."""
+        from benchgen.services.benchmarks import outbox
+
+        while not self.stopping.is_set():
+            try:
+                server_failed = self.run_once()
+            except Exception as exc:
+                log.warning("mail: delivery round failed, trying again (%s)", type(exc).__name__)
+                server_failed = False
+            self.stopping.wait(
+                outbox.RETRY_EVERY.total_seconds() if server_failed else self.every_s
+            )
+
+    def run_once(self) -> bool:
+        """Send every message due, each claimed in its own transaction and sent outside any;
+        True when the round stopped at a failure of the server (the rest wait for the next)."""
+        # Loaded here, by processes that send mail: `benchgen run` imports this module too, and
+        # the outbox (with smtplib) was ~6 ms of its start.
+        from benchgen.services.benchmarks import outbox
+
+        settings = self.runtime.settings
+        while settings.smtp_url and not self.stopping.is_set():
+            with transaction(self.runtime, MAILER) as ctx:
+                claim = outbox.claim_waiting_mail(ctx)
+            if claim is None:
+                return False
+            outcome = outbox.send_claimed(settings, claim)
+            with transaction(self.runtime, MAILER) as ctx:
+                outbox.record_sending(ctx, claim, outcome)
+            if outcome.server_failed:
+                return True
+        return False
+
+    def stop(self) -> None:
+        """Finish the message being sent, then return from `run_forever`."""
+        self.stopping.set()
+
+
+def start_mailer(runtime: Runtime) -> tuple[Mailer, threading.Thread]:
+    """Start the thread that delivers waiting mail (its rounds do nothing without SMTP)."""
+    mailer = Mailer(runtime)
+    thread = threading.Thread(target=mailer.run_forever, name="mailer", daemon=True)
+    thread.start()
+    return mailer, thread
+
+
 def start_workers(
     runtime: Runtime, count: int, kinds: frozenset[str] | None = None
-) -> list[tuple[Worker, threading.Thread]]:
+) -> list[tuple[Worker | Mailer, threading.Thread]]:
     """Start `count` worker threads (the embedded pool of `benchgen serve`, or `benchgen
-    worker` without a broker) taking jobs of `kinds` (None: every kind)."""
-    started = []
+    worker` without a broker) taking jobs of `kinds` (None: every kind), and with them, when
+    SMTP is configured, the mail thread."""
+    started: list[tuple[Worker | Mailer, threading.Thread]] = []
     for index in range(count):
         worker = Worker(runtime, kinds=kinds)
         thread = threading.Thread(target=worker.run_forever, name=f"worker-{index}", daemon=True)
         thread.start()
         started.append((worker, thread))
+    if count and runtime.settings.smtp_url:
+        started.append(start_mailer(runtime))
     return started
 
 
-def stop_workers(started: list[tuple[Worker, threading.Thread]], timeout_s: float = 10) -> None:
+def stop_workers(
+    started: list[tuple[Worker | Mailer, threading.Thread]], timeout_s: float = 10
+) -> None:
     """Ask every worker to stop and wait for them."""
     for worker, _ in started:
         worker.stop()

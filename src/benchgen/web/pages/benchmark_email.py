@@ -82,5 +82,6 @@ def _page(
         all_statuses=members.PARTICIPANT_STATUSES,
         preview=preview,
         sent=outbox.list_sent(ctx, benchmark_id),
+        smtp=bool(ctx.settings.smtp_url),
         problems=problems,
     )
