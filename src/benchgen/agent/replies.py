@@ -133,11 +133,14 @@ def brain_failed(brain: str, error: Exception) -> str:
     Only the error's kind and the start of its message are shown: a provider's message can be
     long, and it is the only text here not written by the platform.
     """
-    detail = str(error)
+    # Its own full stop is dropped ("Connection error.." read as a typo), and an empty message
+    # leaves the kind alone.
+    detail = str(error).strip().rstrip(".")
     if len(detail) > _MAX_ERROR_CHARS:
         detail = detail[:_MAX_ERROR_CHARS] + "…"
+    said = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
     return (
-        f"The agent's language model ({brain}) failed: {type(error).__name__}: {detail}. "
+        f"The agent's language model ({brain}) failed: {said}. "
         "No other model was used in its place, and nothing was changed."
     )
 

@@ -63,6 +63,7 @@ class TurnState:
             named nowhere in them is marked as the agent's pick in a run proposal.
         clock: the runtime's clock; `deadline` is when the turn cap is reached.
         part_size: benchmarks with more questions are proposed part by part.
+        cap_s: the turn cap in seconds that `deadline` came from, for the reply that says so.
         notes: facts the platform tells the brain (a proposal was declined…), never model text.
         notices: what the user is told about this turn (a token found in data was revoked…).
     """
@@ -73,6 +74,7 @@ class TurnState:
     clock: Clock
     deadline: datetime
     part_size: int
+    cap_s: int = 0
     notes: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     proposal: proposals.ProposalView | None = None
@@ -84,6 +86,8 @@ class TurnState:
     lead: str = ""
     capped: bool = False
     lost_access: bool = False
+    # The brain's API key: a call whose arguments hold it is refused, as one holding a secret.
+    brain_key: str | None = field(default=None, repr=False)
     circling: str | None = None  # the tool a brain kept calling alike, once that ended the turn
     flooding: bool = False  # the brain reached MAX_TOOL_CALLS, which ended the turn
     # The latest call, its tool and whole arguments (the transcript keeps them cut and
@@ -131,7 +135,8 @@ class TurnState:
         if self.over_cap():
             raise TurnOver
         # Scanned once: the same findings redact the transcript's copy and refuse the call.
-        findings = find_secrets(_as_text(args))
+        text = _as_text(args)
+        findings = find_secrets(text)
         entry: dict[str, Any] = {"tool": tool, "args": _logged(args, findings), "ok": True}
         self._count_call()
         if self._made_again(tool, args) > REPEATS_ALLOWED:
@@ -139,7 +144,7 @@ class TurnState:
             self.circling = tool
             raise TurnOver
         self.tool_calls.append(entry)
-        if findings:
+        if findings or (self.brain_key and self.brain_key in text):
             # The brain wrote a secret (one it read, or made up) into a call: nothing is done
             # with it, and a live BenchGen token in it is revoked (A14, A15).
             self._screened(args, leaks.Origin.REPLY)

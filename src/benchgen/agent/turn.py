@@ -13,7 +13,13 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.exceptions import (
+    ContentFilterError,
+    ModelAPIError,
+    OutputTokenLimitExceeded,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.usage import UsageLimits
 
@@ -33,7 +39,7 @@ from benchgen.core.errors import BenchGenError, Conflict
 from benchgen.core.permissions import Action
 from benchgen.core.secrets import find_secrets, split_token
 from benchgen.core.statuses import TurnStatus
-from benchgen.services import access
+from benchgen.services import access, overrides
 from benchgen.services.accounts import leaks, tokens
 from benchgen.services.chat import conversations, proposals
 from benchgen.services.chat.conversations import TurnOutcome, TurnView
@@ -63,6 +69,7 @@ class Started:
     turn: TurnView
     credential: TurnCredential
     request: str
+    cap_s: int  # the turn cap in force when the turn began (an admin may change it at run time)
     approved: proposals.ProposalView | None = None
     declined: proposals.ProposalView | None = None
     continued: bool = False
@@ -93,9 +100,10 @@ def begin_turn(
             # The chosen label is what the user said this turn: stored, and read by the brain.
             text = _chosen(ctx, conversation_id, message.action)
         turn = conversations.begin_turn(ctx, conversation_id, text, action)
-        lifetime = timedelta(seconds=ctx.settings.agent_turn_cap_s) + EXPIRY_MARGIN
+        cap_s = int(overrides.effective(ctx, "agent_turn_cap_s"))
+        lifetime = timedelta(seconds=cap_s) + EXPIRY_MARGIN
         secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
-        started = Started(runtime, turn, TurnCredential(runtime, secret), text)
+        started = Started(runtime, turn, TurnCredential(runtime, secret), text, cap_s)
         started.notices = list(screened.notices)
         started.plan = conversations.get_plan(ctx, conversation_id)
         _decide(ctx, started, message)
@@ -159,7 +167,7 @@ def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:
 
 def complete_turn(started: Started, brain: Brain) -> TurnView:
     """Act on the turn and record it; the credential is revoked whatever happens."""
-    state = _state(started)
+    state = _state(started, brain)
     try:
         outcome = _outcome(started, state, brain)
     except Exception:
@@ -171,6 +179,7 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
     outcome.notices = [*started.notices, *state.notices, *outcome.notices]
     outcome.tool_calls = state.tool_calls
     outcome.brain = brain.name
+    _hide_key(outcome, brain)
     if state.plan_changed:
         outcome.plan, outcome.plan_changed = state.plan, True
     try:
@@ -185,17 +194,26 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
             return conversations.finish_turn(ctx, started.turn.id, failed)
 
 
-def _state(started: Started) -> TurnState:
+def _hide_key(outcome: TurnOutcome, brain: Brain) -> None:
+    """Take the brain's API key out of all the turn stores and shows: the reply (a provider's
+    error, or a hostile server's text), the buttons (`ask_user` options) and the tool calls."""
+    outcome.reply = brain.hidden(outcome.reply)
+    outcome.buttons = [b | {"label": brain.hidden(b["label"])} for b in outcome.buttons]
+    outcome.tool_calls = [c | {"args": brain.hidden(c["args"])} for c in outcome.tool_calls]
+
+
+def _state(started: Started, brain: Brain) -> TurnState:
     runtime = started.runtime
-    cap = timedelta(seconds=runtime.settings.agent_turn_cap_s)
     state = TurnState(
         credential=started.credential,
         conversation_id=started.turn.conversation_id,
         request=started.request,
         clock=runtime.clock,
-        deadline=started.turn.started_at + cap,
+        deadline=started.turn.started_at + timedelta(seconds=started.cap_s),
         part_size=runtime.settings.agent_part_size,
+        cap_s=started.cap_s,
         plan=started.plan,
+        brain_key=brain.key,
     )
     if started.declined is not None:
         state.notes.append(replies.declined_note(started.declined))
@@ -330,6 +348,10 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
         return TurnOutcome("failed", replies.STEP_LIMIT)
     except asyncio.CancelledError:
         return _ended(state)
+    except (ModelAPIError, ContentFilterError, OutputTokenLimitExceeded) as exc:
+        # The endpoint's fault, not the tools' (an HTML page, no choices, a filtered reply):
+        # these subclass UnexpectedModelBehavior, whose words below would blame the arguments.
+        return _brain_failed(started, brain, exc)
     except UnexpectedModelBehavior:
         # E.g. tool arguments still invalid after the retries: the brain read each validation
         # error; the user gets the platform's words, not the loop's.
@@ -337,7 +359,7 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     except BenchGenError:
         raise
     except Exception as exc:  # the brain itself failed: say so, never switch brains (§2.8)
-        return TurnOutcome("failed", replies.brain_failed(brain.name, exc))
+        return _brain_failed(started, brain, exc)
     if state.lost_access or state.capped:
         return _ended(state)
     if state.circling is not None:
@@ -355,6 +377,14 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     return TurnOutcome("completed", output or "I have nothing to add.")
 
 
+def _brain_failed(started: Started, brain: Brain, error: Exception) -> TurnOutcome:
+    """The turn fails saying why; the operator's log says it too, since a wrong URL or key
+    fails every turn. The log holds what the user is shown, never the turn's messages."""
+    reply = brain.hidden(replies.brain_failed(brain.name, error))
+    log.warning("chat turn %s: %s", started.turn.id, reply)
+    return TurnOutcome("failed", reply)
+
+
 def _waiting(state: TurnState, proposal_id: str, reply: str) -> TurnOutcome:
     assert state.proposal is not None
     buttons = replies.proposal_buttons(state.proposal)
@@ -364,8 +394,7 @@ def _waiting(state: TurnState, proposal_id: str, reply: str) -> TurnOutcome:
 def _ended(state: TurnState) -> TurnOutcome:
     if state.lost_access:
         return TurnOutcome("failed", replies.LOST_ACCESS)
-    cap_s = state.credential.runtime.settings.agent_turn_cap_s
-    return TurnOutcome("stopped_at_cap", replies.capped_reply(cap_s))
+    return TurnOutcome("stopped_at_cap", replies.capped_reply(state.cap_s))
 
 
 def _notes(ctx: RunContext[TurnState]) -> str:

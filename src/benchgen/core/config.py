@@ -92,7 +92,9 @@ class Settings(BaseSettings):
         "openai:<model> · anthropic:<model>.",
     )
     agent_base_url: str | None = Field(
-        None, description="An OpenAI-compatible server for `openai:<model>` brains."
+        None,
+        description="A server speaking the brain's API (OpenAI-compatible for `openai:<model>`, "
+        "Anthropic's for `anthropic:<model>`), e.g. http://127.0.0.1:8000/v1.",
     )
     agent_api_key: SecretStr | None = Field(None, description="Key for the hosted brain.")
     agent_part_size: int = Field(50, ge=1, le=1000, description="Questions per proposed part.")
@@ -283,6 +285,22 @@ class Settings(BaseSettings):
         if value and "://" not in value:
             raise ValueError("must be a URL such as s3://bucket/prefix (unset: the local folder)")
         return value or None
+
+    @field_validator("agent_base_url")
+    @classmethod
+    def _agent_base_url_is_http(cls, value: str | None) -> str | None:
+        # Checked here: the SDK took any text, the server started, and every turn then failed
+        # with "Connection error." and no word of which setting was wrong.
+        if not value:
+            return None
+        parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - read for its check: a port must be a number
+        except ValueError:
+            raise ValueError("has a port that is not a number") from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http(s) URL such as http://127.0.0.1:8000/v1")
+        return value
 
     @field_validator("broker_url")
     @classmethod

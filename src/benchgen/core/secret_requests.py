@@ -34,9 +34,11 @@ _NOUN = (
     r"(?:openai|anthropic|github|aws|hugging\s*face|hf|provider|model)[\s-]+keys?)"
 )
 _SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
-# After the noun: the end of the request, or words that point the secret at the chat.
+# After the noun: the end of the request, or words that point the secret at the chat; an aside
+# may come first ("paste your token (bgp_…) here", "your API key [sk-…] below").
+_ASIDE = r"(?:\s*(?:\([^()\n]{0,80}\)|\[[^\[\]\n]{0,80}\]|`[^`\n]{0,80}`))?"
 _POINTED = (
-    r"\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
+    rf"{_ASIDE}\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
     r"(?:chat|conversation|message|box|reply|field)|(?:to|with|for)\s+(?:me|us)|"
     # "… in your next message", "… in the next reply": the chat, in other words.
     r"in\s+(?:your|the|a)\s+(?:next\s+|following\s+)?(?:message|reply|answer|response)|"

@@ -12,7 +12,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import DeploymentSetting, Judge, Model, NotificationSetting
-from benchgen.services import _keyring, access, audit
+from benchgen.services import _keyring, access, audit, overrides
 from benchgen.services.overrides import CHOICES, OVERRIDABLE
 
 
@@ -68,12 +68,16 @@ def set_setting(ctx: Context, key: str, raw: str) -> Any:
     if kind is None:
         raise invalid(["key"], f"unknown setting; choose one of {', '.join(OVERRIDABLE)}")
     value = _parse(key, kind, raw)
+    # What it was, so that the audit log tells how to put it back.
+    previous = overrides.effective(ctx, key)
     row = ctx.session.get(DeploymentSetting, key)
     if row is None:
         row = DeploymentSetting(key=key, value=value, updated_at=ctx.now(), updated_by="")
         ctx.session.add(row)
     row.value, row.updated_at, row.updated_by = value, ctx.now(), ctx.principal.door
-    audit.record(ctx, audit.AuditAction.DEPLOYMENT_SET, "setting", key, value=value)
+    audit.record(
+        ctx, audit.AuditAction.DEPLOYMENT_SET, "setting", key, value=value, previous=previous
+    )
     return value
 
 

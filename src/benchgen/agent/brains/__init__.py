@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.models import Model
@@ -16,12 +16,23 @@ class BrainUnavailable(RuntimeError):
     """The configured brain cannot be built; the message names the setting to fix."""
 
 
+# What stands in for the brain's API key wherever a reply, a tool call or a log line held it.
+KEY_HIDDEN = "[the agent's API key, hidden]"
+
+
 @dataclass(frozen=True)
 class Brain:
-    """A pydantic-ai model and the name the transcript records for it."""
+    """A pydantic-ai model, the name the transcript records for it, and the API key it sends
+    (`key`), which nobody reading the chat or the logs may see."""
 
     name: str
     model: Model
+    key: str | None = field(default=None, repr=False)
+
+    def hidden(self, text: str) -> str:
+        """`text` with the API key taken out: a provider's error may echo the key it was sent
+        (a gateway's "Invalid key: …"), and a hostile server may put it in its reply."""
+        return text.replace(self.key, KEY_HIDDEN) if self.key else text
 
 
 def build_brain(settings: Settings) -> Brain:
@@ -46,9 +57,9 @@ def build_brain(settings: Settings) -> Brain:
         model_path(name)  # a missing file stops the start, not every turn after it
         return Brain(spec, local_model(name, settings.local_model_threads))
     if kind in ("openai", "anthropic") and name:
-        from benchgen.agent.brains.hosted import hosted_model
+        from benchgen.agent.brains.hosted import api_key, hosted_model
 
-        return Brain(spec, hosted_model(kind, name, settings))
+        return Brain(spec, hosted_model(kind, name, settings), api_key(kind, settings))
     raise invalid(
         ["agent_model"],
         "must be offline, local:<gguf path or smollm2>, openai:<model> or anthropic:<model>",

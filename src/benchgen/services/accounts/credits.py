@@ -14,10 +14,13 @@ from sqlalchemy import select
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
+from benchgen.core.text import require_line
 from benchgen.db.tables import CreditEntry
 from benchgen.services import access, audit
 from benchgen.services.accounts import _ledger, users
 from benchgen.services.specs import MAX_LIST, check_window
+
+MAX_NOTE = 500
 
 
 @dataclass(frozen=True)
@@ -94,14 +97,23 @@ def grant_credits(ctx: Context, user_id: str, amount: int, note: str = "") -> in
     Raises:
         PermissionDenied: not an admin.
         NotFound: no such account.
-        InvalidInput: amount not a positive whole number.
+        InvalidInput: amount not a positive whole number, or a note over 500 characters or
+            holding control or bidirectional characters (the account's holder reads it).
     """
     access.require(ctx, Action.ADMIN_CREDITS)
     _check_amount(amount)
+    note = _checked_note(note)
     users.lock_user(ctx, user_id)
     _ledger.append_entry(ctx, user_id, "grant", amount, note=note)
-    audit.record(ctx, audit.AuditAction.CREDITS_GRANT, "user", user_id, amount=amount)
+    audit.record(ctx, audit.AuditAction.CREDITS_GRANT, "user", user_id, amount=amount, note=note)
     return _ledger.balance_of(ctx, user_id)
+
+
+def _checked_note(note: str) -> str:
+    # Refused, not cut: the ledger kept the first 500 characters of a longer note in silence.
+    if len(note) > MAX_NOTE:
+        raise invalid(["note"], f"must be at most {MAX_NOTE} characters")
+    return require_line(note, ["note"], required=False)
 
 
 def _check_amount(amount: int) -> None:

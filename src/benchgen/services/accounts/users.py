@@ -7,15 +7,16 @@ from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthenticated, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
+from benchgen.core.statuses import RUN_ACTIVE, TRAINING_ACTIVE
 from benchgen.core.text import require_line
-from benchgen.db.tables import User
+from benchgen.db.tables import Run, TrainingJob, User
 from benchgen.services import access, audit
 from benchgen.services.specs import check_window
 
@@ -241,9 +242,10 @@ def get_me(ctx: Context) -> UserView:
 
 
 def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
-    """Disable or re-enable an account; disabling revokes its tokens and ends its sessions and
-    running agent turns (re-enabling it brings none of them back: the person signs in and
-    makes new tokens).
+    """Disable or re-enable an account; disabling revokes its tokens, ends its sessions and
+    running agent turns, and stops its unfinished runs and training jobs as if cancelled
+    (re-enabling it brings none of them back: the person signs in, makes new tokens and
+    launches again).
 
     Raises:
         PermissionDenied: not an admin.
@@ -260,6 +262,7 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         # Personal tokens too: an account is disabled when it may be in the wrong hands, and
         # enabling it again must not bring back tokens that may have leaked with it.
         sessions.end_sessions_of(ctx, user.id, personal_tokens=True)
+        _stop_jobs_of(ctx, user.id)
     audit.record(
         ctx,
         audit.AuditAction.USER_ACTIVATE if active else audit.AuditAction.USER_DISABLE,
@@ -267,6 +270,27 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         user.id,
     )
     return view(user)
+
+
+def _stop_jobs_of(ctx: Context, user_id: str) -> None:
+    """Stop a disabled account's runs and training jobs as their owner's cancel would: a queued
+    one ends unstarted (nothing charged), a running one stops at its next step and settles
+    what it used. Left going, whoever held the account kept spending its credits and calling
+    its models' endpoints with its keys."""
+    ctx.session.execute(
+        update(Run)
+        .where(Run.launched_by == user_id, Run.status.in_(RUN_ACTIVE))
+        .values(cancel_requested=True)
+    )
+    ctx.session.execute(
+        update(TrainingJob)
+        .where(
+            TrainingJob.owner_id == user_id,
+            TrainingJob.status.in_(TRAINING_ACTIVE),
+            TrainingJob.cancel_requested_at.is_(None),
+        )
+        .values(cancel_requested_at=ctx.now())
+    )
 
 
 def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
@@ -292,6 +316,13 @@ def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
 def _account_to_manage(ctx: Context, user_id: str, own: str, command: str) -> User:
     """The account an admin changes; `own`, when given, is what an admin may not do to their
     own account (it could be the last admin's), which another admin or `command` can."""
+    access.require(ctx, Action.ADMIN_USERS)
+    # Both accounts locked in one order and read again, then the admin checked again: two
+    # admins demoting or disabling each other at the same moment both went through, leaving
+    # no admin at all.
+    ids = sorted({user_id, ctx.principal.user_id or user_id})
+    locking = select(User).where(User.id.in_(ids)).order_by(User.id).with_for_update(key_share=True)
+    ctx.session.scalars(locking.execution_options(populate_existing=True)).all()
     access.require(ctx, Action.ADMIN_USERS)
     user = ctx.session.get(User, user_id)
     if user is None:

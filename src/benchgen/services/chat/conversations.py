@@ -19,7 +19,7 @@ from benchgen.core.storable import require_storable, storable_text
 from benchgen.core.text import MAX_TITLE, require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
-from benchgen.services import access
+from benchgen.services import access, overrides
 from benchgen.services.accounts import leaks
 from benchgen.services.chat import proposals
 from benchgen.services.keysets import Newest, newest_first
@@ -296,7 +296,8 @@ def _is_alive(ctx: Context, turn: ChatTurn, now: datetime) -> bool:
     never stamped: within its cap)."""
     if turn.heartbeat_at is not None:
         return turn.heartbeat_at + timedelta(seconds=ctx.settings.agent_turn_lease_s) > now
-    return turn.started_at + timedelta(seconds=ctx.settings.agent_turn_cap_s) + STALE_MARGIN > now
+    cap = timedelta(seconds=overrides.effective(ctx, "agent_turn_cap_s"))
+    return turn.started_at + cap + STALE_MARGIN > now
 
 
 def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:

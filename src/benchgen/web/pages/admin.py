@@ -93,7 +93,8 @@ def user_create(
 def user_active(
     request: Request, ctx: WebContext, user_id: str, active: Annotated[bool, Form()]
 ) -> Response:
-    """Disable an account (its sessions and tokens stop working) or enable it again."""
+    """Disable an account (its sessions, tokens, runs and training jobs stop) or enable it
+    again."""
     changed = users.set_active(ctx, user_id, active)
     verb = "Enabled" if changed.is_active else "Disabled"
     return redirect(request, "admin_users", flash=f"{verb} the account {changed.email}.")
@@ -170,5 +171,7 @@ def setting_save(
     try:
         saved = deployment.set_setting(ctx, key, value)
     except InvalidInput as exc:
-        return _settings_page(request, ctx, 422, {key: exc.message})
+        # A key no form on the page carries (a hand-made request) is told above the forms.
+        where = key if key in overrides.OVERRIDABLE else ""
+        return _settings_page(request, ctx, 422, {where: exc.message})
     return redirect(request, "admin_settings", flash=f"Saved: {key} is now {saved}.")
