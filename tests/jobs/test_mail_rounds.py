@@ -16,7 +16,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.jobs.worker import MAILER, Mailer, start_workers, stop_workers
 from benchgen.services.accounts import _mail_queue
-from benchgen.services.benchmarks import members, outbox
+from benchgen.services.benchmarks import members, outbox, outbox_delivery
 from tests.support import MCQ, World
 
 OPERATOR = Principal.cli()
@@ -174,7 +174,7 @@ def test_a_failure_is_retried_later_and_a_bounce_never(
     mailer.run_once()
     assert stub.recipients_asked == {"bob@example.com": 1, "dan@example.com": 1}
     stub.replies = {}
-    clock.advance(seconds=outbox.RETRY_EVERY.total_seconds() + 1)
+    clock.advance(seconds=outbox_delivery.RETRY_EVERY.total_seconds() + 1)
     mailer.run_once()
     assert stub.received == [("bob@example.com", "Round two")]
     assert _sent_list(world, owner, bm) == {"bob@example.com": "sent", "dan@example.com": "bounced"}
@@ -204,7 +204,7 @@ def test_a_server_that_is_down_ends_the_round_and_its_mail_goes_later(
     back = SmtpStub()
     try:
         monkeypatch.setattr(world.rt.settings, "smtp_url", back.url)
-        clock.advance(seconds=outbox.RETRY_EVERY.total_seconds() + 1)
+        clock.advance(seconds=outbox_delivery.RETRY_EVERY.total_seconds() + 1)
         assert Mailer(world.rt).run_once() is False
         assert sorted(to for to, _ in back.received) == ["bob@example.com", "dan@example.com"]
     finally:
@@ -240,7 +240,9 @@ def test_senders_racing_for_the_same_mail_send_each_message_once(
 
     threads = [threading.Thread(target=deliver, args=(m.run_once,)) for m in mailers]
     threads.append(
-        threading.Thread(target=deliver, args=(lambda: world.do(OPERATOR, outbox.deliver_outbox),))
+        threading.Thread(
+            target=deliver, args=(lambda: world.do(OPERATOR, outbox_delivery.deliver_outbox),)
+        )
     )
     for thread in threads:
         thread.start()
@@ -264,21 +266,28 @@ def test_a_claim_left_by_a_dead_sender_is_taken_again_and_its_late_record_is_ign
     owner, bm = owner_and_bm
     monkeypatch.setattr(world.rt.settings, "smtp_url", stub.url)
     _send(world, owner, bm)
-    first = world.do(MAILER, outbox.claim_waiting_mail)
-    second = world.do(MAILER, outbox.claim_waiting_mail)
+    first = world.do(MAILER, outbox_delivery.claim_waiting_mail)
+    second = world.do(MAILER, outbox_delivery.claim_waiting_mail)
     assert first is not None and second is not None
     assert first.letter.id != second.letter.id  # a claimed message is nobody else's
-    assert world.do(MAILER, outbox.claim_waiting_mail) is None
-    world.do(MAILER, outbox.record_sending, second, outbox.send_claimed(world.rt.settings, second))
+    assert world.do(MAILER, outbox_delivery.claim_waiting_mail) is None
+    world.do(
+        MAILER,
+        outbox_delivery.record_sending,
+        second,
+        outbox_delivery.send_claimed(world.rt.settings, second),
+    )
     # The first sender died holding its claim: nobody takes it until the claim times out.
-    clock.advance(seconds=outbox.CLAIM_TIMEOUT.total_seconds() - 1)
+    clock.advance(seconds=outbox_delivery.CLAIM_TIMEOUT.total_seconds() - 1)
     assert Mailer(world.rt).run_once() is False
     assert len(stub.received) == 1
     clock.advance(seconds=2)
     assert Mailer(world.rt).run_once() is False
     assert sorted(to for to, _ in stub.received) == ["bob@example.com", "dan@example.com"]
     # The dead sender's record, should it come back, changes nothing: the message is sent.
-    world.do(MAILER, outbox.record_sending, first, outbox.Outcome("failed", "late"))
+    world.do(
+        MAILER, outbox_delivery.record_sending, first, outbox_delivery.Outcome("failed", "late")
+    )
     assert set(_sent_list(world, owner, bm).values()) == {"sent"}
 
 
@@ -296,7 +305,7 @@ def test_account_mail_is_left_to_its_own_sender_and_only_failures_are_retried(
     assert Mailer(world.rt).run_once() is False
     assert stub.received == []
     # A sender that died before sending it leaves it queued: the rounds take it after a while.
-    clock.advance(seconds=outbox.CLAIM_TIMEOUT.total_seconds() + 1)
+    clock.advance(seconds=outbox_delivery.CLAIM_TIMEOUT.total_seconds() + 1)
     Mailer(world.rt).run_once()
     assert stub.received == [("reset@example.com", "Reset")]
 
@@ -314,7 +323,7 @@ def test_old_mail_queued_before_smtp_was_set_up_is_left_to_the_operator(
     monkeypatch.setattr(world.rt.settings, "smtp_url", stub.url)
     assert Mailer(world.rt).run_once() is False
     assert stub.received == []
-    assert world.do(OPERATOR, outbox.deliver_outbox) == outbox.Delivered(2, 0)
+    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(2, 0)
     assert len(stub.received) == 2
 
 

@@ -49,7 +49,8 @@ def stub(runtime: Runtime) -> Iterator[StubOpenAI]:
         yield server
 
 
-def _model(world: World, stub: StubOpenAI) -> str:
+def stub_model(world: World, stub: StubOpenAI) -> str:
+    """A platform model answered by `stub`."""
     spec = {
         "name": "Stub",
         "kind": "openai_compat",
@@ -67,7 +68,7 @@ def test_judge_scores_a_run_and_keeps_its_tokens_apart(
     bm = world.benchmark(ana, CAPITALS)
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, "sk-judge-key")
-    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, stub_model(world, stub)).id
     while Worker(runtime).run_once():
         pass
     run = world.do(web, launch.get_run, run_id)
@@ -92,7 +93,7 @@ def test_unreadable_verdict_is_an_error_not_a_guess(
     stub.fail = lambda n, p: (
         stub_reply("no verdict here") if "VERDICT" in p else stub_reply("ANSWER: Rome")
     )
-    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, stub_model(world, stub)).id
     while Worker(runtime).run_once():
         pass
     [row] = world.do(web, results.list_results, run_id)
@@ -135,7 +136,7 @@ def test_others_use_the_judge_only_when_the_owner_allows(world: World, stub: Stu
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None)
     world.do(web, lifecycle.publish_benchmark, bm)
     world.do(Principal.web(pia), members.join_benchmark, bm, True)
-    model = _model(world, stub)
+    model = stub_model(world, stub)
     for refused in (launch.estimate_run, launch.start_run):  # the estimate says so first
         with pytest.raises(PermissionDenied, match="not open"):
             world.do(Principal.web(pia), refused, bm, model)

@@ -13,7 +13,6 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.evals.scorers.extract import extract_choice, extract_final_answer
 from benchgen.jobs.worker import Worker
-from benchgen.services import models
 from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import bundles, judges
 from benchgen.services.runs import launch, results
@@ -21,8 +20,9 @@ from benchgen.services.runs._replies import CUT_MARK, clip_reply
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, require_sandbox
 from tests.evals.stub_openai import Fault, StubOpenAI
+from tests.services.test_judge import stub_model
 from tests.services.test_runs import work_all
-from tests.support import OPERATOR, World, stub_reply
+from tests.support import World, stub_reply
 
 CAP = 65536  # the documented default of `max_reply_chars`
 MARKER_ROOM = 100  # the cut marker's own characters
@@ -71,16 +71,6 @@ def stub(runtime: Runtime) -> Iterator[StubOpenAI]:
         yield server
 
 
-def _model(world: World, stub: StubOpenAI) -> str:
-    spec = {
-        "name": "Stub",
-        "kind": "openai_compat",
-        "endpoint_model": "m",
-        "base_url": stub.base_url,
-    }
-    return world.do(OPERATOR, models.create_platform_model, spec).id
-
-
 def _huge(_: int, prompt: str) -> Fault:
     if "VERDICT" in prompt:  # the judge's grading prompt: a huge verdict, correct at its end
         return stub_reply(THINKING + "VERDICT: CORRECT")
@@ -96,7 +86,7 @@ def test_a_run_of_huge_replies_stores_them_clipped_and_scores_their_end(
     bm = world.benchmark(ana, CAPITALS)
     web = Principal.web(ana)
     options = {"settings": {"samples": 2, "seed": 1}}
-    run_id = world.do(web, launch.start_run, bm, _model(world, stub), None, options).id
+    run_id = world.do(web, launch.start_run, bm, stub_model(world, stub), None, options).id
     while Worker(runtime).run_once():
         pass
     run = world.do(web, launch.get_run, run_id)
@@ -120,7 +110,7 @@ def test_a_huge_judge_reply_is_clipped_and_its_final_verdict_read(
     bm = world.benchmark(ana, {**CAPITALS, "questions": CAPITALS["questions"][:1]})
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None)
-    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, stub_model(world, stub)).id
     while Worker(runtime).run_once():
         pass
     [row] = world.do(web, results.list_results, run_id)
@@ -136,7 +126,7 @@ def test_the_cap_is_the_deployments_setting(
     stub.fail = _huge
     ana = world.user("ana@example.com")
     bm = world.benchmark(ana, {**CAPITALS, "questions": CAPITALS["questions"][:1]})
-    run_id = world.do(Principal.web(ana), launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, stub_model(world, stub)).id
     while Worker(runtime).run_once():
         pass
     [row] = world.do(Principal.web(ana), results.list_results, run_id)
@@ -151,7 +141,7 @@ def test_a_custom_benchmarks_predictions_hold_the_clipped_replies(
     stub.fail = lambda _, prompt: stub_reply(THINKING + f"ANSWER: {prompt}")
     ana = world.user("ana@example.com", credits_=100)
     bm = world.do(Principal.web(ana), bundles.upload_bundle, bundle(), "tiny.zip").benchmark.id
-    run_id = world.do(Principal.web(ana), launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, stub_model(world, stub)).id
     work_all(runtime)
     assert world.do(Principal.web(ana), launch.get_run, run_id).status == "completed"
     saved = store_for(runtime.settings).read_bytes(f"runs/{run_id}/predictions/task-0.zip")

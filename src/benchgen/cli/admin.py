@@ -22,7 +22,7 @@ from benchgen.cli.common import (
 from benchgen.cli.helptext import App
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits, tokens, users
-from benchgen.services.benchmarks import outbox
+from benchgen.services.benchmarks import outbox, outbox_delivery
 
 app = App(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
@@ -272,7 +272,7 @@ def show_outbox(
             # "Sent 0 message(s)" and exit 0 read as done, while every message still waited.
             say_error("BENCHGEN_SMTP_URL is not set: nothing can be sent; set it and run again.")
             raise typer.Exit(1)
-        delivered = outbox.deliver_outbox(ctx) if deliver else None
+        delivered = outbox_delivery.deliver_outbox(ctx) if deliver else None
         rows = outbox.list_outbox(ctx)
     # The id is what `--show` takes: it must print whole, however narrow the terminal.
     table = wrapping_table("to", "subject", "status", "error")

@@ -190,7 +190,7 @@ class Mailer:
         """Deliver until `stop()`; any error of a round is logged and the next round tries
         again. After a failure of the server itself it waits RETRY_EVERY: asked every few
         seconds, a relay that is down would only be asked in vain."""
-        from benchgen.services.benchmarks import outbox
+        from benchgen.services.benchmarks import outbox_delivery
 
         while not self.stopping.is_set():
             try:
@@ -199,7 +199,7 @@ class Mailer:
                 log.warning("mail: delivery round failed, trying again (%s)", type(exc).__name__)
                 server_failed = False
             self.stopping.wait(
-                outbox.RETRY_EVERY.total_seconds() if server_failed else self.every_s
+                outbox_delivery.RETRY_EVERY.total_seconds() if server_failed else self.every_s
             )
 
     def run_once(self) -> bool:
@@ -207,17 +207,17 @@ class Mailer:
         True when the round stopped at a failure of the server (the rest wait for the next)."""
         # Loaded here, by processes that send mail: `benchgen run` imports this module too, and
         # the outbox (with smtplib) was ~6 ms of its start.
-        from benchgen.services.benchmarks import outbox
+        from benchgen.services.benchmarks import outbox_delivery
 
         settings = self.runtime.settings
         while settings.smtp_url and not self.stopping.is_set():
             with transaction(self.runtime, MAILER) as ctx:
-                claim = outbox.claim_waiting_mail(ctx)
+                claim = outbox_delivery.claim_waiting_mail(ctx)
             if claim is None:
                 return False
-            outcome = outbox.send_claimed(settings, claim)
+            outcome = outbox_delivery.send_claimed(settings, claim)
             with transaction(self.runtime, MAILER) as ctx:
-                outbox.record_sending(ctx, claim, outcome)
+                outbox_delivery.record_sending(ctx, claim, outcome)
             if outcome.server_failed:
                 return True
         return False
