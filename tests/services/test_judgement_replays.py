@@ -16,7 +16,7 @@ from benchgen.services.benchmarks import judges
 from benchgen.services.runs import execution, launch, results
 from benchgen.services.runs.execution import JudgingPlan
 from benchgen.services.runtime import Runtime, transaction
-from tests.services.test_judge import CAPITALS, _model, stub
+from tests.services.test_judge import CAPITALS, stub, stub_model
 from tests.support import OPERATOR, World
 
 pytestmark = pytest.mark.both_backends
@@ -28,7 +28,7 @@ def _judging(world: World, runtime: Runtime, stub: Any, ana: str) -> JudgingPlan
     bm = world.benchmark(ana, CAPITALS)
     web = Principal.web(ana)
     world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, None)
-    run_id = world.do(web, launch.start_run, bm, _model(world, stub)).id
+    run_id = world.do(web, launch.start_run, bm, stub_model(world, stub)).id
     with transaction(runtime, WORKER) as ctx:
         plan = execution.begin_run(ctx, run_id)
         assert plan is not None
