@@ -149,3 +149,16 @@ def test_remote_upload_submit_wait_and_download(
         assert target.read_bytes() == Path(path).read_bytes()
         refused = runner.invoke(app, ["benchmarks", "download-bundle", "bm_nowhere", *there])
         assert refused.exit_code == 1 and "No such" in refused.output
+
+
+def test_the_list_counts_no_questions_for_a_custom_benchmark(world: World, tmp_path: Path) -> None:
+    require_sandbox()
+    world.user("ana@example.com")
+    here = ["--as", "ana@example.com"]
+    made = runner.invoke(
+        app, ["benchmarks", "upload", _file(tmp_path, "tiny.zip", bundle()), *here], env=WIDE
+    )
+    bm = _new_id(made.output)
+    listed = runner.invoke(app, ["benchmarks", "list", *here], env=WIDE).output
+    [row] = [line for line in listed.splitlines() if bm in line]
+    assert "custom" in row and "—" in row and " 0 " not in row, row

@@ -252,3 +252,13 @@ def test_writes_go_on_while_a_new_versions_programs_run(
     assert took < 1.5, f"the write waited {took:.1f} s for the upload's programs"
     assert answers[0].status_code == 303, answers[0].text[:2000]
     assert "Version 2 uploaded" in people.ana.page(path).text
+
+
+def test_lists_count_no_questions_for_a_custom_benchmark(people: People) -> None:
+    """A bundle's benchmark has tasks its program scores, not questions: "0 questions" misled."""
+    bm = _created(people)
+    row = people.ana.page("/benchmarks").find("a", href=f"/benchmarks/{bm}").find_parent("tr")
+    cells = [cell.get_text(strip=True) for cell in row.find_all("td")]
+    assert cells[:2] == ["custom", "—"], cells
+    dashboard = people.ana.page("/").find("a", href=f"/benchmarks/{bm}").find_parent("li")
+    assert "question" not in dashboard.get_text(), dashboard.get_text()

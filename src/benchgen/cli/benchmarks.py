@@ -47,7 +47,9 @@ def list_benchmarks(
         table.add_column(header, no_wrap=True)
     table.add_column("id", no_wrap=True, min_width=23)
     for row in rows:
-        shown = (row["format"], str(row["question_count"]), row["visibility"], row["id"])
+        # A custom benchmark has tasks scored by its bundle's program, not questions.
+        count = "—" if row["format"] == "custom" else str(row["question_count"])
+        shown = (row["format"], count, row["visibility"], row["id"])
         table.add_row(row["title"], *shown)
     console.print(table)
 
