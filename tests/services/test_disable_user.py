@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import func, select
 
 from benchgen.core.context import Principal
-from benchgen.db.tables import Run, TrainingJob
+from benchgen.db.tables import AuditEvent, Run, TrainingJob
 from benchgen.jobs.handlers import WORKER
 from benchgen.services import models
 from benchgen.services.accounts import _ledger, users
@@ -72,3 +73,18 @@ def test_enabling_again_starts_nothing_new(world: World) -> None:
     world.do(OPERATOR, users.set_active, ana, True)
     assert world.do(WORKER, execution.begin_run, run) is None
     assert _status(world, Run, run) == "cancelled"
+
+
+def test_disabling_or_enabling_twice_changes_and_records_nothing_more(world: World) -> None:
+    ana = world.user("ana@example.com")
+
+    def recorded() -> int:
+        count = select(func.count()).select_from(AuditEvent).where(AuditEvent.object_id == ana)
+        return int(world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalar(count)))
+
+    before = recorded()  # the account's creation
+    world.do(OPERATOR, users.set_active, ana, True)  # active already
+    assert recorded() == before
+    world.do(OPERATOR, users.set_active, ana, False)
+    again = world.do(OPERATOR, users.set_active, ana, False)
+    assert recorded() == before + 1 and not again.is_active

@@ -245,7 +245,7 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     """Disable or re-enable an account; disabling revokes its tokens, ends its sessions and
     running agent turns, and stops its unfinished runs and training jobs as if cancelled
     (re-enabling it brings none of them back: the person signs in, makes new tokens and
-    launches again).
+    launches again). An account already so is returned as it is, and nothing is recorded.
 
     Raises:
         PermissionDenied: not an admin.
@@ -254,6 +254,8 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     """
     own = "disable your own account" if not active else ""
     user = _account_to_manage(ctx, user_id, own, "benchgen admin disable-user")
+    if user.is_active == active:
+        return view(user)  # nothing changes, and the audit log records changes
     user.is_active = active
     if not active:
         # Imported here because sessions builds on this module (sign-in checks passwords here).
