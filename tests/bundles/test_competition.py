@@ -427,6 +427,20 @@ def test_published_codabench_bundles_parse() -> None:
             ["leaderboards", 0, "columns", 0, "title"],
             "U+001B",
         ),
+        # A key is the title when none is given, and a column's key heads its scores.
+        ("    key: main", '    key: "ma\\nin"', ["leaderboards", 0, "key"], "U+000A"),
+        (
+            "key: accuracy",
+            'key: "\\u202eaccuracy"',
+            ["leaderboards", 0, "columns", 0, "key"],
+            "U+202E",
+        ),
+        (
+            "key: accuracy",
+            f"key: {'k' * 201}",
+            ["leaderboards", 0, "columns", 0, "key"],
+            "at most 200 characters",
+        ),
     ],
 )
 def test_titles_names_and_prose_get_the_text_checks_with_their_line(

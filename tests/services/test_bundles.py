@@ -9,8 +9,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from benchgen.core.context import Principal, PrincipalKind
+from benchgen.core.context import Context, Principal, PrincipalKind
 from benchgen.core.errors import (
     Conflict,
     InvalidInput,
@@ -19,6 +20,7 @@ from benchgen.core.errors import (
     RateLimited,
 )
 from benchgen.core.permissions import Scope
+from benchgen.db.tables import Run
 from benchgen.services._artifacts import store_for
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle
 from benchgen.services.runs import bundle_execution, launch, leaderboards, rescoring, submissions
@@ -30,6 +32,7 @@ from tests.bundle_factory import (
     MODEL_CODE,
     bundle,
     competition,
+    programs_started,
     require_sandbox,
     results,
     zip_of,
@@ -434,3 +437,69 @@ def test_a_run_scored_with_old_columns_is_refused_naming_its_version(
     world.do(Principal.web(ana), bundles.upload_bundle_version, bm, bundle(f1), "v2.zip")
     with pytest.raises(Conflict, match="scored by version 1, whose leaderboard columns differ"):
         world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run.id)
+
+
+def _runs_of(world: World, ana: str, bm: str) -> int:
+    def count(ctx: Context) -> int:
+        return len(ctx.session.scalars(select(Run.id).where(Run.benchmark_id == bm)).all())
+
+    return world.ctx_call(Principal.web(ana), count)
+
+
+def test_a_zip_with_a_broken_listing_is_refused_and_counts_nothing(world: World) -> None:
+    """is_zipfile finds only the end record: a corrupt listing behind it was a 500."""
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle(ingestion=CODE_INGESTION))
+    broken = bytearray(zip_of({"model.py": MODEL_CODE}))
+    at = broken.rfind(b"PK\x01\x02")
+    broken[at : at + 4] = b"XXXX"
+    for kind in ("auto", "code"):
+        with pytest.raises(InvalidInput, match=r"must be a \.zip file"):
+            world.do(Principal.web(ana), submissions.submit, bm, bytes(broken), "b.zip", None, kind)
+    assert _runs_of(world, ana, bm) == 0
+
+
+@pytest.mark.parametrize(
+    "name", ["\u202egpj.zip", "a\nb.zip", "nul\x00.zip", "zero\u200bwidth.zip"]
+)
+def test_a_submission_name_that_could_spoof_a_leaderboard_entry_is_refused(
+    world: World, name: str
+) -> None:
+    # The file's name names the run on leaderboards, where everybody reads it.
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    with pytest.raises(InvalidInput, match="the file name must not contain U\\+"):
+        world.do(Principal.web(ana), submissions.submit, bm, results(ANSWERS), name)
+    assert _runs_of(world, ana, bm) == 0
+    windows = world.do(
+        Principal.web(ana), submissions.submit, bm, results(ANSWERS), "C:\\Users\\a\\mine.zip"
+    )
+    assert windows.model_name == "Submission mine.zip"
+
+
+def test_a_bundle_name_with_a_nul_or_override_is_refused_before_its_programs_run(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    started = programs_started(monkeypatch)
+    for name in ("nul\x00.zip", "\u202epiz.zip"):
+        with pytest.raises(InvalidInput, match="the file name must not contain U\\+"):
+            world.do(Principal.web(ana), bundles.upload_bundle, bundle(), name)
+    assert not started.is_set()
+
+
+def test_a_bundle_missing_from_storage_fails_the_run_without_naming_host_paths(
+    world: World, runtime: Runtime
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = _upload(world, ana, bundle())
+    store = store_for(runtime.settings)
+    for key in store.keys(f"bundles/{bm}"):
+        store.delete(key)
+    run = world.do(Principal.web(ana), submissions.submit, bm, results(ANSWERS), "r.zip")
+    work_all(runtime)
+    done = world.do(Principal.web(ana), launch.get_run, run.id)
+    assert done.status == "failed"
+    assert "could not be unpacked: No such file or directory" in done.error
+    data_dir = str(runtime.settings.data_dir.resolve())
+    assert data_dir not in done.error and "bundles/" not in done.error

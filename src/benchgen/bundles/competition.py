@@ -300,6 +300,14 @@ class _Reader(NodeReader):
             problem = "must hold something visible"
         return self._checked(s, key, text, problem)
 
+    def key(self, s: Section) -> str:
+        """A leaderboard's or column's key: a name readers see (it is the title when none is
+        given, and a column's key heads its scores), so it gets a name's checks, never cut."""
+        text = self.text(s, "key", required=True)
+        if not text or not text.strip():
+            return ""
+        return self._checked(s, "key", text, line_problem(text) or _too_long(text, MAX_TITLE)) or ""
+
     def prose(self, s: Section, key: str) -> str | None:
         """A description: line breaks allowed, no control or bidirectional characters."""
         text = self.text(s, key)
@@ -456,7 +464,7 @@ class _Reader(NodeReader):
 
     def leaderboard(self, loc: Loc, node: Node) -> tuple[LeaderboardSpec, Section]:
         s = self.section(node, loc, _BOARD_USED, _BOARD_KNOWN)
-        key = self.text(s, "key", required=True) or ""
+        key = self.key(s)
         found = [self.column(c_loc, c_node) for c_loc, c_node in self.items(s, "columns")]
         columns = self.unique(self.unique(found), "key")
         if not columns:
@@ -473,7 +481,7 @@ class _Reader(NodeReader):
 
     def column(self, loc: Loc, node: Node) -> tuple[ColumnSpec, Section]:
         s = self.section(node, loc, _COLUMN_USED, frozenset())
-        key = self.text(s, "key", required=True) or ""
+        key = self.key(s)
         spec = ColumnSpec(
             key=key,
             title=self.line(s, "title") or key,

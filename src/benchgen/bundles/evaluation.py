@@ -13,6 +13,7 @@ from benchgen.bundles.competition import LeaderboardSpec
 from benchgen.bundles.layout import ProgramSpec, ResolvedTask
 from benchgen.bundles.programs import ProgramDirs, read_scores, run_program
 from benchgen.bundles.sandbox import Limits, Outcome
+from benchgen.bundles.trees import drop_special_entries
 from benchgen.core.errors import InvalidInput
 from benchgen.core.secrets import redact_secrets
 
@@ -69,6 +70,7 @@ def evaluate_task(
     """
     log: list[str] = []
     results = submission.results
+    shared = _mkdir(work / "shared")
     if results is None:
         if task.ingestion_program is None:
             return TaskOutcome(task.spec.index, {}, log, "this task takes results only", None)
@@ -84,18 +86,22 @@ def evaluate_task(
                 output=results,
                 input_data=task.input_data,
                 ingested_program=submission.code or _mkdir(work / "empty"),
-                shared=_mkdir(work / "shared"),
+                shared=shared,
             ),
         )
         if not outcome.ok:
             return TaskOutcome(task.spec.index, {}, log, _failure("ingestion", outcome), results)
+        # A submission's code ran in there: a link it left would lead the scoring program to
+        # the reference data (a perfect score for nothing), a fifo would stall it.
+        for written in (results, shared):
+            drop_special_entries(written)
     output = _mkdir(work / "scores")
     dirs = ProgramDirs(
         program=task.scoring_program.folder,
         output=output,
         ref=task.reference_data,
         res=results,
-        shared=_mkdir(work / "shared"),
+        shared=shared,
     )
     outcome = _run("scoring", task.scoring_program, env, log, Submission(), dirs)
     if not outcome.ok:

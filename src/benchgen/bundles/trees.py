@@ -152,6 +152,21 @@ def remove_tree(path: Path) -> None:
         path.rmdir()
 
 
+def drop_special_entries(root: Path) -> None:
+    """Remove every link, fifo, socket and device under the folder `root`, keeping its plain
+    files and folders (cleanup of what a program wrote: never raises)."""
+
+    def drop(fd: int, _parts: Sequence[str], name: str, is_dir: bool) -> None:
+        with suppress(OSError):
+            if not is_dir and not stat.S_ISREG(
+                os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+            ):
+                os.unlink(name, dir_fd=fd)
+
+    with suppress(OSError):
+        visit(root, drop)
+
+
 def plain_files(root: Path, max_depth: int = MAX_DEPTH) -> list[str]:
     """The regular files under `root` (not through links), as '/'-joined relative paths.
 

@@ -30,6 +30,7 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid
 from benchgen.core.ids import new_id
+from benchgen.core.text import line_problem
 from benchgen.db.tables import BundleVersion
 from benchgen.services._artifacts import store_for
 
@@ -95,6 +96,9 @@ def inspect_upload(settings: Settings, data: bytes, filename: str) -> Inspected:
         raise invalid(["bundle"], f"is larger than {settings.max_bundle_bytes} bytes")
     if not filename.lower().endswith(".zip"):
         raise invalid(["bundle"], "must be a .zip file with competition.yaml at its root")
+    # The name is kept and shown with the version; a NUL could not even be stored.
+    if problem := line_problem(Path(filename).name):
+        raise invalid(["bundle"], f"the file name {problem}")
     with scratch_folder("bundle-") as folder:
         loaded = _unpack(settings, data, folder)
         solutions = score_solutions(settings, loaded, folder / "solutions-work")

@@ -134,8 +134,11 @@ def perform_bundle_run(
     with scratch_folder("custom-run-") as work:
         try:
             loaded = _load(settings, plan, work)
-        except (InvalidInput, OSError) as exc:
+        except InvalidInput as exc:
             report.error = f"the bundle could not be unpacked: {exc}"
+            return report
+        except OSError as exc:  # its text names the host file: the run's readers get why only
+            report.error = f"the bundle could not be unpacked: {exc.strerror or 'a read error'}"
             return report
         for index in plan.task_indexes:
             if cancelled():

@@ -14,6 +14,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, RateLimited, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.text import line_problem
 from benchgen.db.tables import Benchmark, Phase, Run
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
@@ -45,7 +46,8 @@ def submit(
         NotFound: the benchmark or phase is not visible.
         PermissionDenied: the principal may not run on it.
         Conflict: not a custom benchmark, the phase is not open, or its `max_submissions` is used.
-        InvalidInput: not a zip, too large, or an unknown kind.
+        InvalidInput: not a zip, too large, an unknown kind, or a file name with control,
+            bidirectional or invisible characters.
         RateLimited: the phase's submissions per day, or the strangers' run quota, is used up.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
@@ -53,7 +55,8 @@ def submit(
         raise Conflict("Submissions are for custom benchmarks; run a model instead.")
     if kind not in KINDS:
         raise invalid(["kind"], f"must be one of {', '.join(KINDS)}")
-    _check_zip(ctx, data)
+    names = _zip_names(ctx, data)
+    shown = _shown_name(filename)
     phase = _phase(ctx, benchmark, phase_index)
     _check_phase_limits(ctx, phase)
     run_id = new_id("run")
@@ -64,9 +67,9 @@ def submit(
     tasks = launch.phase_task_count(ctx, phase)
     run = launch.new_run(ctx, run_id, benchmark, phase, None, {}, tasks, 0)
     run.submission = {
-        "kind": _kind(ctx, benchmark.id, data, kind),
+        "kind": _kind(ctx, benchmark.id, names, kind),
         "key": key,
-        "filename": filename.rsplit("/", 1)[-1][:200] or "submission.zip",
+        "filename": shown,
         "size": len(data),
         "sha256": sha256,
     }
@@ -82,11 +85,33 @@ def submit(
     return launch.view(ctx, run)
 
 
-def _check_zip(ctx: Context, data: bytes) -> None:
+def _zip_names(ctx: Context, data: bytes) -> list[str]:
+    """The names in the submission zip, read before anything is stored or counted.
+
+    Raises:
+        InvalidInput: too large, not a zip, or one whose listing is corrupt.
+    """
     if len(data) > ctx.settings.max_submission_bytes:
         raise invalid(["submission"], f"is larger than {ctx.settings.max_submission_bytes} bytes")
-    if not zipfile.is_zipfile(io.BytesIO(data)):
-        raise invalid(["submission"], "must be a .zip file (results or code)")
+    # is_zipfile only finds the end record: the listing itself may still be broken.
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return archive.namelist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
+        raise invalid(["submission"], "must be a .zip file (results or code)") from exc
+
+
+def _shown_name(filename: str) -> str:
+    """The file's own name, which names the run on leaderboards.
+
+    Raises:
+        InvalidInput: it holds a control, bidirectional or invisible character, which would
+            let one entry pass itself off as another's (or not be storable at all: a NUL).
+    """
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1][:200]
+    if problem := line_problem(name):
+        raise invalid(["submission"], f"the file name {problem}")
+    return name if name.strip() else "submission.zip"
 
 
 def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
@@ -143,12 +168,11 @@ def _check_phase_limits(ctx: Context, phase: Phase) -> None:
         )
 
 
-def _kind(ctx: Context, benchmark_id: str, data: bytes, kind: str) -> str:
+def _kind(ctx: Context, benchmark_id: str, names: list[str], kind: str) -> str:
     if kind != "auto":
         return kind
     version = _bundle_versions.latest_version(ctx, benchmark_id)
     spec = _bundle_versions.competition_of(version) if version else None
     has_ingestion = bool(spec and any(t.ingestion_program for t in spec.tasks))
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        has_code = any(name.endswith(".py") for name in archive.namelist())
+    has_code = any(name.endswith(".py") for name in names)
     return "code" if has_ingestion and has_code else "results"
