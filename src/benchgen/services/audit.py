@@ -91,16 +91,13 @@ def record(
     action: AuditAction,
     object_type: str,
     object_id: str,
-    *,
-    by: str | None = None,
     **details: Any,
 ) -> AuditEvent:
-    """Append one audit row in the caller's transaction (so it commits or rolls back with it);
-    `by` names the acting user where the principal has none yet (a sign-in)."""
+    """Append one audit row in the caller's transaction (so it commits or rolls back with it)."""
     event = AuditEvent(
         id=new_id("aud"),
         at=ctx.now(),
-        user_id=by or ctx.principal.user_id,
+        user_id=ctx.principal.user_id,
         door=ctx.principal.door,
         action=action,
         object_type=object_type,

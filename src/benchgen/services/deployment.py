@@ -15,6 +15,10 @@ from benchgen.db.tables import DeploymentSetting, Judge, Model, NotificationSett
 from benchgen.services import _keyring, access, audit, overrides
 from benchgen.services.overrides import CHOICES, OVERRIDABLE
 
+# Nine digits at most: more than any limit needs, and a long string of digits is refused before
+# int() reads it.
+MAX_NUMBER = 999_999_999
+
 
 def list_settings(ctx: Context) -> dict[str, Any]:
     """Every overridable setting with the value in force (admin only).
@@ -94,18 +98,23 @@ def _parse(key: str, kind: type, raw: str) -> bool | int | str:
         if text in {"false", "0", "no", "off"}:
             return False
         raise invalid(["value"], f"{key} takes true or false, not {raw!r}")
-    least = _minimum(key)
+    least, most = number_bounds(key)
     # isdigit() alone admits '²' and other Unicode digits int() cannot read, and a string of
     # thousands of digits int() refuses: both would escape as a ValueError, not InvalidInput.
-    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < least:
-        raise invalid(["value"], f"{key} takes a whole number from {least}, not {raw!r}")
+    plain = text.isascii() and text.isdigit() and len(text) <= len(str(MAX_NUMBER))
+    if not plain or not least <= int(text) <= most:
+        raise invalid(["value"], f"{key} takes a whole number from {least} to {most}, not {raw!r}")
     return int(text)
 
 
-def _minimum(key: str) -> int:
-    # An override must not get below what the environment variable itself may be (the turn
-    # cap's 10 s, say): the bound lives once, on Settings.
+def number_bounds(key: str) -> tuple[int, int]:
+    """The least and the most a whole-number setting may be overridden to (its form's bounds).
+
+    An override must not get below what the environment variable itself may be (the turn
+    cap's 10 s, say): the bound lives once, on Settings.
+    """
     rules = Settings.model_fields[key].metadata
-    return max(
+    least = max(
         [1, *(rule.ge for rule in rules if isinstance(rule, Ge) and isinstance(rule.ge, int))]
     )
+    return least, MAX_NUMBER

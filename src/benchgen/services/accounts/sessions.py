@@ -13,7 +13,7 @@ from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import new_id
 from benchgen.db.tables import ApiToken, User, WebSession
 from benchgen.services import audit
-from benchgen.services.accounts import attempts, users
+from benchgen.services.accounts import attempts, links, users
 from benchgen.services.accounts.tokens import hash_token
 
 # Stamping last-seen on every page view would make each GET a write; a minute's slack on the
@@ -82,8 +82,15 @@ def open_session(
     )
     ctx.session.add(row)
     ctx.session.flush()
-    # The door is the sign-in's; the person signing in is who acted (and whom a filter finds).
-    audit.record(ctx, audit.AuditAction.SESSION_START, "user", user.id, by=user.id, session=row.id)
+    # A session opens only through the web door, by the person it is for (whom a filter finds),
+    # however anonymous the page they came through.
+    audit.record(
+        links.as_person(ctx, user.id),
+        audit.AuditAction.SESSION_START,
+        "user",
+        user.id,
+        session=row.id,
+    )
     return NewSession(secret, user)
 
 
@@ -118,7 +125,14 @@ def end_session(ctx: Context, session_id: str) -> None:
     if row is None or row.revoked_at is not None:
         return
     row.revoked_at = ctx.now()
-    audit.record(ctx, audit.AuditAction.SESSION_END, "user", row.user_id, session=row.id)
+    # Ended through the web door by whoever holds its cookie: the person it is for.
+    audit.record(
+        links.as_person(ctx, row.user_id),
+        audit.AuditAction.SESSION_END,
+        "user",
+        row.user_id,
+        session=row.id,
+    )
 
 
 def end_sessions_of(

@@ -156,6 +156,9 @@ def _setting_row(key: str, value: Any) -> dict[str, Any]:
     }
     if kind is str:
         row["choices"] = list(overrides.CHOICES[key])
+    if kind is int:
+        # The service's own bounds, so the browser stops a value it would refuse.
+        row["min"], row["max"] = deployment.number_bounds(key)
     return row
 
 

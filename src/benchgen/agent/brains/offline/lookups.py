@@ -123,6 +123,8 @@ def _answer_or_next(shown: dict[str, Any], number: int, calls: int) -> Step:
     if number == -1 and calls == 1 and count > 1:
         return [("show_benchmark", {"benchmark_id": benchmark["id"], "offset": count - 1})]
     name = titled(benchmark)
+    if benchmark.get("format") == "custom":
+        return f"{name} is a custom benchmark: its bundle's program scores tasks, not questions."
     if not questions:
         return f"{name} has {plural(count, 'question')}: there is no {_which(number)}."
     question = questions[0]

@@ -66,6 +66,12 @@ _LIST = re.compile(
     r"\b(?P<what>benchmarks|models|runs)\b|^(?P<bare>benchmarks|models|runs)[.?!]*$",
     re.I,
 )
+# "list my benchmarks and models", "benchmarks, runs & models": every list named, in order.
+_LISTS = re.compile(
+    r"\b(?:benchmarks|models|runs)(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*&\s*|\s+plus\s+)"
+    r"(?:(?:my|the|all|your)\s+)*(?:benchmarks|models|runs)\b)+",
+    re.I,
+)
 _SHOW = re.compile(
     r"^(?:show|open|view|display|see|describe|look at|tell me about|details of|details for"
     r"|what's in|what is in"
@@ -118,6 +124,7 @@ class Intent:
         phrase: the part that names things ("first-choice on Capitals"); for `elsewhere`, the
             key of its `elsewhere_words.PLACES` entry.
         mine: the request is about the user's own things only.
+        also: for a list, the other lists asked for with it ("benchmarks and models").
         action: for `never`, the A13 action asked for.
         draft: for `create`, `add_questions` and `replace_questions`, the questions written.
         form: for the forms of `forms.Form`, what was read.
@@ -127,6 +134,7 @@ class Intent:
     text: str
     phrase: str = ""
     mine: bool = False
+    also: tuple[str, ...] = ()
     action: Action | None = None
     draft: Draft | None = None
     form: Form | None = None
@@ -224,7 +232,11 @@ def _reading_about(text: str, plain: str, keyed: str) -> Intent:
     listed = _LIST.search(keyed)
     if listed:
         what = listed.group("what") or listed.group("bare")
-        return Intent(f"list_{what}", text, mine=bool(_MINE.search(keyed)))
+        named = _LISTS.search(keyed)
+        kinds = re.findall(r"benchmarks|models|runs", named.group(0)) if named else [what]
+        # In the order named, once each ("models and my models" lists them once).
+        first, *also = [f"list_{kind}" for kind in dict.fromkeys(kinds)]
+        return Intent(first, text, mine=bool(_MINE.search(keyed)), also=tuple(also))
     talk = late_talk(keyed)
     if talk is not None:
         return Intent(talk[0], text)

@@ -122,11 +122,16 @@ def benchmarks(result: dict[str, Any], mine: bool) -> str:
 
 def benchmark_line(item: dict[str, Any]) -> str:
     """One benchmark in a list."""
-    count = item.get("question_count", 0)
-    return (
-        f"{item['title']} ({item['id']}): {item.get('format', '?')}, "
-        f"{plural(count, 'question')}, {item.get('visibility', '?')}"
-    )
+    told = [item.get("format", "?"), *_counted(item), item.get("visibility", "?")]
+    return f"{item['title']} ({item['id']}): {', '.join(told)}"
+
+
+def _counted(item: dict[str, Any]) -> list[str]:
+    """Its number of questions, or none for a custom benchmark: its bundle's program scores
+    tasks, and "0 questions" would read as empty."""
+    if item.get("format") == "custom":
+        return []
+    return [plural(item.get("question_count", 0), "question")]
 
 
 def models(result: dict[str, Any]) -> str:
@@ -175,11 +180,9 @@ def _run_line(run: dict[str, Any]) -> str:
 def benchmark(result: dict[str, Any]) -> str:
     """One benchmark with its first questions (and their answers when the user may see them)."""
     shown, questions = result["benchmark"], result.get("questions", [])
-    frozen = ", questions frozen" if shown.get("questions_frozen") else ""
-    lines = [
-        f"{shown['title']} ({shown['id']}): {shown['format']}, {shown['visibility']}, "
-        f"{plural(shown['question_count'], 'question')}{frozen}."
-    ]
+    frozen = ["questions frozen"] if shown.get("questions_frozen") else []
+    told = [shown["format"], shown["visibility"], *_counted(shown), *frozen]
+    lines = [f"{shown['title']} ({shown['id']}): {', '.join(told)}."]
     if shown.get("description"):
         lines.append(str(shown["description"]))
     lines += [_question_line(q) for q in questions[:MAX_SHOWN]]

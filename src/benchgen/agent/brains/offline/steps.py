@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchgen.agent.brains.offline import render
-from benchgen.agent.brains.offline.ask import Ask, Step
+from benchgen.agent.brains.offline.ask import Ask, Call, Step
 from benchgen.agent.brains.offline.labels import MAX_OPTIONS, no_single, titled
 from benchgen.agent.brains.offline.naming import TITLE_KEYS, find, find_id, mentioned
 from benchgen.agent.brains.offline.parse import Intent
@@ -31,21 +31,29 @@ _TARGETS = {
 
 
 def step_list(ask: Ask, intent: Intent) -> Step:
-    """List benchmarks, models or runs."""
-    tool = intent.kind
-    got = ask.result(tool)
-    if got is None:
-        args: dict[str, Any] = {}
-        if tool == "list_benchmarks":
-            args = {"mine_only": intent.mine}
-        elif tool == "list_runs":
-            wanted = runs_filter(ask)
-            if not isinstance(wanted, dict):
-                return wanted
-            args = wanted
-        return [(tool, args)]
+    """List benchmarks, models or runs: each list asked for, all called in one step."""
+    tools = (intent.kind, *intent.also)
+    missing: list[Call] = []
+    for tool in tools:
+        if ask.result(tool) is None:
+            args = _list_args(ask, intent, tool)
+            if not isinstance(args, dict):
+                return args
+            missing.append((tool, args))
+    if missing:
+        return missing
+    return "\n\n".join(_listed(ask.result(tool), tool, intent.mine) for tool in tools)
+
+
+def _list_args(ask: Ask, intent: Intent, tool: str) -> dict[str, Any] | Step:
     if tool == "list_benchmarks":
-        return render.benchmarks(got, intent.mine)
+        return {"mine_only": intent.mine}
+    return runs_filter(ask) if tool == "list_runs" else {}
+
+
+def _listed(got: Any, tool: str, mine: bool) -> str:
+    if tool == "list_benchmarks":
+        return render.benchmarks(got, mine)
     return render.models(got) if tool == "list_models" else render.runs(got)
 
 
