@@ -18,16 +18,23 @@ from tests.support import python_output
 # Each of these costs hundredths to tenths of a second at every start. Prefixes of module names.
 SERVER = ("alembic", "fastapi", "starlette", "uvicorn", "httpx", "pydantic_ai", "benchgen.agent")
 STORAGE = ("sqlalchemy", "pydantic_settings", "benchgen.db", "benchgen.services", "benchgen.jobs")
-# What a model run does not use: custom benchmarks (bundles, Markdown, YAML), training (a Trained
-# model's plain spec aside), address validation (a run only looks its user up), Rich (loaded
-# once the first model requests are out), and the SQL dialect of a database it does not use.
+# What a model run does not use: custom benchmarks (bundles, Markdown, YAML), training and local
+# models' code (loaded when a local or Trained model is run), the model catalogue's request shapes
+# (a run only reads its model's row), any adapter (each loads when a run of its kind starts),
+# address validation (a run only looks its user up), Rich (loaded once the first model requests
+# are out), and the SQL dialect of a database it does not use.
 NOT_FOR_A_RUN = (
     "sqlalchemy.dialects.postgresql",
     "benchgen.bundles",
     "markdown_it",
     "yaml",
-    "benchgen.training.process",
+    "benchgen.training",
     "benchgen.services.training",
+    "benchgen.services.models",
+    "benchgen.evals.adapters.openai_compat",
+    "benchgen.evals.adapters.anthropic",
+    "benchgen.evals.adapters.local_gguf",
+    "benchgen.evals.adapters.local_hf",
     "email_validator",
     "rich",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import time
 import types
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from benchgen.evals.adapters import build_adapter, local_gguf
+from benchgen.evals.adapters import ADAPTERS, build_adapter, local_gguf
 from benchgen.evals.adapters.anthropic import AnthropicAdapter
 from benchgen.evals.adapters.builtin import BuiltinAdapter
 from benchgen.evals.adapters.local_hf import LocalHFAdapter
@@ -29,6 +30,7 @@ from benchgen.evals.types import (
     RetryableError,
 )
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
+from tests.support import python_output
 
 pytestmark = pytest.mark.anyio
 
@@ -166,6 +168,31 @@ async def test_unknown_kinds_and_names_are_fatal() -> None:
         build_adapter(ModelSpec("builtin", "oracle"))
     with pytest.raises(FatalModelError, match=r"GGUF|xllamacpp"):
         build_adapter(ModelSpec("local_gguf", "/nonexistent/model.gguf"))
+
+
+def test_the_registry_names_each_kinds_adapter_class() -> None:
+    # The registry names modules and classes as text, each loaded at its kind's first use: a
+    # rename must fail here, not at the first run of that kind.
+    for kind, (module, name) in ADAPTERS.items():
+        adapter = getattr(importlib.import_module(f"benchgen.evals.adapters.{module}"), name)
+        assert isinstance(adapter, type) and callable(getattr(adapter, "complete", None)), kind
+
+
+def test_building_an_adapter_loads_no_other_kinds_module() -> None:
+    # A run on a hosted model (`benchgen run`, a worker) sends its first request sooner for not
+    # loading the local models' code, the other provider's or the baselines'.
+    program = (
+        "import json, sys\n"
+        "from benchgen.evals.adapters import build_adapter\n"
+        "from benchgen.evals.types import ModelSpec\n"
+        "build_adapter(ModelSpec('openai_compat', 'm', 'http://127.0.0.1:9/v1'))\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = json.loads(python_output(program).splitlines()[-1])
+    adapters = [name for name in loaded if name.startswith("benchgen.evals.adapters.")]
+    assert "benchgen.evals.adapters.openai_compat" in adapters
+    others = ("anthropic", "builtin", "local_gguf", "local_hf")
+    assert [name for name in adapters if name.rsplit(".", 1)[1] in others] == []
 
 
 class FakeServer:

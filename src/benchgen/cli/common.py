@@ -17,7 +17,6 @@ from benchgen.cli.configuration import load_settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import BenchGenError, InvalidInput, Unauthenticated
 from benchgen.jobs.dispatching import dispatching
-from benchgen.services import models
 from benchgen.services.accounts import users
 from benchgen.services.runtime import Runtime, build_runtime, transaction
 
@@ -179,6 +178,10 @@ def optioned(loc: list[Any], options: dict[str, str]) -> list[Any]:
 
 def prepare(runtime: Runtime) -> None:
     """Start-up work of serving commands: offer the bundled local model if it is installed."""
+    # The model catalogue loads here, for serving commands alone: `benchgen run` has no use
+    # for its request shapes, and starts sooner without them.
+    from benchgen.services import models
+
     with as_operator(runtime) as ctx:
         models.register_local_models(ctx)
 

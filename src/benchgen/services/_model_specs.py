@@ -1,22 +1,29 @@
 """Models as the services that run them need them, without permission checks: the row a user may
-use, its engine spec with the key decrypted, the operator's host allowlist."""
+use, the formats it answers, its engine spec with the key decrypted, the operator's host
+allowlist."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.errors import NotFound
+from benchgen.core.errors import NotFound, invalid
 from benchgen.db.tables import Model, TrainingJob
-from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
-from benchgen.evals.adapters.local_hf import CACHE_PARAM
+from benchgen.evals.adapters import builtin
+from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import THREADS_PARAM, FatalModelError, ModelSpec
 from benchgen.services import _keyring
 from benchgen.services._artifacts import store_for
-from benchgen.training.spec import BaseWeights
+
+if TYPE_CHECKING:
+    from benchgen.training.spec import BaseWeights
 
 ANTHROPIC_URL = "https://api.anthropic.com/v1"
 # Models whose weights lie on the server and run on its own CPUs, registered only by the operator.
 LOCAL_KINDS = ("local_gguf", "local_hf")
+# What a model that reads the prompt can answer; a baseline answers only what its rule fits.
+READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
 
 
 def usable_model(ctx: Context, model_id: str) -> Model:
@@ -31,6 +38,26 @@ def usable_model(ctx: Context, model_id: str) -> Model:
     if row.owner_id is not None and row.owner_id != ctx.principal.user_id:
         raise NotFound("No such model.", {"id": model_id})
     return row
+
+
+def answerable_formats(row: Model) -> frozenset[str]:
+    """The benchmark formats `row` can answer (none for a baseline the engine does not know)."""
+    if row.kind == "builtin":
+        return builtin.FORMATS.get(row.endpoint_model, frozenset())
+    return READER_FORMATS
+
+
+def require_answerable(model: Model, fmt: str) -> None:
+    """Refuse a run whose model cannot answer the benchmark's questions.
+
+    Raises:
+        InvalidInput: `model` cannot answer questions of format `fmt`.
+    """
+    formats = answerable_formats(model)
+    if fmt not in formats:
+        can = " or ".join(sorted(formats)) or "no"
+        message = f"{model.name!r} answers only {can} benchmarks; this benchmark is {fmt}"
+        raise invalid(["model_id"], message)
 
 
 def model_spec(ctx: Context, row: Model) -> ModelSpec:
@@ -54,6 +81,11 @@ def allowlist(ctx: Context) -> frozenset[str]:
 def base_weights(row: Model, settings: Settings | None = None) -> BaseWeights:
     """Where a local model's weights lie: its row is the operator's, and so is the path. With
     `settings`, a GGUF base is kept converted in the data folder for the loads to come."""
+    # Local models' code (weights, adapters) loads for local models alone, here and in
+    # `_trained_spec`: `benchgen run` on a hosted model reaches its first request sooner.
+    from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
+    from benchgen.training.spec import BaseWeights
+
     if row.kind == "local_hf":
         return BaseWeights("hf_folder", row.endpoint_model)
     path = smollm2_path() if row.endpoint_model == SMOLLM2 else row.endpoint_model
@@ -73,6 +105,8 @@ def trained_key(training_job_id: str) -> str:
 
 def _trained_spec(ctx: Context, row: Model) -> ModelSpec:
     """A Trained model: its base model's weights with the job's checkpoint on top."""
+    from benchgen.evals.adapters.local_hf import CACHE_PARAM
+
     job = ctx.session.get(TrainingJob, row.training_job_id)
     base = ctx.session.get(Model, job.base_model_id) if job is not None else None
     if job is None or base is None:

@@ -18,7 +18,6 @@ from benchgen.db.tables import Model
 from benchgen.evals.adapters import builtin
 from benchgen.evals.adapters.local_gguf import smollm2_path
 from benchgen.evals.netguard import check_endpoint
-from benchgen.evals.scorers.registry import CUSTOM, MCQ, QA
 from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.specs import (
@@ -36,8 +35,6 @@ from benchgen.training.sizing import unreadable_folder
 
 USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
-# What a model that reads the prompt can answer; a baseline answers only what its rule fits.
-READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
 
 
 class ModelIn(BaseModel):
@@ -149,31 +146,11 @@ def _after(key: CatalogueKey) -> ColumnElement[bool]:
 
 
 def _answering(fmt: str) -> ColumnElement[bool]:
-    """`answerable_formats(row)` holds `fmt`, in SQL, so that a page of the catalogue is a
-    page of the models that can answer."""
+    """`_model_specs.answerable_formats(row)` holds `fmt`, in SQL, so that a page of the
+    catalogue is a page of the models that can answer."""
     baselines = sorted(name for name, formats in builtin.FORMATS.items() if fmt in formats)
-    readers = Model.kind != "builtin" if fmt in READER_FORMATS else false()
+    readers = Model.kind != "builtin" if fmt in _model_specs.READER_FORMATS else false()
     return or_(and_(Model.kind == "builtin", Model.endpoint_model.in_(baselines)), readers)
-
-
-def answerable_formats(row: Model) -> frozenset[str]:
-    """The benchmark formats `row` can answer (none for a baseline the engine does not know)."""
-    if row.kind == "builtin":
-        return builtin.FORMATS.get(row.endpoint_model, frozenset())
-    return READER_FORMATS
-
-
-def require_answerable(model: Model, fmt: str) -> None:
-    """Refuse a run whose model cannot answer the benchmark's questions.
-
-    Raises:
-        InvalidInput: `model` cannot answer questions of format `fmt`.
-    """
-    formats = answerable_formats(model)
-    if fmt not in formats:
-        can = " or ".join(sorted(formats)) or "no"
-        message = f"{model.name!r} answers only {can} benchmarks; this benchmark is {fmt}"
-        raise invalid(["model_id"], message)
 
 
 def get_model(ctx: Context, model_id: str) -> ModelView:
@@ -372,7 +349,7 @@ def view(row: Model) -> ModelView:
         row.price_per_question,
         row.price_per_1k_tokens,
         ModelStatus(row.status),
-        sorted(answerable_formats(row)),
+        sorted(_model_specs.answerable_formats(row)),
         row.training_job_id,
     )
 

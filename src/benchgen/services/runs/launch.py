@@ -16,7 +16,7 @@ from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE, ModelStatus, RunStatus
 from benchgen.core.text import plural
 from benchgen.db.tables import Benchmark, Model, Phase, PhaseTask, Run
-from benchgen.services import _enqueue, _model_specs, access, audit, models
+from benchgen.services import _enqueue, _model_specs, access, audit
 from benchgen.services.accounts import _ledger, ratelimits
 from benchgen.services.benchmarks import judges, lifecycle, scoring
 from benchgen.services.keysets import Newest, newest_first
@@ -99,7 +99,7 @@ def estimate_run(
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
     model = _model_specs.usable_model(ctx, model_id)
-    models.require_answerable(model, benchmark.format)
+    _model_specs.require_answerable(model, benchmark.format)
     chosen = _options(options)
     _check_options(chosen, benchmark, model)
     if benchmark.format == "custom":
@@ -221,7 +221,7 @@ def launch_run(
     model = _model_specs.usable_model(ctx, model_id)
     if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})
-    models.require_answerable(model, benchmark.format)
+    _model_specs.require_answerable(model, benchmark.format)
     _check_options(options, benchmark, model)
     phase = open_phase(ctx, benchmark, phase_id)
     if benchmark.format == "custom":
