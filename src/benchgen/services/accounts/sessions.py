@@ -84,13 +84,7 @@ def open_session(
     ctx.session.flush()
     # A session opens only through the web door, by the person it is for (whom a filter finds),
     # however anonymous the page they came through.
-    audit.record(
-        links.as_person(ctx, user.id),
-        audit.AuditAction.SESSION_START,
-        "user",
-        user.id,
-        session=row.id,
-    )
+    _record(ctx, audit.AuditAction.SESSION_START, row)
     return NewSession(secret, user)
 
 
@@ -126,13 +120,7 @@ def end_session(ctx: Context, session_id: str) -> None:
         return
     row.revoked_at = ctx.now()
     # Ended through the web door by whoever holds its cookie: the person it is for.
-    audit.record(
-        links.as_person(ctx, row.user_id),
-        audit.AuditAction.SESSION_END,
-        "user",
-        row.user_id,
-        session=row.id,
-    )
+    _record(ctx, audit.AuditAction.SESSION_END, row)
 
 
 def end_sessions_of(
@@ -172,3 +160,8 @@ def _require_not_throttled(ctx: Context, account: str, address: str) -> None:
         tried="failed sign-ins",
         key_is="account",
     )
+
+
+def _record(ctx: Context, action: audit.AuditAction, row: WebSession) -> None:
+    """Audit a session's start or end under the web door, as the person it is for."""
+    audit.record(links.as_person(ctx, row.user_id), action, "user", row.user_id, session=row.id)
