@@ -220,3 +220,14 @@ def runtime(settings: Settings, clock: ManualClock) -> Iterator[Runtime]:
 def world(runtime: Runtime) -> World:
     """Helpers to create users and act as them through every door."""
     return World(runtime)
+
+
+@pytest.fixture
+def gpu_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private folder for the machine-wide GPU locks (services/training/devices.py): faked
+    GPUs of tests running side by side must not look held by one another."""
+    from benchgen.services.training import devices
+
+    folder = tmp_path / "gpu-locks"
+    monkeypatch.setattr(devices, "MACHINE_LOCKS", folder)
+    return folder

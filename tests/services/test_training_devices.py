@@ -4,11 +4,16 @@ worker's own CUDA_VISIBLE_DEVICES does. Detection is faked: no GPU is needed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from benchgen.services.training.devices import LocalGpus, serves
+
+pytestmark = pytest.mark.usefixtures("gpu_locks")
 
 MACHINE = ["NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
 
@@ -132,3 +137,62 @@ def test_concurrent_attempts_never_share_a_gpu() -> None:
         thread.join()
     assert sorted(taken) == list(range(8))  # 8 placed, each GPU once
     assert gpus.held() == set(range(8))
+
+
+def test_a_gpu_another_worker_process_trains_on_is_not_free_here() -> None:
+    """Two worker processes on one machine (each its own LocalGpus) once both took GPU 0."""
+    first, second = machine(), machine()
+    assert [g.index for g in first.take("H200", 1) or ()] == [0]
+    assert [g.index for g in second.take("H200", 1) or ()] == [2]
+    assert second.take("H200", 1) is None and second.free_of("H200") == 0
+    assert second.held() == {2}  # the refused take holds nothing more
+
+
+def test_a_gpu_comes_free_for_other_workers_when_its_attempt_ends() -> None:
+    first, second = machine(), machine()
+    with first.attempt() as hold:
+        assert hold.take("H200", 2) == ("0", "2")
+        assert second.free_of("H200") == 0
+    assert second.free_of("H200") == 2
+    assert [g.index for g in second.take("H200", 2) or ()] == [0, 2]
+
+
+def test_workers_with_their_own_visible_devices_agree_on_the_physical_gpu() -> None:
+    """A worker seeing all GPUs and one started with CUDA_VISIBLE_DEVICES=2,3 share GPU 2."""
+    everything = machine(["NVIDIA H200"] * 4)
+    some = machine(["NVIDIA H200"] * 2, visible="2,3")
+    assert some.take("H200", 1) is not None  # its index 0, the machine's GPU 2
+    assert [g.visible_as for g in everything.take("H200", 4) or ()] == []
+    assert [g.visible_as for g in everything.take("H200", 3) or ()] == ["0", "1", "3"]
+
+
+def test_a_worker_that_dies_leaves_its_gpus_free(gpu_locks: Path) -> None:
+    """The kernel drops a dead process's lock: no stale claim outlives a killed worker."""
+    holder = (
+        "import sys; from pathlib import Path\n"
+        "from benchgen.services.training.devices import LocalGpus\n"
+        "gpus = LocalGpus(lambda: ['NVIDIA H200'], lambda: None, Path(sys.argv[1]))\n"
+        "assert gpus.take('H200', 1) is not None\n"
+        "print('held', flush=True); sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(  # noqa: S603 - this interpreter, a fixed program
+        [sys.executable, "-c", holder, str(gpu_locks)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "held\n"
+        here = machine(["NVIDIA H200"])
+        assert here.take("H200", 1) is None
+    finally:
+        child.kill()
+        child.wait(10)
+    assert here.take("H200", 1) is not None
+
+
+def test_an_unusable_lock_folder_still_places_by_this_workers_own_count(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    gpus = LocalGpus(detect=lambda: ["NVIDIA H200"], visible=lambda: None, machine=blocked)
+    assert gpus.take("H200", 1) is not None and gpus.take("H200", 1) is None

@@ -29,6 +29,8 @@ from benchgen.training.process import Ending, Outcome, child_env
 from tests.support import OPERATOR, World
 from tests.training.tiny_model import write_header_folder
 
+pytestmark = pytest.mark.usefixtures("gpu_locks")
+
 ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(10))
 MACHINE = ["NVIDIA H200", "NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
 
