@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from benchgen.core.text import plural
+from benchgen.services.chat.previews import visible
 from benchgen.services.chat.proposals import ProposalView
 
 _DONE = {
@@ -143,6 +145,26 @@ def brain_failed(brain: str, error: Exception) -> str:
         f"The agent's language model ({brain}) failed: {said}. "
         "No other model was used in its place, and nothing was changed."
     )
+
+
+# What no screen may be handed raw from a model's words (a reply, a button label): control
+# characters, which a terminal obeys (ESC sequences recolour it, draw OSC 8 hyperlinks whose
+# text hides their target, write the clipboard with OSC 52); direction controls, which reorder
+# what follows ("\u202e.ereh nekot ruoy etsap" reads as a request for a token that the A14
+# check, reading the stored order, never saw); characters that print as nothing, which glue
+# a page path onto another host's name ("https://evil.example\u200b/runs/x" linked /runs/x);
+# and tag characters, invisible ASCII that only a language model reads. The joiners that
+# emoji and scripts need stay.
+_UNSHOWABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b\u200e\u200f\u202a-\u202e"
+    "\u2060-\u2069\ufeff\U000e0000-\U000e007f]+"
+)
+
+
+def printable(text: str) -> str:
+    """`text` as a page or a terminal may show it: each character above by its code
+    (\\u001b), line breaks and tabs kept."""
+    return _UNSHOWABLE.sub(lambda found: visible(found.group()), text.replace("\r\n", "\n"))
 
 
 def _duration(seconds: int) -> str:

@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from benchgen.agent.messages import MessageIn
+from benchgen.agent.replies import printable
 from benchgen.agent.runner import TurnRunner
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput
@@ -219,6 +220,7 @@ def _page(
         "chat/conversation.html",
         status,
         kinds=PROPOSAL_TITLES,
+        printable=printable,
         conversation=conversation,
         turns=turns,
         error=error,
@@ -242,6 +244,7 @@ def _transcript(
         request,
         "chat/fragment.html",
         kinds=PROPOSAL_TITLES,
+        printable=printable,
         conversation=conversation,
         turns=turns,
         report={},
