@@ -309,17 +309,16 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_a_deep_results_zip_fails_the_run_once_with_why_and_leaves_nothing(
-    world: World, runtime: Runtime, private_tmp: Path
+def test_a_deep_results_zip_is_refused_at_submission_and_leaves_nothing(
+    world: World, private_tmp: Path
 ) -> None:
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
     bm = _upload(world, ana, bundle())
     world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
     deep = zip_of({"predictions.json": b"{}", "d/" * 1500 + "x": b"x"})
-    run = world.do(Principal.web(bob), submissions.submit, bm, deep, "deep.zip")
-    work_all(runtime)
-    done = world.do(Principal.web(bob), launch.get_run, run.id)
-    assert done.status == "failed" and "nested more than 100 deep" in (done.error or "")
+    with pytest.raises(InvalidInput, match="nested more than 100 deep"):
+        world.do(Principal.web(bob), submissions.submit, bm, deep, "deep.zip")
+    assert _runs_of(world, ana, bm) == 0
     assert list(private_tmp.iterdir()) == []
 
 

@@ -119,7 +119,8 @@ def submit(
     benchmark_id: str,
     submission: Annotated[UploadFile, File(description="A results zip or a code zip")],
     phase: Annotated[
-        int | None, Form(ge=0, le=MAX_INDEX, description="Phase index (default: first)")
+        int | None,
+        Form(ge=0, le=MAX_INDEX, description="Phase index (default: the first phase open now)"),
     ] = None,
     kind: Annotated[str, Form(description="auto, results or code")] = "auto",
 ) -> RunView:

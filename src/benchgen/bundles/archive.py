@@ -107,6 +107,16 @@ def extract_zip(
         raise _refuse(loc, None, f"unsupported zip feature: {exc}") from exc
 
 
+def vetted_names(archive: zipfile.ZipFile, limits: ArchiveLimits, *, loc: str) -> list[str]:
+    """The names in an open archive, each member vetted as `extract_zip` vets it before
+    writing anything: a hostile or oversized archive is refused from its listing alone.
+
+    Raises:
+        InvalidInput: a member is unsafe, or the listing is over a limit.
+    """
+    return ["/".join(parts) for _, parts in _checked_members(archive, limits, loc)]
+
+
 def _refuse(loc: str, member: str | None, msg: str) -> InvalidInput:
     where: list[str | int] = [loc] if member is None else [loc, member]
     return InvalidInput(f"{loc}: {msg}", [{"loc": where, "msg": msg}])

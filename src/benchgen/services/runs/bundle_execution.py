@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 
 from benchgen.bundles.archive import extract_zip, zip_plain_files
-from benchgen.bundles.competition import LeaderboardSpec
+from benchgen.bundles.competition import CompetitionSpec, LeaderboardSpec
 from benchgen.bundles.evaluation import (
     Environment,
     Submission,
@@ -83,18 +83,13 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
             BundleVersion.version == run.benchmark_version,
         )
     ).one()
-    refs = ctx.session.scalars(
-        select(Task.data_ref)
-        .join(PhaseTask, PhaseTask.task_id == Task.id)
-        .where(PhaseTask.phase_id == run.phase_id)
-    )
-    indexes = sorted(int(ref.split(":", 1)[1]) for ref in refs if ref.startswith("bundle:"))
+    competition = _bundle_versions.competition_of(version)
+    indexes = _phase_tasks(ctx, run.phase_id, competition)
     model = ctx.session.get(Model, run.model_id) if run.model_id else None
     spec = _model_specs.model_spec(ctx, model) if model else None
     prices = (model.price_per_question, model.price_per_1k_tokens) if model else (0, 0)
     run.status, run.started_at = RunStatus.RUNNING, run.started_at or ctx.now()
     _log_writer.append(ctx, run.id, f"Started: {len(indexes)} task(s) of bundle v{version.version}")
-    competition = _bundle_versions.competition_of(version)
     phase = ctx.session.get(Phase, run.phase_id) if run.phase_id else None
     return BundlePlan(
         run.id,
@@ -109,6 +104,20 @@ def begin_bundle_run(ctx: Context, run_id: str) -> BundlePlan | None:
         ctx.settings.max_reply_chars,
         phase.rules.get("execution_time_limit") if phase else None,
     )
+
+
+def _phase_tasks(ctx: Context, phase_id: str, competition: CompetitionSpec) -> list[int]:
+    """The bundle task indexes the phase runs, less those the run's bundle version lacks: a
+    version uploaded while the run waited may have added tasks to the phase, and the run is
+    evaluated with the bundle it was made on (looking one up there failed every attempt)."""
+    refs = ctx.session.scalars(
+        select(Task.data_ref)
+        .join(PhaseTask, PhaseTask.task_id == Task.id)
+        .where(PhaseTask.phase_id == phase_id)
+    )
+    known = {task.index for task in competition.tasks}
+    indexes = (int(ref.split(":", 1)[1]) for ref in refs if ref.startswith("bundle:"))
+    return sorted(index for index in indexes if index in known)
 
 
 @dataclass(frozen=True)
@@ -204,7 +213,8 @@ def _pack(outcome: TaskOutcome, archive: Path) -> DoneTask:
 
 
 def record_task(ctx: Context, run_id: str, done: DoneTask) -> None:
-    """Keep one evaluated task's predictions and its programs' output, and log how it went."""
+    """Keep one evaluated task's predictions, its programs' output and its scores, and log how
+    it went."""
     access.require(ctx, Action.RUN_EXECUTE)
     store = store_for(ctx.settings)
     outcome, index = done.outcome, done.outcome.task_index
@@ -216,6 +226,13 @@ def record_task(ctx: Context, run_id: str, done: DoneTask) -> None:
     )
     status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
     _log_writer.append(ctx, run_id, f"Task {index}: {status}")
+    run = ctx.session.get(Run, run_id)
+    if run is not None:
+        # Kept as each task ends, as the log shows them: a run that ends without finishing
+        # (its worker gone) still counts against the phase's submission limits
+        # (`submissions._counts`).
+        tasks = {**(run.summary or {}).get("tasks", {}), str(index): outcome.scores}
+        run.summary = {**(run.summary or {}), "tasks": tasks}
 
 
 def finish_bundle_run(ctx: Context, run_id: str, report: BundleReport) -> None:

@@ -342,13 +342,19 @@ def open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phas
     phase = ctx.session.scalars(query.limit(1)).first()
     if phase is None:
         raise NotFound("No such phase in this benchmark.", {"phase_id": phase_id})
-    now = ctx.now()
-    if (phase.starts_at and now < phase.starts_at) or (phase.ends_at and now > phase.ends_at):
+    if not is_open(phase, ctx.now()):
         raise Conflict(
             f"Phase {phase.name!r} is not open now.",
             {"starts_at": str(phase.starts_at), "ends_at": str(phase.ends_at)},
         )
     return phase
+
+
+def is_open(phase: Phase, now: datetime) -> bool:
+    """Whether the phase takes runs at `now`: from its start, until (not at) its end, as the
+    phase pages' "closes" says and Codabench decides."""
+    started = phase.starts_at is None or phase.starts_at <= now
+    return started and (phase.ends_at is None or now < phase.ends_at)
 
 
 def _scoring_for(ctx: Context, benchmark: Benchmark, model: Model) -> dict[str, Any]:

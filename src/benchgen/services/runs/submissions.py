@@ -6,19 +6,22 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
+from benchgen.bundles.archive import vetted_names
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, RateLimited, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import RunStatus
 from benchgen.core.text import line_problem
 from benchgen.db.tables import Benchmark, Phase, Run
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
-from benchgen.services.accounts import ratelimits
+from benchgen.services.accounts import ratelimits, users
 from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runs import launch
 from benchgen.services.runs.launch import RunView
@@ -26,6 +29,7 @@ from benchgen.services.runs.launch import RunView
 DAY = timedelta(days=1)
 KINDS = ("auto", "results", "code")
 MAX_PHASE_INDEX = 10_000
+UNSCORED_ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
 
 
 def submit(
@@ -46,8 +50,8 @@ def submit(
         NotFound: the benchmark or phase is not visible.
         PermissionDenied: the principal may not run on it.
         Conflict: not a custom benchmark, the phase is not open, or its `max_submissions` is used.
-        InvalidInput: not a zip, too large, an unknown kind, or a file name with control,
-            bidirectional or invisible characters.
+        InvalidInput: not a zip, too large, one the worker would refuse to unpack, an unknown
+            kind, or a file name with control, bidirectional or invisible characters.
         RateLimited: the phase's submissions per day, or the strangers' run quota, is used up.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
@@ -89,16 +93,22 @@ def _zip_names(ctx: Context, data: bytes) -> list[str]:
     """The names in the submission zip, read before anything is stored or counted.
 
     Raises:
-        InvalidInput: too large, not a zip, or one whose listing is corrupt.
+        InvalidInput: too large, not a zip, one whose listing is corrupt, or one the worker
+            would refuse to unpack (links, paths leaving the folder, too many or too large
+            members, a zip bomb).
     """
     if len(data) > ctx.settings.max_submission_bytes:
         raise invalid(["submission"], f"is larger than {ctx.settings.max_submission_bytes} bytes")
     # is_zipfile only finds the end record: the listing itself may still be broken.
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            return archive.namelist()
+        opened = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
         raise invalid(["submission"], "must be a .zip file (results or code)") from exc
+    with opened:
+        # Refused here, not by the worker: a run that could only fail is neither queued nor
+        # counted against the phase's limits or the daily quota.
+        limits = _bundle_versions.archive_limits(ctx.settings)
+        return vetted_names(opened, limits, loc="submission")
 
 
 def _shown_name(filename: str) -> str:
@@ -115,8 +125,19 @@ def _shown_name(filename: str) -> str:
 
 
 def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
+    """The chosen phase, or the first one open now (the first phase, refused, when none is):
+    once a development phase ends, a submission without a phase goes to the final one.
+
+    Raises:
+        InvalidInput: there is no phase `phase_index`.
+        Conflict: the phase is not open now.
+    """
     if phase_index is None:
-        return launch.open_phase(ctx, benchmark, None)
+        phases = ctx.session.scalars(
+            select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
+        ).all()
+        current = next((p for p in phases if launch.is_open(p, ctx.now())), None)
+        return launch.open_phase(ctx, benchmark, current.id if current else None)
     found = 0 <= phase_index <= MAX_PHASE_INDEX
     phase = (
         ctx.session.scalars(
@@ -131,16 +152,21 @@ def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase
 
 
 def _check_phase_limits(ctx: Context, phase: Phase) -> None:
-    """The bundle's `max_submissions` and `max_submissions_per_day`, counted per user and
-    phase over submissions that did not fail through the platform."""
+    """The bundle's `max_submissions` and `max_submissions_per_day`, per user and phase, over
+    the submissions that count (`_counts`).
+
+    Raises:
+        Conflict: `max_submissions` is used.
+        RateLimited: `max_submissions_per_day` is used; `retry_at` says when a slot frees.
+    """
     user_id = ctx.principal.user_id
-    mine = (
-        select(func.count())
-        .select_from(Run)
-        .where(Run.phase_id == phase.id, Run.launched_by == user_id, Run.model_id.is_(None))
-    )
+    assert user_id is not None  # RUN_LAUNCH is only ever allowed to a user
+    # Held until this submission is stored: two sent at the same moment both found the last
+    # free slot (PostgreSQL; SQLite's write transaction already serialises them).
+    users.lock_user(ctx, user_id)
+    times = _counted_times(ctx, phase.id, user_id)
     total_cap = phase.rules.get("max_submissions")
-    if total_cap is not None and int(ctx.session.scalar(mine) or 0) >= int(total_cap):
+    if total_cap is not None and len(times) >= int(total_cap):
         raise Conflict(
             f"You have used the {total_cap} submissions phase {phase.name!r} allows.",
             {"phase_id": phase.id, "max_submissions": total_cap},
@@ -148,17 +174,9 @@ def _check_phase_limits(ctx: Context, phase: Phase) -> None:
     daily_cap = phase.rules.get("max_submissions_per_day")
     if daily_cap is None:
         return
-    since = ctx.now() - DAY
-    times = list(
-        ctx.session.scalars(
-            select(Run.created_at)
-            .where(Run.phase_id == phase.id, Run.launched_by == user_id)
-            .where(Run.model_id.is_(None), Run.created_at > since)
-            .order_by(Run.created_at)
-        )
-    )
-    if len(times) >= int(daily_cap):
-        retry_at = times[len(times) - int(daily_cap)] + DAY
+    today = [at for at in times if at > ctx.now() - DAY]
+    if len(today) >= int(daily_cap):
+        retry_at = today[len(today) - int(daily_cap)] + DAY
         raise RateLimited(
             f"Phase {phase.name!r} allows {daily_cap} submissions per day; allowed again at "
             f"{retry_at:%Y-%m-%d %H:%M:%S} UTC.",
@@ -166,6 +184,27 @@ def _check_phase_limits(ctx: Context, phase: Phase) -> None:
             int(daily_cap),
             "day",
         )
+
+
+def _counted_times(ctx: Context, phase_id: str, user_id: str) -> list[datetime]:
+    """When the user's submissions to the phase that count were made, oldest first."""
+    rows = ctx.session.execute(
+        select(Run.created_at, Run.status, Run.summary)
+        .where(Run.phase_id == phase_id, Run.launched_by == user_id, Run.model_id.is_(None))
+        .order_by(Run.created_at)
+    )
+    return [at for at, status, summary in rows if _counts(status, summary)]
+
+
+def _counts(status: str, summary: dict[str, Any]) -> bool:
+    """Whether a submission uses up a slot: yes, unless it ended (failed or cancelled) before
+    any task scored it. The limits bound what a participant learns of the hidden data, and
+    such a one (the platform's failure, results the scorer could not read) taught nothing.
+    Codabench leaves out every failed submission; here one that ended after a task's scores
+    (kept as each task ends) counts, or failing the last task would make scores free."""
+    if status not in UNSCORED_ENDS:
+        return True
+    return any((summary or {}).get("tasks", {}).values())
 
 
 def _kind(ctx: Context, benchmark_id: str, names: list[str], kind: str) -> str:
