@@ -12,8 +12,10 @@ from sqlalchemy import update
 from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, NotFound
 from benchgen.db.tables import User
+from benchgen.services.benchmarks import exports as benchmark_exports
 from benchgen.services.runs import exports, launch, leaderboards, results
 from benchgen.services.runtime import Runtime
+from tests.services.test_formats import do_import, questions
 from tests.services.test_runs import work_all
 from tests.support import MCQ, OPERATOR, World
 
@@ -26,7 +28,12 @@ HOSTILE = {**MCQ, "title": '=HYPERLINK("http://evil.example")'}
     [
         ("=1+1", "'=1+1"),
         ("+cmd", "'+cmd"),
-        ("-2", "'-2"),
+        ("-2", "-2"),  # a number, as a model answers it: no formula, stays a number
+        ("-0.5", "-0.5"),
+        ("+1e3", "+1e3"),
+        ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+        ("-1\n=2", "'-1\n=2"),
+        ("-", "'-"),
         ("@SUM(A1)", "'@SUM(A1)"),
         ("\tx", "'\tx"),
         ("plain", "plain"),
@@ -101,3 +108,38 @@ def test_run_results_csv_has_no_formulas(world: World, runtime: Runtime) -> None
     _, text = world.do(Principal.web(ana), results.export_results, run_id, "csv")
     table = list(csv.DictReader(io.StringIO(text)))
     assert [row["prompt"] for row in table] == ["'=1+1", "'@me"]
+
+
+@pytest.mark.parametrize("separator", [";", "\t"])
+def test_text_cells_are_quoted_for_spreadsheets_that_split_at_other_separators(
+    world: World, runtime: Runtime, separator: str
+) -> None:
+    # LibreOffice's import splits at every separator ticked (often "," and ";" and tab) and
+    # keeps a quoted cell whole: unquoted, this name would give a cell "=cmd|...".
+    ana = world.user("ana@example.com")
+    payload = f"x{separator}=cmd|' /C calc'!A0"
+    rename = update(User).where(User.id == ana).values(display_name=payload)
+    world.ctx_call(OPERATOR, lambda ctx: ctx.session.execute(rename))
+    questions = [{"prompt": payload, "answer": "-2"}]
+    bm = world.benchmark(ana, {"title": "T", "format": "qa", "questions": questions})
+    run_id = world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_echo").id
+    work_all(runtime)
+    world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
+    _, board = world.do(Principal.web(ana), exports.export_leaderboard, bm, "csv")
+    _, answers = world.do(Principal.web(ana), results.export_results, run_id, "csv")
+    assert f'"{payload}"' in board and f'"{payload}"' in answers
+    # Numbers stay unquoted, so they stay numbers; read as CSV, every value is whole.
+    assert board.splitlines()[1].startswith("1,") and ",0.0," in board
+    (row,) = csv.DictReader(io.StringIO(board))
+    assert row["submitted_by"] == payload
+
+
+def test_the_question_export_read_back_keeps_formula_like_text_as_typed(world: World) -> None:
+    # The import reads back JSONL, never these CSV reports: their `'` must not reach questions.
+    ana = world.user("ana@example.com")
+    question = {"prompt": "=1+1", "answer": ["-2", "@a"], "tags": ["+t"]}
+    bm = world.benchmark(ana, {"title": "=T", "format": "qa", "questions": [question]})
+    found = world.do(Principal.web(ana), benchmark_exports.export_benchmark, bm, "jsonl")
+    assert "'" not in found.data.decode()
+    again = do_import(world, ana, found.data, "back.jsonl")
+    assert questions(world, ana, again) == questions(world, ana, bm)

@@ -7,9 +7,12 @@ import csv
 import io
 import json
 
+import pytest
+
 from benchgen.core.context import Principal
 from benchgen.services.runs import launch, results
 from benchgen.services.runtime import Runtime
+from tests.services.test_run_samples import sampled_run
 from tests.services.test_runs import work_all
 from tests.support import World
 
@@ -57,3 +60,19 @@ def test_jsonl_is_one_object_per_line_even_with_line_separators(
     assert [row["position"] for row in rows] == [0, 1]
     assert rows[1]["expected"] == ["a\u2028b"]
     assert rows[0]["expected"] == ["東京", "Tōkyō"]
+
+
+def test_a_download_read_in_chunks_is_every_result_once_in_order(
+    world: World, runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = sampled_run(world, runtime)  # 12 questions, 3 samples each
+    monkeypatch.setattr(results, "EXPORT_CHUNK", 5)  # chunks of 5, 5 and 2
+    owner = Principal.web(made.ana)
+    _, text = world.do(owner, results.export_results, made.run, "jsonl")
+    assert [json.loads(line) for line in text.splitlines()] == world.do(
+        owner, results.list_results, made.run
+    )
+    _, table = world.do(owner, results.export_results, made.run, "csv")
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert [int(row["position"]) for row in rows] == list(range(12))
+    assert all(row["sample_2_raw"] for row in rows)

