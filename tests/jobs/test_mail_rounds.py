@@ -14,7 +14,7 @@ import pytest
 
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
-from benchgen.jobs.worker import MAILER, Mailer, start_workers, stop_workers
+from benchgen.jobs.worker import MAILER, Mailer, push_outbox, start_workers, stop_workers
 from benchgen.services.accounts import _mail_queue
 from benchgen.services.benchmarks import members, outbox, outbox_delivery
 from tests.support import MCQ, World
@@ -240,9 +240,7 @@ def test_senders_racing_for_the_same_mail_send_each_message_once(
 
     threads = [threading.Thread(target=deliver, args=(m.run_once,)) for m in mailers]
     threads.append(
-        threading.Thread(
-            target=deliver, args=(lambda: world.do(OPERATOR, outbox_delivery.deliver_outbox),)
-        )
+        threading.Thread(target=deliver, args=(lambda: push_outbox(world.rt, OPERATOR),))
     )
     for thread in threads:
         thread.start()
@@ -323,7 +321,7 @@ def test_old_mail_queued_before_smtp_was_set_up_is_left_to_the_operator(
     monkeypatch.setattr(world.rt.settings, "smtp_url", stub.url)
     assert Mailer(world.rt).run_once() is False
     assert stub.received == []
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(2, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(2, 0)
     assert len(stub.received) == 2
 
 

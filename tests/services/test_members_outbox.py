@@ -23,6 +23,7 @@ from benchgen.db.tables import (
     User,
     WhitelistEntry,
 )
+from benchgen.jobs.worker import push_outbox
 from benchgen.services.accounts import _mail_queue
 from benchgen.services.benchmarks import invitations, lifecycle, members, outbox, outbox_delivery
 from tests.support import MCQ, World
@@ -445,7 +446,7 @@ def test_participant_mail_goes_only_to_verified_addresses(world: World, crowd: S
 def test_deliver_without_smtp_sends_nothing(world: World, crowd: Site) -> None:
     crowd.as_owner(outbox.send_participant_email, "Hello", "Body")
     assert world.rt.settings.smtp_url is None
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(0, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(0, 0)
     assert [row[3] for row in outbox_rows(world)] == ["queued", "queued"]
 
 
@@ -510,7 +511,7 @@ def test_deliver_with_smtp_sends_each_message_and_marks_it_sent(
     )
     crowd.as_owner(outbox.send_participant_email, "Round two", "It starts Monday.")
     clock.advance(minutes=3)
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(2, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(2, 0)
     assert sorted(m for c in smtp.connections for m in c["messages"]) == [
         ("bench@example.org", "bob@example.com", "Round two", "It starts Monday."),
         ("bench@example.org", "dan@partner.org", "Round two", "It starts Monday."),
@@ -524,7 +525,7 @@ def test_deliver_with_smtp_sends_each_message_and_marks_it_sent(
     )
     assert {moment.replace(tzinfo=None) for moment in sent_at} == {clock.now().replace(tzinfo=None)}
     # Sent messages are not sent again.
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(0, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(0, 0)
     assert sum(len(c["messages"]) for c in smtp.connections) == 2
 
 
@@ -535,7 +536,7 @@ def test_deliver_records_a_failure_on_the_message_and_goes_on(
     monkeypatch.setattr(world.rt.settings, "smtp_url", "smtp://localhost")
     smtp.refuse = {"bob@example.com"}
     crowd.as_owner(outbox.send_participant_email, "Hello", "Body")
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(1, 1)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(1, 1)
     assert {(c["host"], c["port"], c["starttls"], c["login"]) for c in smtp.connections} == {
         ("localhost", 25, False, None)
     }
@@ -550,7 +551,7 @@ def test_deliver_records_a_failure_on_the_message_and_goes_on(
     ]
     # Once the server takes it, the next round sends what failed, and only that.
     smtp.refuse = set()
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(1, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(1, 0)
     assert lines() == [("bob@example.com", "sent", ""), ("dan@partner.org", "sent", "")]
 
 
@@ -573,20 +574,18 @@ def test_new_mail_goes_before_retries_and_refusals_for_good_are_not_retried(
     monkeypatch.setattr(world.rt.settings, "smtp_url", "smtp://localhost")
     smtp.refuse = {"down1@example.com", "down2@example.com"}
     _queue(world, "down1@example.com", "down2@example.com", "bounce@example.com")
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(0, 2, 1)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(0, 2, 1)
     refused = "SMTPRecipientsRefused: recipient refused (550)"
     assert _statuses(world)["bounce@example.com"] == ("bounced", refused)
     # A reset link queued after them is sent first, even when the round has room for one.
     clock.advance(minutes=1)
     _queue(world, "alice@example.com")
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox, 1) == outbox_delivery.Delivered(
-        1, 0, 0
-    )
+    assert push_outbox(world.rt, OPERATOR, 1) == outbox_delivery.Delivered(1, 0, 0)
     assert _statuses(world)["alice@example.com"] == ("sent", "")
     # The bounced message is never offered to the server again; the others are, for a while.
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(0, 2, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(0, 2, 0)
     clock.advance(days=3)
-    assert world.do(OPERATOR, outbox_delivery.deliver_outbox) == outbox_delivery.Delivered(0, 0, 0)
+    assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(0, 0, 0)
     assert {status for status, _ in _statuses(world).values()} == {"sent", "bounced", "expired"}
 
 
@@ -595,7 +594,7 @@ def test_only_the_operator_or_an_admin_reads_and_delivers_the_outbox(
 ) -> None:
     admin = world.user("root@example.com", admin=True)
     assert world.do(Principal.web(admin), outbox.list_outbox) == []
-    for call in (outbox.list_outbox, outbox_delivery.deliver_outbox):
+    for call in (outbox.list_outbox, outbox_delivery.claim_for_operator):
         with pytest.raises(PermissionDenied):
             world.do(Principal.web(crowd.owner), call)
 

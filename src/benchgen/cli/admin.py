@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlsplit
 
 import typer
 
 from benchgen.cli.common import (
+    OPERATOR,
     As,
     as_operator,
     as_user,
@@ -23,6 +25,10 @@ from benchgen.cli.helptext import App
 from benchgen.services import deployment, models
 from benchgen.services.accounts import credits, ratelimits, tokens, users
 from benchgen.services.benchmarks import outbox, outbox_delivery
+from benchgen.services.runtime import Runtime
+
+if TYPE_CHECKING:
+    from benchgen.core.config import Settings
 
 app = App(help="Operator administration (acts with admin powers).", no_args_is_help=True)
 
@@ -203,11 +209,34 @@ def revoke_token(token_id: Annotated[str, typer.Argument(help="The token's id (t
 
 @app.command("settings")
 def show_settings() -> None:
-    """The deployment settings that can be changed at run time, with their values in force."""
+    """The deployment settings that can be changed at run time, with their values in force,
+    then the agent's brain, which only the environment sets (its API key: only whether one is
+    set)."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         values = deployment.list_settings(ctx)
     for key, value in values.items():
         console.print(f"{key} = {value}")
+    console.print("# the agent's brain (BENCHGEN_AGENT_*; change it there and restart):")
+    for key, value in _brain(runtime.settings).items():
+        console.print(f"{key} = {value}")
+
+
+def _brain(settings: Settings) -> dict[str, str]:
+    """The agent's brain as `settings` name it; of its server's URL, only the scheme, host
+    and path (a password or key may ride in the rest); of keys, only whether they are set."""
+    url = urlsplit(settings.agent_base_url or "")
+    server = f"{url.scheme}://{url.hostname}{f':{url.port}' if url.port else ''}{url.path}"
+    key = "(set)" if settings.agent_api_key else "(unset)"
+    provider = settings.agent_model.partition(":")[0].strip()
+    if not settings.agent_api_key and not url.hostname and provider in ("openai", "anthropic"):
+        # A hosted brain then takes its provider's own variable (agent/brains/hosted.py).
+        own = f"{provider.upper()}_API_KEY"
+        key += f"; {own} is {'set' if os.environ.get(own) else 'not set either'}"
+    return {
+        "agent_model": settings.agent_model,
+        "agent_base_url": server if url.hostname else "(unset: the provider's own)",
+        "agent_api_key": key,
+    }
 
 
 @app.command("set")
@@ -264,16 +293,18 @@ def show_outbox(
     delivery status (queued, sending, sent, failed: retried; bounced, expired: given up);
     without SMTP, `--show ID` is how to read a message. With SMTP the workers send and retry
     mail by themselves; `--deliver` pushes everything waiting now, failed mail included."""
-    with open_runtime() as runtime, as_operator(runtime) as ctx:
+    with open_runtime() as runtime:
         if show:
-            typer.echo(outbox.read_outbox_message(ctx, show))
+            with as_operator(runtime) as ctx:
+                typer.echo(outbox.read_outbox_message(ctx, show))
             return
         if deliver and not runtime.settings.smtp_url:
             # "Sent 0 message(s)" and exit 0 read as done, while every message still waited.
             say_error("BENCHGEN_SMTP_URL is not set: nothing can be sent; set it and run again.")
             raise typer.Exit(1)
-        delivered = outbox_delivery.deliver_outbox(ctx) if deliver else None
-        rows = outbox.list_outbox(ctx)
+        delivered = _push(runtime) if deliver else None
+        with as_operator(runtime) as ctx:
+            rows = outbox.list_outbox(ctx)
     # The id is what `--show` takes: it must print whole, however narrow the terminal.
     table = wrapping_table("to", "subject", "status", "error")
     table.add_column("id", no_wrap=True, min_width=25)
@@ -286,6 +317,16 @@ def show_outbox(
         console.print(f"Sent {delivered.sent} message(s){failed}{bounced}.")
         if delivered.failed or delivered.bounced:
             raise typer.Exit(1)
+
+
+def _push(runtime: Runtime) -> outbox_delivery.Delivered:
+    """Send what waits, in the mail thread's rounds: each message in transactions of its own
+    and none open while SMTP talks, so a slow relay holds no write lock from the server."""
+    # Loaded here: the worker module brings the job handlers, a tenth of a second of every
+    # other admin command's start.
+    from benchgen.jobs.worker import push_outbox
+
+    return push_outbox(runtime, OPERATOR)
 
 
 def _when(moment: object) -> str:

@@ -15,6 +15,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.text import require_line, require_text
 from benchgen.db.tables import OutboxEmail, User
 from benchgen.services import access, audit
+from benchgen.services.accounts import mail
 from benchgen.services.benchmarks import members
 from benchgen.services.specs import MAX_LIST, check_window
 
@@ -76,6 +77,11 @@ def preview_participant_email(
     subject, body = subject.strip(), body.strip()
     if not 1 <= len(subject) <= MAX_SUBJECT or "\n" in subject or "\r" in subject:
         raise invalid(["subject"], f"one line of 1 to {MAX_SUBJECT} characters")
+    # What the preview shows must be what recipients read: an encoded word would be shown as
+    # other text (and, decoded by the mail library, could start headers of the owner's own).
+    problem = mail.header_problem(subject)
+    if problem:
+        raise invalid(["subject"], problem)
     if not 1 <= len(body) <= MAX_BODY:
         raise invalid(["body"], f"must be 1 to {MAX_BODY} characters")
     subject, body = require_line(subject, ["subject"]), require_text(body, ["body"])

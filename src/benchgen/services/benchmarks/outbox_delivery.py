@@ -5,17 +5,18 @@ its outcome recorded while the claim stands; for the workers' mail rounds and th
 from __future__ import annotations
 
 import smtplib
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, case, or_, select, update
+from sqlalchemy import ColumnElement, and_, or_, update
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.db.tables import OutboxEmail
 from benchgen.services import access
-from benchgen.services.accounts import mail
+from benchgen.services.accounts import _mail_queue, mail
 from benchgen.services.accounts.mail import Letter
 
 # How long a message that keeps failing (server unreachable, a 4xx) is retried before it is
@@ -28,8 +29,6 @@ RETRY_EVERY = timedelta(minutes=5)
 # A claim this old was left by a sender that died mid-send: its message may be tried again.
 # One try takes a few SMTP exchanges of at most 30 s each, far less than this.
 CLAIM_TIMEOUT = timedelta(minutes=10)
-# Messages one claim looks at: a sender that lost the first to another tries the next.
-CLAIM_TRIES = 5
 
 
 @dataclass(frozen=True)
@@ -61,32 +60,28 @@ class Outcome:
     server_failed: bool = False
 
 
-def deliver_outbox(ctx: Context, limit: int = 100) -> Delivered:
-    """Send waiting messages now, through `BENCHGEN_SMTP_URL`; without it they stay in the
-    outbox. The operator's push: the workers' rounds (`claim_waiting_mail`) send them anyway.
+def claim_for_operator(ctx: Context, tried: Collection[str] = ()) -> ClaimedLetter | None:
+    """Claim the message the operator's push (`benchgen admin outbox --deliver`) sends next,
+    or None when none is waiting or no SMTP server is set: it sends every waiting message at
+    once, failed ones too, where the workers' rounds (`claim_waiting_mail`) would wait.
 
     New mail goes first, so failing messages can never hold back a password reset; then every
-    message that failed before is tried once more. A message the server refuses for good (5xx
-    to its recipient or content) is `bounced`; one still failing RETRY_FOR after it was queued
-    is `expired`. Neither is sent again. Failures are recorded on the message with what went
-    wrong, never raised. Each message is claimed first, so one a worker is sending is left to it.
+    message that failed before, except those `tried` already in this push. A message another
+    sender holds is left to it, unless its claim was abandoned. Failures that went on for
+    RETRY_FOR after a message was queued mark it `expired` first.
+
+    Raises:
+        PermissionDenied: not the operator or an admin.
     """
     access.require(ctx, Action.ADMIN_SETTINGS)
     if not ctx.settings.smtp_url:
-        return Delivered()
+        return None
     _expire(ctx)
-    due = or_(OutboxEmail.status.in_(("queued", "failed")), _abandoned_claim(ctx.now()))
-    tried: list[str] = []  # what failed in this round is not tried twice in it
-    outcomes: list[str] = []
-    while len(tried) < limit:
-        claim = _claim_next(ctx, and_(due, OutboxEmail.id.not_in(tried)))
-        if claim is None:
-            break
-        outcome = send_claimed(ctx.settings, claim)
-        _record(ctx, claim, outcome)
-        tried.append(claim.letter.id)
-        outcomes.append(outcome.status)
-    return Delivered(*(outcomes.count(status) for status in ("sent", "failed", "bounced")))
+    due = and_(
+        or_(OutboxEmail.status.in_(("queued", "failed")), _abandoned_claim(ctx.now())),
+        OutboxEmail.id.not_in(tried),
+    )
+    return _claim_next(ctx, due)
 
 
 def claim_waiting_mail(ctx: Context) -> ClaimedLetter | None:
@@ -122,7 +117,7 @@ def send_claimed(settings: Settings, claim: ClaimedLetter) -> Outcome:
     """
     try:
         mail.smtp_send(settings.smtp_url or "", settings.mail_from, claim.letter)
-    except (OSError, smtplib.SMTPException) as exc:
+    except (OSError, smtplib.SMTPException, mail.Unsendable) as exc:
         if mail.is_permanent(exc):
             return Outcome("bounced", mail.failure(exc))
         about_message = isinstance(exc, smtplib.SMTPRecipientsRefused | smtplib.SMTPDataError)
@@ -134,10 +129,12 @@ def record_sending(ctx: Context, claim: ClaimedLetter, outcome: Outcome) -> None
     """Record how a claimed message's try went (a no-op when its claim was taken over).
 
     Raises:
-        PermissionDenied: the principal lacks the `mail.send` grant.
+        PermissionDenied: neither a mail sender (the `mail.send` grant) nor the operator or
+            an admin (who push the outbox).
     """
-    access.require(ctx, Action.MAIL_SEND)
-    _record(ctx, claim, outcome)
+    if not access.explain(ctx, Action.MAIL_SEND).allowed:
+        access.require(ctx, Action.ADMIN_SETTINGS)
+    _mail_queue.record_try(ctx, claim.letter.id, claim.claimed_at, outcome.status, outcome.error)
 
 
 def _expire(ctx: Context) -> None:
@@ -150,8 +147,8 @@ def _expire(ctx: Context) -> None:
 
 
 def _failed_before(moment: datetime) -> ColumnElement[bool]:
-    """Failed, and last tried before `moment` (or never by a claim: the account mail sender
-    marks its failures without one)."""
+    """Failed, and last tried before `moment` (or never by a claim: a run's worker marks its
+    mail's failures without one)."""
     tried = or_(OutboxEmail.claimed_at.is_(None), OutboxEmail.claimed_at < moment)
     return and_(OutboxEmail.status == "failed", tried)
 
@@ -162,49 +159,6 @@ def _abandoned_claim(now: datetime) -> ColumnElement[bool]:
 
 
 def _claim_next(ctx: Context, due: ColumnElement[bool]) -> ClaimedLetter | None:
-    """Claim the oldest `due` message, queued ones first: a conditional update from what made
-    it due to `sending`, so of two senders that both saw it only one wins it.
-
-    PostgreSQL: `FOR UPDATE SKIP LOCKED` passes over a row another sender is claiming; the
-    update's condition is checked again on the row as committed. SQLite: the write
-    transaction holds the database lock from its first statement.
-    """
-    first = case((OutboxEmail.status == "queued", 0), else_=1)
-    candidates = ctx.session.scalars(
-        select(OutboxEmail.id)
-        .where(due)
-        .order_by(first, OutboxEmail.created_at, OutboxEmail.id)
-        .limit(CLAIM_TRIES)
-        .with_for_update(skip_locked=True)
-    ).all()
-    now = ctx.now()
-    for message_id in candidates:
-        claimed = ctx.session.execute(
-            update(OutboxEmail)
-            .where(OutboxEmail.id == message_id, due)
-            .values(status="sending", claimed_at=now)
-            .execution_options(synchronize_session=False)
-        )
-        if claimed.rowcount == 1:  # type: ignore[attr-defined]
-            row = ctx.session.execute(
-                select(OutboxEmail.to_email, OutboxEmail.subject, OutboxEmail.body).where(
-                    OutboxEmail.id == message_id
-                )
-            ).one()
-            return ClaimedLetter(Letter(message_id, row.to_email, row.subject, row.body), now)
-    return None
-
-
-def _record(ctx: Context, claim: ClaimedLetter, outcome: Outcome) -> None:
-    """Write a try's outcome on the message while this sender's claim still stands."""
-    sent = outcome.status == "sent"
-    ctx.session.execute(
-        update(OutboxEmail)
-        .where(
-            OutboxEmail.id == claim.letter.id,
-            OutboxEmail.status == "sending",
-            OutboxEmail.claimed_at == claim.claimed_at,
-        )
-        .values(status=outcome.status, error=outcome.error, sent_at=ctx.now() if sent else None)
-        .execution_options(synchronize_session=False)
-    )
+    """Claim the oldest `due` message, queued ones first (`_mail_queue.claim`)."""
+    claimed = _mail_queue.claim(ctx, due, 1)
+    return ClaimedLetter(*claimed[0]) if claimed else None
