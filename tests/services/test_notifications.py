@@ -22,11 +22,13 @@ from benchgen.core.errors import InvalidInput, PermissionDenied
 from benchgen.core.permissions import Action, PrincipalKind, Scope
 from benchgen.db.tables import NotificationSetting, OutboxEmail, RunNotification, User
 from benchgen.jobs import handlers
+from benchgen.jobs.worker import push_outbox
 from benchgen.services.queue import Claimed
 from benchgen.services.runs import launch, notifications, run_log
 from benchgen.services.runtime import Runtime
 from tests.services.test_runs import work_all
-from tests.support import MCQ, World
+from tests.smtp_stub import SmtpStub
+from tests.support import MCQ, OPERATOR, World
 
 FIRST = "mdl_builtin_first"
 WORKER = handlers.WORKER
@@ -366,3 +368,30 @@ def test_a_non_ascii_address_saved_earlier_fails_the_delivery_not_the_job(
     error = "the address cannot be sent: UnicodeEncodeError"
     assert _claims(world, run_id) == [("webhook", "failed", error)]
     assert f"Notification: webhook failed: {error}" in _log(world, ana, run_id)
+
+
+def test_a_run_mail_the_worker_claimed_is_not_sent_again_by_the_operators_push(
+    world: World, runtime: Runtime
+) -> None:
+    """The worker claimed its notification but left the letter queued in the outbox, so the
+    operator's push (or the mail thread) sent it too: the owner got every run mail twice."""
+    ana = world.user("ana@example.com")
+    world.do(Principal.web(ana), notifications.update_notification_settings, True, None)
+    run_id = _finished_run(world, runtime, ana)  # no SMTP yet: the letter waits in the outbox
+    stub = SmtpStub()
+    try:
+        runtime.settings = runtime.settings.model_copy(update={"smtp_url": stub.url})
+        deliveries = world.do(WORKER, notifications.claim_deliveries, run_id)
+        assert [d.channel for d in deliveries] == ["mail"]
+        assert push_outbox(runtime, OPERATOR).sent == 0  # the worker's to send
+        for delivery in deliveries:
+            error = notifications.send_delivery(runtime.settings, delivery)
+            world.do(WORKER, notifications.record_delivery, delivery, error)
+        assert push_outbox(runtime, OPERATOR).sent == 0  # recorded as sent
+    finally:
+        stub.close()
+    assert [sent.recipients for sent in stub.received] == [["ana@example.com"]]
+    statuses = world.ctx_call(
+        WORKER, lambda ctx: list(ctx.session.scalars(select(OutboxEmail.status)))
+    )
+    assert statuses == ["sent"]

@@ -9,7 +9,7 @@ from datetime import datetime
 from secrets import token_urlsafe
 from urllib.parse import urlsplit
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.config import Settings
@@ -228,6 +228,7 @@ class Delivery:
     webhook: Webhook | None = None
     letter: Letter | None = None
     allowlist: frozenset[str] = frozenset()
+    claimed_at: datetime | None = None  # the letter's claim in the outbox
 
 
 def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
@@ -261,11 +262,14 @@ def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
 
 def _delivery(ctx: Context, row: RunNotification) -> Delivery | None:
     if row.channel == MAIL:
-        message = ctx.session.get(OutboxEmail, row.outbox_id)
-        if message is None or message.status != "queued":
-            return None
-        letter = Letter(message.id, message.to_email, message.subject, message.body)
-        return Delivery(row.id, row.run_id, MAIL, letter=letter)
+        # Claimed in the outbox as the mail thread and the operator's push claim theirs: left
+        # queued there, the letter was theirs to send too, and went twice.
+        due = and_(OutboxEmail.id == row.outbox_id, OutboxEmail.status == "queued")
+        won = _mail_queue.claim(ctx, due, 1)
+        if not won:
+            return None  # another sender has it
+        letter, claimed_at = won[0]
+        return Delivery(row.id, row.run_id, MAIL, letter=letter, claimed_at=claimed_at)
     setting = ctx.session.get(NotificationSetting, row.user_id)
     run = ctx.session.get(Run, row.run_id)
     if setting is None or not setting.webhook_url or not setting.webhook_secret_enc or not run:
@@ -316,12 +320,10 @@ def record_delivery(ctx: Context, delivery: Delivery, error: str) -> None:
         PermissionDenied: the principal lacks the `run.execute` grant.
     """
     access.require(ctx, Action.RUN_EXECUTE)
-    _mark(ctx, delivery.id, "failed" if error else "sent", error)
+    status = "failed" if error else "sent"
+    _mark(ctx, delivery.id, status, error)
     if delivery.letter is not None:
-        message = ctx.session.get(OutboxEmail, delivery.letter.id)
-        if message is not None and message.status == "queued":
-            message.status, message.error = ("failed", error) if error else ("sent", "")
-            message.sent_at = None if error else ctx.now()
+        _mail_queue.record_try(ctx, delivery.letter.id, delivery.claimed_at, status, error)
     outcome = f"{delivery.channel} failed: {error}" if error else f"{delivery.channel} sent"
     _log_writer.append(ctx, delivery.run_id, f"Notification: {outcome}")
 
