@@ -36,8 +36,10 @@ _TITLES = {
 async def page_for_error(request: Request, exc: Exception) -> Response:
     """The web app's answer to any failure on a page route."""
     if isinstance(exc, SignInRequired | Unauthenticated):
-        next_path = exc.next_path if isinstance(exc, SignInRequired) else request.url.path
-        return redirect_to(f"{path_for(request, 'signin')}?next={quote(next_path)}")
+        next_path, note = request.url.path, ""
+        if isinstance(exc, SignInRequired):
+            next_path, note = exc.next_path, exc.note
+        return redirect_to(f"{path_for(request, 'signin')}?next={quote(next_path)}", note)
     status, message, page = 500, "Something went wrong on the server; it was logged.", ""
     problems: list[str] = []
     back: tuple[str, str] | None = None

@@ -5,9 +5,11 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.dependencies.models import Dependant
 from fastapi.responses import Response
 
 from benchgen.core.context import Context, Principal
@@ -29,14 +31,20 @@ _DOORMAN = Principal.system("web-sessions", frozenset())
 # page shows the refusal next to its field with all that was typed, where the screening below
 # would answer with an error page and lose the form (a NUL comes with text pasted from a PDF).
 _FORMS_SCREENED_BY_THEIR_PAGE = frozenset({"benchmark_create", "chat_new", "chat_send"})
+_SESSION_ENDED = (
+    "Your session ended, so that form was not sent and nothing changed. Sign in to go back to "
+    "the page, then send it again."
+)
 
 
 class SignInRequired(Exception):
-    """The page needs a signed-in person; the error page redirects to sign-in."""
+    """The page needs a signed-in person; the error page redirects to sign-in, with `note`
+    shown there when there is something to explain."""
 
-    def __init__(self, next_path: str) -> None:
+    def __init__(self, next_path: str, note: str = "") -> None:
         super().__init__(next_path)
         self.next_path = next_path
+        self.note = note
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -128,10 +136,33 @@ async def csrf_checked(request: Request) -> None:
         value = (await request.form()).get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
     if not expected or not sent or not secrets.compare_digest(expected, sent):
+        if live is None and _needs_session(request) and "hx-request" not in request.headers:
+            # A form sent after its session ended (idle, signed out in another tab): "expired
+            # or sent from another site" hid that signing in again is the way on.
+            raise SignInRequired(_form_page(request), _SESSION_ENDED)
         raise PermissionDenied(
             "This form has expired or was sent from another site. Reload the page and try again.",
             {"reason": "csrf"},
         )
+
+
+def _needs_session(request: Request) -> bool:
+    """Whether the route answering this request only serves a signed-in person."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    return isinstance(dependant, Dependant) and _depends_on(dependant, signed_in)
+
+
+def _depends_on(dependant: Dependant, call: object) -> bool:
+    return any(found.call is call or _depends_on(found, call) for found in dependant.dependencies)
+
+
+def _form_page(request: Request) -> str:
+    """The page the form was sent from (its Referer on this site), to go back to after signing
+    in; the dashboard when the browser did not say. The sign-in page checks it is local."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc == request.url.netloc and referer.path:
+        return referer.path + (f"?{referer.query}" if referer.query else "")
+    return str(request.app.url_path_for("dashboard"))
 
 
 class _Refused(Exception):

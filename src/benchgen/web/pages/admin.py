@@ -6,6 +6,7 @@ admin gets the 403 page from the first call, whatever the page does.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -22,6 +23,7 @@ from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 PAGE_SIZE = 50
+_WHOLE = re.compile(r"[+-]?[0-9]{1,12}")
 Problems = dict[str, str]
 
 
@@ -115,17 +117,24 @@ def grant(
     request: Request,
     ctx: WebContext,
     user_id: str,
-    amount: Annotated[int, Form()],
+    amount: Annotated[str, Form(max_length=20)] = "",
     note: Annotated[str, Form(max_length=500)] = "",
 ) -> Response:
-    """Add credits to an account."""
+    """Add credits to an account; a refusal shows beside that account's fields, as typed."""
+    # What is not a whole number goes to the service as 0, which it refuses with the message
+    # for every amount it cannot take (before, "1.5" was a bare 422 page that lost the form).
+    typed = amount.strip()
+    whole = int(typed) if _WHOLE.fullmatch(typed) else 0
     try:
-        balance = credits.grant_credits(ctx, user_id, amount, note)
+        balance = credits.grant_credits(ctx, user_id, whole, note)
     except InvalidInput as exc:
-        problems = {f"credits-{user_id}": exc.message}
-        return _users_page(request, ctx, status=422, problems=problems)
+        first = exc.errors[0] if exc.errors else {}
+        field = next((str(part) for part in first.get("loc", [])), "amount")
+        problems = {f"{field}-{user_id}": str(first.get("msg", exc.message))}
+        granting = {"granting": user_id, "amount": amount, "note": note}
+        return _users_page(request, ctx, status=422, problems=problems, typed=granting)
     return redirect(
-        request, "admin_users", flash=f"Granted {amount} credits; the balance is now {balance}."
+        request, "admin_users", flash=f"Granted {whole} credits; the balance is now {balance}."
     )
 
 

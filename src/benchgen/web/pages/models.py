@@ -82,13 +82,20 @@ def model_new_submit(
     try:
         made = models.create_model(ctx, data)
     except InvalidInput as exc:
-        # The key is never written back into the page, even when the form is refused.
-        return _new_form(request, typed, problems_by_field(exc, NEW_FIELDS), 422)
+        # The key is never written back into the page, even when the form is refused: the
+        # page asks for it again instead.
+        problems = problems_by_field(exc, NEW_FIELDS)
+        return _new_form(request, typed, problems, 422, key_dropped=bool(api_key.strip()))
     return redirect(request, "model", flash=f"Added {made.name}.", model_id=made.id)
 
 
 def _new_form(
-    request: Request, typed: dict[str, str], problems: dict[str, str], status_code: int = 200
+    request: Request,
+    typed: dict[str, str],
+    problems: dict[str, str],
+    status_code: int = 200,
+    *,
+    key_dropped: bool = False,
 ) -> Response:
     return render(
         request,
@@ -97,6 +104,7 @@ def _new_form(
         form={name: typed.get(name, "") for name in NEW_FIELDS if name != "api_key"},
         problems=problems,
         kinds=KIND_LABELS,
+        key_dropped=key_dropped,
     )
 
 

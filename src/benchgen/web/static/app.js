@@ -13,9 +13,11 @@ function wireConfirmations(root) {
   });
 }
 
-// Copy buttons next to secrets shown once.
+// Copy buttons next to secrets shown once: hidden in the page, since without script they
+// would do nothing.
 function wireCopyButtons(root) {
   root.querySelectorAll("[data-copy]").forEach((button) => {
+    button.hidden = false;
     button.addEventListener("click", async () => {
       const target = document.getElementById(button.dataset.copy);
       if (!target) return;
@@ -186,7 +188,17 @@ function allowSendingAgain() {
   });
 }
 
-document.addEventListener("DOMContentLoaded", () => wireAll(document));
+// A form shown again with its problems: the cursor goes to the first field to put right, so a
+// keyboard or screen-reader user need not look for it (a field the page focuses itself wins).
+function focusFirstProblem() {
+  const field = document.querySelector('[aria-invalid="true"]');
+  if (field && !document.querySelector("[autofocus]")) field.focus();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireAll(document);
+  focusFirstProblem();
+});
 document.addEventListener("submit", sendOnce);
 window.addEventListener("pageshow", allowSendingAgain);
 if (window.navigation) window.navigation.addEventListener("navigateerror", allowSendingAgain);
