@@ -46,3 +46,9 @@ def test_settings_say_whether_the_providers_own_key_is_there(
     result = runner.invoke(app, ["admin", "settings"])
     assert "agent_api_key = (unset); OPENAI_API_KEY is set" in result.output.splitlines()
     assert "sk-providers-own" not in result.output
+
+
+def test_setting_the_brain_says_it_is_the_environments() -> None:
+    result = runner.invoke(app, ["admin", "set", "agent_model", "openai:gpt-4o-mini"])
+    assert result.exit_code == 1
+    assert "BENCHGEN_AGENT_MODEL in the environment" in " ".join(result.output.split())

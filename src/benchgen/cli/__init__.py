@@ -54,7 +54,11 @@ COMMANDS = (
         "Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the "
         "broker's messages (Celery), without it they poll the configured database.",
     ),
-    Entry("serve", "server", "Serve the API (docs at /api/docs) and GET /healthz."),
+    Entry(
+        "serve",
+        "server",
+        "Serve the web app and the API (docs at /api/docs, liveness at /healthz).",
+    ),
     Entry("db", "database", "Database maintenance."),
     Entry("admin", "admin", "Operator administration (acts with admin powers)."),
     Entry(

@@ -18,6 +18,7 @@ from benchgen.cli.common import (
     by_option,
     console,
     open_runtime,
+    print_table,
     say_error,
     wrapping_table,
 )
@@ -47,6 +48,8 @@ USER_OPTIONS = {
 }
 TOKEN_OPTIONS = {"name": "--name", "scopes": "--scopes", "expires_days": "--expires-days"}
 Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
+# The agent's brain: in `settings`, but only the environment sets it.
+BRAIN = ("agent_model", "agent_base_url", "agent_api_key")
 
 
 class LocalKind(StrEnum):
@@ -170,7 +173,10 @@ def create_token(
     scopes: Annotated[
         str, typer.Option(help="Comma-separated: read,runs,create,edit,publish,train")
     ],
-    expires_days: Annotated[int | None, typer.Option(help="Days until it expires.")] = None,
+    expires_days: Annotated[
+        int | None,
+        typer.Option(help="Days until it expires (default: BENCHGEN_TOKEN_DEFAULT_DAYS, 90)."),
+    ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise it by.")] = "cli",
 ) -> None:
     """Mint a personal API token for a user. Prints only the token, once, on stdout."""
@@ -196,7 +202,7 @@ def list_tokens(email: Email) -> None:
             _when(row.revoked_at),
             row.id,
         )
-    console.print(table)
+    print_table(table, f"{email} has no tokens: `benchgen admin create-token` makes one.")
 
 
 @app.command("revoke-token")
@@ -209,9 +215,8 @@ def revoke_token(token_id: Annotated[str, typer.Argument(help="The token's id (t
 
 @app.command("settings")
 def show_settings() -> None:
-    """The deployment settings that can be changed at run time, with their values in force,
-    then the agent's brain, which only the environment sets (its API key: only whether one is
-    set)."""
+    """The run-time deployment settings in force, and the agent's brain, which only the
+    environment sets (of its API key, only whether one is set)."""
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         values = deployment.list_settings(ctx)
     for key, value in values.items():
@@ -232,19 +237,27 @@ def _brain(settings: Settings) -> dict[str, str]:
         # A hosted brain then takes its provider's own variable (agent/brains/hosted.py).
         own = f"{provider.upper()}_API_KEY"
         key += f"; {own} is {'set' if os.environ.get(own) else 'not set either'}"
-    return {
-        "agent_model": settings.agent_model,
-        "agent_base_url": server if url.hostname else "(unset: the provider's own)",
-        "agent_api_key": key,
-    }
+    shown = (settings.agent_model, server if url.hostname else "(unset: the provider's own)", key)
+    return dict(zip(BRAIN, shown, strict=True))
 
 
 @app.command("set")
 def set_setting(
-    key: Annotated[str, typer.Argument(help="e.g. agent_allow_publish")],
-    value: Annotated[str, typer.Argument(help="true/false or a whole number")],
+    key: Annotated[
+        str, typer.Argument(help="e.g. agent_allow_publish; `benchgen admin settings` lists them.")
+    ],
+    value: Annotated[
+        str, typer.Argument(help="true/false, a whole number or, for signup_mode, a word.")
+    ],
 ) -> None:
     """Override a deployment setting (takes effect at once, for every process)."""
+    if key in BRAIN:
+        # Shown by `settings` beside the others, but read from the environment at start-up.
+        say_error(
+            f"{key} is set by BENCHGEN_{key.upper()} in the environment; change it there and "
+            "restart the server and workers."
+        )
+        raise typer.Exit(1)
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         stored = deployment.set_setting(ctx, key, value)
     console.print(f"{key} = {stored}")
@@ -310,7 +323,7 @@ def show_outbox(
     table.add_column("id", no_wrap=True, min_width=25)
     for row in rows:
         table.add_row(row.to_email, row.subject, row.status, row.error, row.id)
-    console.print(table)
+    print_table(table, "The outbox is empty.")
     if delivered is not None:
         failed = f"; {delivered.failed} failed (see their error)" if delivered.failed else ""
         bounced = f"; {delivered.bounced} bounced (not retried)" if delivered.bounced else ""

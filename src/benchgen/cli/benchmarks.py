@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchgen.cli import benchmark_files, bundle_commands
-from benchgen.cli.common import AsHere, Token, Url, console, wrapping_table
+from benchgen.cli.common import AsHere, Token, Url, print_table, wrapping_table
 from benchgen.cli.doors import WHERE, door
 from benchgen.cli.helptext import App
 
@@ -41,7 +41,7 @@ def list_benchmarks(
     """
     with door(as_email, url, token) as where:
         rows = where.list_benchmarks(mine, search)
-    # Only the title wraps: in 80 columns (a pipe's) the short columns were cut mid-word.
+    # Only the title wraps: in a narrow terminal the short columns were cut mid-word.
     table = wrapping_table("title")
     for header in ("format", "questions", "visibility"):
         table.add_column(header, no_wrap=True)
@@ -51,7 +51,8 @@ def list_benchmarks(
         count = "—" if row["format"] == "custom" else str(row["question_count"])
         shown = (row["format"], count, row["visibility"], row["id"])
         table.add_row(row["title"], *shown)
-    console.print(table)
+    made = "`benchgen benchmarks import FILE` or `benchgen benchmarks upload FILE` makes one"
+    print_table(table, "No benchmark matches." if mine or search else f"No benchmarks yet: {made}.")
 
 
 app.command("import")(benchmark_files.import_file)

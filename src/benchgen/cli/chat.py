@@ -256,17 +256,22 @@ def _show(door: Door, conv: str, turn: Turn) -> Buttons:
             while turn["status"] == "running":
                 time.sleep(1)
                 turn = door.turn(conv, turn["turn_id"])
-    status = turn["status"]
-    # Replies are plain Text: words from the agent or the user are never read as Rich markup.
-    body = Text(turn["reply"] or "(no reply)")
+    from benchgen.agent.replies import printable
+
+    status = printable(turn["status"])
+    # Replies are plain Text: words from the agent or the user are never read as Rich markup,
+    # and their escape sequences never reach the terminal (`printable` shows them by code).
+    body = Text(printable(turn["reply"] or "(no reply)"))
     title = Text(f"agent · {status}", style=STYLES.get(status, "red"))
-    # Wrapped, not cropped: the shared console soft-wraps, which a panel would cut off.
-    console.print(Panel(body, title=title, title_align="left"), soft_wrap=False)
+    # Wrapped, not cropped: the shared console soft-wraps, which a panel would cut off. Off a
+    # terminal the console has no width to fill: the panel fits the reply.
+    panel = Panel(body, title=title, title_align="left", expand=console.is_terminal)
+    console.print(panel, soft_wrap=False)
     for notice in turn.get("notices", []):
-        console.print(Text(f"Note: {notice}", style="yellow"))
+        console.print(Text(f"Note: {printable(notice)}", style="yellow"))
     buttons: Buttons = list(turn.get("buttons", []))
     for number, button in enumerate(buttons, start=1):
-        console.print(Text(f"  {number}. {button['label']}", style="bold"))
+        console.print(Text(f"  {number}. {printable(button['label'])}", style="bold"))
     if any(button["action"].get("type") == "approve" for button in buttons):
         console.print(Text("  (a or approve presses Approve)", style="dim"))
     return buttons

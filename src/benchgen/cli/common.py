@@ -41,9 +41,9 @@ class LazyConsole:
     @cached_property
     def rich(self) -> Console:
         """The console itself (for Rich's own widgets, such as a progress bar)."""
-        from rich.console import Console
+        from benchgen.cli.widths import PipeWideConsole
 
-        return Console(soft_wrap=self.soft_wrap, stderr=self.stderr, markup=False)
+        return PipeWideConsole(soft_wrap=self.soft_wrap, stderr=self.stderr, markup=False)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rich, name)
@@ -75,11 +75,16 @@ OPERATOR = Principal.cli()
 
 
 def wrapping_table(*headers: str, title: str | None = None) -> Table:
-    """A Rich table whose cells wrap rather than end in "…": a pipe gets 80 columns, and a
-    table of dates, scopes or names cut to fit lost them (`list-tokens` showed "2027-…")."""
+    """A Rich table whose cells wrap rather than end in "…": in a narrow terminal a table of
+    dates, scopes or names cut to fit lost them (`list-tokens` showed "2027-…")."""
     from rich.table import Column, Table
 
     return Table(*(Column(header, overflow="fold") for header in headers), title=title)
+
+
+def print_table(table: Table, empty: str) -> None:
+    """`table`, or `empty` when it has no rows: a grid of headers alone read as a failure."""
+    console.print(table if table.row_count else empty)
 
 
 def labelled(label: str, message: str, style: str = "red", to: LazyConsole = errors) -> None:

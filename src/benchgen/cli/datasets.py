@@ -10,7 +10,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from benchgen.cli.common import As, as_user, console, errors, open_runtime, wrapping_table
+from benchgen.cli.common import (
+    As,
+    as_user,
+    console,
+    errors,
+    open_runtime,
+    print_table,
+    wrapping_table,
+)
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.services.datasets import datasets
@@ -105,7 +113,7 @@ def list_datasets(as_email: As) -> None:
     table.add_column("id", no_wrap=True, min_width=23)
     for row in rows:
         table.add_row(row.name, row.format, str(row.row_count), str(row.token_estimate), row.id)
-    console.print(table)
+    print_table(table, "No datasets yet: `benchgen datasets upload FILE` adds one.")
 
 
 @app.command("delete")

@@ -258,10 +258,18 @@ def reported() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
+# The parts of an HTTP request a problem's `loc` may start with (`["body", "file", 3]`).
+REQUEST_PARTS = ("body", "query", "path", "header")
+
+
 def place(problem: Plain, word: str = "line") -> str:
     """Where a problem is, e.g. `phases[0].tasks (line 12)`, in an archive `bundle ../x.txt`,
     or in an imported file `line 3: answer`."""
-    loc = problem.get("loc", [])
+    loc = list(problem.get("loc", []))
+    if len(loc) > 1 and loc[0] in REQUEST_PARTS:
+        # The API leads a field with the part of the request that carried it; this command
+        # wrote that request, so only the field means anything to the person who typed it.
+        loc = loc[1:]
     if len(loc) >= 2 and loc[0] == "file" and isinstance(loc[1], int):
         return ", ".join([f"{word} {loc[1]}", *(str(part) for part in loc[2:])])
     where = ""

@@ -12,6 +12,7 @@ import typer
 from benchgen.cli.common import (
     As,
     as_user,
+    by_option,
     cli_principal,
     console,
     labelled,
@@ -31,6 +32,15 @@ from benchgen.services.runtime import Runtime, transaction
 WAIT_POLL_S = 0.25  # how often `judge again` looks whether the judge is done
 models_app = App(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
+# The services' fields as `models add` and `judge set` name them.
+ENDPOINT_OPTIONS = {
+    "name": "--name",
+    "kind": "--kind",
+    "model": "--model",
+    "endpoint_model": "--endpoint-model",
+    "base_url": "--base-url",
+    "api_key": "--api-key-env",
+}
 
 
 def rescore(
@@ -92,13 +102,23 @@ def add_model(
     if base_url:
         spec["base_url"] = base_url
     if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise typer.BadParameter(f"{api_key_env} is not set", param_hint="--api-key-env")
-        spec["api_key"] = key
-    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+        spec["api_key"] = _key_in(api_key_env)
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx, by_option(ENDPOINT_OPTIONS):
         made = models.create_model(ctx, spec)
     console.print(f"Added model {made.name} ({made.id}).")
+
+
+def _key_in(variable: str) -> str:
+    """The API key in the environment variable `--api-key-env` names; a variable that is
+    unset or empty is a usage error (exit 2) that says how to set it."""
+    key = os.environ.get(variable)
+    if not key:
+        raise typer.BadParameter(
+            f"{variable} is not set in this shell: `read -rs {variable}; export {variable}` "
+            "takes the key without showing it or keeping it in the shell's history",
+            param_hint="--api-key-env",
+        )
+    return key
 
 
 @models_app.command("list")
@@ -237,11 +257,8 @@ def judge_set(
 
     The key is read from an environment variable so it never lands in shell history.
     """
-    key = os.environ.get(api_key_env) if api_key_env else None
-    if api_key_env and not key:
-        # A usage error, exit 2, as `models add` says it.
-        raise typer.BadParameter(f"{api_key_env} is not set", param_hint="--api-key-env")
-    with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
+    key = _key_in(api_key_env) if api_key_env else None
+    with open_runtime() as runtime, as_user(runtime, as_email) as ctx, by_option(ENDPOINT_OPTIONS):
         view = judges.set_judge(ctx, benchmark, kind, model, base_url or None, key, allow_others)
     console.print(
         f"Judge set: {view.kind} {view.endpoint_model}"

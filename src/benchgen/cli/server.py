@@ -19,9 +19,16 @@ APP = "benchgen.app:create_app"  # by name: uvicorn imports it again in each wor
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="Server processes.")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Web server processes (each with its own job workers).")
+    ] = 1,
 ) -> None:
-    """Serve the API (docs at /api/docs) and GET /healthz."""
+    """Serve the web app and the API (docs at /api/docs, liveness at /healthz).
+
+    Each process also runs BENCHGEN_WORKER_THREADS job workers (default 2) that run models,
+    scoring programs and training, unless BENCHGEN_BROKER_URL is set or the variable is 0: then
+    `benchgen worker` processes do that work.
+    """
     import uvicorn
     from uvicorn.importer import import_from_string
 

@@ -9,7 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from benchgen.cli.common import As, as_user, console, open_runtime, say_error, wrapping_table
+from benchgen.cli.common import (
+    As,
+    as_user,
+    by_option,
+    console,
+    open_runtime,
+    print_table,
+    say_error,
+    wrapping_table,
+)
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
@@ -23,7 +32,14 @@ app = App(
     "evaluate the Trained model like any other.",
     no_args_is_help=True,
 )
-Base = Annotated[str, typer.Option("--base", help="The base model's id (mdl_…); see `models`.")]
+Base = Annotated[
+    str,
+    typer.Option(
+        "--base",
+        help="The base model's id (mdl_…): a local_hf or local_gguf model in "
+        "`benchgen models list` (the operator adds them with `benchgen admin add-local-model`).",
+    ),
+]
 DatasetId = Annotated[str, typer.Option("--dataset", help="One of your datasets (ds_…).")]
 Sets = Annotated[
     list[str] | None,
@@ -36,13 +52,25 @@ Sets = Annotated[
 ]
 JobType = Annotated[str, typer.Option("--type", help="lora (an adapter) or sft (every weight).")]
 Gpu = Annotated[
-    str | None, typer.Option("--gpu", help="Train on GPUs of this type (see `compute`).")
+    str | None,
+    typer.Option("--gpu", help="Train on GPUs of this type (see `benchgen training compute`)."),
 ]
 Gpus = Annotated[
     int | None, typer.Option("--gpus", help="How many GPUs of the --gpu type (default 1).")
 ]
 Name = Annotated[str | None, typer.Option(help="The Trained model's name.")]
 _FLOATS = {"learning_rate", "lora_dropout"}
+HYPERPARAMETERS = tuple(plans.HyperparametersIn.model_fields)
+# The service's fields as the options name them.
+TRAINING_OPTIONS = {
+    "base_model_id": "--base",
+    "dataset_id": "--dataset",
+    "job_type": "--type",
+    "compute.gpu_type": "--gpu",
+    "compute.gpus": "--gpus",
+    "name": "--name",
+    **{f"hyperparameters.{name}": f"--set {name}" for name in HYPERPARAMETERS},
+}
 
 
 def _request(
@@ -73,6 +101,11 @@ def _hyperparameter(item: str) -> tuple[str, Any]:
     if not sep or not name or not value:
         say_error(f"--set {item!r}: give NAME=VALUE.")
         raise typer.Exit(2)
+    if name not in HYPERPARAMETERS:
+        say_error(
+            f"--set {name}: no such hyperparameter; give one of {', '.join(HYPERPARAMETERS)}."
+        )
+        raise typer.Exit(2)
     if name == "target_modules":
         return name, [part.strip() for part in value.split(",") if part.strip()]
     try:
@@ -96,8 +129,14 @@ def plan(
 ) -> None:
     """Show the full plan of a training job (steps, memory, compute, duration, credits)
     without launching it."""
-    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
-        shown = plans.plan_training(ctx, _request(base, dataset, sets, job_type, gpu, gpus, name))
+    request = _request(base, dataset, sets, job_type, gpu, gpus, name)
+    with (
+        open_runtime() as runtime,
+        reported(),
+        as_user(runtime, as_email) as ctx,
+        by_option(TRAINING_OPTIONS),
+    ):
+        shown = plans.plan_training(ctx, request)
     console.print(Text(shown.text()))
 
 
@@ -115,8 +154,13 @@ def start(
 ) -> None:
     """Launch a training job; its estimated credits are reserved. A worker trains it
     (`benchgen serve` or `benchgen worker`)."""
-    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
-        request = _request(base, dataset, sets, job_type, gpu, gpus, name)
+    request = _request(base, dataset, sets, job_type, gpu, gpus, name)
+    with (
+        open_runtime() as runtime,
+        reported(),
+        as_user(runtime, as_email) as ctx,
+        by_option(TRAINING_OPTIONS),
+    ):
         job = jobs.start_training(ctx, request)
     console.print(Text.assemble("Queued training job ", (job.id, "bold"), f": {job.name}"))
     if job.waiting_for:
@@ -160,7 +204,7 @@ def list_jobs(as_email: As) -> None:
         loss = "" if row.last_loss is None else f"{row.last_loss:.4f}"
         steps = f"{row.steps_done}/{row.total_steps}"
         table.add_row(row.name, row.status, steps, loss, str(row.credits_charged), row.id)
-    console.print(table)
+    print_table(table, "No training jobs yet: `benchgen training plan` shows what one would do.")
 
 
 @app.command("show")
