@@ -99,3 +99,12 @@ def test_a_file_that_is_not_utf8_names_its_line(world: World, tmp_path: Path) ->
     assert done.exit_code == 1
     assert "Error: line 2: not UTF-8 text at column 4 (byte 0xe9)" in done.output, done.output
     assert "Latin-1/Windows-1252 or UTF-16; save it as UTF-8" in done.output
+
+
+def test_a_one_row_dataset_says_one_row(world: World, tmp_path: Path) -> None:
+    world.user("ana@example.com")
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(PAIRS[0]) + "\n")
+    done = runner.invoke(app, ["datasets", "upload", str(data), *HERE], env=WIDE)
+    assert done.exit_code == 0, done.output
+    assert "(prompt_completion, 1 row, " in done.output

@@ -21,6 +21,7 @@ from benchgen.cli.common import (
 )
 from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
+from benchgen.core.text import plural
 from benchgen.services.datasets import datasets
 
 app = App(help="Datasets: training data for fine-tuning.", no_args_is_help=True)
@@ -85,7 +86,7 @@ def upload(
         Text.assemble(
             "Uploaded dataset ",
             (made.id, "bold"),
-            f": {made.name} ({made.format}, {made.row_count} rows, "
+            f": {made.name} ({made.format}, {plural(made.row_count, 'row')}, "
             f"about {made.token_estimate} tokens)",
         )
     )
@@ -127,7 +128,9 @@ def delete(
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         shown = datasets.get_dataset(ctx, dataset_id)
     if not yes:
-        typer.confirm(f"Delete the dataset {shown.name!r} ({shown.row_count} rows)?", abort=True)
+        typer.confirm(
+            f"Delete the dataset {shown.name!r} ({plural(shown.row_count, 'row')})?", abort=True
+        )
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         datasets.delete_dataset(ctx, dataset_id)
     console.print(f"Deleted dataset {dataset_id}.")

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from starlette.datastructures import FormData, UploadFile
 
 from benchgen.core.errors import Conflict, InvalidInput
+from benchgen.core.text import plural
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetView
 from benchgen.services.keysets import Newest
@@ -63,7 +64,7 @@ def dataset_upload(request: Request, ctx: WebContext, form: FormDep) -> Response
             made = datasets.upload_dataset(ctx, found[0], found[1], spec)
     except InvalidInput as exc:
         return _list(request, ctx, typed, file_problems(exc), 422)
-    flash = f"Uploaded “{made.name}”: {made.row_count} rows."
+    flash = f"Uploaded “{made.name}”: {plural(made.row_count, 'row')}."
     return redirect(request, "dataset", flash=flash, dataset_id=made.id)
 
 
