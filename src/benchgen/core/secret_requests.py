@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 from benchgen.core.text import INVISIBLE_RUN
@@ -14,11 +15,24 @@ from benchgen.core.text import INVISIBLE_RUN
 # "what is your token?", "I need your API key"), not at advice about secrets ("never share your
 # token", "put your token in BENCHGEN_TOKEN", "I can't see your tokens").
 
+# A model told to get past a word filter spells the words out ("p a s t e", "t.o.k.e.n",
+# "pass word"): one of these may stand between any two letters of a verb or a noun below.
+_GAP = r"[\s.\-_*\u00b7\u2022/|+~]"
+_VERBS = (
+    "paste", "send", "share", "give", "provide", "enter", "type", "tell", "supply", "submit",
+    "input", "post", "forward", "dm", "write", "include", "put", "copy", "drop", "attach",
+    "reveal", "show",
+)  # fmt: skip
+_NOUNS = ("token", "password", "passphrase", "passcode", "credential", "secret")
+
+
+def _spread(word: str) -> str:
+    return f"{_GAP}?".join(word)
+
+
 _HANDOVER = (
-    r"(?:paste|send|share|give|provide|enter|type|tell|supply|submit|input|post|forward|dm|"
-    r"write|include|put|copy|drop|attach|"
-    r"reveal|show|hand\s+over|reply\s+with|respond\s+with|read\s+out|let\s+(?:me|us)\s+"
-    r"(?:know|have|see))"
+    rf"(?:{'|'.join(_spread(verb) for verb in _VERBS)}|"
+    r"hand\s+over|reply\s+with|respond\s+with|read\s+out|let\s+(?:me|us)\s+(?:know|have|see))"
 )
 _DETERMINER = r"(?:your|the|a|an|that|this)"
 # Only words that describe a secret may stand between the determiner and the noun, so "the
@@ -29,7 +43,7 @@ _QUALIFIER = (
     r"hugging\s*face|hf|cli|bgp_?|bga_?)[\s-]+){0,3}"
 )
 _NOUN = (
-    r"(?:tokens?|passwords?|passphrases?|pass\s*codes?|credentials?|secrets?|"
+    rf"(?:(?:{'|'.join(_spread(noun) for noun in _NOUNS)})s?|"
     r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?|"
     r"(?:openai|anthropic|github|aws|hugging\s*face|hf|provider|model)[\s-]+keys?)"
 )
@@ -37,37 +51,53 @@ _SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
 # After the noun: the end of the request, or words that point the secret at the chat; an aside
 # may come first ("paste your token (bgp_…) here", "your API key [sk-…] below").
 _ASIDE = r"(?:\s*(?:\([^()\n]{0,80}\)|\[[^\[\]\n]{0,80}\]|`[^`\n]{0,80}`))?"
-_POINTED = (
-    rf"{_ASIDE}\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|in(?:to)?\s+(?:the|this|our)\s+"
-    r"(?:chat|conversation|message|box|reply|field)|(?:to|with|for)\s+(?:me|us)|"
+_CHAT = (
+    r"(?:in(?:to)?\s+(?:the|this|our)\s+(?:chat|conversation|message|box|reply|field)|"
     # "… in your next message", "… in the next reply": the chat, in other words.
-    r"in\s+(?:your|the|a)\s+(?:next\s+|following\s+)?(?:message|reply|answer|response)|"
-    r"so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b|"
+    r"in\s+(?:your|the|a)\s+(?:next\s+|following\s+)?(?:message|reply|answer|response))"
+)
+_POINTED = (
+    rf"{_ASIDE}\s*(?:$|[.?!:;,)\n\u2014\u2013]|\s(?:here|below|now|please|{_CHAT}|"
+    r"(?:to|with|for)\s+(?:me|us)|so\s+(?:that\s+)?(?:i|we)\b|and\s+(?:i|we)\b|"
     # "… to continue", "… for verification": the reason a phisher gives.
     r"(?:to|for|so\s+as\s+to|in\s+order\s+to)\s+(?:continue|proceed|go\s+on|finish|complete|"
     r"verif(?:y|ication)|authenticat(?:e|ion)|confirm|validat(?:e|ion)|log\s*in|sign\s*in|"
     r"unlock)\b))"
 )
-_ASKS = (
+# The word first and its start checked behind it: a pattern that begins with a literal is
+# looked for by `re` many times faster than one that begins with `\b` (a 60k reply: 0.1 ms
+# against 0.9).
+_YOUR = r"your(?<=\byour)"
+# Requests, whoever's words they are: a benchmark's question that says "send me your password"
+# phishes as well as the model's own reply.
+_REQUESTS = (
     # "send me your token, …": asked of the reader, addressed to the agent.
     rf"\b{_HANDOVER}\s+(?:me|us)\s+(?:back\s+)?{_SECRET}",
     # "paste your API token here", "please provide the password."
     rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}",
+    # "I need your API key", "we'll require your credentials", "can I have your password?"
+    rf"\b(?:(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)|"
+    r"(?:can|could|may)\s+(?:i|we)\s+(?:have|get|see|borrow))\s+your\s+"
+    rf"{_QUALIFIER}{_NOUN}\b",
+    # "your personal access token goes in the box below": a request without a verb to ask.
+    rf"{_YOUR}\s+{_QUALIFIER}{_NOUN}\s+(?:goes|go|belongs|(?:can|should|must)\s+go)\s+"
+    rf"(?:below|{_CHAT})",
+)
+# Questions, asked only in the agent's own words: in a quoted question of a benchmark ("In the
+# film, what is the password?") they are put to the model the benchmark tests, not to the user.
+_QUESTIONS = (
     # "what is your password?", "what's your BenchGen token", "what is the token you use?"
-    rf"\bwhat(?:'s|\s+is|\s+are)\s+(?:your|the)\s+{_QUALIFIER}{_NOUN}"
+    rf"what(?<=\bwhat)(?:'s|\s+is|\s+are)\s+(?:your|the)\s+{_QUALIFIER}{_NOUN}"
     r"(?:\s*(?:$|[?.!,:;])|\s+(?:that\s+)?you\s+(?:use|have|got)\b|"
     r"\s+(?:for|of|to)\s+your\s+(?:account|login|profile)\b)",
     # "your token, please!"
-    rf"\byour\s+{_QUALIFIER}{_NOUN}\s*,?\s*please\b",
-    # "I need your API key", "we'll require your credentials"
-    rf"\b(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)\s+your\s+"
-    rf"{_QUALIFIER}{_NOUN}\b",
+    rf"{_YOUR}\s+{_QUALIFIER}{_NOUN}\s*,?\s*please\b",
 )
 # "… without your API key — please paste it.": the secret named earlier in the sentence and
 # asked for by a pronoun, pointed at the chat. Told apart from advice ("paste it into the model's
 # form") by the pointing, as above.
 _PRONOUN_ASK = rf"\b{_HANDOVER}\s+(?:me\s+|us\s+)?(?:it|them){_POINTED}"
-_NAMED_BEFORE = re.compile(rf"{_NOUN}\b[^.?!\n]*$")
+_NAMED_BEFORE = rf"{_NOUN}\b[^.?!\n]*$"
 # A request in the same clause after one of these is advice, not a request: "never paste your
 # token here", "you don't need to send me your password".
 _NEGATION = re.compile(
@@ -76,37 +106,74 @@ _NEGATION = re.compile(
 )
 _CLAUSE_END = re.compile(r"[.!?;:,\n\u2014\u2013]")
 
+# Letters that look Latin but are not (Cyrillic, Greek, Armenian), read as the Latin letter they
+# pass for: "АPI tоken" with a Cyrillic А and о reads "API token" to the user. Capitals are
+# folded before casefolding, since a capital and its small letter may mimic different letters
+# (Greek Η looks like H, η like n). Fullwidth and styled letters are NFKC's.
+_LOOKALIKE = "АВЕЅІЈКМНОРСТХУԚԜаеѕіјһԁоԛрсуԝхӏѵΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχγՕօսոհՏ"
+_LOOKALIKES = str.maketrans(
+    _LOOKALIKE, "ABESIJKMHOPCTXYQWaesijhdoqpcywxlvABEZHIKMNOPTYXaeikvoptuxyOounhS"
+)
+# Curly and modifier apostrophes read as "'", so "don’t" negates as "don't" does.
+_APOSTROPHE = "[\u2018\u2019\u02bc\u2032]"
+# Three or more single letters with a gap after each: a word spelled out ("p a s t e",
+# "t.o.k.e.n", "a.p.i."), joined again before matching.
+_SPELLED = rf"(?<![a-z0-9])(?:[a-z]{_GAP}){{2,}}[a-z]\.?(?![a-z0-9])"
+# A whole request spelled out with single gaps ("p a s t e y o u r t o k e n") joins into one
+# run; the words the patterns look for are set apart in it again.
+_FILLERS = ("your", "the", "me", "us", "api", "key", "keys", "here", "below", "now")
+_WORDS = "|".join(sorted([*_VERBS, *_NOUNS, *(f"{n}s" for n in _NOUNS), *_FILLERS], key=len)[::-1])
 
-def asks_for_secret(text: str) -> bool:
+
+def asks_for_secret(text: str, *, quoted: bool = False) -> bool:
     """True when `text` asks its reader for a token, key, password or other credential (A14).
 
-    Matching ignores case, curly apostrophes and invisible characters, so "paste your t\u200boken"
-    is caught. Advice about secrets ("never share your token", "put your token in
+    Matching ignores case, curly apostrophes, invisible characters, fullwidth and styled
+    letters, Cyrillic and Greek letters that look Latin, and gaps spelled between letters, so
+    "paste your t\u200boken", "paste your tоken" (Cyrillic о) and "P a s t e your t.o.k.e.n"
+    are caught. Advice about secrets ("never share your token", "put your token in
     BENCHGEN_TOKEN", "manage your tokens at /settings/tokens") is not a request.
+
+    Args:
+        text: the text to check.
+        quoted: `text` quotes data (a benchmark's questions in a proposal's preview): only
+            requests count, not questions such as "what is the password?", which the data
+            puts to whoever answers the benchmark.
     """
-    plain = INVISIBLE_RUN.sub("", text).replace("\u2019", "'").casefold()
-    for pattern in _asks():
-        for match in pattern.finditer(plain):
+    plain = _plain(text)
+    for pattern in _REQUESTS if quoted else _REQUESTS + _QUESTIONS:
+        for match in _regex(pattern).finditer(plain):
             if not _negated(plain, match.start()):
                 return True
     return any(
-        _NAMED_BEFORE.search(plain, max(0, match.start() - 200), match.start())
+        _regex(_NAMED_BEFORE).search(plain, max(0, match.start() - 200), match.start())
         and not _negated(plain, match.start())
-        for match in _pronoun_asks().finditer(plain)
+        for match in _regex(_PRONOUN_ASK).finditer(plain)
     )
 
 
+def _plain(text: str) -> str:
+    """`text` as the patterns read it: each disguise above undone, in lower case."""
+    if not text.isascii():
+        text = INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", text))
+        text = _regex(_APOSTROPHE).sub("'", text)
+        # Looked for first: translating is slow, and most texts hold no look-alike at all.
+        if _regex(f"[{_LOOKALIKE}]").search(text):
+            text = text.translate(_LOOKALIKES)
+    return _regex(_SPELLED).sub(_joined, text.casefold())
+
+
+def _joined(spelled: re.Match[str]) -> str:
+    letters = _regex(_GAP).sub("", spelled.group())
+    return _regex(_WORDS).sub(r" \g<0> ", letters)
+
+
 @cache
-def _asks() -> tuple[re.Pattern[str], ...]:
+def _regex(pattern: str) -> re.Pattern[str]:
     # Compiled at the first check, not on import: every process that may redact a text imports
     # this module, and compiling these and the table's shapes took ~8 ms of `benchgen run`'s
     # start, where nothing is redacted before the first model request.
-    return tuple(re.compile(pattern) for pattern in _ASKS)
-
-
-@cache
-def _pronoun_asks() -> re.Pattern[str]:
-    return re.compile(_PRONOUN_ASK)
+    return re.compile(pattern)
 
 
 def _negated(text: str, start: int) -> bool:

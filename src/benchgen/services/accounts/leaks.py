@@ -124,7 +124,7 @@ def screen_value(ctx: Context, value: Any, origin: Origin = Origin.TOOL_OUTPUT) 
 WITHHELD_LINE = "[withheld: this line asked for a token or password]"
 
 
-def screen_reply(ctx: Context, text: str) -> Screened:
+def screen_reply(ctx: Context, text: str, quoted: str = "") -> Screened:
     """Screen the agent's reply before it is stored or shown (A14, A15).
 
     Secrets are redacted and live tokens revoked as in `screen_text`; the lines of a reply that
@@ -132,22 +132,43 @@ def screen_reply(ctx: Context, text: str) -> Screened:
     `withheld_notice` when nothing else is left or the request spans lines, since the agent
     never needs one and such a reply is a sign of an injected or confused model.
 
+    Args:
+        ctx: the acting context (see `screen_text`).
+        text: the reply.
+        quoted: a part of the reply that the platform wrote from data, a proposal's preview:
+            in it only requests count, not the data's own questions ("what is the password?"
+            in a quiz), which are put to the model the benchmark tests (`asks_for_secret`).
+
     Raises:
         Nothing of the domain error hierarchy: screening never refuses a reply.
     """
     screened = screen_text(ctx, text, Origin.REPLY)
-    if not asks_for_secret(screened.text):
+    parts = _parts(screened.text, quoted)
+    if not any(asks_for_secret(part, quoted=data) for part, data in parts):
         return screened
     # Only the lines that ask go, when the rest asks nothing: a list that quotes someone's
     # title ("Quiz: what is your password?") must not vanish for everyone who lists benchmarks.
-    lines = [(line, asks_for_secret(line)) for line in screened.text.split("\n")]
-    shown = "\n".join(WITHHELD_LINE if asks else line for line, asks in lines)
-    kept = [line for line, asks in lines if line.strip() and not asks]
-    if kept and not asks_for_secret(shown):
-        partly = f"{shown}\n\n{withheld_notice(ctx, partly=True)}"
+    lines = [
+        [(line, asks_for_secret(line, quoted=data)) for line in part.split("\n")]
+        for part, data in parts
+    ]
+    shown = ["\n".join(WITHHELD_LINE if asks else line for line, asks in part) for part in lines]
+    kept = [line for part in lines for line, asks in part if line.strip() and not asks]
+    still = any(
+        asks_for_secret(part, quoted=data) for part, (_, data) in zip(shown, parts, strict=True)
+    )
+    if kept and not still:
+        partly = f"{''.join(shown)}\n\n{withheld_notice(ctx, partly=True)}"
         return Screened(partly, screened.kinds, screened.notices, withheld=True)
     # The request spans lines, or is all the reply says: nothing of it is shown.
     return Screened(withheld_notice(ctx), screened.kinds, screened.notices, withheld=True)
+
+
+def _parts(text: str, quoted: str) -> list[tuple[str, bool]]:
+    """`text` cut around `quoted`, each part with whether it is the quoted data (the whole text
+    as the agent's own words where `quoted` is not in it)."""
+    head, data, tail = text.partition(quoted) if quoted else (text, "", "")
+    return [(head, False), (data, True), (tail, False)]
 
 
 def withheld_notice(ctx: Context, partly: bool = False) -> str:

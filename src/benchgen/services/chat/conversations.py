@@ -338,7 +338,8 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     if turn is None:
         raise NotFound("No such turn.", {"id": turn_id})
     now = ctx.now()
-    turn.reply, turn.buttons, turn.notices, withheld = _screened(ctx, outcome)
+    previous = _previous_reply(ctx, turn)
+    turn.reply, turn.buttons, turn.notices, withheld = _screened(ctx, outcome, previous)
     # A withheld reply asks nothing: the user never saw its question or its preview, so no
     # option of it can be chosen and no proposal of it approved. The turn is simply over.
     asking = outcome.status in (TurnStatus.AWAITING_CHOICE, TurnStatus.AWAITING_APPROVAL)
@@ -371,18 +372,22 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
 
 
 def _screened(
-    ctx: Context, outcome: TurnOutcome
+    ctx: Context, outcome: TurnOutcome, previous: str = ""
 ) -> tuple[str, list[dict[str, Any]], list[str], bool]:
     """The reply, button labels and notices as they may be stored and shown (A14, A15), and
     whether the reply was withheld.
 
     Secrets are redacted and live BenchGen tokens revoked wherever they appear, and a reply that
-    asks for a token or password is withheld with its buttons. This runs as the harness's
-    recorder, which holds only `chat.record`: revoking a leaked token needs no grant (see
-    `leaks.screen_text`).
+    asks for a token or password is withheld with its buttons: asked in its own words, in a
+    label, or begun at the end of the `previous` reply of the conversation ("Please paste
+    your", then "API token here."). In the preview of the turn's proposal, only a request
+    counts, not a question its benchmark asks (see `leaks.screen_reply`). This runs as the
+    harness's recorder, which holds only `chat.record`: revoking a leaked token needs no grant
+    (see `leaks.screen_text`).
     """
     # A model may answer with a NUL or half a surrogate pair, which no database stores.
-    reply = leaks.screen_reply(ctx, storable_text(outcome.reply))
+    preview = _preview_text(ctx, outcome.proposal_id)
+    reply = leaks.screen_reply(ctx, storable_text(outcome.reply), preview)
     # Labels may be the model's words (ask_user options): they pass the same filter.
     said = [storable_text(b["label"]) for b in outcome.buttons]
     labels = leaks.screen_value(ctx, said, leaks.Origin.REPLY)
@@ -392,12 +397,47 @@ def _screened(
         {**b, "label": label} for b, label in zip(outcome.buttons, labels.value, strict=True)
     ]
     revoked = [*reply.notices, *labels.notices, *notices.notices]
+    # Each seam where one text of the model's follows another: a request split across it asks
+    # as a whole one does, though neither half asks alone. The preview is the platform's, and
+    # its questions no request (above): it is no part of a seam.
+    own = reply.text.replace(preview, "\n") if preview else reply.text
+    seams = [(previous, own)] + [(own, label) for label in labels.value]
+    if not reply.withheld and any(_asks_across(before, after) for before, after in seams):
+        return leaks.withheld_notice(ctx), [], [*notices.value, *revoked], True
     if any(asks_for_secret(label) for label in labels.value):
         # A button that asks for a token withholds the reply as a request in the text would.
         return leaks.withheld_notice(ctx), [], [*notices.value, *revoked], True
     if reply.withheld:  # what the buttons answer or approve was in what went
         return reply.text, [], [*notices.value, *revoked], True
     return reply.text, buttons, [*notices.value, *revoked], False
+
+
+# How much of each side of a seam is read: a request split across it is one sentence.
+SEAM = 300
+
+
+def _asks_across(before: str, after: str) -> bool:
+    """A request that only the two texts together make. One that is whole on a side is that
+    side's: its own check has ruled on it (the end of a quiz's preview may hold "what is the
+    password?", which the next reply does not ask)."""
+    before, after = before[-SEAM:], after[:SEAM]
+    if not (before and after) or asks_for_secret(before) or asks_for_secret(after):
+        return False
+    return asks_for_secret(f"{before} {after}")
+
+
+def _preview_text(ctx: Context, proposal_id: str | None) -> str:
+    """The preview the platform rendered for the turn's proposal ("" for none)."""
+    shown = proposals.views_of(ctx, [proposal_id]).get(proposal_id) if proposal_id else None
+    return str(shown.preview.get("text", "")) if shown is not None else ""
+
+
+def _previous_reply(ctx: Context, turn: ChatTurn) -> str:
+    """What the agent said, as shown, in the turn before `turn` ("" for the first turn)."""
+    query = select(ChatTurn.reply).where(
+        ChatTurn.conversation_id == turn.conversation_id, ChatTurn.seq < turn.seq
+    )
+    return ctx.session.scalar(query.order_by(ChatTurn.seq.desc()).limit(1)) or ""
 
 
 def _require_person(ctx: Context) -> str:
