@@ -22,7 +22,7 @@ from benchgen.db.tables import Benchmark, Phase, Run
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import ratelimits, users
-from benchgen.services.benchmarks import _bundle_versions
+from benchgen.services.benchmarks import _bundle_versions, lifecycle
 from benchgen.services.runs import launch
 from benchgen.services.runs.launch import RunView
 
@@ -54,7 +54,7 @@ def submit(
             kind, or a file name with control, bidirectional or invisible characters.
         RateLimited: the phase's submissions per day, or the strangers' run quota, is used up.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.RUN_LAUNCH)
+    benchmark = lifecycle.require_held(ctx, benchmark_id, Action.RUN_LAUNCH)
     if benchmark.format != "custom":
         raise Conflict("Submissions are for custom benchmarks; run a model instead.")
     if kind not in KINDS:
@@ -124,6 +124,25 @@ def _shown_name(filename: str) -> str:
     return name if name.strip() else "submission.zip"
 
 
+def current_phase(ctx: Context, benchmark_id: str) -> int | None:
+    """The position of the phase a submission without one goes to: the first open now (None
+    when none is). A form preselects it.
+
+    Raises:
+        NotFound: the benchmark is not visible.
+    """
+    benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
+    current = _open_now(ctx, benchmark)
+    return current.position if current else None
+
+
+def _open_now(ctx: Context, benchmark: Benchmark) -> Phase | None:
+    phases = ctx.session.scalars(
+        select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
+    )
+    return next((phase for phase in phases if launch.is_open(phase, ctx.now())), None)
+
+
 def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
     """The chosen phase, or the first one open now (the first phase, refused, when none is):
     once a development phase ends, a submission without a phase goes to the final one.
@@ -133,10 +152,7 @@ def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase
         Conflict: the phase is not open now.
     """
     if phase_index is None:
-        phases = ctx.session.scalars(
-            select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
-        ).all()
-        current = next((p for p in phases if launch.is_open(p, ctx.now())), None)
+        current = _open_now(ctx, benchmark)
         return launch.open_phase(ctx, benchmark, current.id if current else None)
     found = 0 <= phase_index <= MAX_PHASE_INDEX
     phase = (
@@ -167,9 +183,11 @@ def _check_phase_limits(ctx: Context, phase: Phase) -> None:
     times = _counted_times(ctx, phase.id, user_id)
     total_cap = phase.rules.get("max_submissions")
     if total_cap is not None and len(times) >= int(total_cap):
+        # Said as counts: a new bundle version may have lowered the cap below what was made.
         raise Conflict(
-            f"You have used the {total_cap} submissions phase {phase.name!r} allows.",
-            {"phase_id": phase.id, "max_submissions": total_cap},
+            f"You have used {len(times)} of the {total_cap} submissions phase {phase.name!r} "
+            "allows.",
+            {"phase_id": phase.id, "max_submissions": total_cap, "made": len(times)},
         )
     daily_cap = phase.rules.get("max_submissions_per_day")
     if daily_cap is None:

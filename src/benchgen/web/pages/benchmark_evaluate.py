@@ -236,9 +236,16 @@ def _page(
         phases=phases.list_phases(ctx, benchmark_id),
         quota=ratelimits.run_quota(ctx, benchmark_id),
         balance=credits.get_balance(ctx),
-        submission=submission or Submission(),
+        submission=submission or Submission(_current_phase(ctx, benchmark_id)),
         problems=problems or Problems(),
         kinds=KINDS,
         max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
         advanced=advanced,
     )
+
+
+def _current_phase(ctx: Context, benchmark_id: str) -> str:
+    """The phase a fresh submission form preselects: the one a submission without a phase goes
+    to (the first open now), never simply the first, which may have ended."""
+    position = submissions.current_phase(ctx, benchmark_id)
+    return "" if position is None else str(position)
