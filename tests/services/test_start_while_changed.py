@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import select, text
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError, Frozen
+from benchgen.core.errors import BenchGenError, Conflict, Frozen
 from benchgen.core.statuses import RUN_ACTIVE
 from benchgen.db.tables import Run
 from benchgen.jobs.handlers import WORKER
-from benchgen.services.benchmarks import bundles, lifecycle, members
+from benchgen.services.benchmarks import bundles, lifecycle, members, phases
 from benchgen.services.runs import bundle_execution, execution, launch, submissions
 from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.support import MCQ, World
@@ -205,3 +205,21 @@ def test_access_taken_away_as_a_run_starts_waits_for_the_start(
     # went in between, leaving a run accepted from access already taken away.
     assert overtaken == [False]
     assert isinstance(started, launch.RunView) and not isinstance(removed, BenchGenError)
+
+
+@pytest.mark.both_backends
+def test_a_phase_removed_as_a_run_starts_in_it_keeps_the_run(
+    world: World, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the benchmark's lock the removal counted no runs in the phase and committed,
+    and the start then wrote a run into a phase that no longer existed."""
+    ana = world.user("ana@example.com")
+    benchmark = world.benchmark(ana, MCQ)
+    second = world.do(Principal.web(ana), phases.add_phase, benchmark, "Final").id
+    start = partial(launch.start_run, benchmark_id=benchmark, model_id=FIRST, phase_id=second)
+    removal = partial(phases.remove_phase, benchmark_id=benchmark, phase_id=second)
+    [started], removed = _race(world, backend, monkeypatch, [(ana, start)], (ana, removal))
+    assert isinstance(started, launch.RunView) and started.phase_id == second, started
+    assert isinstance(removed, Conflict), removed
+    listed = world.do(Principal.web(ana), phases.list_phases, benchmark)
+    assert second in [phase.id for phase in listed]

@@ -28,6 +28,7 @@ from benchgen.core.permissions import (
     page_for,
     rule_for,
 )
+from benchgen.db.locks import lock_benchmark
 from benchgen.db.session import read_memo
 from benchgen.db.tables import (
     ApiToken,
@@ -404,6 +405,23 @@ def require_benchmark(ctx: Context, benchmark_id: str, action: Action) -> Benchm
         raise NotFound("No such benchmark.", {"id": benchmark_id})
     require(ctx, action, benchmark)
     return benchmark
+
+
+def require_held(
+    ctx: Context, benchmark_id: str, action: Action, exclusive: bool = False
+) -> Benchmark:
+    """`require_benchmark`, holding the benchmark's row until the transaction ends
+    (`locks.lock_benchmark`): shared to start work on it, `exclusive` to take it away. Without
+    it a run started as the benchmark was deleted passed the check in a snapshot the delete had
+    not committed yet, and was queued after the delete had stopped the runs it found.
+
+    Raises:
+        NotFound: no such benchmark, deleted, or not visible to the principal.
+        PermissionDenied: visible but the action is not allowed.
+    """
+    row = lock_benchmark(ctx.session, benchmark_id, exclusive)
+    # The check finds `row` in the session: the copy read under the lock, not an older one.
+    return require_benchmark(ctx, row.id if row else benchmark_id, action)
 
 
 def require_run(ctx: Context, run_id: str, action: Action) -> Run:

@@ -15,7 +15,6 @@ from benchgen.core.errors import Conflict, Frozen, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE
-from benchgen.db.locks import lock_benchmark
 from benchgen.db.tables import Benchmark, Question, Run
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
@@ -152,23 +151,6 @@ def get_benchmark_for(ctx: Context, benchmark_id: str, action: Action) -> Benchm
     return _view(ctx, access.require_benchmark(ctx, benchmark_id, action))
 
 
-def require_held(
-    ctx: Context, benchmark_id: str, action: Action, exclusive: bool = False
-) -> Benchmark:
-    """`access.require_benchmark`, holding the benchmark's row until the transaction ends
-    (`locks.lock_benchmark`): shared to start work on it, `exclusive` to take it away. Without
-    it a run started as the benchmark was deleted passed the check in a snapshot the delete had
-    not committed yet, and was queued after the delete had stopped the runs it found.
-
-    Raises:
-        NotFound: no such benchmark, deleted, or not visible to the principal.
-        PermissionDenied: visible but the action is not allowed.
-    """
-    row = lock_benchmark(ctx.session, benchmark_id, exclusive)
-    # The check finds `row` in the session: the copy read under the lock, not an older one.
-    return access.require_benchmark(ctx, row.id if row else benchmark_id, action)
-
-
 def get_invitation(ctx: Context, benchmark_id: str) -> Invitation:
     """The title and description of a benchmark the principal may join.
 
@@ -289,7 +271,7 @@ def edit_benchmark(
         Conflict: the change changes nothing.
     """
     # Held: a run accepted meanwhile froze the questions, and this edit must see that.
-    row = require_held(ctx, benchmark_id, Action.BENCHMARK_EDIT, exclusive=True)
+    row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_EDIT, exclusive=True)
     preview, new_questions = _plan_change(ctx, row, parse(BenchmarkChange, change))
     if not preview.metadata and preview.questions is None:
         raise Conflict("The change changes nothing.", {"id": benchmark_id})
@@ -374,7 +356,7 @@ def unpublish_benchmark(ctx: Context, benchmark_id: str) -> BenchmarkView:
         NotFound: not visible to the principal.
         PermissionDenied: not the owner, or a token or the agent asked.
     """
-    row = require_held(ctx, benchmark_id, Action.BENCHMARK_UNPUBLISH, exclusive=True)
+    row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_UNPUBLISH, exclusive=True)
     if row.visibility != "private":
         row.visibility, row.published_at, row.updated_at = "private", None, ctx.now()
         audit.record(ctx, audit.AuditAction.BENCHMARK_UNPUBLISH, "benchmark", row.id)
@@ -389,7 +371,7 @@ def delete_benchmark(ctx: Context, benchmark_id: str) -> None:
         NotFound: not visible to the principal (or already deleted).
         PermissionDenied: not the owner, or a token or the agent asked.
     """
-    row = require_held(ctx, benchmark_id, Action.BENCHMARK_DELETE, exclusive=True)
+    row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_DELETE, exclusive=True)
     row.deleted_at = row.updated_at = ctx.now()
     # Its runs stop as if cancelled: a queued one ends unstarted (nothing charged), a running
     # one settles what it used. Left going, they charged launchers who could no longer see them.

@@ -15,7 +15,6 @@ from benchgen.core.text import require_line
 from benchgen.db.tables import Benchmark, Collaborator, Participant, User, WhitelistEntry
 from benchgen.services import access, audit
 from benchgen.services.accounts import users
-from benchgen.services.benchmarks import lifecycle
 
 PARTICIPANT_STATUSES = ("active", "removed")
 
@@ -39,7 +38,7 @@ def remove_collaborator(ctx: Context, benchmark_id: str, user_id: str) -> None:
         PermissionDenied: not the owner, or a token or the agent asked.
     """
     # Held: a run the collaborator starts at this moment starts before the removal, or not.
-    benchmark = lifecycle.require_held(ctx, benchmark_id, Action.ACCESS_MANAGE, exclusive=True)
+    benchmark = access.require_held(ctx, benchmark_id, Action.ACCESS_MANAGE, exclusive=True)
     row = ctx.session.get(Collaborator, (benchmark.id, user_id))
     if row is None:
         raise NotFound("No such collaborator.", {"user_id": user_id})
@@ -185,7 +184,7 @@ def set_participant_status(ctx: Context, benchmark_id: str, user_id: str, status
         NotFound: not a participant.
         InvalidInput: unknown status.
     """
-    benchmark = lifecycle.require_held(ctx, benchmark_id, Action.ACCESS_MANAGE, exclusive=True)
+    benchmark = access.require_held(ctx, benchmark_id, Action.ACCESS_MANAGE, exclusive=True)
     if status not in PARTICIPANT_STATUSES:
         raise invalid(["status"], f"must be one of {', '.join(PARTICIPANT_STATUSES)}")
     row = ctx.session.get(Participant, (benchmark.id, user_id))

@@ -127,7 +127,9 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
         PermissionDenied: not the owner, or a token or the agent asked.
         Conflict: it is the last phase, or runs were made in it.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    # Held exclusively: a run starting in the phase (which holds it shared) is either counted
+    # below or refused after, never made in a phase removed under it.
+    benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
     phase = _phase(ctx, benchmark.id, phase_id)
     count = ctx.session.scalar(
         select(func.count()).select_from(Phase).where(Phase.benchmark_id == benchmark.id)

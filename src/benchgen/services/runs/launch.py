@@ -217,7 +217,7 @@ def launch_run(
     Raises:
         See `start_run`.
     """
-    benchmark = lifecycle.require_held(ctx, benchmark_id, Action.RUN_LAUNCH)
+    benchmark = access.require_held(ctx, benchmark_id, Action.RUN_LAUNCH)
     model = _model_specs.usable_model(ctx, model_id)
     if model.status != ModelStatus.AVAILABLE:
         raise Conflict(f"The model {model.name!r} is {model.status}.", {"model_id": model.id})

@@ -22,7 +22,7 @@ from benchgen.db.tables import Benchmark, Phase, Run
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import ratelimits, users
-from benchgen.services.benchmarks import _bundle_versions, lifecycle
+from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runs import launch
 from benchgen.services.runs.launch import RunView
 
@@ -54,7 +54,7 @@ def submit(
             kind, or a file name with control, bidirectional or invisible characters.
         RateLimited: the phase's submissions per day, or the strangers' run quota, is used up.
     """
-    benchmark = lifecycle.require_held(ctx, benchmark_id, Action.RUN_LAUNCH)
+    benchmark = access.require_held(ctx, benchmark_id, Action.RUN_LAUNCH)
     if benchmark.format != "custom":
         raise Conflict("Submissions are for custom benchmarks; run a model instead.")
     if kind not in KINDS:
