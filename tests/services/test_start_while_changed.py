@@ -223,3 +223,30 @@ def test_a_phase_removed_as_a_run_starts_in_it_keeps_the_run(
     assert isinstance(removed, Conflict), removed
     listed = world.do(Principal.web(ana), phases.list_phases, benchmark)
     assert second in [phase.id for phase in listed]
+
+
+@pytest.mark.both_backends
+def test_a_version_removing_a_phase_a_submission_starts_in_is_refused(
+    world: World, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_sandbox()
+    ana = world.user("ana@example.com")
+    two = competition()
+    two["phases"].append({**two["phases"][0], "index": 1, "name": "Final"})
+    made = world.do(Principal.web(ana), bundles.upload_bundle, bundle(two), "b.zip")
+    benchmark = made.benchmark.id
+    submit = partial(
+        submissions.submit,
+        benchmark_id=benchmark,
+        data=results({}),
+        filename="s.zip",
+        phase_index=1,
+    )
+    upload = partial(
+        bundles.upload_bundle_version, benchmark_id=benchmark, data=bundle(), filename="v2.zip"
+    )
+    [started], uploaded = _race(world, backend, monkeypatch, [(ana, submit)], (ana, upload))
+    assert isinstance(started, launch.RunView), started
+    assert isinstance(uploaded, Conflict), uploaded  # the Final phase has a run now
+    listed = world.do(Principal.web(ana), phases.list_phases, benchmark)
+    assert started.phase_id in [phase.id for phase in listed]

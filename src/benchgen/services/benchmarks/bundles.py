@@ -173,6 +173,9 @@ def upload_bundle_version(
     """
     row = _editable(ctx, benchmark_id, data)
     inspected = _inspected(ctx, data, filename, checked)
+    # Held exclusively once the programs ran: a run starting meanwhile (which holds the row
+    # shared) counts in the check of removed phases below, and the version is read again.
+    row = access.require_held(ctx, row.id, Action.BENCHMARK_EDIT, exclusive=True)
     spec = inspected.competition
     require_structure_allowed(ctx, row, spec)
     _sync_structure(ctx, row, spec)
