@@ -7,6 +7,7 @@ import asyncio
 import email
 import email.policy
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from email.message import EmailMessage
 
@@ -20,9 +21,10 @@ class Received:
 
 
 class SmtpStub:
-    """Keeps every message it accepts (`received`). `utf8` advertises SMTPUTF8. While `open`
-    is clear, a message's end of DATA waits for it (a slow server); `in_data` is set once a
-    message's DATA began."""
+    """Keeps every message it accepts (`received`); answers RCPT TO for an address in
+    `replies` with that reply instead, counting what it was asked. `utf8` advertises SMTPUTF8.
+    While `open` is clear, a message's end of DATA waits for it (a slow server); `in_data` is
+    set once a message's DATA began."""
 
     def __init__(self, utf8: bool = False) -> None:
         self.utf8 = utf8
@@ -30,6 +32,8 @@ class SmtpStub:
         self.open = threading.Event()
         self.open.set()
         self.in_data = threading.Event()
+        self.replies: dict[str, bytes] = {}  # RCPT TO's reply for an address, instead of 250
+        self.recipients_asked: Counter[str] = Counter()
         self.loop = asyncio.new_event_loop()
         self.server = self.loop.run_until_complete(
             asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -42,6 +46,10 @@ class SmtpStub:
     def url(self) -> str:
         return f"smtp://127.0.0.1:{self.port}"
 
+    def sent(self) -> list[tuple[str, str]]:
+        """(recipient, subject) for each recipient of each message accepted."""
+        return [(to, str(got.message["Subject"])) for got in self.received for to in got.recipients]
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(b"220 stub ESMTP\r\n")
         recipients: list[str] = []
@@ -51,8 +59,11 @@ class SmtpStub:
                 writer.write(b"250-stub\r\n250-SMTPUTF8\r\n" if self.utf8 else b"250-stub\r\n")
                 writer.write(b"250 8BITMIME\r\n")
             elif verb.upper().startswith("RCPT TO:"):
-                recipients.append(verb[8:].split()[0].strip("<>"))
-                writer.write(b"250 ok\r\n")
+                to = verb[8:].split()[0].strip("<>")
+                self.recipients_asked[to] += 1
+                reply = self.replies.get(to, b"250 ok")
+                recipients += [to] if reply.startswith(b"2") else []
+                writer.write(reply + b"\r\n")
             elif verb.upper() == "DATA":
                 writer.write(b"354 go on\r\n")
                 await writer.drain()

@@ -4,7 +4,6 @@ retried later, a bounce never; without SMTP nothing moves."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections import Counter
@@ -17,64 +16,10 @@ from benchgen.core.context import Context, Principal
 from benchgen.jobs.worker import MAILER, Mailer, push_outbox, start_workers, stop_workers
 from benchgen.services.accounts import _mail_queue
 from benchgen.services.benchmarks import members, outbox, outbox_delivery
+from tests.smtp_stub import SmtpStub
 from tests.support import MCQ, World
 
 OPERATOR = Principal.cli()
-
-
-class SmtpStub:
-    """A plain SMTP server on 127.0.0.1 that keeps every message it accepted (`received`, by
-    recipient) and answers RCPT TO for an address in `replies` with that reply instead."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str, str]] = []  # (recipient, subject)
-        self.replies: dict[str, bytes] = {}
-        self.recipients_asked: Counter[str] = Counter()
-        self.loop = asyncio.new_event_loop()
-        self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0)
-        )
-        self.port = self.server.sockets[0].getsockname()[1]
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"smtp://127.0.0.1:{self.port}"
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"220 stub ESMTP\r\n")
-        to = ""
-        while line := await reader.readline():
-            command = line.decode().strip()
-            verb = command.upper()
-            if verb.startswith(("EHLO", "HELO")):
-                writer.write(b"250 stub\r\n")
-            elif verb.startswith("RCPT TO:"):
-                to = command[8:].strip(" <>")
-                self.recipients_asked[to] += 1
-                writer.write(self.replies.get(to, b"250 ok") + b"\r\n")
-            elif verb == "DATA":
-                writer.write(b"354 go on\r\n")
-                await writer.drain()
-                subject = ""
-                while (data := (await reader.readline()).decode()) not in (".\r\n", ""):
-                    subject = data[9:].strip() if data.startswith("Subject: ") else subject
-                self.received.append((to, subject))
-                writer.write(b"250 queued\r\n")
-            elif verb == "QUIT":
-                writer.write(b"221 bye\r\n")
-                await writer.drain()
-                break
-            else:  # MAIL FROM, RSET, NOOP
-                writer.write(b"250 ok\r\n")
-            await writer.drain()
-        writer.close()
-
-    def close(self) -> None:
-        self.server.close()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 @pytest.fixture
@@ -120,18 +65,18 @@ def test_an_owners_message_arrives_once_a_worker_runs(
     monkeypatch.setattr(world.rt.settings, "smtp_url", stub.url)
     _send(world, owner, bm)
     # Nothing is sent in the owner's request: it is queued for the workers.
-    assert stub.received == []
+    assert stub.sent() == []
     assert _sent_list(world, owner, bm) == {
         "bob@example.com": "queued",
         "dan@example.com": "queued",
     }
     started = start_workers(world.rt, 1)  # what `benchgen serve` and `benchgen worker` start
     try:
-        _wait_for(lambda: len(stub.received) == 2)
+        _wait_for(lambda: len(stub.sent()) == 2)
         _wait_for(lambda: set(_sent_list(world, owner, bm).values()) == {"sent"})
     finally:
         stop_workers(started)
-    assert sorted(stub.received) == [
+    assert sorted(stub.sent()) == [
         ("bob@example.com", "Round two"),
         ("dan@example.com", "Round two"),
     ]
@@ -176,7 +121,7 @@ def test_a_failure_is_retried_later_and_a_bounce_never(
     stub.replies = {}
     clock.advance(seconds=outbox_delivery.RETRY_EVERY.total_seconds() + 1)
     mailer.run_once()
-    assert stub.received == [("bob@example.com", "Round two")]
+    assert stub.sent() == [("bob@example.com", "Round two")]
     assert _sent_list(world, owner, bm) == {"bob@example.com": "sent", "dan@example.com": "bounced"}
     # The bounce is never offered to the server again.
     clock.advance(hours=1)
@@ -206,7 +151,7 @@ def test_a_server_that_is_down_ends_the_round_and_its_mail_goes_later(
         monkeypatch.setattr(world.rt.settings, "smtp_url", back.url)
         clock.advance(seconds=outbox_delivery.RETRY_EVERY.total_seconds() + 1)
         assert Mailer(world.rt).run_once() is False
-        assert sorted(to for to, _ in back.received) == ["bob@example.com", "dan@example.com"]
+        assert sorted(to for to, _ in back.sent()) == ["bob@example.com", "dan@example.com"]
     finally:
         back.close()
     assert set(_sent_list(world, owner, bm).values()) == {"sent"}
@@ -247,7 +192,7 @@ def test_senders_racing_for_the_same_mail_send_each_message_once(
     for thread in threads:
         thread.join(120)
     Mailer(world.rt).run_once()  # whatever a busy database made a round give up on
-    assert Counter(to for to, _ in stub.received) == Counter(addresses)
+    assert Counter(to for to, _ in stub.sent()) == Counter(addresses)
     listed = world.do(OPERATOR, outbox.list_outbox)
     assert {line.status for line in listed} == {"sent"}
     assert all("Unavailable" in type(error).__name__ for error in errors), errors
@@ -278,10 +223,10 @@ def test_a_claim_left_by_a_dead_sender_is_taken_again_and_its_late_record_is_ign
     # The first sender died holding its claim: nobody takes it until the claim times out.
     clock.advance(seconds=outbox_delivery.CLAIM_TIMEOUT.total_seconds() - 1)
     assert Mailer(world.rt).run_once() is False
-    assert len(stub.received) == 1
+    assert len(stub.sent()) == 1
     clock.advance(seconds=2)
     assert Mailer(world.rt).run_once() is False
-    assert sorted(to for to, _ in stub.received) == ["bob@example.com", "dan@example.com"]
+    assert sorted(to for to, _ in stub.sent()) == ["bob@example.com", "dan@example.com"]
     # The dead sender's record, should it come back, changes nothing: the message is sent.
     world.do(
         MAILER, outbox_delivery.record_sending, first, outbox_delivery.Outcome("failed", "late")
@@ -301,11 +246,11 @@ def test_account_mail_is_left_to_its_own_sender_and_only_failures_are_retried(
     # The request that queued it sends it right after its response: a round racing it would
     # send it twice.
     assert Mailer(world.rt).run_once() is False
-    assert stub.received == []
+    assert stub.sent() == []
     # A sender that died before sending it leaves it queued: the rounds take it after a while.
     clock.advance(seconds=outbox_delivery.CLAIM_TIMEOUT.total_seconds() + 1)
     Mailer(world.rt).run_once()
-    assert stub.received == [("reset@example.com", "Reset")]
+    assert stub.sent() == [("reset@example.com", "Reset")]
 
 
 def test_old_mail_queued_before_smtp_was_set_up_is_left_to_the_operator(
@@ -320,9 +265,9 @@ def test_old_mail_queued_before_smtp_was_set_up_is_left_to_the_operator(
     clock.advance(days=3)
     monkeypatch.setattr(world.rt.settings, "smtp_url", stub.url)
     assert Mailer(world.rt).run_once() is False
-    assert stub.received == []
+    assert stub.sent() == []
     assert push_outbox(world.rt, OPERATOR) == outbox_delivery.Delivered(2, 0)
-    assert len(stub.received) == 2
+    assert len(stub.sent()) == 2
 
 
 def test_the_round_waits_out_its_pause_and_stops_when_asked(world: World) -> None:
