@@ -4,6 +4,8 @@ compute on offer."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -73,6 +75,19 @@ TRAINING_OPTIONS = {
 }
 
 
+@contextmanager
+def _planning(as_email: str) -> Iterator[Context]:
+    """`as_email`'s context for planning or starting a job: a refusal names the option typed
+    (`--base`, `--set epochs`), not the service's field."""
+    with (
+        open_runtime() as runtime,
+        reported(),
+        as_user(runtime, as_email) as ctx,
+        by_option(TRAINING_OPTIONS),
+    ):
+        yield ctx
+
+
 def _request(
     base: str,
     dataset: str,
@@ -130,12 +145,7 @@ def plan(
     """Show the full plan of a training job (steps, memory, compute, duration, credits)
     without launching it."""
     request = _request(base, dataset, sets, job_type, gpu, gpus, name)
-    with (
-        open_runtime() as runtime,
-        reported(),
-        as_user(runtime, as_email) as ctx,
-        by_option(TRAINING_OPTIONS),
-    ):
+    with _planning(as_email) as ctx:
         shown = plans.plan_training(ctx, request)
     console.print(Text(shown.text()))
 
@@ -155,12 +165,7 @@ def start(
     """Launch a training job; its estimated credits are reserved. A worker trains it
     (`benchgen serve` or `benchgen worker`)."""
     request = _request(base, dataset, sets, job_type, gpu, gpus, name)
-    with (
-        open_runtime() as runtime,
-        reported(),
-        as_user(runtime, as_email) as ctx,
-        by_option(TRAINING_OPTIONS),
-    ):
+    with _planning(as_email) as ctx:
         job = jobs.start_training(ctx, request)
     console.print(Text.assemble("Queued training job ", (job.id, "bold"), f": {job.name}"))
     if job.waiting_for:
