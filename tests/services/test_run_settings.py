@@ -138,7 +138,8 @@ def test_the_estimate_multiplies_by_samples_and_counts_few_shot(
     one = world.do(web, launch.estimate_run, bm, model)
     five = world.do(web, launch.estimate_run, bm, model, {"settings": {"samples": 5}})
     assert five.question_count == 12 and five.credits >= 5 * 24 and five.credits > one.credits
-    assert "12 questions × 5 samples" in five.basis
+    assert "12 questions × 5 samples × 2 credits + up to " in five.basis
+    assert five.basis.endswith(" tokens × 1 credit per 1k tokens")  # every amount says its unit
     shots = world.do(web, launch.estimate_run, bm, model, {"settings": {"few_shot": 3}})
     assert shots.question_count == 9  # the examples are shown, not scored
     plain_tokens = int(one.basis.split("up to ")[1].split(" ")[0])

@@ -170,8 +170,8 @@ def _estimate(
     cost = calls * model.price_per_question + math.ceil(tokens * model.price_per_1k_tokens / 1000)
     times = f" × {samples} samples" if samples > 1 else ""
     basis = (
-        f"{plural(count, 'question')}{times} × {model.price_per_question} + "
-        f"up to {tokens} tokens × {model.price_per_1k_tokens}/1k"
+        f"{plural(count, 'question')}{times} × {plural(model.price_per_question, 'credit')} + "
+        f"up to {tokens} tokens × {plural(model.price_per_1k_tokens, 'credit')} per 1k tokens"
     )
     shown = describe(recorded(options, asked.few_shot_positions, asked.partial), whole=True)
     return Estimate(benchmark.id, model.id, model.name, count, cost, basis, shown, asked.partial)
