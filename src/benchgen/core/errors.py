@@ -107,3 +107,12 @@ def invalid(loc: list[str | int], message: str) -> InvalidInput:
     """One-problem InvalidInput whose message names the place."""
     where = ".".join(str(part) for part in loc)
     return InvalidInput(f"{where}: {message}" if where else message, [{"loc": loc, "msg": message}])
+
+
+def invalid_all(errors: list[dict[str, Any]], where: str = "") -> InvalidInput:
+    """InvalidInput for every problem in `errors` (each a `loc` and a `msg`): the message names
+    the first, at `where` when given (else its `loc`), and counts the others."""
+    first = errors[0]
+    where = where or ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return InvalidInput(f"{where}: {first['msg']}{more}" if where else first["msg"] + more, errors)

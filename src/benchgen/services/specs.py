@@ -15,7 +15,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.errors import invalid, invalid_all
 from benchgen.core.storable import require_storable
 from benchgen.core.text import (
     MAX_DESCRIPTION,
@@ -184,7 +184,4 @@ def parse(shape: type[Shape], data: Shape | dict[str, Any]) -> Shape:
         return shape.model_validate(data)
     except ValidationError as exc:
         errors = [{"loc": list(error["loc"]), "msg": error["msg"]} for error in exc.errors()]
-        first = errors[0]
-        where = ".".join(str(part) for part in first["loc"])
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InvalidInput(f"{where}: {first['msg']}{more}", errors) from None
+        raise invalid_all(errors) from None

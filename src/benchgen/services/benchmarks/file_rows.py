@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
 
-from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.errors import InvalidInput, invalid, invalid_all
 from benchgen.services.specs import MAX_QUESTIONS
 
 FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
@@ -166,11 +166,8 @@ def summary(problems: list[dict[str, Any]], kind: str) -> InvalidInput:
     word = "line" if kind == "jsonl" or kind in DELIMITERS else "row"
     first = problems[0]["loc"]
     if len(first) >= 2 and first[0] in ("file", "content"):
-        where = f"{word} {first[1]}" + "".join(f".{part}" for part in first[2:])
-    else:
-        where = ".".join(str(part) for part in first)
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return InvalidInput(f"{where}: {problems[0]['msg']}{more}", problems)
+        return invalid_all(problems, f"{word} {first[1]}" + "".join(f".{p}" for p in first[2:]))
+    return invalid_all(problems)
 
 
 class UnreadableLines(InvalidInput):

@@ -10,7 +10,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchgen.core.errors import InvalidInput
+from benchgen.core.errors import invalid_all
 from benchgen.services.specs import (
     MAX_ANSWER,
     MAX_ANSWERS,
@@ -85,9 +85,7 @@ def validate_questions(fmt: str, items: list[QuestionIn]) -> Validated:
             )
         seen.setdefault(key, index)
     if errors:
-        where = ".".join(str(part) for part in errors[0]["loc"])
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InvalidInput(f"{where}: {errors[0]['msg']}{more}", errors)
+        raise invalid_all(errors)
     return result
 
 
