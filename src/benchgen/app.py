@@ -29,6 +29,7 @@ from benchgen.api import (
 )
 from benchgen.api.head import HeadAsGet
 from benchgen.api.limits import BodyLimit
+from benchgen.api.slashes import NoTrailingSlash
 from benchgen.core.config import Settings
 from benchgen.jobs.dispatching import dispatching
 from benchgen.jobs.worker import start_workers, stop_workers
@@ -106,6 +107,7 @@ def create_app(
             web_datasets.UPLOAD_PAGE: active.settings.max_dataset_bytes + UPLOAD_SLACK,
         },
     )
+    app.add_middleware(NoTrailingSlash)
     app.add_middleware(HeadAsGet)  # outside the API's layers: each sees the GET a HEAD mirrors
     for module in (
         account,

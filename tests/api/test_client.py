@@ -176,7 +176,7 @@ def test_errors_are_typed(connect: Callable[[str], BenchGen], world: World) -> N
     with pytest.raises(InvalidInput) as invalid:
         bg.create_model("Local", "m", base_url="http://127.0.0.1:9/v1")
     assert invalid.value.status == 422
-    assert invalid.value.errors[0]["loc"] == ["base_url"]
+    assert invalid.value.errors[0]["loc"] == ["body", "base_url"]
     with pytest.raises(InvalidInput) as shape:
         bg.create_benchmark("Broken", "mcq", [{"prompt": "Pick", "choices": ["x", "y"]}])
     assert shape.value.details["errors"] and shape.value.message

@@ -80,7 +80,7 @@ def test_runs_on_different_benchmarks_are_a_422(
     assert answer.status_code == 422
     error = answer.json()["error"]
     assert error["code"] == "invalid_input" and "different benchmarks" in error["message"]
-    assert error["details"]["errors"][0]["loc"] == ["b"]
+    assert error["details"]["errors"][0]["loc"] == ["query", "b"]
 
 
 def test_a_run_not_finished_is_a_422_and_an_unseen_one_a_404(

@@ -58,7 +58,7 @@ def test_bad_rows_come_back_with_their_lines(client: TestClient, world: World) -
     answer = _upload(client, headers, bad, format="chat")
     assert answer.status_code == 422
     problem = answer.json()["error"]["details"]["errors"][0]
-    assert problem["loc"] == ["file", 1, "messages"]
+    assert problem["loc"] == ["body", "file", 1, "messages"]
     assert client.get("/api/v1/datasets", headers=headers).json()["items"] == []
     mapped = _upload(client, headers, b"{}", mapping="{not json")
     assert mapped.status_code == 422
@@ -80,9 +80,21 @@ def test_scope_owner_and_size(client: TestClient, world: World) -> None:
 @pytest.mark.parametrize(
     ("data", "loc", "start"),
     [
-        (b"prompt;completion\nhi;there\na;b\n", ["file", 1], "the header needs the columns"),
-        (b"prompt,completion,prompt\nhi,there,x\n", ["file", 1], "the column 'prompt' appears"),
-        (b"prompt,completion\nhi,there\ncaf\xe9,x\n", ["file", 3], "not UTF-8 text at column 4"),
+        (
+            b"prompt;completion\nhi;there\na;b\n",
+            ["body", "file", 1],
+            "the header needs the columns",
+        ),
+        (
+            b"prompt,completion,prompt\nhi,there,x\n",
+            ["body", "file", 1],
+            "the column 'prompt' appears",
+        ),
+        (
+            b"prompt,completion\nhi,there\ncaf\xe9,x\n",
+            ["body", "file", 3],
+            "not UTF-8 text at column 4",
+        ),
     ],
 )
 def test_a_bad_header_or_encoding_is_one_problem_at_its_line(
@@ -105,5 +117,5 @@ def test_a_mapping_with_a_number_past_the_digit_limit_is_refused(
     answer = _upload(client, headers, (json.dumps(PAIR) + "\n").encode(), mapping=mapping)
     assert answer.status_code == 422, answer.text
     problem = answer.json()["error"]["details"]["errors"][0]
-    assert problem["loc"] == ["mapping"] and "too many digits" in problem["msg"]
+    assert problem["loc"] == ["body", "mapping"] and "too many digits" in problem["msg"]
     assert client.get("/api/v1/datasets", headers=headers).json()["items"] == []

@@ -61,7 +61,10 @@ def test_notification_settings_through_a_token(client: TestClient, world: World)
     assert shown["webhook_secret"] is None and shown["webhook_url"] == body["webhook_url"]
 
     bad = client.put(url, json={"webhook_url": "http://169.254.169.254/"}, headers=auth)
-    assert error_of(bad, 422, "invalid_input")["details"]["errors"][0]["loc"] == ["webhook_url"]
+    assert error_of(bad, 422, "invalid_input")["details"]["errors"][0]["loc"] == [
+        "body",
+        "webhook_url",
+    ]
     reader = bearer(world.token(ana, ["read", "edit", "create", "publish", "train"]))
     refused = error_of(client.put(url, json=body, headers=reader), 403, "permission_denied")
     assert "runs" in refused["message"]

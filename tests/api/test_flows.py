@@ -130,7 +130,7 @@ def test_invalid_input_is_422_with_the_field_path(client: TestClient, auth: dict
         "questions": [{"prompt": "Pick", "choices": ["x", "y"], "answer": "Z"}],
     }
     error = error_of(create(client, auth, bad_answer), 422, "invalid_input")
-    assert error["details"]["errors"][0]["loc"] == ["questions", 0, "answer"]
+    assert error["details"]["errors"][0]["loc"] == ["body", "questions", 0, "answer"]
     assert error["message"].startswith("questions.0.answer:")
     not_json = client.post(
         "/api/v1/benchmarks",
@@ -185,7 +185,7 @@ def test_import_bad_line_is_422_at_that_line(
     body = {"title": "Bad", "format": "qa", "content_format": content_format, "content": content}
     response = client.post("/api/v1/benchmarks/import", json=body, headers=auth)
     error = error_of(response, 422, "invalid_input")
-    assert error["details"]["errors"][0]["loc"] == ["content", line]
+    assert error["details"]["errors"][0]["loc"] == ["body", "content", line]
     assert f"line {line}" in error["message"]
     assert client.get("/api/v1/benchmarks", headers=auth).json()["items"] == []
 
@@ -229,7 +229,8 @@ def test_preview_change_then_patch(client: TestClient, auth: dict[str, str]) -> 
         json={"questions": [{"prompt": "Pick", "choices": ["x"], "answer": "Q"}]},
         headers=auth,
     )
-    assert error_of(bad, 422, "invalid_input")["details"]["errors"][0]["loc"][:2] == [
+    assert error_of(bad, 422, "invalid_input")["details"]["errors"][0]["loc"][:3] == [
+        "body",
         "questions",
         0,
     ]
@@ -408,7 +409,10 @@ def test_rescore_dry_run_then_apply(
     wrong = client.post(
         f"/api/v1/runs/{run['id']}/rescore", json={"scoring": {"method": "choice"}}, headers=auth
     )
-    assert error_of(wrong, 422, "invalid_input")["details"]["errors"][0]["loc"] == ["scoring"]
+    assert error_of(wrong, 422, "invalid_input")["details"]["errors"][0]["loc"] == [
+        "body",
+        "scoring",
+    ]
 
 
 # --- Models and credentials ---------------------------------------------------------------------
@@ -428,7 +432,7 @@ def test_model_on_a_private_address_is_422(
 ) -> None:
     spec = {"name": "Mine", "endpoint_model": "m", "base_url": url}
     error = error_of(client.post("/api/v1/models", json=spec, headers=auth), 422, "invalid_input")
-    assert error["details"]["errors"][0]["loc"] == ["base_url"]
+    assert error["details"]["errors"][0]["loc"] == ["body", "base_url"]
     mine = [m for m in client.get("/api/v1/models", headers=auth).json()["items"]]
     assert all(m["owner"] == "platform" for m in mine)
 
@@ -470,7 +474,7 @@ def test_model_keys_go_in_and_never_come_out(
     assert removed.status_code == 200 and not removed.json()["has_api_key"]
     local = {**spec, "kind": "local_gguf"}
     error = error_of(client.post("/api/v1/models", json=local, headers=auth), 422, "invalid_input")
-    assert error["details"]["errors"][0]["loc"] == ["kind"]
+    assert error["details"]["errors"][0]["loc"] == ["body", "kind"]
     bob = bearer(world.token(world.user("bob@example.com"), ALL_SCOPES))
     error_of(client.get(f"/api/v1/models/{model['id']}", headers=bob), 404, "not_found")
 

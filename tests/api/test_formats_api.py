@@ -119,13 +119,13 @@ def test_bad_rows_are_422_with_their_numbers_and_nothing_is_created(
     error = answer.json()["error"]
     assert error["code"] == "invalid_input" and error["message"].startswith("line 2.answer")
     places = [problem["loc"] for problem in error["details"]["errors"]]
-    assert places == [["file", 2, "answer"], ["file", 3, "prompt"]]
+    assert places == [["body", "file", 2, "answer"], ["body", "file", 3, "prompt"]]
     in_parquet = send(client, ana, parquet([{"input": "a?", "target": None}]), "x.parquet")
     assert in_parquet.status_code == 422
     assert in_parquet.json()["error"]["message"].startswith("row 1")
     not_json = send(client, ana, jsonl(INSPECT_ROWS), "x.jsonl", mapping="{oops")
     assert not_json.status_code == 422
-    assert not_json.json()["error"]["details"]["errors"][0]["loc"] == ["mapping"]
+    assert not_json.json()["error"]["details"]["errors"][0]["loc"] == ["body", "mapping"]
     unknown = send(client, ana, jsonl(INSPECT_ROWS), "x.jsonl", mapping='{"question": "x"}')
     assert unknown.status_code == 422
     assert mine(world, ana_id) == []
@@ -151,7 +151,7 @@ def test_a_body_over_the_import_limit_is_413(runtime: Runtime, world: World) -> 
         # Within the slack the body limit gives the form, the file itself is still measured.
         over = send(small, ana, b'{"prompt": "x", "answer": "y"}\n' * 40, "big.jsonl")
         assert over.status_code == 422, over.text
-        assert over.json()["error"]["details"]["errors"][0]["loc"] == ["file"]
+        assert over.json()["error"]["details"]["errors"][0]["loc"] == ["body", "file"]
     assert mine(world, ana_id) == []
 
 

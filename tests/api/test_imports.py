@@ -40,7 +40,7 @@ def test_a_hostile_file_is_422_at_its_line(
 ) -> None:
     refused = error(post(client, world, ["create", "read"], content_format, content), 422)
     assert refused["code"] == "invalid_input"
-    assert refused["details"]["errors"][0]["loc"] == ["content", line]
+    assert refused["details"]["errors"][0]["loc"] == ["body", "content", line]
     assert refused["message"].startswith(f"content line {line}: ")
 
 

@@ -79,12 +79,12 @@ def test_a_form_encoded_body_to_a_file_route_is_refused_after_the_token(
     [
         ({"price_per_question": 100}, ["body", "price_per_question"]),
         ({"price_per_1k_tokens": 0}, ["body", "price_per_1k_tokens"]),
-        ({"params": {"max_tokens": True}}, ["params", "max_tokens"]),
-        ({"params": {"timeout_s": True}}, ["params", "timeout_s"]),
-        ({"params": {"seed": 2**31}}, ["params", "seed"]),
-        ({"base_url": PUBLIC + "?x=1"}, ["base_url"]),
-        ({"base_url": PUBLIC + "#frag"}, ["base_url"]),
-        ({"base_url": PUBLIC + "?"}, ["base_url"]),
+        ({"params": {"max_tokens": True}}, ["body", "params", "max_tokens"]),
+        ({"params": {"timeout_s": True}}, ["body", "params", "timeout_s"]),
+        ({"params": {"seed": 2**31}}, ["body", "params", "seed"]),
+        ({"base_url": PUBLIC + "?x=1"}, ["body", "base_url"]),
+        ({"base_url": PUBLIC + "#frag"}, ["body", "base_url"]),
+        ({"base_url": PUBLIC + "?"}, ["body", "base_url"]),
     ],
 )
 def test_model_registration_refuses_what_it_would_drop_or_mangle(

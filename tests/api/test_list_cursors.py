@@ -595,7 +595,7 @@ def test_a_leaderboard_cursor_after_a_run_taken_off_a_board_with_hidden_columns_
     assert refused.status_code == 422, refused.text
     (error,) = refused.json()["error"]["details"]["errors"]
     assert error == {
-        "loc": ["cursor"],
+        "loc": ["query", "cursor"],
         "msg": "names a run no longer on this leaderboard; start over",
     }
 

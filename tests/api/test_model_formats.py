@@ -20,5 +20,5 @@ def test_a_choice_only_baseline_on_qa_is_a_422(client: TestClient, world: World)
     assert started.status_code == 422, started.text
     error = started.json()["error"]
     assert error["code"] == "invalid_input" and "answers only mcq" in error["message"]
-    assert error["details"]["errors"][0]["loc"] == ["model_id"]
+    assert error["details"]["errors"][0]["loc"] == ["body", "model_id"]
     assert client.get("/api/v1/runs", headers=auth).json()["items"] == []

@@ -86,6 +86,6 @@ def test_edits_conversations_and_models_refuse_them_too(
     patch = client.patch(f"{BENCHMARKS}/{created}", json={"title": "x\u202ey"}, headers=auth)
     assert loc_of(patch) == ["body", "title"]
     chat = client.post("/api/v1/chat/conversations", json={"title": "\u202e"}, headers=auth)
-    assert loc_of(chat) == ["title"]
+    assert loc_of(chat) == ["body", "title"]
     model = {"name": "\u202eevil", "endpoint_model": "m", "base_url": "http://127.0.0.1:9/v1"}
     assert loc_of(client.post("/api/v1/models", json=model, headers=auth)) == ["body", "name"]

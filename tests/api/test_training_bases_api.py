@@ -38,5 +38,5 @@ def test_a_damaged_base_is_listed_untrainable_and_refused_at_its_field(
         answer = client.post(path, headers=headers, json=body)
         assert answer.status_code == 422, answer.text
         assert [p["loc"] for p in answer.json()["error"]["details"]["errors"]] == [
-            ["base_model_id"]
+            ["body", "base_model_id"]
         ]

@@ -44,7 +44,7 @@ def test_errors_by_line_scope_and_owner(server: TestClient, world: World) -> Non
     with connect(server, world.token(ana, ["read", "train"])) as bg:
         with pytest.raises(InvalidInput) as caught:
             bg.upload_dataset(b'{"prompt": "x", "completion": "y"}\n{"prompt": 1}\n', "Bad")
-        assert caught.value.errors[0]["loc"] == ["file", 2, "prompt"]
+        assert caught.value.errors[0]["loc"] == ["body", "file", 2, "prompt"]
         assert bg.datasets() == []
         made = bg.upload_dataset(json.dumps(PAIRS[0]).encode(), "Good")
     with connect(server, world.token(ana, ["read"])) as bg, pytest.raises(PermissionDenied):

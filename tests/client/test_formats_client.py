@@ -47,7 +47,7 @@ def test_bad_rows_raise_with_their_numbers(server: TestClient, world: World) -> 
     with connect(server, world.token(ana, ALL)) as bg:
         with pytest.raises(InvalidInput) as caught:
             bg.import_file(rows, "Broken", preset="inspect")
-        assert caught.value.errors[0]["loc"] == ["file", 2, "prompt"]
+        assert caught.value.errors[0]["loc"] == ["body", "file", 2, "prompt"]
         assert bg.list_benchmarks(mine=True) == []
     with connect(server, world.token(ana, ["read"])) as reader, pytest.raises(PermissionDenied):
         reader.import_file(rows, "Refused", preset="inspect")

@@ -10,8 +10,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from benchgen.api.parameters import names_in, repeatable_in
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, Unauthenticated, invalid
 from benchgen.core.storable import FORM_TYPES, require_storable, require_storable_fields
@@ -95,6 +97,7 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
 
 
 async def _check_input(request: Request) -> None:
+    _require_known_query(request)
     require_storable_fields("path", request.path_params.items())
     require_storable_fields("query", request.query_params.multi_items())
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
@@ -114,6 +117,23 @@ async def _check_input(request: Request) -> None:
             # Routes without a body field never had the framework parse it, so decoding can
             # meet a deeply nested body here first.
             raise invalid(["body"], "nested too deeply") from None
+
+
+def _require_known_query(request: Request) -> None:
+    """Refuse a query parameter the route does not take, or one given twice that is not a list
+    (`?tag=a&tag=b`): dropped or picked silently, a misspelt one (`?limt=5`, `?page=2`) would
+    answer as if never sent (the first page again), and of two values one would be ignored."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known, lists = names_in(route, "query"), repeatable_in(route, "query")
+    sent = [name for name, _ in request.query_params.multi_items()]
+    for name in sent:
+        if name not in known:
+            takes = f"it takes {', '.join(sorted(known))}" if known else "it takes none"
+            raise invalid(["query", name], f"not a query parameter of this operation; {takes}")
+        if sent.count(name) > 1 and name not in lists:
+            raise invalid(["query", name], "given more than once; send it once")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,10 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
-from benchgen.core.errors import BenchGenError, RateLimited, Unavailable
+from benchgen.api.parameters import names_in
+from benchgen.core.errors import BenchGenError, InvalidInput, RateLimited, Unavailable
 
 
 class ErrorBody(BaseModel):
@@ -103,6 +105,80 @@ def _json_sent_as_other(request: Request) -> bool:
     )
 
 
+# Where a request's input came from: the first part of every `loc` in a 422's `details.errors`.
+PLACES = ("body", "query", "path", "header")
+
+
+def _place_of(route: APIRoute, name: object) -> str:
+    """Where `route` reads the input it calls `name`: a path or query parameter, else the body."""
+    for place in ("path", "query", "header"):
+        if name in names_in(route, place):
+            return place
+    return "body"
+
+
+def placed(request: Request, errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A service's problems with each `loc` led by its place, as the framework's own are.
+
+    Services name fields only (`["questions", 0, "answer"]`); the edge knows whether the field
+    came in the path, the query or the body, so every 422 has one shape. A `loc` already led
+    by a place (the edge's own checks) is kept."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return errors
+    return [_placed_one(route, error) for error in errors]
+
+
+def _placed_one(route: APIRoute, error: dict[str, Any]) -> dict[str, Any]:
+    loc = list(error.get("loc", []))
+    if loc and loc[0] in PLACES:
+        return error
+    return {**error, "loc": [_place_of(route, loc[0]) if loc else "body", *loc]}
+
+
+# What made the framework's body parsing fail, in words; its own "There was an error parsing
+# the body" says nothing a client can act on.
+_PARSE_FAULTS: dict[type[BaseException], str] = {
+    RecursionError: "nested too deeply",
+    UnicodeDecodeError: "not UTF-8 text",
+}
+# Errors about the body as a whole, whose framework wording is about its own parsing.
+_WHOLE_BODY = {
+    "missing": "needs a JSON object; the request has no body",
+    "model_attributes_type": "must be a JSON object",
+    "dict_type": "must be a JSON object",
+}
+
+
+def _problem(error: Any) -> dict[str, Any]:
+    """One of the framework's validation errors as `{"loc", "msg"}`."""
+    loc = list(error["loc"])
+    if error["type"] == "json_invalid":
+        # The framework puts the offset of the fault into `loc`, where it reads as an index.
+        reason = error.get("ctx", {}).get("error", "")
+        return {"loc": ["body"], "msg": f"not valid JSON: {reason} at character {loc[-1]}"}
+    if loc == ["body"] and error["type"] in _WHOLE_BODY:
+        return {"loc": loc, "msg": _WHOLE_BODY[error["type"]]}
+    return {"loc": loc, "msg": error["msg"]}
+
+
+# The methods a path may take; HEAD is answered as GET (`api/head.py`).
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed(request: Request) -> str:
+    """Every method the request's path takes. The framework's `Allow` names only the first
+    route that matched the path, and each method of a path is a route of its own here."""
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL
+            for route in request.app.router.routes
+        )
+    )
+
+
 def install(app: FastAPI, pages: PageErrors | None = None) -> None:
     """Map domain errors and the framework's own 404/405/422 onto the envelope; outside
     `/api/` they go to `pages` (the web app's HTML error page) when one is given."""
@@ -114,7 +190,10 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
     async def _domain(request: Request, exc: BenchGenError) -> Response:
         if pages is not None and for_pages(request):
             return await pages(request, exc)
-        response = envelope(exc.http_status, exc.code, exc.message, exc.details)
+        details = exc.details
+        if isinstance(exc, InvalidInput):
+            details = {**details, "errors": placed(request, exc.errors)}
+        response = envelope(exc.http_status, exc.code, exc.message, details)
         if exc.http_status == 401:
             response.headers["WWW-Authenticate"] = "Bearer"
         if isinstance(exc, RateLimited):
@@ -137,7 +216,7 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
         if pages is not None and for_pages(request):
             return await pages(request, exc)
-        errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+        errors = [_problem(error) for error in exc.errors()]
         if _json_sent_as_other(request) and any(e["loc"][:1] == ["body"] for e in errors):
             # The framework reads only a JSON content type as JSON and then explains that raw
             # bytes are no object; the cause is the header, not the fields.
@@ -155,12 +234,19 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
         if exc.status_code == 400:
             # The framework's "error parsing the body" (e.g. a body that is not UTF-8): invalid
             # input like any other, so it gets the same status, code and shape.
-            errors = [{"loc": ["body"], "msg": str(exc.detail)}]
-            return envelope(422, "invalid_input", f"body: {exc.detail}", {"errors": errors})
+            cause = exc.__cause__
+            said = next(
+                (text for kind, text in _PARSE_FAULTS.items() if isinstance(cause, kind)),
+                str(exc.detail),
+            )
+            errors = [{"loc": ["body"], "msg": said}]
+            return envelope(422, "invalid_input", f"body: {said}", {"errors": errors})
         codes = {404: "not_found", 405: "method_not_allowed", 401: "unauthenticated"}
-        response = envelope(
-            exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)
-        )
-        for name, value in (exc.headers or {}).items():
+        message, headers = str(exc.detail), dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed(request)
+            message = f"{request.method} is not allowed here; this path takes {headers['Allow']}"
+        response = envelope(exc.status_code, codes.get(exc.status_code, "http_error"), message)
+        for name, value in headers.items():
             response.headers[name] = value
         return response
