@@ -91,6 +91,8 @@ def test_each_person_downloads_only_what_they_may_see(
         for name, response in got.items():
             if response.status_code == 200:
                 assert SAFE_NAME.fullmatch(response.headers["content-disposition"]), name
+                # Kept by a shared browser or proxy, an answer key outlives the session.
+                assert response.headers["cache-control"] == "no-store", name
         # Only the team sees which answers were right and what the key expects.
         for run in ("pia_run", "cole_run"):
             if got[run].status_code == 200:

@@ -14,5 +14,7 @@ def attachment(data: bytes | str, filename: str, media_type: str) -> Response:
         headers={
             "Content-Disposition": f'attachment; filename="{filename}"',
             "X-Content-Type-Options": "nosniff",
+            # Answer keys and private runs: never kept by the browser or a shared proxy.
+            "Cache-Control": "no-store",
         },
     )
