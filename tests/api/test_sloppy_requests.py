@@ -68,12 +68,16 @@ def test_only_a_list_parameter_may_be_given_more_than_once() -> None:
     app = FastAPI()
 
     @app.get("/runs")
-    def runs(tag: Annotated[list[str], Query()], limit: int = 20) -> None:
-        """A route of the shape a list filter takes."""
+    def runs(
+        tag: Annotated[list[str], Query()],
+        label: Annotated[list[str] | None, Query()] = None,
+        limit: int = 20,
+    ) -> None:
+        """A route of the shape list filters take."""
 
     [route] = [r for r in app.routes if isinstance(r, APIRoute)]
-    assert parameters.names_in(route, "query") == {"tag", "limit"}
-    assert parameters.repeatable_in(route, "query") == {"tag"}
+    assert parameters.names_in(route, "query") == {"tag", "label", "limit"}
+    assert parameters.repeatable_in(route, "query") == {"tag", "label"}
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "HEAD"])

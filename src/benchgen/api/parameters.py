@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import field_annotation_is_sequence
 from fastapi.routing import APIRoute
 
 
@@ -18,12 +18,18 @@ def names_in(route: APIRoute, place: str) -> set[str]:
 def repeatable_in(route: APIRoute, place: str) -> set[str]:
     """The names `route` reads from `place` as a list (`?tag=a&tag=b`)."""
     found = _params(route.dependant, place)
-    return {
-        param.alias for param in found if field_annotation_is_sequence(param.field_info.annotation)
-    }
+    return {param.alias for param in found if _takes_several(param.field_info.annotation)}
 
 
 def _params(dependant: Dependant, place: str) -> Iterator[Any]:
     yield from getattr(dependant, f"{place}_params")
     for sub in dependant.dependencies:
         yield from _params(sub, place)
+
+
+def _takes_several(annotation: Any) -> bool:
+    """Whether a parameter typed `annotation` takes a list of values (`list[str] | None`)."""
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        return any(_takes_several(arg) for arg in get_args(annotation))
+    return origin in (list, set, tuple, frozenset)
