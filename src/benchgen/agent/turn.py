@@ -21,6 +21,7 @@ from pydantic_ai.exceptions import (
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.usage import UsageLimits
 
 from benchgen.agent import parts, replies
@@ -330,18 +331,21 @@ async def _think(started: Started, state: TurnState, brain: Brain) -> TurnOutcom
     history = _history(started)
     output = ""
     try:
-        async with agent.iter(
-            started.request or "(no text)",
-            deps=state,
-            message_history=history,
-            usage_limits=UsageLimits(request_limit=MAX_STEPS),
-        ) as run:
-            async for _node in run:
-                # Between steps: stop once something waits for the user or the cap is reached.
-                if state.waiting or state.over_cap():
-                    break
-            if run.result is not None:
-                output = str(run.result.output)
+        # One call at a time, in the order the brain asked: run side by side, they were done
+        # (and recorded in the transcript) in whichever order their threads happened to start.
+        with ToolManager.parallel_execution_mode("sequential"):
+            async with agent.iter(
+                started.request or "(no text)",
+                deps=state,
+                message_history=history,
+                usage_limits=UsageLimits(request_limit=MAX_STEPS),
+            ) as run:
+                async for _node in run:
+                    # Between steps: stop once something waits for the user or the cap is hit.
+                    if state.waiting or state.over_cap():
+                        break
+                if run.result is not None:
+                    output = str(run.result.output)
     except TurnOver:
         pass
     except UsageLimitExceeded:
