@@ -33,6 +33,7 @@ from benchgen.db.session import Database
 from benchgen.evals import engine
 from benchgen.services.runtime import Runtime
 from tests.compile_once import share_compiled_routes, share_compiled_sql, share_compiled_templates
+from tests.smtp_stub import SmtpStub
 from tests.snapshots import TableRows
 from tests.support import LOCAL_THREADS, World
 
@@ -231,3 +232,12 @@ def gpu_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "gpu-locks"
     monkeypatch.setattr(devices, "MACHINE_LOCKS", folder)
     return folder
+
+
+@pytest.fixture
+def smtp_stub(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmtpStub]:
+    """A local SMTP server (tests/smtp_stub.py) that the test's runtime sends its mail to."""
+    server = SmtpStub()
+    monkeypatch.setattr(runtime.settings, "smtp_url", server.url)
+    yield server
+    server.close()

@@ -4,7 +4,7 @@ it, as owners' mail is by the delivery rounds: two senders never send one messag
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -22,14 +22,6 @@ ACCOUNT_MAILER = Principal.system("account-mail", frozenset({Action.MAIL_SEND}))
 ANA = "ana@example.com"
 
 
-@pytest.fixture
-def stub(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmtpStub]:
-    server = SmtpStub()
-    monkeypatch.setattr(world.rt.settings, "smtp_url", server.url)
-    yield server
-    server.close()
-
-
 def _after_response(world: World, claimed: threading.Barrier) -> None:
     """What a web page does once its response is out, as `web.pages.accounts` does it."""
     with transaction(world.rt, ACCOUNT_MAILER, write=False) as ctx:
@@ -42,7 +34,7 @@ def _after_response(world: World, claimed: threading.Barrier) -> None:
 
 @pytest.mark.both_backends
 def test_two_requests_and_the_operator_send_each_account_message_once(
-    world: World, stub: SmtpStub
+    world: World, smtp_stub: SmtpStub
 ) -> None:
     """Both requests (a reset asked for twice) read every queued message to the address and
     sent each one, and the operator's push sent them a third time."""
@@ -65,7 +57,7 @@ def test_two_requests_and_the_operator_send_each_account_message_once(
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert sorted(str(sent.message["Subject"]) for sent in stub.received) == [
+    assert sorted(str(sent.message["Subject"]) for sent in smtp_stub.received) == [
         "Confirm your email",
         "Reset",
         "Reset again",
@@ -73,7 +65,7 @@ def test_two_requests_and_the_operator_send_each_account_message_once(
     assert {line.status for line in world.do(OPERATOR, outbox.list_outbox)} == {"sent"}
 
 
-def test_a_message_a_request_claimed_is_left_to_it(world: World, stub: SmtpStub) -> None:
+def test_a_message_a_request_claimed_is_left_to_it(world: World, smtp_stub: SmtpStub) -> None:
     world.ctx_call(OPERATOR, lambda ctx: _mail_queue.record_mail(ctx, ANA, "Reset", "a link"))
     [letter] = world.do(ACCOUNT_MAILER, mail.queued_account_mail, ANA)
     assert world.do(ACCOUNT_MAILER, mail.queued_account_mail, ANA) == []

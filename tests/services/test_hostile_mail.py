@@ -6,7 +6,6 @@ them, and auto-responders are told not to answer."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,14 +22,6 @@ VICTIM = "victim@example.org"
 
 def _encoded(text: str) -> str:
     return f"=?utf-8?b?{base64.b64encode(text.encode()).decode()}?="
-
-
-@pytest.fixture
-def stub(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[SmtpStub]:
-    server = SmtpStub()
-    monkeypatch.setattr(world.rt.settings, "smtp_url", server.url)
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -81,21 +72,24 @@ def test_an_owners_subject_holding_an_encoded_word_is_refused(
     ],
 )
 def test_a_header_that_would_not_read_as_given_is_never_sent_and_holds_nothing_back(
-    world: World, owner_and_bm: tuple[str, str], stub: SmtpStub, to: str, subject: str
+    world: World, owner_and_bm: tuple[str, str], smtp_stub: SmtpStub, to: str, subject: str
 ) -> None:
     """Sent, it mailed the victim; or the mail library raised, the round ended with the
     message claimed, and every ten minutes for two days it was claimed and raised again."""
     _, bm = owner_and_bm
     _queue(world, bm, (to, subject), ("bob@example.com", "Round two"))
     assert Mailer(world.rt).run_once() is False
-    assert [sent.recipients for sent in stub.received] == [["bob@example.com"]]
+    assert [sent.recipients for sent in smtp_stub.received] == [["bob@example.com"]]
     status, error = _statuses(world)[to]
     assert status == "bounced" and error.startswith("Unsendable: ")
     assert VICTIM not in error and "evil" not in error
 
 
 def test_non_ascii_addresses_go_where_the_server_takes_them_and_stop_no_round(
-    world: World, owner_and_bm: tuple[str, str], stub: SmtpStub, monkeypatch: pytest.MonkeyPatch
+    world: World,
+    owner_and_bm: tuple[str, str],
+    smtp_stub: SmtpStub,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A server without SMTPUTF8 refused every non-ASCII address as a failure of the server:
     the round stopped there, and all mail waited five minutes, again and again for two days."""
@@ -105,7 +99,7 @@ def test_non_ascii_addresses_go_where_the_server_takes_them_and_stop_no_round(
     )
     assert Mailer(world.rt).run_once() is False
     # A domain has an ASCII form that every server takes; a name does not.
-    assert sorted(to for sent in stub.received for to in sent.recipients) == [
+    assert sorted(to for sent in smtp_stub.received for to in sent.recipients) == [
         "ana@xn--bcher-kva.de",
         "bob@example.com",
     ]
@@ -124,7 +118,7 @@ def test_non_ascii_addresses_go_where_the_server_takes_them_and_stop_no_round(
 
 
 def test_mail_says_it_is_automatic_so_no_auto_responder_answers_it(
-    world: World, owner_and_bm: tuple[str, str], stub: SmtpStub
+    world: World, owner_and_bm: tuple[str, str], smtp_stub: SmtpStub
 ) -> None:
     """Without `Auto-Submitted`, an out-of-office reply (or a sender address that answers
     mail) could answer every message, and an answer to an answer is a loop."""
@@ -132,7 +126,7 @@ def test_mail_says_it_is_automatic_so_no_auto_responder_answers_it(
     subject = "Résultats de la deuxième manche " * 9  # 297 characters, folded over lines
     world.do(Principal.web(owner), outbox.send_participant_email, bm, subject, "It starts Monday.")
     assert Mailer(world.rt).run_once() is False
-    [sent] = stub.received
+    [sent] = smtp_stub.received
     assert sent.message["Auto-Submitted"] == "auto-generated"
     assert sent.message["Subject"] == subject.strip()
     assert sent.message.get_all("Bcc") is None and sent.message["To"] == "bob@example.com"
