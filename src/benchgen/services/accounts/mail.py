@@ -150,6 +150,21 @@ def header_problem(value: str) -> str | None:
     return None
 
 
+def address_problem(address: str) -> str | None:
+    """Why mail could not be sent to `address` as it is written, or None. Every door that
+    stores an address (sign-up, accounts, invites, whitelists) checks it here, through
+    `users.normalize_email`: an address its mail cannot reach would be refused only at sending,
+    and one holding an encoded word is read by mail programs as the other address it encodes."""
+    problem = header_problem(address)
+    if problem is not None:
+        return problem
+    try:
+        _message("", _ascii_domain(address), Letter("", address, "", ""))
+    except Unsendable:
+        return "cannot be written in a mail header as this one address"
+    return None
+
+
 def _message(sender: str, recipient: str, letter: Letter | OutboxEmail) -> EmailMessage:
     """The message as sent; its headers say exactly the recipient and subject given."""
     for value in (recipient, letter.subject):

@@ -49,7 +49,7 @@ def sign_in(
     Raises:
         RateLimited: too many recent failures for this account or from this address.
     """
-    account = email.strip().lower()[:320]
+    account = users.lookup_email(email)
     _require_not_throttled(ctx, account, address)
     try:
         user = users.authenticate(ctx, account, password)

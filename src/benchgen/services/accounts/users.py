@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthenticated, invalid
+from benchgen.core.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+    invalid,
+)
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS, Action
 from benchgen.core.statuses import RUN_ACTIVE, TRAINING_ACTIVE
 from benchgen.core.text import require_line
 from benchgen.db.tables import Run, TrainingJob, User
 from benchgen.services import access, audit
+from benchgen.services.accounts import mail
 from benchgen.services.specs import check_window
 
 MIN_PASSWORD = 8
@@ -61,7 +71,9 @@ def normalize_email(raw: str) -> str:
     """A syntactically valid, lower-cased address (no DNS lookups: no network at run time).
 
     Raises:
-        InvalidInput: not an email address, or longer than 320 characters.
+        InvalidInput: not an email address, longer than 320 characters, one holding
+            look-alike characters (full-width letters), or one that mail could not be sent to
+            as it is written (an encoded word `=?utf-8?b?…?=` in it).
     """
     # Imported here: its RFC tables take a few percent of a command's start to load, and most
     # commands (every one that resolves `--as`) only look an address up.
@@ -74,7 +86,29 @@ def normalize_email(raw: str) -> str:
         checked = validate_email(raw.strip(), check_deliverability=False)
     except EmailNotValidError as exc:
         raise invalid(["email"], str(exc)) from exc
-    return checked.normalized.lower()
+    address = checked.normalized.lower()
+    # Full-width letters (`ａｎａ@`) and other compatibility forms would make a second account
+    # that reads as another's in every list of members.
+    plain = unicodedata.normalize("NFKC", address)
+    if plain != address:
+        raise invalid(
+            ["email"], f"has look-alike characters (full-width, ligatures): write {plain}"
+        )
+    # Checked as stored (lower-cased): what is kept must be what the mail goes to.
+    problem = mail.address_problem(address)
+    if problem is not None:
+        raise invalid(["email"], problem)
+    return address
+
+
+def lookup_email(raw: str) -> str:
+    """`raw` as an account stores it (`normalize_email`), to find the account: typed as at
+    sign-up (a full-width domain, decomposed accents) it must find the same one. Anything that
+    is no address comes back trimmed and lower-cased: it finds nothing, and says no more."""
+    try:
+        return normalize_email(raw)
+    except InvalidInput:
+        return raw.strip().lower()[:MAX_EMAIL]
 
 
 def create_user(
@@ -121,8 +155,9 @@ def insert_user(
     name = require_line(display_name, ["display_name"], required=False) or address.split("@")[0]
     if len(name) > 200:
         raise invalid(["display_name"], "must be at most 200 characters")
+    taken = Conflict(f"An account with email {address} already exists.", {"email": address})
     if ctx.session.scalar(select(User.id).where(User.email == address)) is not None:
-        raise Conflict(f"An account with email {address} already exists.", {"email": address})
+        raise taken
     user = User(
         id=new_id("usr"),
         email=address,
@@ -133,8 +168,14 @@ def insert_user(
         email_verified_at=ctx.now() if verified else None,
         created_at=ctx.now(),
     )
-    ctx.session.add(user)
-    ctx.session.flush()
+    try:
+        # The unique email decides two sign-ups at once that both found it free (on
+        # PostgreSQL the second waits for the first to commit, then fails here).
+        with ctx.session.begin_nested():
+            ctx.session.add(user)
+            ctx.session.flush()
+    except IntegrityError:
+        raise taken from None
     return user
 
 
@@ -175,7 +216,7 @@ def authenticate(ctx: Context, email: str, password: str) -> UserView:
             so sign-in cannot be used to learn which emails exist).
     """
     failure = Unauthenticated("Wrong email or password.")
-    user = ctx.session.scalar(select(User).where(User.email == email.strip().lower()))
+    user = ctx.session.scalar(select(User).where(User.email == lookup_email(email)))
     hasher = _hasher(ctx.settings)
     if user is None or not user.is_active or user.password_hash is None:
         # Spend the same time as a real check so response timing does not reveal accounts.
@@ -242,10 +283,10 @@ def get_me(ctx: Context) -> UserView:
 
 
 def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
-    """Disable or re-enable an account; disabling revokes its tokens, ends its sessions and
-    running agent turns, and stops its unfinished runs and training jobs as if cancelled
-    (re-enabling it brings none of them back: the person signs in, makes new tokens and
-    launches again). An account already so is returned as it is, and nothing is recorded.
+    """Disable or re-enable an account; disabling revokes its tokens and reset links, ends its
+    sessions and running agent turns, and stops its unfinished runs and training jobs as if
+    cancelled (re-enabling it brings none of them back: the person signs in, makes new tokens
+    and launches again). An account already so is returned as it is, and nothing is recorded.
 
     Raises:
         PermissionDenied: not an admin.
@@ -258,12 +299,13 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         return view(user)  # nothing changes, and the audit log records changes
     user.is_active = active
     if not active:
-        # Imported here because sessions builds on this module (sign-in checks passwords here).
-        from benchgen.services.accounts import sessions
+        # Imported here because both build on this module (sign-in checks passwords here).
+        from benchgen.services.accounts import links, sessions
 
-        # Personal tokens too: an account is disabled when it may be in the wrong hands, and
-        # enabling it again must not bring back tokens that may have leaked with it.
+        # Personal tokens and reset links too: an account is disabled when it may be in the
+        # wrong hands, and enabling it again must not bring back what may have leaked with it.
         sessions.end_sessions_of(ctx, user.id, personal_tokens=True)
+        links.retire_links(ctx, links.Purpose.RESET, user.email)
         _stop_jobs_of(ctx, user.id)
     audit.record(
         ctx,

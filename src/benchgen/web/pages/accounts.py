@@ -28,7 +28,7 @@ router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False
 # Pages used before anyone is known (sign-in, sign-up, links): no grants; each service they
 # call decides alone (the password, the sign-up mode, the link's secret).
 ANONYMOUS = Principal.system("signin", frozenset())
-# Sends account mail after the response: it only reads queued mail and marks it sent.
+# Sends account mail after the response: it claims queued mail and records how sending went.
 _MAILER = Principal.system("account-mail", frozenset({Action.MAIL_SEND}))
 SIGNUP_FIELDS = ("email", "display_name", "password", "password_again")
 
@@ -65,7 +65,9 @@ def send_mail_after(request: Request, response: Response, to_email: str) -> Resp
 
 
 def _deliver(runtime: Runtime, to_email: str) -> None:
-    with transaction(runtime, _MAILER, write=False) as ctx:
+    # A write unit of work: claiming the queued mail marks it `sending`, which a read one must
+    # not do (a deferred SQLite transaction fails to upgrade while another writer commits).
+    with transaction(runtime, _MAILER) as ctx:
         letters = mail.queued_account_mail(ctx, to_email)
     for letter in letters:
         error = mail.send_letter(runtime.settings, letter)
