@@ -24,7 +24,7 @@ ANA = "ana@example.com"
 
 def _after_response(world: World, claimed: threading.Barrier) -> None:
     """What a web page does once its response is out, as `web.pages.accounts` does it."""
-    with transaction(world.rt, ACCOUNT_MAILER, write=False) as ctx:
+    with transaction(world.rt, ACCOUNT_MAILER) as ctx:
         letters = mail.queued_account_mail(ctx, ANA)
     claimed.wait(30)
     for letter in letters:
