@@ -167,7 +167,8 @@ def test_invite_mode_needs_an_admins_invite(
     set_mode(world, "invite")
     assert "needs an invite" in app_client.get("/signup").text
     assert submit(app_client, "/signup", signup_form("bob@example.com")).status_code == 403
-    made = admin.post("/admin/invites", {"email": "Bob@Example.com"})
+    assert admin.post("/admin/invites", {"email": "Bob@Example.com"}).status_code == 303
+    made = admin.get("/admin/invites")
     assert made.status_code == 200 and made.headers["cache-control"] == "no-store"
     shown = BeautifulSoup(made.text, "html.parser").find(id="invite-link").get_text()
     secret = token_in(mails_to(world, "bob@example.com")[0], "/signup?invite=")

@@ -17,14 +17,14 @@ def test_a_refused_form_asks_for_the_key_again(signed_in: WebUser) -> None:
     page = BeautifulSoup(response.text, "html.parser")
     again = page.find(id="api_key-again")
     assert again is not None and "type it again" in again.text
-    assert page.find("input", id="api_key")["aria-describedby"] == "api_key-again"
+    assert page.find("input", id="api_key")["aria-describedby"] == "api_key-hint api_key-again"
 
 
 def test_without_a_key_typed_nothing_is_asked_again(signed_in: WebUser) -> None:
     refused = {**ENDPOINT, "base_url": "http://127.0.0.1:8000/v1", "api_key": ""}
     page = BeautifulSoup(signed_in.post("/models/new", refused).text, "html.parser")
     assert page.find(id="api_key-again") is None
-    assert not page.find("input", id="api_key").has_attr("aria-describedby")
+    assert page.find("input", id="api_key")["aria-describedby"] == "api_key-hint"
 
 
 def test_prices_say_they_are_in_credits(world: World, signed_in: WebUser) -> None:

@@ -13,6 +13,7 @@ from benchgen.core.errors import BenchGenError, Conflict, InvalidInput, RateLimi
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, links, passwords, tokens, users
 from benchgen.web.addresses import client_address
+from benchgen.web.pages import shown_once
 from benchgen.web.pages.accounts import field_problems, send_mail_after
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
@@ -94,9 +95,8 @@ def verification_resend(request: Request, ctx: WebContext) -> Response:
     return send_mail_after(request, response, address)
 
 
-# The new secret travels from the POST to the page that shows it in a cookie that only that
-# page receives, for a few minutes, read once: a reload never re-sends the form (which would
-# make a second token) and never shows the secret again.
+# The new secret travels from the POST to the page that shows it (shown_once): a reload never
+# re-sends the form (which would make a second token) and never shows the secret again.
 _NEW_TOKEN_COOKIE = "bg_new_token"  # noqa: S105 - a cookie name, not a secret
 _TOKENS_PATH = "/settings/tokens"
 
@@ -104,11 +104,11 @@ _TOKENS_PATH = "/settings/tokens"
 @router.get(_TOKENS_PATH, name="tokens")
 def token_list(request: Request, ctx: WebContext) -> Response:
     """My API tokens, a form to make one, and a token just made (shown this once)."""
-    secret = _just_made(ctx, request.cookies.get(_NEW_TOKEN_COOKIE, ""))
+    secret = _just_made(ctx, shown_once.handed(request, _NEW_TOKEN_COOKIE))
     response = _tokens(request, ctx, secret=secret)
-    if _NEW_TOKEN_COOKIE in request.cookies:
-        response.delete_cookie(_NEW_TOKEN_COOKIE, path=_TOKENS_PATH)
-    return response
+    return shown_once.received(
+        request, response, _NEW_TOKEN_COOKIE, _TOKENS_PATH, shown=bool(secret)
+    )
 
 
 def _just_made(ctx: Context, secret: str) -> str:
@@ -134,7 +134,7 @@ def _tokens(
     now = ctx.now()
     mine = [(token, _token_status(token, now)) for token in tokens.list_tokens(ctx)]
     typed = form or {"name": "", "scopes": [Scope.READ.value], "expires_days": ""}
-    response = render(
+    return render(
         request,
         "settings/tokens.html",
         status_code,
@@ -146,10 +146,6 @@ def _tokens(
         default_days=ctx.settings.token_default_days,
         max_days=ctx.settings.token_max_days,
     )
-    if secret:
-        # The one page that holds the secret must not be kept by the browser or a proxy.
-        response.headers["cache-control"] = "no-store"
-    return response
 
 
 def _token_status(token: tokens.TokenView, now: datetime) -> str:
@@ -179,16 +175,7 @@ def token_create(
         problems = field_problems(exc, TOKEN_FIELDS)
         return _tokens(request, ctx, form=typed, problems=problems, status_code=422)
     response = redirect(request, "tokens")
-    response.set_cookie(
-        _NEW_TOKEN_COOKIE,
-        made.secret,
-        max_age=300,
-        path=_TOKENS_PATH,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
-    return response
+    return shown_once.hand_over(request, response, _NEW_TOKEN_COOKIE, _TOKENS_PATH, made.secret)
 
 
 @router.post("/settings/tokens/{token_id}/revoke", name="token_revoke")
