@@ -149,7 +149,12 @@ def create_invite(ctx: Context, email: str) -> NewInvite:
     )
     _mail_queue.record_mail(ctx, address, "Your invitation to BenchGen", body)
     audit.record(ctx, audit.AuditAction.INVITE_CREATE, "invite", row.id, email=address)
-    return NewInvite(ctx.settings.link(SIGNUP_PATH.format(token=secret)), _view(row))
+    return NewInvite(invite_link(ctx, secret), _view(row))
+
+
+def invite_link(ctx: Context, secret: str) -> str:
+    """The sign-up address an invite's secret opens."""
+    return ctx.settings.link(SIGNUP_PATH.format(token=secret))
 
 
 def list_invites(ctx: Context, limit: int = 100) -> list[InviteView]:

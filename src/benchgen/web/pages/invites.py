@@ -39,7 +39,7 @@ def _just_made(ctx: Context, secret: str) -> tuple[str, str] | None:
     invited = signup.invite_email(ctx, secret) if secret else None
     if invited is None:
         return None
-    return invited, ctx.settings.link(signup.SIGNUP_PATH.format(token=secret))
+    return invited, signup.invite_link(ctx, secret)
 
 
 @router.post(_INVITES_PATH, name="invite_create")
