@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from benchgen.agent.messages import MessageIn
+from benchgen.agent.replies import printable
 from benchgen.agent.runner import TurnRunner
 from benchgen.api.deps import ContextDep, PrincipalDep, RuntimeDep, checked_input
 from benchgen.api.errors import COMMON, responses
@@ -15,7 +16,7 @@ from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import ConversationIn, Page, Transcript, TurnOut
 from benchgen.services.chat import conversations
-from benchgen.services.chat.conversations import ConversationView
+from benchgen.services.chat.conversations import ConversationView, TurnView
 from benchgen.services.keysets import Newest
 
 router = APIRouter(
@@ -58,7 +59,7 @@ def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None
 def get_conversation(ctx: ContextDep, conversation_id: str) -> Transcript:
     """The transcript: the conversation and every turn, oldest first."""
     conversation, turns = conversations.get_conversation(ctx, conversation_id)
-    return Transcript.model_validate({**asdict(conversation), "turns": turns})
+    return Transcript.model_validate({**asdict(conversation), "turns": list(map(_shown, turns))})
 
 
 @router.post(
@@ -84,7 +85,7 @@ def send_message(
     # A plain `def`: the framework runs it on its thread pool, so the wait never blocks the
     # event loop. The turn opens its own transactions: the claim must commit before it thinks.
     turn = runner.send(principal, conversation_id, body, runtime.settings.agent_wait_s)
-    return TurnOut.model_validate(turn)
+    return TurnOut.model_validate(_shown(turn))
 
 
 @router.get(
@@ -92,4 +93,18 @@ def send_message(
 )
 def get_turn(ctx: ContextDep, conversation_id: str, turn_id: str) -> TurnOut:
     """One turn: poll it while its status is `running`."""
-    return TurnOut.model_validate(conversations.get_turn(ctx, conversation_id, turn_id))
+    return TurnOut.model_validate(_shown(conversations.get_turn(ctx, conversation_id, turn_id)))
+
+
+def _shown(turn: TurnView) -> TurnView:
+    """`turn` as a client may show it, as the web chat does: the model's words (the reply, its
+    notices, button labels and the label a user chose) with their control, direction and
+    invisible characters by code, so no client can be made to reorder, hide or obey them."""
+    chose = turn.action is not None and turn.action.get("type") == "choose"
+    return replace(
+        turn,
+        reply=printable(turn.reply),
+        notices=[printable(notice) for notice in turn.notices],
+        buttons=[{**button, "label": printable(button["label"])} for button in turn.buttons],
+        user_text=printable(turn.user_text) if chose else turn.user_text,
+    )

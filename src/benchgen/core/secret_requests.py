@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from functools import cache
 
@@ -23,7 +24,7 @@ _VERBS = (
     "input", "post", "forward", "dm", "write", "include", "put", "copy", "drop", "attach",
     "reveal", "show",
 )  # fmt: skip
-_NOUNS = ("token", "password", "passphrase", "passcode", "credential", "secret")
+_NOUNS = ("token", "password", "passphrase", "passcode", "credential", "secret", "cookie")
 
 
 def _spread(word: str) -> str:
@@ -37,11 +38,12 @@ _HANDOVER = (
 _DETERMINER = r"(?:your|the|a|an|that|this)"
 # Only words that describe a secret may stand between the determiner and the noun, so "the
 # number of tokens" or "your answer key" are never taken for one.
-_QUALIFIER = (
-    r"(?:(?:personal|benchgen|api|access|auth|authentication|bearer|login|account|admin|user|"
-    r"secret|private|current|existing|new|valid|own|full|openai|anthropic|github|aws|"
-    r"hugging\s*face|hf|cli|bgp_?|bga_?)[\s-]+){0,3}"
-)
+_QUALIFIERS = (
+    "personal", "benchgen", "api", "access", "auth", "authentication", "bearer", "login",
+    "account", "admin", "user", "secret", "private", "current", "existing", "new", "valid", "own",
+    "full", "openai", "anthropic", "github", "aws", "hf", "cli", "session", "browser", "csrf",
+)  # fmt: skip
+_QUALIFIER = rf"(?:(?:{'|'.join(_QUALIFIERS)}|hugging\s*face|bgp_?|bga_?)[\s-]+){{0,3}}"
 _NOUN = (
     rf"(?:(?:{'|'.join(_spread(noun) for noun in _NOUNS)})s?|"
     r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?|"
@@ -98,6 +100,20 @@ _QUESTIONS = (
 # form") by the pointing, as above.
 _PRONOUN_ASK = rf"\b{_HANDOVER}\s+(?:me\s+|us\s+)?(?:it|them){_POINTED}"
 _NAMED_BEFORE = rf"{_NOUN}\b[^.?!\n]*$"
+# "… run `echo $BENCHGEN_TOKEN` and paste what it prints here": what a command or a page shows
+# asked for in the secret's stead, where what shows one is named in the clause or the request.
+_PRINTED_ASK = (
+    rf"\b{_HANDOVER}\s+(?:me\s+|us\s+)?(?:(?:the\s+|its\s+)?(?:output|result|value|contents?)"
+    r"(?:\s+of\s+\S+(?:\s+\S+){0,5}?)?|what\s+(?:it|that|this)\s+(?:prints|shows|returns|says|outputs))"
+    rf"{_POINTED}"
+)
+# Where a secret shows: the browser's cookies and storage, a variable named for one, the
+# environment, and the files that keep them.
+_REVEALERS = (
+    r"document\s*\.\s*cookie|localstorage|sessionstorage|"
+    r"[$%]\{?[a-z0-9_]*(?:token|key|secret|password|passwd|cookie)|"
+    r"\bprintenv\b|`env`|\.netrc\b|\.env\b|\.benchgen\b|benchgen/config"
+)
 # A request in the same clause after one of these is advice, not a request: "never paste your
 # token here", "you don't need to send me your password".
 _NEGATION = re.compile(
@@ -109,30 +125,75 @@ _CLAUSE_END = re.compile(r"[.!?;:,\n\u2014\u2013]")
 # Letters that look Latin but are not (Cyrillic, Greek, Armenian), read as the Latin letter they
 # pass for: "АPI tоken" with a Cyrillic А and о reads "API token" to the user. Capitals are
 # folded before casefolding, since a capital and its small letter may mimic different letters
-# (Greek Η looks like H, η like n). Fullwidth and styled letters are NFKC's.
-_LOOKALIKE = "АВЕЅІЈКМНОРСТХУԚԜаеѕіјһԁоԛрсуԝхӏѵΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχγՕօսոհՏ"
-_LOOKALIKES = str.maketrans(
-    _LOOKALIKE, "ABESIJKMHOPCTXYQWaesijhdoqpcywxlvABEZHIKMNOPTYXaeikvoptuxyOounhS"
+# (Greek Η looks like H, η like n). Fullwidth and styled letters are NFKD's.
+# Latin small capitals, IPA letters, letters with a stroke, Lisu and Cherokee capitals and
+# Cyrillic small letters shaped as small capitals pass for Latin ones too ("ᴘᴀꜱᴛᴇ", "ꓔoken",
+# "тoken"); NFKC leaves all of them alone.
+_LOOKALIKE = (
+    "АВЕЅІЈКМНОРСТХУԚԜаеѕіјһԁоԛрсуԝхӏѵΑΒΕΖΗΙΚΜΝΟΡΤΥΧαεικνορτυχγՕօսոհՏ"
+    "кмтнвүҮҺςϳց"
+    "ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢɑɡɩıȷʋøđłħŧ"
+    "ꓐꓚꓓꓰꓝꓖꓧꓲꓙꓗꓡꓟꓠꓳꓑꓣꓢꓔꓴꓦꓪꓫꓬꓜᎪᏴᏟᎠᎬᏀᎻᎥᎫᏦᏞᎷᏢᏚᎢᏙᎳᏃ"
 )
+_LATIN = (
+    "ABESIJKMHOPCTXYQWaesijhdoqpcywxlvABEZHIKMNOPTYXaeikvoptuxyOounhS"
+    "kmthbyYHcjg"
+    "abcdefghijklmnoprstuvwyzagiijvodlht"
+    "BCDEFGHIJKLMNOPRSTUVWXYZABCDEGHiJKLMPSTVWZ"
+)
+# Letters drawn in a negative circle or square, and the regional indicators that pair into
+# flags, from A to Z ("🅿🅰🆂🆃🅴"); NFKC folds only the plain circled and squared ones.
+_BOXED = (0x1F150, 0x1F170, 0x1F1E6)
+_LOOKALIKES = str.maketrans(_LOOKALIKE, _LATIN) | {
+    start + offset: ord("A") + offset for start in _BOXED for offset in range(26)
+}
+_LOOKALIKE_CLASS = f"[{_LOOKALIKE}{''.join(f'{chr(s)}-{chr(s + 25)}' for s in _BOXED)}]"
+# Accents and other marks put over or under a letter ("pásté your tòkén", "t̲o̲k̲e̲n̲"), once
+# NFKD has set them apart from it.
+_MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+# Digits and signs written for the letters they resemble ("p4ssw0rd", "t0k3n", "@PI k3y"): a
+# word holding one is read as the word of the patterns it spells, if any; every other word,
+# a number or "h100" or "gpt-4o", stays as it is.
+_LEET = {
+    "0": "o", "1": "il", "!": "il", "|": "il", "3": "e", "€": "e", "4": "a", "@": "a",
+    "5": "s", "$": "s", "7": "t", "+": "t", "8": "b", "9": "g", "6": "g", "2": "z",
+}  # fmt: skip
+_LEET_CHARS = "0-9@$|!+€"
+# A digit or sign beside a letter: the sign first, since a pattern that begins with a class of
+# a few characters is looked for many times faster than a whole word is (60k of prose: 0.2 ms
+# against 2).
+_LEET_BY_LETTER = f"[{_LEET_CHARS}](?:(?<=[a-z].)|(?=[a-z]))"
+_LEET_WORD_CHARS = string.ascii_lowercase + "".join(_LEET)
 # Curly and modifier apostrophes read as "'", so "don’t" negates as "don't" does.
 _APOSTROPHE = "[\u2018\u2019\u02bc\u2032]"
 # Three or more single letters with a gap after each: a word spelled out ("p a s t e",
-# "t.o.k.e.n", "a.p.i."), joined again before matching.
-_SPELLED = rf"(?<![a-z0-9])(?:[a-z]{_GAP}){{2,}}[a-z]\.?(?![a-z0-9])"
+# "t.o.k.e.n", "a.p.i.", "t 0 k 3 n"), joined again before matching.
+_SPELLED = rf"(?<![a-z0-9])(?:[a-z0-9@$]{_GAP}){{2,}}[a-z0-9@$]\.?(?![a-z0-9])"
 # A whole request spelled out with single gaps ("p a s t e y o u r t o k e n") joins into one
 # run; the words the patterns look for are set apart in it again.
 _FILLERS = ("your", "the", "me", "us", "api", "key", "keys", "here", "below", "now")
 _WORDS = "|".join(sorted([*_VERBS, *_NOUNS, *(f"{n}s" for n in _NOUNS), *_FILLERS], key=len)[::-1])
+# The words a leet spelling is read as: those the patterns look for, and the halves of
+# "pass word" that a gap may part.
+_SPELLABLE = frozenset(
+    [*_VERBS, *_NOUNS, *(f"{n}s" for n in _NOUNS), *_FILLERS, *_QUALIFIERS, "pass", "word",
+     "what", "is", "to", "for", "please", "continue", "proceed", "verify", "verification"]
+)  # fmt: skip
+_LONGEST = max(map(len, _SPELLABLE))
+_SPELLABLE_BY_LENGTH = {
+    size: [known for known in _SPELLABLE if len(known) == size] for size in map(len, _SPELLABLE)
+}
 
 
 def asks_for_secret(text: str, *, quoted: bool = False) -> bool:
     """True when `text` asks its reader for a token, key, password or other credential (A14).
 
-    Matching ignores case, curly apostrophes, invisible characters, fullwidth and styled
-    letters, Cyrillic and Greek letters that look Latin, and gaps spelled between letters, so
-    "paste your t\u200boken", "paste your tоken" (Cyrillic о) and "P a s t e your t.o.k.e.n"
-    are caught. Advice about secrets ("never share your token", "put your token in
-    BENCHGEN_TOKEN", "manage your tokens at /settings/tokens") is not a request.
+    Matching ignores case, curly apostrophes, invisible characters, accents, fullwidth and
+    styled letters, letters of other scripts that look Latin, digits and signs written for
+    letters, and gaps spelled between letters, so "paste your t\u200boken", "paste your tоken"
+    (Cyrillic о), "P a s t e your t.o.k.e.n" and "p4st3 y0ur @PI k3y" are caught. Advice
+    about secrets ("never share your token", "put your token in BENCHGEN_TOKEN", "manage your
+    tokens at /settings/tokens") is not a request.
 
     Args:
         text: the text to check.
@@ -145,27 +206,60 @@ def asks_for_secret(text: str, *, quoted: bool = False) -> bool:
         for match in _regex(pattern).finditer(plain):
             if not _negated(plain, match.start()):
                 return True
-    return any(
-        _regex(_NAMED_BEFORE).search(plain, max(0, match.start() - 200), match.start())
-        and not _negated(plain, match.start())
+    named = (
+        match
         for match in _regex(_PRONOUN_ASK).finditer(plain)
+        if _regex(_NAMED_BEFORE).search(plain, max(0, match.start() - 200), match.start())
     )
+    shown = (m for m in _regex(_PRINTED_ASK).finditer(plain) if _shows_secret(plain, m))
+    return any(not _negated(plain, match.start()) for match in (*named, *shown))
 
 
 def _plain(text: str) -> str:
     """`text` as the patterns read it: each disguise above undone, in lower case."""
     if not text.isascii():
-        text = INVISIBLE_RUN.sub("", unicodedata.normalize("NFKC", text))
-        text = _regex(_APOSTROPHE).sub("'", text)
+        text = INVISIBLE_RUN.sub("", unicodedata.normalize("NFKD", text))
+        text = _regex(_MARKS).sub("", _regex(_APOSTROPHE).sub("'", text))
         # Looked for first: translating is slow, and most texts hold no look-alike at all.
-        if _regex(f"[{_LOOKALIKE}]").search(text):
+        if _regex(_LOOKALIKE_CLASS).search(text):
             text = text.translate(_LOOKALIKES)
-    return _regex(_SPELLED).sub(_joined, text.casefold())
+    return _regex(_SPELLED).sub(_joined, _unleet_words(text.casefold()))
+
+
+def _unleet_words(text: str) -> str:
+    """`text` with each word that mixes letters with digits or signs read by `_unleet`."""
+    pieces, done = [], 0
+    for found in _regex(_LEET_BY_LETTER).finditer(text):
+        if found.start() < done:
+            continue  # in the word read last
+        # A word longer than any pattern word is read as it is, so the look back stops there.
+        before = text[max(done, found.start() - _LONGEST) : found.start()]
+        start = found.start() - len(before) + len(before.rstrip(_LEET_WORD_CHARS))
+        after = _regex(f"[^a-z{_LEET_CHARS}]").search(text, found.start())
+        end = after.start() if after else len(text)
+        pieces += [text[done:start], _unleet(text[start:end])]
+        done = end
+    return "".join(pieces) + text[done:]
 
 
 def _joined(spelled: re.Match[str]) -> str:
-    letters = _regex(_GAP).sub("", spelled.group())
+    letters = _unleet(_regex(_GAP).sub("", spelled.group()))
     return _regex(_WORDS).sub(r" \g<0> ", letters)
+
+
+def _unleet(word: str) -> str:
+    """`word` as the pattern word its digits and signs spell, with the signs that end it kept
+    ("t0k3n!" reads "token!"), or as it is."""
+    if not any("a" <= char <= "z" for char in word):
+        return word
+    for stem in (word, word.rstrip("!|+")):
+        for known in _SPELLABLE_BY_LENGTH.get(len(stem), ()):
+            if all(
+                seen == meant or meant in _LEET.get(seen, "")
+                for seen, meant in zip(stem, known, strict=True)
+            ):
+                return known + word[len(stem) :]
+    return word
 
 
 @cache
@@ -174,6 +268,14 @@ def _regex(pattern: str) -> re.Pattern[str]:
     # this module, and compiling these and the table's shapes took ~8 ms of `benchgen run`'s
     # start, where nothing is redacted before the first model request.
     return re.compile(pattern)
+
+
+def _shows_secret(text: str, ask: re.Match[str]) -> bool:
+    """Whether what `ask` asks for shows a secret: named in its clause, or in it."""
+    # A clause ends at a mark followed by a space: "document.cookie" is one clause.
+    before = text[max(0, ask.start() - 200) : ask.start()]
+    clause = _regex(r"[.!?;:,\n\u2014\u2013](?:\s|$)").split(before)[-1]
+    return _regex(_REVEALERS).search(clause + ask.group()) is not None
 
 
 def _negated(text: str, start: int) -> bool:

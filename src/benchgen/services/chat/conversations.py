@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,7 +17,7 @@ from benchgen.core.secret_requests import asks_for_secret
 from benchgen.core.secrets import split_token
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable, storable_text
-from benchgen.core.text import MAX_TITLE, require_line
+from benchgen.core.text import INVISIBLE_RUN, MAX_TITLE, require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
 from benchgen.services import access, overrides
@@ -409,7 +410,32 @@ def _screened(
         return leaks.withheld_notice(ctx), [], [*notices.value, *revoked], True
     if reply.withheld:  # what the buttons answer or approve was in what went
         return reply.text, [], [*notices.value, *revoked], True
+    if any(_runs_downloaded(text) for text in (own, *labels.value)):
+        return DOWNLOAD_WITHHELD, [], [*notices.value, *revoked], True
     return reply.text, buttons, [*notices.value, *revoked], False
+
+
+# A program fetched from the internet and run at once ("curl … | sh", "sh -c "$(curl …)"",
+# "iex (iwr …)", an encoded PowerShell command): the agent acts through the platform and never
+# needs the user to run anything, so a reply that asks it is an injected or confused model's.
+_DOWNLOAD_RUN = re.compile(
+    r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n|]{0,300}\|\s*"
+    r"(?:sudo\s+)?(?:(?:ba|z|da|k|fi)?sh|iex|powershell|pwsh)\b|"
+    r"\b(?:ba|z)?sh\s+(?:-c\s+[\"']?\$\(|<\(|<<<\s*[\"']?\$\()\s*(?:curl|wget)\b|"
+    r"\biex\s*\(\s*(?:iwr|irm|invoke-webrequest|invoke-restmethod|new-object)\b|"
+    r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,100}\s-e(?:nc?|ncodedcommand)?\s",
+    re.IGNORECASE,
+)
+DOWNLOAD_WITHHELD = (
+    "This reply was withheld because it asked you to run a program fetched from the internet. "
+    "BenchGen's agent never needs you to run anything: it acts through the platform, and "
+    "whatever it proposes waits for your approval here."
+)
+
+
+def _runs_downloaded(text: str) -> bool:
+    """Whether `text` asks its reader to fetch a program and run it (see `_DOWNLOAD_RUN`)."""
+    return _DOWNLOAD_RUN.search(INVISIBLE_RUN.sub("", text)) is not None
 
 
 # How much of each side of a seam is read: a request split across it is one sentence.

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
+from benchgen.agent.replies import printable
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound
 from benchgen.core.permissions import Action, PrincipalKind
@@ -40,6 +41,7 @@ def report_list(
         resolved=resolved,
         start=start,
         page_size=PAGE_SIZE,
+        printable=printable,
     )
 
 
