@@ -426,11 +426,16 @@ class _Reader(NodeReader):
             start=start,
             end=end,
             tasks=tasks,
-            max_submissions=self.integer(s, "max_submissions"),
-            max_submissions_per_day=self.integer(s, "max_submissions_per_day"),
+            max_submissions=self.cap(s, "max_submissions"),
+            max_submissions_per_day=self.cap(s, "max_submissions_per_day"),
             execution_time_limit=self.integer(s, "execution_time_limit", minimum=1),
         )
         return spec, s
+
+    def cap(self, s: Section, key: str) -> int | None:
+        """A phase's submission cap; 0 is none, as on Codabench (which never checks a cap of 0):
+        published bundles write 0 so, and kept as 0 it would refuse every submission."""
+        return self.integer(s, key) or None
 
     def solution(self, loc: Loc, node: Node) -> tuple[SolutionSpec, Section]:
         s = self.section(node, loc, _SOLUTION_KEYS, _SOLUTION_KNOWN)
@@ -473,8 +478,9 @@ class _Reader(NodeReader):
                 self.line_of((*loc, "columns"), s.line),
                 "a leaderboard needs at least one column",
             )
+        computed = {other.index for other, _ in columns if other.computation}
         for spec, c in columns:
-            self.check_computation(spec, c, {other.index for other, _ in columns})
+            self.check_computation(spec, c, {other.index for other, _ in columns}, computed)
         title = self.line(s, "title") or key
         spec = LeaderboardSpec(self.index(s), key, title, _specs(columns))
         return spec, s
@@ -494,14 +500,21 @@ class _Reader(NodeReader):
         )
         return spec, s
 
-    def check_computation(self, spec: ColumnSpec, s: Section, indexes: set[int]) -> None:
+    def check_computation(
+        self, spec: ColumnSpec, s: Section, indexes: set[int], computed: set[int]
+    ) -> None:
         loc = (*s.loc, "computation_indexes")
         if spec.computation and not spec.computation_indexes:
             self.error(loc, self.line_of(loc, s.line), "a computation needs computation_indexes")
         for position, ref in enumerate(spec.computation_indexes):
+            at = (*loc, position)
             if ref not in indexes or ref == spec.index:
-                at = (*loc, position)
                 self.error(at, self.line_of(at, s.line), f"no other column has index {ref}")
+            elif spec.computation and ref in computed:
+                # Worked out in file order, a computed part would be left out (or, in a cycle,
+                # both columns) without a word: only scored columns may be combined.
+                msg = f"column {ref} is itself computed; a computation combines scored columns"
+                self.error(at, self.line_of(at, s.line), msg)
 
 
 def _too_long(text: str, limit: int) -> str | None:

@@ -15,7 +15,14 @@ from benchgen.bundles.archive import DEFAULT_LIMITS, ArchiveLimits, extract_zip,
 from benchgen.bundles.competition import CompetitionSpec, TaskSpec, parse_competition_with_lines
 from benchgen.bundles.pages import render_page
 from benchgen.bundles.trees import plain_files
-from benchgen.bundles.yaml_nodes import MAX_YAML_BYTES, BoundedLoader, Lines, Loc
+from benchgen.bundles.yaml_nodes import (
+    MAX_YAML_BYTES,
+    NOT_TEXT,
+    NOT_TEXT_MSG,
+    BoundedLoader,
+    Lines,
+    Loc,
+)
 from benchgen.core.errors import InvalidInput
 
 _YAML_NAMES = ("competition.yaml", "competition.yml")
@@ -109,6 +116,9 @@ def read_program(folder: Path, loc: Loc, source: str = "", line: int | None = No
     if command is None:
         msg = f"'{source}/{metadata.name}' must be a small YAML mapping with a 'command'"
         raise _problem(loc, line, msg)
+    if NOT_TEXT.search(command):
+        # No argv can hold either: the program could never start, and would fail every run.
+        raise _problem(loc, line, f"the 'command' in '{source}/{metadata.name}' {NOT_TEXT_MSG}")
     return ProgramSpec(folder=home_folder, command=command, source=source)
 
 

@@ -23,8 +23,8 @@ _MAX_DEPTH = 32
 # YAML's "\ud800" escape makes a lone surrogate: Python holds it, but it is not text, and
 # UTF-8 (the database, JSON, a page) cannot encode it. Its "\0" makes a NUL, which PostgreSQL
 # text and JSON cannot hold.
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-_NOT_TEXT_MSG = "holds a NUL (U+0000) or a lone surrogate (U+D800 to U+DFFF), which is not text"
+NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+NOT_TEXT_MSG = "holds a NUL (U+0000) or a lone surrogate (U+D800 to U+DFFF), which is not text"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
 }
@@ -134,8 +134,8 @@ class NodeReader:
                 self.error(loc, _line(key_node), "keys must be plain text")
                 continue
             key = str(key_node.value)
-            if _NOT_TEXT.search(key):
-                self.error(loc, _line(key_node), f"a key {_NOT_TEXT_MSG}")
+            if NOT_TEXT.search(key):
+                self.error(loc, _line(key_node), f"a key {NOT_TEXT_MSG}")
                 continue
             self.lines[(*loc, key)] = _line(key_node)
             if key in values:
@@ -152,8 +152,8 @@ class NodeReader:
         if not isinstance(node, ScalarNode) or node.tag not in _SCALAR_TAGS:
             self.error(loc, _line(node), f"expected {expected}")
             return False, None
-        if _NOT_TEXT.search(str(node.value)):
-            self.error(loc, _line(node), f"the value {_NOT_TEXT_MSG}")
+        if NOT_TEXT.search(str(node.value)):
+            self.error(loc, _line(node), f"the value {NOT_TEXT_MSG}")
             return False, None
         # Dates are kept as their text, for competition.py's rules (parse_date), not YAML 1.1's.
         if node.tag.endswith(":timestamp"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Literal
@@ -21,6 +22,7 @@ MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows 
 _PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _ZIP = b"PK\x03\x04"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _SNIFF = 1000  # bytes read to tell text from UTF-16 and binary files
 _NOT_TEXT = "not text; save it as CSV UTF-8 or JSON Lines"
 # The kinds read as delimited text with a header row, and what separates their cells.
@@ -218,7 +220,29 @@ def _json_object(line: str) -> dict[str, Any] | str:
         return "nested too deeply"
     except _Repeated as exc:
         return f"the key {exc.name!r} appears {exc.times}"
-    return item if isinstance(item, dict) else "each line must be one JSON object"
+    if not isinstance(item, dict):
+        return "each line must be one JSON object"
+    # Decoded UTF-8 holds no surrogate, so only a "\\u" escape can make one: a lone one is no
+    # text that UTF-8 (the stored file, the database) can encode.
+    if "\\u" in line and _holds_surrogate(item):
+        return "holds a lone surrogate escape (\\ud800 to \\udfff), which is not text"
+    return item
+
+
+def _holds_surrogate(item: dict[str, Any]) -> bool:
+    """Whether a key or string at any depth of `item` holds a lone surrogate (walked without
+    recursion: the line may nest as deep as json allows)."""
+    waiting: list[Any] = [item]
+    while waiting:
+        value = waiting.pop()
+        if isinstance(value, str) and _SURROGATE.search(value):
+            return True
+        if isinstance(value, dict):
+            waiting.extend(value)
+            waiting.extend(value.values())
+        elif isinstance(value, list):
+            waiting.extend(value)
+    return False
 
 
 class _Repeated(Exception):
