@@ -4,6 +4,7 @@ token or the agent); ranked by the primary column, then the others, then the ear
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,16 +14,18 @@ from sqlalchemy import select
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
 from benchgen.core.ids import new_id
-from benchgen.core.permissions import Action
+from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
-from benchgen.db.tables import Benchmark, LeaderboardEntry, Phase, Run
+from benchgen.db.tables import Benchmark, BundleVersion, LeaderboardEntry, Phase, Run, User
 from benchgen.services import access, audit
+from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runs import _verdicts, settings
 from benchgen.services.runs.standings import Standing, ranked_entries
 from benchgen.services.specs import MAX_LIST, check_window
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
+ORGANISERS = frozenset({Role.OWNER, Role.COLLABORATOR})  # with admins, see hidden columns
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,73 @@ def columns_of(benchmark: Benchmark) -> list[Column]:
         )
         for c in ordered
     ]
+
+
+def hidden_from(
+    ctx: Context,
+    run: Run,
+    benchmark: Benchmark | None = None,
+    viewer: User | None = None,
+    roles: frozenset[Role] | None = None,
+) -> frozenset[str]:
+    """The run's score columns that `viewer` (the acting user by default; `roles` are theirs
+    when a list already looked them up) may not see: the bundle's hidden columns, for everyone
+    but the benchmark's owner, collaborators and admins (Codabench v2: a hidden column ranks the
+    board, its scores are for the organisers only). Every place that shows a run's scores asks
+    this; a system job writing what others will read (a log line) gets them all."""
+    benchmark = benchmark or ctx.session.get(Benchmark, run.benchmark_id)
+    if benchmark is None or benchmark.format != "custom":
+        return frozenset()
+    hidden = _hidden_keys(ctx, benchmark, run.benchmark_version)
+    viewer = viewer or access.live_user(ctx)
+    if not hidden or viewer is None:
+        return hidden
+    if roles is None or viewer.id != ctx.principal.user_id:
+        roles = access.roles_on(ctx, viewer, benchmark)
+    return frozenset() if viewer.is_admin or roles & ORGANISERS else hidden
+
+
+def run_columns(ctx: Context, run_id: str) -> list[Column]:
+    """The leaderboard columns a run's page shows the acting user, primary first: the hidden
+    ones to the benchmark's organisers only (`hidden_from`).
+
+    Raises:
+        NotFound: the run is not visible to the principal.
+    """
+    run = access.require_run(ctx, run_id, Action.RUN_READ)
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    assert benchmark is not None  # require_run found it
+    hidden = hidden_from(ctx, run, benchmark)
+    return [column for column in columns_of(benchmark) if column.key not in hidden]
+
+
+def _hidden_keys(ctx: Context, benchmark: Benchmark, version: int) -> frozenset[str]:
+    """The hidden columns of the benchmark now and of the version that scored a run: a column
+    hidden in either stays hidden (a new version may drop or show a column an old run has)."""
+    hidden = {c.key for c in columns_of(benchmark) if c.hidden}
+    if version != benchmark.version:
+        row = ctx.session.scalars(
+            select(BundleVersion).where(
+                BundleVersion.benchmark_id == benchmark.id, BundleVersion.version == version
+            )
+        ).first()
+        if row is not None:
+            board = _bundle_versions.competition_of(row).leaderboards[0]
+            hidden |= {c.key for c in board.columns if c.hidden}
+    return frozenset(hidden)
+
+
+def shown_scores(scores: Mapping[str, Any], hidden: frozenset[str]) -> dict[str, Any]:
+    """`scores` without the `hidden` columns (`hidden_from`)."""
+    return {key: value for key, value in scores.items() if key not in hidden}
+
+
+def shown_summary(summary: Mapping[str, Any], hidden: frozenset[str]) -> dict[str, Any]:
+    """A run's summary without the `hidden` columns in its tasks' scores (custom runs)."""
+    tasks = summary.get("tasks")
+    if not hidden or not isinstance(tasks, dict):
+        return dict(summary)
+    return {**summary, "tasks": {k: shown_scores(v, hidden) for k, v in tasks.items()}}
 
 
 @dataclass(frozen=True)

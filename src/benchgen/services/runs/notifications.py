@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from secrets import token_urlsafe
+from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import and_, select, update
@@ -32,7 +33,7 @@ from benchgen.evals.types import FatalModelError
 from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.accounts import _mail_queue, mail
 from benchgen.services.accounts.mail import Letter
-from benchgen.services.runs import _log_writer, _webhook_delivery
+from benchgen.services.runs import _log_writer, _webhook_delivery, leaderboards
 from benchgen.services.runs._webhook_delivery import Webhook
 
 MAIL, WEBHOOK = "mail", "webhook"
@@ -196,7 +197,7 @@ def _claim(ctx: Context, run: Run, channel: str) -> None:
             # nobody proved, it would let anyone send their text to any inbox from our server.
             row.status, row.detail = "dropped", "the email address is not verified"
             return
-        subject, body = _letter(ctx, run)
+        subject, body = _letter(ctx, run, user.id)
         row.outbox_id = _mail_queue.record_mail(ctx, user.email, subject, body)
         row.status = "queued"
 
@@ -206,16 +207,25 @@ def _verified(ctx: Context, user_id: str) -> bool:
     return user is not None and user.email_verified_at is not None
 
 
-def _letter(ctx: Context, run: Run) -> tuple[str, str]:
+def _letter(ctx: Context, run: Run, recipient: str) -> tuple[str, str]:
     benchmark = ctx.session.get(Benchmark, run.benchmark_id)
     title = benchmark.title if benchmark else run.benchmark_id
-    scores = ", ".join(f"{key} {value}" for key, value in sorted(run.scores.items())) or "none"
+    shown = _shown_scores(ctx, run, recipient)
+    scores = ", ".join(f"{key} {value}" for key, value in sorted(shown.items())) or "none"
     body = (
         f"Your run {run.id} on “{title}” ended: {run.status}.\n"
         f"Scores: {scores}\n\n{ctx.settings.link(f'/runs/{run.id}')}\n\n"
         f"Change these notifications at {ctx.settings.link('/settings/notifications')}\n"
     )
     return f"BenchGen: your run {run.status}", body
+
+
+def _shown_scores(ctx: Context, run: Run, recipient: str) -> dict[str, Any]:
+    """The run's scores its recipient may see: without the bundle's hidden columns unless they
+    are the benchmark's organisers (the worker sends it: the recipient decides, not the sender)."""
+    user = ctx.session.get(User, recipient)
+    assert user is not None  # users are never deleted
+    return leaderboards.shown_scores(run.scores, leaderboards.hidden_from(ctx, run, viewer=user))
 
 
 @dataclass(frozen=True)
@@ -287,7 +297,7 @@ def _webhook(ctx: Context, run: Run, setting: NotificationSetting, secret: str) 
         "run_id": run.id,
         "benchmark_id": run.benchmark_id,
         "status": run.status,
-        "scores": run.scores,
+        "scores": _shown_scores(ctx, run, setting.user_id),
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
     body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()

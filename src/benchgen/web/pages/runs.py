@@ -146,12 +146,14 @@ def _columns(ctx: Context, run: launch.RunView, visible: bool) -> ScoreColumns:
     if not visible:
         return ScoreColumns(list(run.scores), {}, {}, not custom)
     custom = lifecycle.get_benchmark(ctx, run.benchmark_id).format == "custom"
-    try:
-        board = leaderboards.get_leaderboard(ctx, run.benchmark_id, run.phase_id)
-    except NotFound:  # the run's phase was removed since
-        return ScoreColumns(list(run.scores), {}, {}, not custom)
-    order = board.columns + [key for key in run.scores if key not in board.columns]
-    return ScoreColumns(order, board.titles, board.sorting, not custom)
+    shown = leaderboards.run_columns(ctx, run.id)
+    order = [c.key for c in shown]
+    order += [key for key in run.scores if key not in order]
+    # Only the organisers are shown a hidden column: they learn that participants are not.
+    titles = {
+        c.key: f"{c.title} (hidden from participants)" if c.hidden else c.title for c in shown
+    }
+    return ScoreColumns(order, titles, {c.key: c.sorting for c in shown}, not custom)
 
 
 def _program_output(ctx: Context, run_id: str) -> dict[str, str] | None:
