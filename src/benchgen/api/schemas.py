@@ -61,7 +61,7 @@ class EditedBenchmark(BaseModel):
 
 
 class StartRun(BaseModel):
-    """Which model to run on which benchmark (phase: the first one unless given), with optional
+    """Which model to run on which benchmark (phase: the one open now unless given), with optional
     generation settings, a subset (the run is then partial), the response cache and a spending
     cap (a run whose estimate exceeds `max_credits` does not start)."""
 

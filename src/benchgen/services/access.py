@@ -90,6 +90,14 @@ def explain(
     if rule.target is Target.OWN:
         return Decision(True, "the user's own account")
     matching = sorted(roles & rule.roles)
+    if (
+        matching == [Role.PUBLIC]
+        and action in _BARRED_WHEN_REMOVED
+        and _removed(ctx, user, benchmark)
+    ):
+        return Decision(
+            False, "the owner removed you from this benchmark; only they can let you back"
+        )
     if not matching:
         held = ", ".join(sorted(roles))
         reason = f"only {_who(rule.roles)} can {rule.summary}; your role here is {held}"
@@ -97,6 +105,20 @@ def explain(
         # sent to the page that just refused them.
         return Decision(False, reason, page=page if principal.kind in DELEGATED_KINDS else None)
     return Decision(True, f"allowed as {matching[0]}", role=matching[0])
+
+
+# What a participant the owner removed may no longer do as one of the public on a published
+# benchmark: removal bars them from its work (running, submitting, joining again) until the
+# owner lets them back, not from reading what everyone may read.
+_BARRED_WHEN_REMOVED = frozenset({Action.RUN_LAUNCH, Action.BENCHMARK_JOIN})
+
+
+def _removed(ctx: Context, user: User, benchmark: Benchmark | None) -> bool:
+    """Whether the owner removed `user` as a participant of `benchmark`."""
+    if benchmark is None:
+        return False
+    facts = _membership_facts(ctx, user, [benchmark.id])[benchmark.id]
+    return facts.membership == "removed"
 
 
 _WHO = {
@@ -369,6 +391,15 @@ def visible_benchmarks(
         ),
         Role.PUBLIC: Benchmark.visibility == "published",
     }
+    if action in _BARRED_WHEN_REMOVED:
+        by_role[Role.PUBLIC] = and_(
+            by_role[Role.PUBLIC],
+            ~exists().where(
+                Participant.benchmark_id == Benchmark.id,
+                Participant.user_id == user.id,
+                Participant.status == "removed",
+            ),
+        )
     accepted = rule_for(action).roles - ({Role.LAUNCHER} | (set() if public else {Role.PUBLIC}))
     return and_(Benchmark.deleted_at.is_(None), or_(false(), *(by_role[r] for r in accepted)))
 

@@ -1,19 +1,25 @@
-"""Phases and tasks of a benchmark: qa/mcq get one of each; adding or removing is session-only."""
+"""Phases and tasks (qa/mcq get one of each; adding or removing is session-only), phase limits."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.errors import Conflict, NotFound, RateLimited, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_line
 from benchgen.db.tables import Benchmark, Phase, PhaseTask, Run, Task
 from benchgen.services import access, audit
+from benchgen.services.accounts import users
+
+DAY = timedelta(days=1)
+UNSCORED_ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,65 @@ def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
         raise Conflict("A benchmark keeps at least one task.", {"id": task_id})
     ctx.session.delete(task)
     audit.record(ctx, audit.AuditAction.TASK_REMOVE, "benchmark", benchmark.id, task_id=task_id)
+
+
+def check_limits(ctx: Context, phase: Phase) -> None:
+    """The bundle's `max_submissions` and `max_submissions_per_day`, per user and phase, over
+    the runs that count (`_counts`): submissions and model runs alike, since a model the user
+    registered can answer whatever they like and its scores teach as much as a submission's.
+
+    Raises:
+        Conflict: `max_submissions` is used.
+        RateLimited: `max_submissions_per_day` is used; `retry_at` says when a slot frees.
+    """
+    user_id = ctx.principal.user_id
+    assert user_id is not None  # RUN_LAUNCH is only ever allowed to a user
+    # Held until this run is stored: two sent at the same moment both found the last
+    # free slot (PostgreSQL; SQLite's write transaction already serialises them).
+    users.lock_user(ctx, user_id)
+    times = _counted_times(ctx, phase.id, user_id)
+    total_cap = phase.rules.get("max_submissions")
+    if total_cap is not None and len(times) >= int(total_cap):
+        # Said as counts: a new bundle version may have lowered the cap below what was made.
+        raise Conflict(
+            f"You have used {len(times)} of the {total_cap} submissions phase {phase.name!r} "
+            "allows.",
+            {"phase_id": phase.id, "max_submissions": total_cap, "made": len(times)},
+        )
+    daily_cap = phase.rules.get("max_submissions_per_day")
+    if daily_cap is None:
+        return
+    today = [at for at in times if at > ctx.now() - DAY]
+    if len(today) >= int(daily_cap):
+        retry_at = today[len(today) - int(daily_cap)] + DAY
+        raise RateLimited(
+            f"Phase {phase.name!r} allows {daily_cap} submissions per day; allowed again at "
+            f"{retry_at:%Y-%m-%d %H:%M:%S} UTC.",
+            retry_at,
+            int(daily_cap),
+            "day",
+        )
+
+
+def _counted_times(ctx: Context, phase_id: str, user_id: str) -> list[datetime]:
+    """When the user's runs in the phase that count were made, oldest first."""
+    rows = ctx.session.execute(
+        select(Run.created_at, Run.status, Run.summary)
+        .where(Run.phase_id == phase_id, Run.launched_by == user_id)
+        .order_by(Run.created_at)
+    )
+    return [at for at, status, summary in rows if _counts(status, summary)]
+
+
+def _counts(status: str, summary: dict[str, Any]) -> bool:
+    """Whether a run uses up a slot: yes, unless it ended (failed or cancelled) before
+    any task scored it. The limits bound what a participant learns of the hidden data, and
+    such a one (the platform's failure, results the scorer could not read) taught nothing.
+    Codabench leaves out every failed submission; here one that ended after a task's scores
+    (kept as each task ends) counts, or failing the last task would make scores free."""
+    if status not in UNSCORED_ENDS:
+        return True
+    return any((summary or {}).get("tasks", {}).values())
 
 
 def _phase(ctx: Context, benchmark_id: str, phase_id: str) -> Phase:

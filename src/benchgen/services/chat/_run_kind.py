@@ -46,10 +46,12 @@ def prepare(
         InvalidInput: bad arguments.
         NotFound: the benchmark or model is not visible to the principal.
         PermissionDenied: the principal may not launch runs now.
+        Conflict: the phase is not open now (none named: no phase is).
     """
     spec = parse(RunArgs, arguments)
     row = access.require_benchmark(ctx, spec.benchmark_id, Action.RUN_LAUNCH)
-    estimate = launch.estimate_run(ctx, row.id, spec.model_id, spec.options())
+    # Refused as starting it would be: a proposal with no phase open to take it only fails.
+    estimate = launch.preview_run(ctx, row.id, spec.model_id, spec.phase_id, spec.options())
     preview: dict[str, Any] = {
         "benchmark_id": row.id,
         "benchmark_title": row.title,

@@ -35,7 +35,7 @@ from benchgen.services import _model_specs, access
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import _ledger
 from benchgen.services.benchmarks import _bundle_versions
-from benchgen.services.runs import _log_writer, _model_calls, notifications
+from benchgen.services.runs import _log_writer, _model_calls, leaderboards, notifications
 
 
 @dataclass(frozen=True)
@@ -224,13 +224,17 @@ def record_task(ctx: Context, run_id: str, done: DoneTask) -> None:
         f"runs/{run_id}/program-output/task-{index}.txt",
         outcome.printed().encode("utf-8", "replace"),
     )
-    status = f"error: {outcome.error}" if outcome.error else f"scores {outcome.scores}"
-    _log_writer.append(ctx, run_id, f"Task {index}: {status}")
     run = ctx.session.get(Run, run_id)
+    # The log is its launcher's to read: a hidden column's score stays out of it (the run's
+    # page shows it to the organisers).
+    hidden = leaderboards.hidden_from(ctx, run) if run is not None else frozenset()
+    scores = leaderboards.shown_scores(outcome.scores, hidden)
+    status = f"error: {outcome.error}" if outcome.error else f"scores {scores}"
+    _log_writer.append(ctx, run_id, f"Task {index}: {status}")
     if run is not None:
         # Kept as each task ends, as the log shows them: a run that ends without finishing
         # (its worker gone) still counts against the phase's submission limits
-        # (`submissions._counts`).
+        # (`phases.check_limits`).
         tasks = {**(run.summary or {}).get("tasks", {}), str(index): outcome.scores}
         run.summary = {**(run.summary or {}), "tasks": tasks}
 

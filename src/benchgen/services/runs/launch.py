@@ -18,7 +18,7 @@ from benchgen.core.text import plural
 from benchgen.db.tables import Benchmark, Model, Phase, PhaseTask, Run
 from benchgen.services import _enqueue, _model_specs, access, audit
 from benchgen.services.accounts import _ledger, ratelimits
-from benchgen.services.benchmarks import judges, lifecycle, scoring
+from benchgen.services.benchmarks import judges, lifecycle, phases, scoring
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.runs import _asking, _log_writer, leaderboards
 from benchgen.services.runs.settings import RunOptions, check_supported, describe, recorded
@@ -122,7 +122,8 @@ def preview_run(
     Raises:
         See `estimate_run`.
         NotFound: no such phase in the benchmark.
-        Conflict: the phase is not open now, or the estimate exceeds `max_credits`.
+        Conflict: the phase is not open now (none named: no phase is), or the estimate
+            exceeds `max_credits`.
     """
     chosen = _options(options)
     estimate = estimate_run(ctx, benchmark_id, model_id, chosen)
@@ -191,13 +192,16 @@ def start_run(
     Raises:
         NotFound: benchmark, model or phase not visible to the principal.
         PermissionDenied: the principal may not run on it, or the AI judge is not open to them.
-        Conflict: the model is unavailable, the phase is not open, or there are no questions.
+        Conflict: the model is unavailable, the phase is not open (none named: no phase is
+            open now), or there are no questions.
         InvalidInput: the model cannot answer the benchmark's format (a choice-only baseline).
-        RateLimited: someone outside the benchmark's team used up its runs per day; `retry_at`
-            says when they may run again.
+        RateLimited: someone outside the benchmark's team used up its runs per day, or (custom
+            benchmarks) the phase's submissions per day are used; `retry_at` says when they
+            may run again.
         InsufficientCredits: the balance cannot cover the estimate; nothing starts.
         InvalidInput: a setting is out of range or not supported by the model's provider.
-        Conflict: the estimate exceeds `max_credits`.
+        Conflict: the estimate exceeds `max_credits`, or (custom benchmarks) the phase's
+            `max_submissions` is used: a model run counts as a submission.
     """
     return launch_run(ctx, benchmark_id, model_id, phase_id, _options(options))
 
@@ -263,9 +267,11 @@ def _start_custom_run(
     ctx: Context, benchmark: Benchmark, phase: Phase, model: Model, options: RunOptions
 ) -> RunView:
     """A catalogue model on a custom benchmark: the bundle's programs drive it through the
-    per-run proxy (or the platform's engine over JSONL input), within the reservation."""
+    per-run proxy (or the platform's engine over JSONL input), within the reservation and the
+    phase's submission limits."""
     estimate = _custom_estimate(ctx, benchmark, model)
     _check_cap(estimate, options)
+    phases.check_limits(ctx, phase)
     run_id = new_id("run")
     ratelimits.consume_run(ctx, benchmark, run_id)
     reservation = _ledger.reserve_credits(ctx, estimate.credits, run_id)
@@ -330,16 +336,17 @@ def new_run(
 
 
 def open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phase:
-    """The chosen phase (the first by default), refused unless open now (the server's clock
-    decides, whatever the bundle's dates say to a client).
+    """The chosen phase (by default `default_phase`), refused unless open now (the server's
+    clock decides, whatever the bundle's dates say to a client).
 
     Raises:
         NotFound: no such phase.
-        Conflict: the phase has not started or has ended.
+        Conflict: the phase has not started or has ended; no phase is open for the default.
     """
-    query = select(Phase).where(Phase.benchmark_id == benchmark.id)
-    query = query.where(Phase.id == phase_id) if phase_id else query.order_by(Phase.position)
-    phase = ctx.session.scalars(query.limit(1)).first()
+    if not phase_id:
+        return default_phase(ctx, benchmark)
+    query = select(Phase).where(Phase.benchmark_id == benchmark.id, Phase.id == phase_id)
+    phase = ctx.session.scalars(query).first()
     if phase is None:
         raise NotFound("No such phase in this benchmark.", {"phase_id": phase_id})
     if not is_open(phase, ctx.now()):
@@ -348,6 +355,44 @@ def open_phase(ctx: Context, benchmark: Benchmark, phase_id: str | None) -> Phas
             {"starts_at": str(phase.starts_at), "ends_at": str(phase.ends_at)},
         )
     return phase
+
+
+def default_phase(ctx: Context, benchmark: Benchmark) -> Phase:
+    """The phase a run or a submission that names none goes to, whichever door sent it: the
+    one open now (`phase_open_now`), never simply the first, which may have ended.
+
+    Raises:
+        Conflict: no phase is open now; the message says when the next opens, or that every
+            phase has closed.
+    """
+    current = phase_open_now(ctx, benchmark)
+    if current is not None:
+        return current
+    now = ctx.now()
+    coming = [
+        p for p in _phases_of(ctx, benchmark) if p.starts_at is not None and p.starts_at > now
+    ]
+    first = min(coming, key=lambda p: (p.starts_at, p.position)) if coming else None
+    when = (
+        f"phase {first.name!r} opens at {first.starts_at:%Y-%m-%d %H:%M} UTC"
+        if first and first.starts_at
+        else "every phase has closed"
+    )
+    raise Conflict(
+        f"No `phase` to send this to: the phases of this benchmark are not open now ({when}).",
+        {"field": "phase"},
+    )
+
+
+def phase_open_now(ctx: Context, benchmark: Benchmark) -> Phase | None:
+    """The phase `default_phase` picks: the first by position that is open now, or None."""
+    now = ctx.now()
+    return next((phase for phase in _phases_of(ctx, benchmark) if is_open(phase, now)), None)
+
+
+def _phases_of(ctx: Context, benchmark: Benchmark) -> list[Phase]:
+    query = select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
+    return list(ctx.session.scalars(query))
 
 
 def is_open(phase: Phase, now: datetime) -> bool:
@@ -472,6 +517,7 @@ def view(
     detail = bool(benchmark) and access.can(
         ctx, Action.RUN_READ_DETAIL, benchmark, run, roles=known
     )
+    hidden = leaderboards.hidden_from(ctx, run, benchmark, roles=known)
     return RunView(
         id=run.id,
         benchmark_id=run.benchmark_id,
@@ -490,8 +536,8 @@ def view(
         judge_output_tokens=run.judge_output_tokens,
         input_tokens=run.input_tokens,
         output_tokens=run.output_tokens,
-        summary=scoring.visible_summary(run.summary, detail),
-        scores=dict(run.scores),
+        summary=leaderboards.shown_summary(scoring.visible_summary(run.summary, detail), hidden),
+        scores=leaderboards.shown_scores(run.scores, hidden),
         score_edited=run.score_edit is not None,
         launched_by=run.launched_by,
         door=run.door,

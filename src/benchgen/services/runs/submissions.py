@@ -6,30 +6,25 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
-from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import select
 
 from benchgen.bundles.archive import vetted_names
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, RateLimited, invalid
+from benchgen.core.errors import Conflict, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
-from benchgen.core.statuses import RunStatus
 from benchgen.core.text import line_problem
-from benchgen.db.tables import Benchmark, Phase, Run
+from benchgen.db.tables import Benchmark, Phase
 from benchgen.services import access, audit
 from benchgen.services._artifacts import store_for
-from benchgen.services.accounts import ratelimits, users
-from benchgen.services.benchmarks import _bundle_versions
+from benchgen.services.accounts import ratelimits
+from benchgen.services.benchmarks import _bundle_versions, phases
 from benchgen.services.runs import launch
 from benchgen.services.runs.launch import RunView
 
-DAY = timedelta(days=1)
 KINDS = ("auto", "results", "code")
 MAX_PHASE_INDEX = 10_000
-UNSCORED_ENDS = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
 
 
 def submit(
@@ -62,7 +57,7 @@ def submit(
     names = _zip_names(ctx, data)
     shown = _shown_name(filename)
     phase = _phase(ctx, benchmark, phase_index)
-    _check_phase_limits(ctx, phase)
+    phases.check_limits(ctx, phase)
     run_id = new_id("run")
     ratelimits.consume_run(ctx, benchmark, run_id)
     sha256 = hashlib.sha256(data).hexdigest()
@@ -125,35 +120,27 @@ def _shown_name(filename: str) -> str:
 
 
 def current_phase(ctx: Context, benchmark_id: str) -> int | None:
-    """The position of the phase a submission without one goes to: the first open now (None
-    when none is). A form preselects it.
+    """The position of the phase a run or submission without one goes to
+    (`launch.default_phase`; None when no phase is open now). A form preselects it.
 
     Raises:
         NotFound: the benchmark is not visible.
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
-    current = _open_now(ctx, benchmark)
+    current = launch.phase_open_now(ctx, benchmark)
     return current.position if current else None
 
 
-def _open_now(ctx: Context, benchmark: Benchmark) -> Phase | None:
-    phases = ctx.session.scalars(
-        select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
-    )
-    return next((phase for phase in phases if launch.is_open(phase, ctx.now())), None)
-
-
 def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase:
-    """The chosen phase, or the first one open now (the first phase, refused, when none is):
-    once a development phase ends, a submission without a phase goes to the final one.
+    """The chosen phase, or the one open now (`launch.default_phase`): once a development
+    phase ends, a submission without a phase goes to the final one.
 
     Raises:
         InvalidInput: there is no phase `phase_index`.
-        Conflict: the phase is not open now.
+        Conflict: the phase is not open now (none named: no phase is).
     """
     if phase_index is None:
-        current = _open_now(ctx, benchmark)
-        return launch.open_phase(ctx, benchmark, current.id if current else None)
+        return launch.default_phase(ctx, benchmark)
     found = 0 <= phase_index <= MAX_PHASE_INDEX
     phase = (
         ctx.session.scalars(
@@ -165,64 +152,6 @@ def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase
     if phase is None:
         raise invalid(["phase"], f"there is no phase {phase_index}")
     return launch.open_phase(ctx, benchmark, phase.id)
-
-
-def _check_phase_limits(ctx: Context, phase: Phase) -> None:
-    """The bundle's `max_submissions` and `max_submissions_per_day`, per user and phase, over
-    the submissions that count (`_counts`).
-
-    Raises:
-        Conflict: `max_submissions` is used.
-        RateLimited: `max_submissions_per_day` is used; `retry_at` says when a slot frees.
-    """
-    user_id = ctx.principal.user_id
-    assert user_id is not None  # RUN_LAUNCH is only ever allowed to a user
-    # Held until this submission is stored: two sent at the same moment both found the last
-    # free slot (PostgreSQL; SQLite's write transaction already serialises them).
-    users.lock_user(ctx, user_id)
-    times = _counted_times(ctx, phase.id, user_id)
-    total_cap = phase.rules.get("max_submissions")
-    if total_cap is not None and len(times) >= int(total_cap):
-        # Said as counts: a new bundle version may have lowered the cap below what was made.
-        raise Conflict(
-            f"You have used {len(times)} of the {total_cap} submissions phase {phase.name!r} "
-            "allows.",
-            {"phase_id": phase.id, "max_submissions": total_cap, "made": len(times)},
-        )
-    daily_cap = phase.rules.get("max_submissions_per_day")
-    if daily_cap is None:
-        return
-    today = [at for at in times if at > ctx.now() - DAY]
-    if len(today) >= int(daily_cap):
-        retry_at = today[len(today) - int(daily_cap)] + DAY
-        raise RateLimited(
-            f"Phase {phase.name!r} allows {daily_cap} submissions per day; allowed again at "
-            f"{retry_at:%Y-%m-%d %H:%M:%S} UTC.",
-            retry_at,
-            int(daily_cap),
-            "day",
-        )
-
-
-def _counted_times(ctx: Context, phase_id: str, user_id: str) -> list[datetime]:
-    """When the user's submissions to the phase that count were made, oldest first."""
-    rows = ctx.session.execute(
-        select(Run.created_at, Run.status, Run.summary)
-        .where(Run.phase_id == phase_id, Run.launched_by == user_id, Run.model_id.is_(None))
-        .order_by(Run.created_at)
-    )
-    return [at for at, status, summary in rows if _counts(status, summary)]
-
-
-def _counts(status: str, summary: dict[str, Any]) -> bool:
-    """Whether a submission uses up a slot: yes, unless it ended (failed or cancelled) before
-    any task scored it. The limits bound what a participant learns of the hidden data, and
-    such a one (the platform's failure, results the scorer could not read) taught nothing.
-    Codabench leaves out every failed submission; here one that ended after a task's scores
-    (kept as each task ends) counts, or failing the last task would make scores free."""
-    if status not in UNSCORED_ENDS:
-        return True
-    return any((summary or {}).get("tasks", {}).values())
 
 
 def _kind(ctx: Context, benchmark_id: str, names: list[str], kind: str) -> str:

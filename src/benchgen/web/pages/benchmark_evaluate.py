@@ -75,6 +75,8 @@ SUBSET_FIELDS = {
     "tags": "subset_tags",
 }
 MAX_FIELD_CHARS = 5000  # above every setting's own limit: the service says what is too long
+# A phase's position has at most this many digits; the service says which positions exist.
+MAX_PHASE_DIGITS = len(str(submissions.MAX_PHASE_INDEX))
 # What can stop a submission that the person can fix here: a closed phase, a used-up limit.
 _SUBMIT_REFUSALS = (InvalidInput, Conflict, RateLimited, NotFound, PermissionDenied)
 
@@ -175,8 +177,8 @@ def submit(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep) 
     typed = Submission(text_of(form, "phase"), text_of(form, "kind") or "auto")
     problems = Problems()
     found = read_upload(form, "submission", ctx.settings.max_submission_bytes, problems)
-    phase = int(typed.phase) if typed.phase.isdigit() else None
-    if found is None:
+    phase = _phase_index(typed.phase, problems)
+    if found is None or problems.summary:
         return _page(
             request, ctx, benchmark_id, "", status_code=422, submission=typed, problems=problems
         )
@@ -195,6 +197,17 @@ def submit(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep) 
             problems=problems,
         )
     return redirect(request, "run", flash="Submission queued.", run_id=run.id)
+
+
+def _phase_index(text: str, problems: Problems) -> int | None:
+    """The phase's position as sent (none: the phase open now); anything but a plain number
+    is a problem ("²" passes `isdigit` and fails `int`), never a quiet fall back to the default."""
+    if not text:
+        return None
+    if text.isascii() and text.isdigit() and len(text) <= MAX_PHASE_DIGITS:
+        return int(text)
+    problems.add("phase", "Phase", "must be a phase number")
+    return None
 
 
 def _page(
@@ -222,6 +235,7 @@ def _page(
             refusal, status_code = exc, exc.http_status
     settings_problems = Problems()
     error = said_by_field(refusal, settings_problems) if refusal else ""
+    current = _current_phase(ctx, benchmark_id)
     return render_tab(
         request,
         "benchmarks/evaluate.html",
@@ -236,7 +250,8 @@ def _page(
         phases=phases.list_phases(ctx, benchmark_id),
         quota=ratelimits.run_quota(ctx, benchmark_id),
         balance=credits.get_balance(ctx),
-        submission=submission or Submission(_current_phase(ctx, benchmark_id)),
+        current_phase=current,
+        submission=submission or Submission(current),
         problems=problems or Problems(),
         kinds=KINDS,
         max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
@@ -245,7 +260,7 @@ def _page(
 
 
 def _current_phase(ctx: Context, benchmark_id: str) -> str:
-    """The phase a fresh submission form preselects: the one a submission without a phase goes
-    to (the first open now), never simply the first, which may have ended."""
+    """The phase a fresh run or submission form preselects: the one either goes to without a
+    phase (the first open now), never simply the first, which may have ended."""
     position = submissions.current_phase(ctx, benchmark_id)
     return "" if position is None else str(position)
