@@ -19,7 +19,6 @@ from benchgen.core.statuses import RunStatus
 from benchgen.core.text import require_text
 from benchgen.db.tables import Benchmark, BundleVersion, LeaderboardEntry, Phase, Run, User
 from benchgen.services import access, audit
-from benchgen.services.benchmarks import _bundle_versions
 from benchgen.services.runs import _verdicts, settings
 from benchgen.services.runs.standings import Standing, ranked_entries
 from benchgen.services.specs import MAX_LIST, check_window
@@ -107,6 +106,10 @@ def _hidden_keys(ctx: Context, benchmark: Benchmark, version: int) -> frozenset[
             )
         ).first()
         if row is not None:
+            # Imported here: the bundle engine (Markdown, YAML) is for custom benchmarks only,
+            # and every run's view passes through this module (`benchgen run` starts faster).
+            from benchgen.services.benchmarks import _bundle_versions
+
             board = _bundle_versions.competition_of(row).leaderboards[0]
             hidden |= {c.key for c in board.columns if c.hidden}
     return frozenset(hidden)
