@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchgen.cli import common
 from benchgen.core.config import Settings
 
 
@@ -19,4 +20,8 @@ def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     monkeypatch.setenv("BENCHGEN_ARGON2_MEMORY_KIB", "64")
     monkeypatch.delenv("BENCHGEN_TOKEN", raising=False)
     monkeypatch.delenv("BENCHGEN_AGENT_MODEL", raising=False)
+    # Rich reads COLUMNS once, when a console is made: made afresh, each test's COLUMNS holds
+    # (a test that set 200 left the next one's 100 unread).
+    for made in (common.console, common.errors):
+        made.__dict__.pop("rich", None)
     yield

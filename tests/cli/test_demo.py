@@ -34,3 +34,29 @@ def test_the_qa_demo_scores_sentences_with_includes(world: World) -> None:
     # A small model answers "The capital of Australia is Canberra."; exact match scored it 0 %.
     assert world.do(ana, scoring.get_scoring, found["qa"])["method"] == "includes"
     assert world.do(ana, scoring.get_scoring, found["mcq"])["method"] == "choice"
+
+
+def test_the_demo_prints_the_public_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHGEN_PUBLIC_URL", "https://bench.example/")
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("BenchGen demo: https://bench.example  ·")
+    assert "https://bench.example/api/v1/me" in result.output
+    assert "8000" not in result.output
+
+
+def test_the_demo_says_its_url_is_only_the_servers_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BENCHGEN_PUBLIC_URL", raising=False)
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("BenchGen demo: http://127.0.0.1:8000  ·")
+    assert lines[1].startswith("(`benchgen serve`'s default address: if the server listens")
+
+
+def test_the_demo_prints_the_url_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHGEN_PUBLIC_URL", "https://bench.example")
+    result = runner.invoke(app, ["demo", "--url", "http://10.0.0.5:9000"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("BenchGen demo: http://10.0.0.5:9000  ·")
+    assert "default address" not in result.output

@@ -60,3 +60,11 @@ def test_training_names_the_option(world: World) -> None:
     assert " ".join(unknown.output.split()).startswith(
         "Error: --set epoch: no such hyperparameter; give one of epochs, learning_rate"
     )
+
+
+@pytest.mark.parametrize("option", ["--first", "--random"])
+def test_run_names_the_subset_option_typed(world: World, option: str) -> None:
+    ana = world.user("ana@example.com")
+    benchmark = world.benchmark(ana, QA)
+    ran = ["run", "--benchmark", benchmark, "--model", "mdl_builtin_random", option, "0"]
+    assert _refusal(*ran, "--as", "ana@example.com").startswith(f"Error: {option}: ")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -115,6 +117,21 @@ def save_download(target: Path, data: bytes, force: bool) -> None:
         say_error(f"cannot write {target}: {exc.strerror or exc}.")
         raise typer.Exit(1) from None
     console.print(f"Wrote {len(data)} bytes to {target}.")
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Read SIGTERM (systemd, `docker stop`) as Ctrl-C in the block, so that a command stops
+    as it would on Ctrl-C: by default the signal ended the process at once, mid-job. Only
+    the main thread may set a handler; in another (a test's) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def say_error(message: str) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from benchgen.cli.common import as_operator, as_user, console, open_runtime, prepare
 from benchgen.cli.helptext import App
+from benchgen.cli.server import HOST, PORT
 from benchgen.core.errors import NotFound
 from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, tokens, users
@@ -31,11 +32,17 @@ def _demo_specs() -> list[dict[str, Any]]:
 
 def seed_demo(
     url: Annotated[
-        str, typer.Option(help="Where the server will answer.")
-    ] = "http://127.0.0.1:8000",
+        str | None,
+        typer.Option(
+            help="Where the server will answer (default: BENCHGEN_PUBLIC_URL, else "
+            f"`benchgen serve`'s own address, http://{HOST}:{PORT}).",
+        ),
+    ] = None,
 ) -> None:
     """Create (once) the demo account and its benchmarks; print how to get in and a new token."""
     with open_runtime() as runtime:
+        assumed = not (url or runtime.settings.public_url)
+        url = (url or runtime.settings.public_url or f"http://{HOST}:{PORT}").rstrip("/")
         prepare(runtime)
         with as_operator(runtime) as ctx:
             try:
@@ -62,6 +69,12 @@ def seed_demo(
             # Every scope a user may hold, so the demo token can try every door (publish too).
             secret = tokens.create_token(ctx, "demo", [scope.value for scope in Scope], 30).secret
     console.print(f"BenchGen demo: {url}  ·  API docs: {url}/api/docs")
+    if assumed:
+        # Only a guess: the demo cannot know where a server started later will listen.
+        console.print(
+            "(`benchgen serve`'s default address: if the server listens elsewhere, give "
+            "`benchgen demo --url` or set BENCHGEN_PUBLIC_URL)"
+        )
     console.print(f"Sign in as {DEMO_EMAIL} with password {DEMO_PASSWORD}")
     # The ids `benchgen run --benchmark` and the other commands take.
     for made in demos:

@@ -18,6 +18,7 @@ from benchgen.cli.common import (
     labelled,
     open_runtime,
     say_error,
+    sigterm_as_interrupt,
     wrapping_table,
 )
 from benchgen.cli.helptext import App
@@ -173,7 +174,12 @@ def worker(
     ] = ",".join(queue.QUEUES),
 ) -> None:
     """Run standalone job workers until interrupted: with BENCHGEN_BROKER_URL they take the
-    broker's messages (Celery), without it they poll the configured database."""
+    broker's messages (Celery), without it they poll the configured database.
+
+    Ctrl-C or SIGTERM stops them after the jobs in hand: Celery waits for those to finish;
+    polling workers wait up to a minute, then give what is left back to the queue (the runs
+    go on with another worker, this attempt not counted).
+    """
     chosen = [name.strip() for name in queues.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(queue.QUEUES))
     if unknown or not chosen:
@@ -198,7 +204,8 @@ def worker(
                 raise typer.Exit(status)
             return
         kinds = frozenset().union(*(queue.QUEUES[name] for name in chosen))
-        _poll_workers(runtime, threads, kinds, chosen)
+        with sigterm_as_interrupt():
+            _poll_workers(runtime, threads, kinds, chosen)
 
 
 def _poll_workers(runtime: Runtime, threads: int, kinds: frozenset[str], chosen: list[str]) -> None:
@@ -209,8 +216,8 @@ def _poll_workers(runtime: Runtime, threads: int, kinds: frozenset[str], chosen:
             supervisor restarts it, where staying up left queued jobs waiting for ever.
     """
     started = start_workers(runtime, threads, kinds)
-    console.print(f"{threads} worker(s) running on {', '.join(chosen)}; Ctrl-C to stop.")
     try:
+        console.print(f"{threads} worker(s) running on {', '.join(chosen)}; Ctrl-C to stop.")
         while all(thread.is_alive() for _, thread in started):
             time.sleep(1)
     except KeyboardInterrupt:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -16,6 +17,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Typer labels a value by its Python type (`<str>`, `<int range>`); help reads better with what
 # to type, as Click used to write it.
 METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "list[str]": "TEXT"}
+# argparse's test of a negative number, which is a value rather than an option.
+NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 
 
 class Command(TyperCommand):
@@ -27,6 +30,27 @@ class Command(TyperCommand):
 
     def get_help_option(self, ctx: Context) -> TyperOption | None:
         return as_flag(super().get_help_option(ctx))
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        # Click read `admin set create_limit_per_day -1` as an unknown option "-1": the value
+        # never reached the setting's own rules. Let negative numbers through as values when
+        # they are the only words that name no option, so a mistyped option is still one.
+        known = {name for param in self.get_params(ctx) for name in param.opts}
+        if only_numbers_unknown(args, known):
+            ctx.ignore_unknown_options = True
+        return super().parse_args(ctx, args)
+
+
+def only_numbers_unknown(args: Sequence[str], known: set[str]) -> bool:
+    """Whether some words of `args` (before any `--`) look like options that are not in
+    `known`, and every one of them is a negative number."""
+    words = args[: args.index("--")] if "--" in args else args
+    unknown = [
+        word
+        for word in words
+        if word.startswith("-") and len(word) > 1 and word.partition("=")[0] not in known
+    ]
+    return bool(unknown) and all(NEGATIVE_NUMBER.fullmatch(word) for word in unknown)
 
 
 class Group(TyperGroup):

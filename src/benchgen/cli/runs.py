@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from benchgen.core.context import Principal
 
 POLL_S = 0.25
-# The run's fields as its options name them. The subset keeps its own name ("subset.n"): one
-# field that --first and --random both set.
+# The run's fields as its options name them; "subset.n" by whichever of --first and --random
+# set it (`run` adds it).
 RUN_OPTIONS = {
     "benchmark_id": "--benchmark",
     "model_id": "--model",
@@ -137,7 +137,8 @@ def run(
     if retry:
         _require_retry_alone(command)
     with open_runtime() as runtime:
-        with as_user(runtime, as_email) as ctx, by_option(RUN_OPTIONS):
+        named = {**RUN_OPTIONS, "subset.n": "--random" if draw is not None else "--first"}
+        with as_user(runtime, as_email) as ctx, by_option(named):
             if retry:
                 started = retries.retry_errored(ctx, retry)
             elif benchmark and model:
@@ -156,9 +157,12 @@ def run(
 
 
 def say_outcome(current: launch.RunView) -> None:
-    """The run's status line: its scores, errors and what it cost."""
+    """The run's status line: its scores, errors and what it cost, and how much of it was
+    done when it ended early (a cancelled run's accuracy read as the whole benchmark's)."""
     totals = f"{current.error_count} errors, {current.cost} credits"
-    console.print(f"{current.status}: {_scores(current)}, {totals}")
+    done, total = current.done_count, current.question_count
+    part = f" ({done}/{total} answered)" if done < total else ""
+    console.print(f"{current.status}{part}: {_scores(current)}, {totals}")
 
 
 def _require_retry_alone(command: typer.Context) -> None:

@@ -13,12 +13,13 @@ from benchgen.cli.lazy import lasting_imports
 
 commands = App()
 APP = "benchgen.app:create_app"  # by name: uvicorn imports it again in each worker process
+HOST, PORT = "127.0.0.1", 8000  # where `serve` listens unless told (`demo` says so too)
 
 
 @commands.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = HOST,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = PORT,
     workers: Annotated[
         int, typer.Option(min=1, help="Web server processes (each with its own job workers).")
     ] = 1,

@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -49,6 +50,7 @@ class Worker:
         self.lease = lease or timedelta(seconds=runtime.settings.job_lease_s)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{new_id('w')}"
         self.stopping = threading.Event()
+        self.job: Claimed | None = None  # the job its handler is working on
 
     def run_forever(self) -> None:
         """Work until `stop()`; waits up to `poll_s` whenever the queue is empty. A busy or
@@ -83,6 +85,20 @@ class Worker:
         self.stopping.set()
         queue.wake_workers()
 
+    def hand_back(self) -> None:
+        """Put the job being worked on back in the queue now, its attempt not counted, and
+        stop its handler without recording more: for a process ending before the job does.
+        Left held, the job waited for its lease to run out, and that attempt counted."""
+        job = self.job
+        if job is None:
+            return
+        job.lease_lost.set()  # the handler's stop probe: from now on nothing of it is ours
+        try:
+            with transaction(self.runtime, WORKER) as ctx:
+                queue.postpone(ctx, job.id, self.name, 0)
+        except Exception as exc:  # the process is ending: its lease hands the job on instead
+            log.warning("job %s: not handed back (%s)", job.id, type(exc).__name__)
+
     def run_once(self, job_id: str | None = None) -> bool:
         """Claim and handle at most one job (only `job_id` when given, as a broker's message
         names it); False when none was due or it was not this worker's to take."""
@@ -95,6 +111,7 @@ class Worker:
             self._give_up(job, "gave up: the worker holding it stopped answering")
             return True
         beating = _Heartbeat(self, job)
+        self.job = job
         try:
             with beating:
                 handler.run(self.runtime, job)
@@ -110,6 +127,8 @@ class Worker:
             log.warning("job %s attempt %s failed: %s", job.id, job.attempt, type(exc).__name__)
             self._after_failure(job, f"{type(exc).__name__}: {exc}")
             return True
+        finally:
+            self.job = None
         self._finish(job, JobStatus.DONE)
         return True
 
@@ -301,8 +320,16 @@ def start_workers(
 def stop_workers(
     started: list[tuple[Worker | Mailer, threading.Thread]], timeout_s: float = 10
 ) -> None:
-    """Ask every worker to stop and wait for them."""
+    """Ask every worker to stop and wait for them to finish their jobs, `timeout_s` in all;
+    the jobs of those still busy then (or when a second Ctrl-C ends the wait) go back to the
+    queue, for another worker to take at once."""
     for worker, _ in started:
         worker.stop()
-    for _, thread in started:
-        thread.join(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    try:
+        for _, thread in started:
+            thread.join(max(deadline - time.monotonic(), 0))
+    finally:
+        for worker, thread in started:
+            if isinstance(worker, Worker) and thread.is_alive():
+                worker.hand_back()
