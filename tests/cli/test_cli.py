@@ -151,7 +151,9 @@ def test_run_rescore_models_and_leaderboard_from_the_terminal(world: World) -> N
     )
     assert "completed: accuracy 50.0%" in printed
     run_id = printed.split("Run ")[1].split()[0]
-    assert "Dry run: 0 answers change" in _ok("rescore", run_id, "--as", "ana@example.com")
+    assert "Dry run: 0 answers would change" in _ok("rescore", run_id, "--as", "ana@example.com")
+    applied = _ok("rescore", run_id, "--apply", "--as", "ana@example.com")
+    assert "Applied: 0 answers changed; accuracy 0.5 → 0.5" in applied
     assert "Added" in _ok("leaderboard", "add", run_id, "--as", "ana@example.com")
     failed = runner.invoke(app, ["leaderboard", "add", run_id, "--as", "ana@example.com"])
     assert failed.exit_code == 1 and "already" in failed.output

@@ -57,9 +57,11 @@ def rescore(
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         result = rescoring.rescore_run(ctx, run_id, settings, apply)
     before, after = result.before.get("accuracy"), result.after.get("accuracy")
+    changed = plural(result.changed_count, "answer")
     console.print(
-        f"{'Applied' if apply else 'Dry run'}: {result.changed_count} answers change; "
-        f"accuracy {before} → {after}"
+        f"Applied: {changed} changed; accuracy {before} → {after}"
+        if apply
+        else f"Dry run: {changed} would change; accuracy {before} → {after}"
     )
     for change in result.changes[:20]:
         console.print(

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
-from benchgen.core.text import MAX_TITLE
+from benchgen.core.text import MAX_TITLE, plural
 from benchgen.db.tables import Dataset
 from benchgen.services import access
 from benchgen.services.accounts import _ledger
@@ -138,7 +138,7 @@ class TrainingPlan:
             [
                 f"Train {self.name!r}: {self.job_type} of {self.base_model_name} "
                 f"({self.base_param_count / 1e6:.0f}M parameters)",
-                f"Dataset: {self.dataset_name} ({self.dataset_rows} rows, "
+                f"Dataset: {self.dataset_name} ({plural(self.dataset_rows, 'row')}, "
                 f"~{self.dataset_tokens} tokens)",
                 f"Hyperparameters: {hyper}",
                 f"Steps: {self.total_steps}; memory ~{self.memory_estimate_mib} MiB "
