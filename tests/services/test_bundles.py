@@ -38,7 +38,7 @@ from tests.bundle_factory import (
     zip_of,
 )
 from tests.services.test_runs import work_all
-from tests.support import World
+from tests.support import QA, World
 
 
 @pytest.fixture(autouse=True)
@@ -256,6 +256,14 @@ def test_new_version_keeps_old_runs_and_token_cannot_change_phases(
     assert web_view.version == 3
     download = world.do(Principal.web(ana), bundles.download_bundle, bm, 1)
     assert download.data[:2] == b"PK"
+
+
+def test_a_qa_benchmark_is_said_to_have_no_bundle(world: World) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, QA)
+    for read in (bundles.download_bundle, bundles.get_bundle):
+        with pytest.raises(NotFound, match="qa benchmark: only custom benchmarks have a bundle"):
+            world.do(Principal.web(ana), read, bm)
 
 
 def test_strangers_cannot_download_and_max_submissions_holds(

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from benchgen.bundles.competition import CompetitionSpec
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict
+from benchgen.core.errors import Conflict, NotFound
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Benchmark, BundleVersion, Phase, PhaseTask, Run, Task
@@ -247,7 +247,7 @@ def get_bundle(ctx: Context, benchmark_id: str) -> BundleView:
         NotFound: not visible, or not a custom benchmark.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ)
-    version = _bundle_versions.version_row(ctx, row.id, None)
+    version = _version_of(ctx, row, None)
     team = access.can(ctx, Action.BENCHMARK_READ_KEY, row)
     spec = _bundle_versions.competition_of(version)
     public = spec.to_json()
@@ -280,9 +280,24 @@ def download_bundle(ctx: Context, benchmark_id: str, version: int | None = None)
         PermissionDenied: not the benchmark's team.
     """
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ_KEY)
-    stored = _bundle_versions.version_row(ctx, row.id, version)
+    stored = _version_of(ctx, row, version)
     data = store_for(ctx.settings).read_bytes(stored.storage_key)
     return Download(f"{row.id}-v{stored.version}.zip", data)
+
+
+def _version_of(ctx: Context, row: Benchmark, version: int | None) -> BundleVersion:
+    """A custom benchmark's bundle version (`version_row`); a qa or mcq benchmark has none,
+    which the error says rather than "no such version".
+
+    Raises:
+        NotFound: not a custom benchmark, or no such version.
+    """
+    if row.format != "custom":
+        raise NotFound(
+            f"This is a {row.format} benchmark: only custom benchmarks have a bundle.",
+            {"id": row.id, "format": row.format},
+        )
+    return _bundle_versions.version_row(ctx, row.id, version)
 
 
 def _versions(ctx: Context, benchmark_id: str) -> list[dict[str, Any]]:
