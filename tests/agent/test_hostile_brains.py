@@ -118,7 +118,8 @@ def test_a_reply_asking_for_a_cookie_or_a_secret_printed_by_a_command_is_withhel
     world: World, api: Principal, ask: str
 ) -> None:
     turn = say(world.rt, api, new_conversation(world.rt, api), Script([ask]).brain(), "hi")
-    assert "withheld" in turn.reply and ask not in turn.reply
+    assert "withheld because it asked for a secret (a token, password or cookie)" in turn.reply
+    assert ask not in turn.reply
 
 
 def test_instructions_in_a_question_approve_nothing_and_phish_nothing(

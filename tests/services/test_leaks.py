@@ -482,7 +482,7 @@ def test_a_line_quoting_someones_phishing_title_goes_and_the_rest_of_the_list_st
     assert lines[:3] == ["Benchmarks you can see:", "- Capitals (bm_a)", leaks.WITHHELD_LINE]
     partly = world.ctx_call(OPERATOR, lambda ctx: leaks.withheld_notice(ctx, partly=True))
     assert done.reply.endswith(partly)
-    assert "password?" not in done.reply.replace("token or password", "")
+    assert "password?" not in done.reply
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def screen_value(ctx: Context, value: Any, origin: Origin = Origin.TOOL_OUTPUT) 
     return ScreenedValue(cleaned, _kinds(findings), _revoke_tokens(ctx, findings, origin))
 
 
-WITHHELD_LINE = "[withheld: this line asked for a token or password]"
+WITHHELD_LINE = "[withheld: this line asked for a secret]"
 
 
 def screen_reply(ctx: Context, text: str, quoted: str = "") -> Screened:
@@ -176,9 +176,10 @@ def withheld_notice(ctx: Context, partly: bool = False) -> str:
     secret (A14)."""
     what = "A line of this reply was" if partly else "This reply was"
     return (
-        f"{what} withheld because it asked for a token or password. BenchGen's agent "
-        "never needs one: it already acts with your permissions. Never paste a token or "
-        f"password into the chat; you manage your API tokens at {ctx.settings.link(TOKENS_PAGE)}."
+        f"{what} withheld because it asked for a secret (a token, password or cookie). "
+        "BenchGen's agent never needs one: it already acts with your permissions. Never paste "
+        "a token, password or cookie into the chat; you manage your API tokens at "
+        f"{ctx.settings.link(TOKENS_PAGE)}."
     )
 
 
