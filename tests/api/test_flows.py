@@ -107,10 +107,10 @@ def test_create_returns_201_with_warnings_and_quota_headers(
     assert body["benchmark"]["question_count"] == 2
     assert body["benchmark"]["created_door"].startswith("api:tok_")
     assert body["benchmark"]["visibility"] == "private"
-    assert {"loc": ["questions", 1, "prompt"], "msg": "same prompt as question 1"} in body[
+    assert {"loc": ["body", "questions", 1, "prompt"], "msg": "same prompt as question 1"} in body[
         "warnings"
     ]
-    assert any(w["loc"] == ["questions", 1, "answer"] for w in body["warnings"])
+    assert any(w["loc"] == ["body", "questions", 1, "answer"] for w in body["warnings"])
     assert response.headers["X-RateLimit-Limit"] == "3"
     assert response.headers["X-RateLimit-Remaining"] == "2"
     reset = clock.now() + timedelta(minutes=1)

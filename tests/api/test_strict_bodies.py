@@ -113,7 +113,7 @@ def test_a_key_given_twice_is_refused_at_its_name(
     assert "max_credits" in answer.json()["error"]["message"]
     nested = '{"method": "includes", "options": {"case": true, "case": false}}'
     scoring = client.put(f"/api/v1/benchmarks/{bm}/scoring", content=nested, headers=headers)
-    assert _refused_at(scoring) == [["body", "case"]]
+    assert _refused_at(scoring) == [["body", "options", "case"]]
     assert client.get("/api/v1/runs", headers=auth).json()["items"] == []
     # Without a valid token, that is not explained: 401 comes first, as for any bad body.
     anonymous = {"Content-Type": "application/json"}

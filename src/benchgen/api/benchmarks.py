@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from benchgen.api.deps import ContextDep
-from benchgen.api.errors import COMMON, responses
+from benchgen.api.errors import COMMON, placed, responses
 from benchgen.api.paging import Cursor, Keyset, by_position, newest, page, standings
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import (
@@ -21,7 +22,7 @@ from benchgen.core.context import Context
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import imports, lifecycle
 from benchgen.services.benchmarks.imports import ImportIn
-from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
+from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview, Created
 from benchgen.services.keysets import Newest
 from benchgen.services.runs import leaderboards
 from benchgen.services.runs.leaderboards import Leaderboard, Row
@@ -48,6 +49,8 @@ BENCHMARKS: Keyset[BenchmarkView, Newest] = newest(
 )
 QUESTIONS = by_position("questions")
 STANDINGS = standings("leaderboard")
+# Phase ids are BenchGen's (`ph_` and 20 characters): a longer one names none, and is not echoed.
+PhaseId = Annotated[str | None, Query(max_length=64)]
 # A leaderboard's cursor carries the last row's score in every column: longer than others.
 BoardCursor = Annotated[
     str | None,
@@ -79,12 +82,14 @@ def list_benchmarks(
     responses=CREATION,
     openapi_extra={"x-scope": "create"},
 )
-def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> dict[str, Any]:
+def create_benchmark(
+    ctx: ContextDep, body: BenchmarkIn, request: Request, response: Response
+) -> dict[str, Any]:
     """Create a qa or mcq benchmark with its questions (at most 10 a day and 3 a minute,
     together with the agent's). Duplicates come back as `warnings`."""
     created = lifecycle.create_benchmark(ctx, body)
     quota_headers(ctx, response)
-    return {"benchmark": created.benchmark, "warnings": created.warnings}
+    return created_reply(request, created)
 
 
 @router.post(
@@ -94,11 +99,18 @@ def create_benchmark(ctx: ContextDep, body: BenchmarkIn, response: Response) -> 
     responses=CREATION,
     openapi_extra={"x-scope": "create"},
 )
-def import_benchmark(ctx: ContextDep, body: ImportIn, response: Response) -> dict[str, Any]:
+def import_benchmark(
+    ctx: ContextDep, body: ImportIn, request: Request, response: Response
+) -> dict[str, Any]:
     """Create a benchmark from a JSONL or CSV file's text (counts against the creation limit)."""
     created = imports.import_benchmark(ctx, body)
     quota_headers(ctx, response)
-    return {"benchmark": created.benchmark, "warnings": created.warnings}
+    return created_reply(request, created)
+
+
+def created_reply(request: Request, created: Created) -> dict[str, Any]:
+    """A new benchmark and its warnings, each `loc` led by its place as a refusal's are."""
+    return {"benchmark": created.benchmark, "warnings": placed(request, created.warnings)}
 
 
 def quota_headers(ctx: Context, response: Response) -> None:
@@ -154,7 +166,7 @@ def get_run_quota(ctx: ContextDep, benchmark_id: str) -> ratelimits.Quota | None
 def get_leaderboard(
     ctx: ContextDep,
     benchmark_id: str,
-    phase_id: str | None = None,
+    phase_id: PhaseId = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: BoardCursor = None,
 ) -> dict[str, Any]:
@@ -179,10 +191,12 @@ def get_leaderboard(
     responses=responses(409),
     openapi_extra={"x-scope": "edit"},
 )
-def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> dict[str, Any]:
+def edit_benchmark(
+    ctx: ContextDep, benchmark_id: str, body: BenchmarkChange, request: Request
+) -> dict[str, Any]:
     """Change title, description and/or the full question list (409 once questions froze)."""
     view, change = lifecycle.edit_benchmark(ctx, benchmark_id, body)
-    return {"benchmark": view, "change": change}
+    return {"benchmark": view, "change": _placed_change(request, change)}
 
 
 @router.post(
@@ -191,9 +205,16 @@ def edit_benchmark(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) ->
     responses=responses(409),
     openapi_extra={"x-scope": "read"},
 )
-def preview_change(ctx: ContextDep, benchmark_id: str, body: BenchmarkChange) -> ChangePreview:
+def preview_change(
+    ctx: ContextDep, benchmark_id: str, body: BenchmarkChange, request: Request
+) -> ChangePreview:
     """What a change would do, validated against the benchmark now; applies nothing."""
-    return lifecycle.preview_benchmark_change(ctx, benchmark_id, body)
+    preview = lifecycle.preview_benchmark_change(ctx, benchmark_id, body)
+    return _placed_change(request, preview)
+
+
+def _placed_change(request: Request, change: ChangePreview) -> ChangePreview:
+    return replace(change, warnings=placed(request, change.warnings))
 
 
 @router.post(

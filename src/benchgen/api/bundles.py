@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 
-from benchgen.api.benchmarks import CREATION, quota_headers
+from benchgen.api.benchmarks import CREATION, created_reply, quota_headers
 from benchgen.api.deps import ContextDep, WorkDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.files import attachment, read_upload
@@ -40,6 +40,7 @@ ZIP: dict[int | str, dict[str, Any]] = {
 )
 def upload_bundle(
     work: WorkDep,
+    request: Request,
     response: Response,
     bundle: Annotated[UploadFile, File(description="A Codabench v2 bundle (.zip)")],
 ) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def upload_bundle(
     with work.opened() as ctx:
         created = bundles.upload_bundle(ctx, data, name, checked)
         quota_headers(ctx, response)
-    return {"benchmark": created.benchmark, "warnings": created.warnings}
+    return created_reply(request, created)
 
 
 @router.get(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
@@ -10,10 +9,10 @@ from fastapi import APIRouter, File, Form, Query, UploadFile
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import read_upload
+from benchgen.api.json_bodies import field_json
 from benchgen.api.paging import Cursor, Keyset, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import Page
-from benchgen.core.errors import invalid
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetFormat, DatasetView
 from benchgen.services.keysets import Newest
@@ -56,14 +55,7 @@ def upload_dataset(
     come back with their line or row number, and nothing is stored unless all rows are valid.
     The token estimate is characters / 4."""
     data = read_upload(file, "file", ctx.settings.max_dataset_bytes)
-    try:
-        fields = json.loads(mapping)
-    except json.JSONDecodeError as exc:
-        raise invalid(["mapping"], f"is not JSON ({exc.msg})") from None
-    except ValueError:
-        # json's only other ValueError: an integer past Python's limit on digits to convert.
-        raise invalid(["mapping"], "is not JSON (a number has too many digits)") from None
-    spec = {"name": name, "format": format, "mapping": fields}
+    spec = {"name": name, "format": format, "mapping": field_json(mapping, "mapping")}
     return datasets.upload_dataset(ctx, data, file.filename or "upload", spec)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from benchgen.api.benchmarks import PhaseId
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import attachment
@@ -26,7 +27,7 @@ def export_leaderboard(
     ctx: ContextDep,
     benchmark_id: str,
     format: Annotated[str, Query(pattern="^(csv|json)$")] = "csv",
-    phase_id: Annotated[str | None, Query(max_length=64)] = None,
+    phase_id: PhaseId = None,
 ) -> Response:
     """Download a phase's ranked leaderboard (the first phase by default) as CSV or JSON; text
     a spreadsheet would run as a formula starts with `'` in the CSV."""

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 
-from benchgen.api.benchmarks import CREATION, quota_headers
+from benchgen.api.benchmarks import CREATION, created_reply, quota_headers
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON
 from benchgen.api.files import attachment, read_upload
+from benchgen.api.json_bodies import field_json
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import CreatedBenchmark
-from benchgen.core.errors import invalid
 from benchgen.services.benchmarks import exports, file_rows, imports
 
 router = APIRouter(
@@ -38,6 +37,7 @@ FILES: dict[int | str, dict[str, Any]] = {
 )
 def import_file(
     ctx: ContextDep,
+    request: Request,
     response: Response,
     file: Annotated[UploadFile, File(description="JSONL, CSV, Parquet or a datasets file")],
     title: Annotated[str, Form(max_length=200)],
@@ -52,10 +52,7 @@ def import_file(
     """Create a benchmark from an uploaded file through a field mapping (counts against the
     creation limit). Every row's problem comes back with its line or row number."""
     data = read_upload(file, "file", ctx.settings.max_import_bytes)
-    try:
-        fields = json.loads(mapping)
-    except json.JSONDecodeError as exc:
-        raise invalid(["mapping"], f"is not JSON ({exc.msg})") from None
+    fields = field_json(mapping, "mapping")
     spec = {
         "title": title,
         "description": description,
@@ -66,7 +63,7 @@ def import_file(
     }
     created = imports.import_file(ctx, data, file.filename or "upload", spec)
     quota_headers(ctx, response)
-    return {"benchmark": created.benchmark, "warnings": created.warnings}
+    return created_reply(request, created)
 
 
 @router.get(

@@ -130,7 +130,9 @@ class BenchmarkIn(BaseModel):
 
     model_config = STRICT
 
-    title: Title = Field(max_length=MAX_TITLE, examples=["World capitals"])
+    # Its rule is the service's (`lifecycle.title_problems`): checked with the questions, so
+    # one reply lists every problem of both.
+    title: str = Field(max_length=MAX_TITLE, examples=["World capitals"])
     format: Literal["qa", "mcq"]
     description: Text = Field("", max_length=MAX_DESCRIPTION)
     questions: list[QuestionIn] = Field(default_factory=list, max_length=MAX_QUESTIONS)
@@ -141,7 +143,7 @@ class BenchmarkChange(BaseModel):
 
     model_config = STRICT
 
-    title: BoundedTitle | None = None
+    title: Annotated[str, StringConstraints(max_length=MAX_TITLE)] | None = None  # rule: as above
     description: BoundedText | None = None
     questions: list[QuestionIn] | None = Field(None, max_length=MAX_QUESTIONS)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from benchgen.core.context import Context
-from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.evals.prompts import LABELS, render_prompt
 from benchgen.evals.types import Item
@@ -49,8 +49,7 @@ def export_benchmark(ctx: Context, benchmark_id: str, fmt: str) -> Export:
     row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_READ_KEY)
     if fmt not in FORMATS:
         raise invalid(["format"], f"must be one of {', '.join(FORMATS)}")
-    if row.format not in ("qa", "mcq"):
-        raise invalid(["format"], "only qa and mcq benchmarks can be exported; download the bundle")
+    _exportable(row.format)
     questions = _question_store.load_canonical(ctx, benchmark_id)
     if fmt == "jsonl":
         return Export(f"{row.id}.jsonl", "application/x-ndjson", _jsonl(questions))
@@ -59,7 +58,7 @@ def export_benchmark(ctx: Context, benchmark_id: str, fmt: str) -> Export:
     dataset = _lines(rows)
     if fmt == "inspect":
         files = {
-            "task.py": templates.INSPECT_TASK.format(name=name, fmt=_fmt(row.format)),
+            "task.py": templates.INSPECT_TASK.format(name=name, fmt=_exportable(row.format)),
             "README.md": templates.INSPECT_README,
         }
     else:
@@ -77,18 +76,26 @@ def task_name(benchmark_id: str) -> str:
         InvalidInput: the id is not BenchGen's shape (it never is; this guards the templates).
     """
     if not _SAFE_ID.fullmatch(benchmark_id):
-        raise InvalidInput("This benchmark id cannot name a task.", [])
+        raise invalid(["benchmark_id"], "cannot name a task: letters, digits and _ only")
     return f"benchgen_{benchmark_id.lower()}"
 
 
-def _fmt(fmt: str) -> str:
+def _exportable(fmt: str) -> str:
+    """`fmt`, a benchmark's format, when its questions can be exported.
+
+    Raises:
+        InvalidInput: a custom (bundle) benchmark, which has no questions to export.
+    """
     if fmt not in ("qa", "mcq"):
-        raise InvalidInput("Only qa and mcq benchmarks can be exported.", [])
+        # The benchmark named is the problem, not the export format asked for.
+        raise invalid(
+            ["benchmark_id"], "a custom benchmark: only qa and mcq ones export; download its bundle"
+        )
     return fmt
 
 
 def _lm_eval_yaml(name: str, fmt: str) -> str:
-    mcq = _fmt(fmt) == "mcq"
+    mcq = _exportable(fmt) == "mcq"
     return templates.LM_EVAL_TASK.format(
         name=name,
         answer=templates.LM_EVAL_MCQ if mcq else templates.LM_EVAL_QA,

@@ -4,19 +4,20 @@ field by field, checked row by row, then created."""
 from __future__ import annotations
 
 import string
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchgen.core.context import Context
-from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.errors import InvalidInput, invalid, invalid_all
 from benchgen.core.permissions import Action
 from benchgen.core.text import MAX_DESCRIPTION, MAX_TITLE
 from benchgen.services import access
 from benchgen.services.benchmarks import file_rows, lifecycle, mapping
 from benchgen.services.benchmarks.lifecycle import Created
 from benchgen.services.benchmarks.mapping import FieldMap, Preset, RowProblem
-from benchgen.services.specs import MAX_QUESTIONS, Text, Title, parse
+from benchgen.services.specs import MAX_QUESTIONS, Text, parse
 
 MAX_CONTENT = 50_000_000
 CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]
@@ -30,7 +31,7 @@ class ImportIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    title: Title = Field(max_length=MAX_TITLE, examples=["Imported capitals"])
+    title: str = Field(max_length=MAX_TITLE, examples=["Imported capitals"])  # see _with_title
     format: Literal["qa", "mcq"]
     description: Text = Field("", max_length=MAX_DESCRIPTION)
     content_format: Literal["jsonl", "csv"] = "jsonl"
@@ -51,19 +52,23 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(ImportIn, data)
     reader = _jsonl if spec.content_format == "jsonl" else _csv
-    # A leading byte-order mark (Excel's "CSV UTF-8") is no text: the file route drops it too.
-    rows = reader(spec.content.removeprefix("\ufeff"))
+    try:
+        # A leading byte-order mark (Excel's "CSV UTF-8") is no text: the file route drops it.
+        rows = reader(spec.content.removeprefix("\ufeff"))
+    except InvalidInput as exc:
+        raise _with_title(spec.title, exc) from None
     body = {
         "title": spec.title,
         "format": spec.format,
         "description": spec.description,
         "questions": [question for _, question in rows],
     }
+    numbers = [number for number, _ in rows]
     try:
-        return lifecycle.create_benchmark(ctx, body)
+        created = lifecycle.create_benchmark(ctx, body)
     except InvalidInput as exc:
-        numbers = [number for number, _ in rows]
         raise _by_row(exc, numbers, spec.content_format, "content") from None
+    return _warned_by_row(created, numbers, "content")
 
 
 class FileImportIn(BaseModel):
@@ -76,7 +81,7 @@ class FileImportIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    title: Title = Field(max_length=MAX_TITLE, examples=["Imported capitals"])
+    title: str = Field(max_length=MAX_TITLE, examples=["Imported capitals"])  # see _with_title
     format: Literal["qa", "mcq"] | None = None
     description: Text = Field("", max_length=MAX_DESCRIPTION)
     file_format: file_rows.FileFormat = "auto"
@@ -101,22 +106,43 @@ def import_file(
     access.require(ctx, Action.BENCHMARK_CREATE)
     settings = parse(FileImportIn, spec)
     kind = file_rows.file_kind(settings.file_format, filename, data)
-    rows, unreadable = file_rows.rows_and_problems(kind, data)
-    if not rows:
-        raise invalid(["file"], "has no rows")
-    if len(rows) > MAX_QUESTIONS:
-        raise invalid(["file"], f"at most {MAX_QUESTIONS} questions ({len(rows)} rows)")
-    fmt, questions = _mapped(settings, rows, kind, unreadable)
+    try:
+        rows, fmt, questions = _read(settings, data, kind)
+    except InvalidInput as exc:
+        raise _with_title(settings.title, exc) from None
     body = {
         "title": settings.title,
         "format": fmt,
         "description": settings.description,
         "questions": questions,
     }
+    numbers = [number for number, _ in rows]
     try:
-        return lifecycle.create_benchmark(ctx, body)
+        created = lifecycle.create_benchmark(ctx, body)
     except InvalidInput as exc:
-        raise _by_row(exc, [number for number, _ in rows], kind) from None
+        raise _by_row(exc, numbers, kind) from None
+    return _warned_by_row(created, numbers)
+
+
+def _read(
+    settings: FileImportIn, data: bytes, kind: str
+) -> tuple[list[tuple[int, dict[str, Any]]], str, list[dict[str, Any]]]:
+    """The file's rows, the benchmark's format and its questions."""
+    rows, unreadable = file_rows.rows_and_problems(kind, data)
+    if not rows:
+        raise invalid(["file"], "has no rows")
+    if len(rows) > MAX_QUESTIONS:
+        raise invalid(["file"], f"at most {MAX_QUESTIONS} questions ({len(rows)} rows)")
+    fmt, questions = _mapped(settings, rows, kind, unreadable)
+    return rows, fmt, questions
+
+
+def _with_title(title: str, exc: InvalidInput) -> InvalidInput:
+    """`exc`, a file that could not be read into questions, with the title's problems first:
+    the title is checked with the questions (`lifecycle.check_new`), which a file that fails
+    to read never reaches, and one reply lists every problem."""
+    problems = lifecycle.title_problems(title)
+    return invalid_all([*problems, *exc.errors]) if problems else exc
 
 
 def _mapped(
@@ -153,13 +179,25 @@ def _mapped(
 
 def _by_row(exc: InvalidInput, numbers: list[int], kind: str, field: str = "file") -> InvalidInput:
     """Validation's places (`questions.3.answer`) as the file's (`file`, line 5, `answer`)."""
-    problems = []
-    for problem in exc.errors:
+    problems = _rows_placed(exc.errors, numbers, field)
+    return file_rows.summary(problems, kind) if problems else exc
+
+
+def _warned_by_row(created: Created, numbers: list[int], field: str = "file") -> Created:
+    """`created` with its warnings placed by line or row, as a refusal's problems are."""
+    return replace(created, warnings=_rows_placed(created.warnings, numbers, field))
+
+
+def _rows_placed(
+    problems: list[dict[str, Any]], numbers: list[int], field: str
+) -> list[dict[str, Any]]:
+    placed = []
+    for problem in problems:
         loc = list(problem.get("loc", []))
         if loc[:1] == ["questions"] and len(loc) >= 2 and isinstance(loc[1], int):
             loc = [field, numbers[loc[1]], *loc[2:]]
-        problems.append({**problem, "loc": loc})
-    return file_rows.summary(problems, kind) if problems else exc
+        placed.append({**problem, "loc": loc})
+    return placed
 
 
 def _jsonl(content: str) -> list[tuple[int, dict[str, Any]]]:

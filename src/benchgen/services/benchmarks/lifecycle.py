@@ -11,10 +11,11 @@ from typing import Any
 from sqlalchemy import Select, bindparam, func, select, update
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, Frozen, invalid
+from benchgen.core.errors import Conflict, Frozen, InvalidInput, invalid, invalid_all
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, Role
 from benchgen.core.statuses import RUN_ACTIVE
+from benchgen.core.text import name_problem
 from benchgen.db.tables import Benchmark, Question, Run
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
@@ -25,6 +26,7 @@ from benchgen.services.specs import (
     MAX_QUESTIONS,
     BenchmarkChange,
     BenchmarkIn,
+    QuestionIn,
     check_window,
     parse,
 )
@@ -94,8 +96,7 @@ def create_benchmark(ctx: Context, data: BenchmarkIn | dict[str, Any]) -> Create
     """
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(BenchmarkIn, data)
-    _check_title(spec.title)
-    checked = questions.validate_questions(spec.format, spec.questions)
+    checked = check_new(spec)
     benchmark_id = new_id("bm")
     ratelimits.consume_creation(ctx, benchmark_id)
     now = ctx.now()
@@ -301,11 +302,10 @@ def _plan_change(
         after = getattr(change, name)
         if after is not None and after != getattr(row, name):
             metadata[name] = {"before": getattr(row, name), "after": after}
-    if "title" in metadata:
-        _check_title(metadata["title"]["after"])
+    problems = title_problems(metadata["title"]["after"]) if "title" in metadata else []
     diff, new_list, warnings = None, None, []
     if change.questions is not None:
-        checked = questions.validate_questions(row.format, change.questions)
+        checked = _with_questions(problems, row.format, change.questions)
         current = _question_store.load_canonical(ctx, row.id)
         if checked.questions != current:
             if is_frozen(row):
@@ -320,6 +320,8 @@ def _plan_change(
                 checked.questions,
                 checked.warnings,
             )
+    elif problems:
+        raise invalid_all(problems)
     after = row.version + 1 if new_list is not None else row.version
     return ChangePreview(row.id, metadata, diff, row.version, after, warnings), new_list
 
@@ -406,9 +408,33 @@ def is_frozen(row: Benchmark) -> bool:
     return row.format in FROZEN_FORMATS and row.questions_frozen_at is not None
 
 
-def _check_title(title: str) -> None:
-    if not title:
-        raise invalid(["title"], "must not be empty")
+def check_new(spec: BenchmarkIn) -> questions.Validated:
+    """A new benchmark's questions, checked with its title: every problem of both at once.
+
+    Raises:
+        InvalidInput: each problem of the title and of every question, with its place.
+    """
+    return _with_questions(title_problems(spec.title), spec.format, spec.questions)
+
+
+def title_problems(title: str) -> list[dict[str, Any]]:
+    """What is wrong with a benchmark's title (the one rule every door's title meets), as
+    problems to report together with the questions': none when it can be used."""
+    problem = name_problem(title)
+    return [] if problem is None else [{"loc": ["title"], "msg": problem}]
+
+
+def _with_questions(
+    problems: list[dict[str, Any]], fmt: str, items: list[QuestionIn]
+) -> questions.Validated:
+    """The questions checked, refused with `problems` found before: one reply lists all."""
+    try:
+        checked = questions.validate_questions(fmt, items)
+    except InvalidInput as exc:
+        raise invalid_all([*problems, *exc.errors]) from None
+    if problems:
+        raise invalid_all(problems)
+    return checked
 
 
 def _question_count(ctx: Context, benchmark_id: str) -> int:

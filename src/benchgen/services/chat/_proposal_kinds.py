@@ -127,11 +127,8 @@ def prepare(
 def _prepare_create(ctx: Context, arguments: dict[str, Any]) -> Prepared:
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(BenchmarkIn, arguments)
-    if not spec.title:
-        # The same rule create_benchmark applies, checked now so the user never approves a
-        # benchmark that cannot be created.
-        raise invalid(["title"], "must not be empty")
-    checked = questions.validate_questions(spec.format, spec.questions)
+    # The check create_benchmark applies, now: the user never approves one it would refuse.
+    checked = lifecycle.check_new(spec)
     canonical = {**spec.model_dump(), "questions": _question_args(checked.questions)}
     shown = [question.as_dict() for question in checked.questions]
     preview = {
