@@ -90,6 +90,23 @@ def test_a_removed_participant_is_told_why_a_run_or_submission_is_refused(site: 
     assert site.world.do(owner, launch.list_runs, bm) == []
 
 
+def test_a_removed_participant_is_offered_no_form_that_would_be_refused(site: Site) -> None:
+    """The overview offered them the join form and the Evaluate tab its run and submission
+    forms, each refused once sent."""
+    bm, owner = site.benchmark, Principal.web(site.ana)
+    site.world.do(Principal.web(site.bob), members.join_benchmark, bm, True)
+    site.world.do(owner, members.set_participant_status, bm, site.bob, "removed")
+    for path in (f"/benchmarks/{bm}", f"/benchmarks/{bm}/evaluate?model_id=mdl_builtin_echo"):
+        page = site.browser.page(path)
+        note = page.select_one("main [role=status]")
+        assert note is not None and "the owner removed you" in note.get_text()
+        actions = [form.get("action", "") for form in page.select("main form")]
+        assert not any(a.endswith(("/join", "/evaluate", "/submissions")) for a in actions)
+    site.world.do(owner, members.set_participant_status, bm, site.bob, "active")
+    page = site.browser.page(f"/benchmarks/{bm}/evaluate?model_id=mdl_builtin_echo")
+    assert page.select_one("form[action$='/evaluate'][method=post]") is not None
+
+
 @pytest.mark.parametrize("typed", ["²", "abc", "1.0", "9" * 5000])
 def test_a_phase_that_is_not_a_number_is_refused_naming_it(site: Site, typed: str) -> None:
     """A "²" passed isdigit() and failed int() (a 500); other text went to the default phase."""

@@ -95,9 +95,7 @@ def explain(
         and action in _BARRED_WHEN_REMOVED
         and _removed(ctx, user, benchmark)
     ):
-        return Decision(
-            False, "the owner removed you from this benchmark; only they can let you back"
-        )
+        return Decision(False, REMOVED)
     if not matching:
         held = ", ".join(sorted(roles))
         reason = f"only {_who(rule.roles)} can {rule.summary}; your role here is {held}"
@@ -111,6 +109,7 @@ def explain(
 # benchmark: removal bars them from its work (running, submitting, joining again) until the
 # owner lets them back, not from reading what everyone may read.
 _BARRED_WHEN_REMOVED = frozenset({Action.RUN_LAUNCH, Action.BENCHMARK_JOIN})
+REMOVED = "the owner removed you from this benchmark; only they can let you back"
 
 
 def _removed(ctx: Context, user: User, benchmark: Benchmark | None) -> bool:

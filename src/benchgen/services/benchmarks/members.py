@@ -173,8 +173,22 @@ def _refuse_rejoin(ctx: Context, benchmark_id: str) -> None:
     if existing is None:
         return
     if existing.status == "removed":
-        raise Conflict("The owner removed you from this benchmark; only they can let you back.")
+        raise Conflict(f"{access.REMOVED.capitalize()}.")
     raise Conflict("You are already a participant.")
+
+
+def removal_note(ctx: Context, benchmark_id: str) -> str | None:
+    """Why the acting person, who may read this benchmark, may not run on it, submit to it or
+    join it: the owner removed them as a participant (None when that is not so, or another
+    role lets them run). For pages, to say so instead of offering forms that would be refused."""
+    user_id = ctx.principal.user_id
+    benchmark = ctx.session.get(Benchmark, benchmark_id)
+    if user_id is None or benchmark is None:
+        return None
+    row = ctx.session.get(Participant, (benchmark_id, user_id))
+    if row is None or row.status != "removed" or access.can(ctx, Action.RUN_LAUNCH, benchmark):
+        return None
+    return f"You may not run models, submit or join here: {access.REMOVED}."
 
 
 def set_participant_status(ctx: Context, benchmark_id: str, user_id: str, status: str) -> None:

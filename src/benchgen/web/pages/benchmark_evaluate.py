@@ -22,7 +22,7 @@ from benchgen.core.errors import (
 )
 from benchgen.services import models
 from benchgen.services.accounts import credits, ratelimits
-from benchgen.services.benchmarks import lifecycle, phases
+from benchgen.services.benchmarks import lifecycle, members, phases
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runs.launch import Estimate
 from benchgen.services.runtime import undo_on_error
@@ -222,6 +222,16 @@ def _page(
     advanced: dict[str, str] | None = None,
 ) -> Response:
     found = lifecycle.get_benchmark(ctx, benchmark_id)
+    removed = members.removal_note(ctx, benchmark_id)
+    if removed is not None:
+        return render_tab(
+            request,
+            "benchmarks/evaluate.html",
+            found,
+            "benchmark_evaluate",
+            status_code,
+            removed=removed,
+        )
     choices = models.list_models(ctx, benchmark_id)
     groups = [
         (label, [model for model in choices if model.owner == source]) for source, label in SOURCES
@@ -256,6 +266,7 @@ def _page(
         kinds=KINDS,
         max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
         advanced=advanced,
+        removed=None,
     )
 
 

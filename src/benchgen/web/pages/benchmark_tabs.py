@@ -42,6 +42,7 @@ def _overview(
     except (NotFound, PermissionDenied) as refused:
         # Someone the whitelist admits holds no reading role yet: they see the invitation.
         return _invitation(request, ctx, benchmark_id, refused, status_code, join_error)
+    removed = members.removal_note(ctx, benchmark_id)
     return render_tab(
         request,
         "benchmarks/overview.html",
@@ -49,7 +50,8 @@ def _overview(
         "benchmark",
         status_code,
         quota=ratelimits.run_quota(ctx, benchmark_id),
-        can_join=_can_join(found),
+        can_join=_can_join(found) and removed is None,
+        removed=removed,
         terms=members.TERMS,
         join_error=join_error,
         bundle=bundles.get_bundle(ctx, benchmark_id) if found.format == "custom" else None,
