@@ -181,12 +181,11 @@ def removal_note(ctx: Context, benchmark_id: str) -> str | None:
     """Why the acting person, who may read this benchmark, may not run on it, submit to it or
     join it: the owner removed them as a participant (None when that is not so, or another
     role lets them run). For pages, to say so instead of offering forms that would be refused."""
-    user_id = ctx.principal.user_id
     benchmark = ctx.session.get(Benchmark, benchmark_id)
-    if user_id is None or benchmark is None:
+    if benchmark is None:
         return None
-    row = ctx.session.get(Participant, (benchmark_id, user_id))
-    if row is None or row.status != "removed" or access.can(ctx, Action.RUN_LAUNCH, benchmark):
+    decision = access.explain(ctx, Action.RUN_LAUNCH, benchmark)
+    if decision.allowed or decision.reason != access.REMOVED:
         return None
     return f"You may not run models, submit or join here: {access.REMOVED}."
 
