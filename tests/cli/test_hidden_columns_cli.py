@@ -8,9 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.context import Principal
-from benchgen.services.benchmarks import bundles, lifecycle, members
-from tests.bundle_factory import ANSWERS, bundle, competition, require_sandbox, results
+from tests.bundle_factory import ANSWERS, results
+from tests.services.test_hidden_columns import joined_with_hidden_column
 from tests.support import World
 
 runner = CliRunner()
@@ -22,14 +21,8 @@ pytestmark = pytest.mark.usefixtures("cli_env")
 def test_submit_wait_hides_the_hidden_column_from_a_participant(
     world: World, tmp_path: Path
 ) -> None:
-    require_sandbox()
-    comp = competition()
-    comp["leaderboards"][0]["columns"][1]["hidden"] = True  # errors: for the organisers
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
-    made = world.do(Principal.web(ana), bundles.upload_bundle, bundle(comp), "tiny.zip")
-    bm = made.benchmark.id
-    world.do(Principal.web(ana), lifecycle.publish_benchmark, bm)
-    world.do(Principal.web(bob), members.join_benchmark, bm, True)
+    bm = joined_with_hidden_column(world, ana, bob)
     answer = tmp_path / "answer.zip"
     answer.write_bytes(results(ANSWERS))
 

@@ -55,6 +55,19 @@ class Board:
     participants_run: str
 
 
+def joined_with_hidden_column(world: World, owner: str, participant: str) -> str:
+    """The tiny bundle with its errors column hidden, published by `owner` and joined by
+    `participant` (needs the sandbox)."""
+    require_sandbox()
+    comp = competition()
+    comp["leaderboards"][0]["columns"][1]["hidden"] = True  # errors: for the organisers
+    made = world.do(Principal.web(owner), bundles.upload_bundle, bundle(comp), "tiny.zip")
+    benchmark = made.benchmark.id
+    world.do(Principal.web(owner), lifecycle.publish_benchmark, benchmark)
+    world.do(Principal.web(participant), members.join_benchmark, benchmark, True)
+    return benchmark
+
+
 def board_with_hidden_column(world: World, runtime: Runtime) -> Board:
     """Both runs finished and scored in the visible and the hidden column."""
     ana, sam = world.user("ana@example.com"), world.user("sam@example.com", credits_=100)
@@ -217,14 +230,8 @@ def test_the_agents_run_tools_show_a_participant_only_the_visible_column(
 def test_a_submission_scored_by_its_bundle_hides_the_hidden_column_from_its_participant(
     world: World, runtime: Runtime
 ) -> None:
-    require_sandbox()
-    comp = competition()
-    comp["leaderboards"][0]["columns"][1]["hidden"] = True  # errors: for the organisers
     ana, bob = world.user("ana@example.com"), world.user("bob@example.com")
-    made = world.do(Principal.web(ana), bundles.upload_bundle, bundle(comp), "tiny.zip")
-    benchmark = made.benchmark.id
-    world.do(Principal.web(ana), lifecycle.publish_benchmark, benchmark)
-    world.do(Principal.web(bob), members.join_benchmark, benchmark, True)
+    benchmark = joined_with_hidden_column(world, ana, bob)
     run_id = world.do(
         Principal.web(bob), submissions.submit, benchmark, results(ANSWERS), "a.zip"
     ).id

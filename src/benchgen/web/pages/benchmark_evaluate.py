@@ -23,6 +23,7 @@ from benchgen.core.errors import (
 from benchgen.services import models
 from benchgen.services.accounts import credits, ratelimits
 from benchgen.services.benchmarks import lifecycle, members, phases
+from benchgen.services.benchmarks.lifecycle import BenchmarkView
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runs.launch import Estimate
 from benchgen.services.runtime import undo_on_error
@@ -224,14 +225,7 @@ def _page(
     found = lifecycle.get_benchmark(ctx, benchmark_id)
     removed = members.removal_note(ctx, benchmark_id)
     if removed is not None:
-        return render_tab(
-            request,
-            "benchmarks/evaluate.html",
-            found,
-            "benchmark_evaluate",
-            status_code,
-            removed=removed,
-        )
+        return _tab(request, found, status_code, removed=removed)
     choices = models.list_models(ctx, benchmark_id)
     groups = [
         (label, [model for model in choices if model.owner == source]) for source, label in SOURCES
@@ -246,11 +240,9 @@ def _page(
     settings_problems = Problems()
     error = said_by_field(refusal, settings_problems) if refusal else ""
     current = _current_phase(ctx, benchmark_id)
-    return render_tab(
+    return _tab(
         request,
-        "benchmarks/evaluate.html",
         found,
-        "benchmark_evaluate",
         status_code,
         groups=[(label, items) for label, items in groups if items],
         model_id=model_id,
@@ -266,7 +258,25 @@ def _page(
         kinds=KINDS,
         max_submission_mib=max(ctx.settings.max_submission_bytes // (1024 * 1024), 1),
         advanced=advanced,
-        removed=None,
+    )
+
+
+def _tab(
+    request: Request,
+    found: BenchmarkView,
+    status_code: int,
+    removed: str | None = None,
+    **values: Any,
+) -> Response:
+    """The Evaluate tab: its forms, or only why the person may not use them (`removed`)."""
+    return render_tab(
+        request,
+        "benchmarks/evaluate.html",
+        found,
+        "benchmark_evaluate",
+        status_code,
+        removed=removed,
+        **values,
     )
 
 
