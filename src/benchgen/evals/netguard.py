@@ -27,11 +27,20 @@ def check_endpoint(url: str, allowlist: frozenset[str]) -> None:
             ("[v6]:port" for IPv6 with a port); compared case-insensitively.
 
     Raises:
-        FatalModelError: the scheme is not http/https, the URL has no host, holds credentials
-            or has a bad port, the name does not resolve, or an address is loopback, private,
-            link-local, multicast, reserved, unspecified or otherwise not globally routable.
+        FatalModelError: the URL is not printable ASCII without spaces, the scheme is not
+            http/https, the URL has no host, holds credentials or has a bad port, the name
+            does not resolve, or an address is loopback, private, link-local, multicast,
+            reserved, unspecified or otherwise not globally routable.
     """
-    parts = urlsplit(url.strip())
+    url = url.strip()
+    if not url.isascii() or not url.isprintable() or " " in url:
+        # A request line and a Host header carry only printable ASCII: such an address would
+        # pass here and fail every request later, after connecting.
+        raise FatalModelError(
+            "endpoint URL must be printable ASCII without spaces: percent-encode other "
+            "characters (ü is %C3%BC) and give an international host name in its xn-- form"
+        )
+    parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS:
         raise FatalModelError(f"endpoint scheme must be http or https, not {scheme or 'none'!r}")
@@ -112,6 +121,10 @@ def _is_internal(address: IPAddress) -> bool:
     # ::ffff:10.0.0.1 and 6to4's 2002:0a00:0001:: carry an IPv4 address the packets can reach:
     # judge that address.
     if isinstance(address, ipaddress.IPv6Address):
+        # fec0::/10 was IPv6's private range (deprecated, still routed inside some networks):
+        # Python counts it neither private nor non-global.
+        if address.is_site_local:
+            return True
         embedded = address.ipv4_mapped or address.sixtofour
         if embedded is not None:
             address = embedded

@@ -89,7 +89,7 @@ async def round_trip(
         raise
     ok = 200 <= response.status_code < 300
     headers = {name: value for name, value in response.headers}
-    data, complete = await _body(connection, headers, cap if ok else ERROR_BODY_BYTES)
+    data, complete = await _body(connection, headers, cap if ok else ERROR_BODY_BYTES, ok)
     return Reply(response.status_code, headers, data, complete)
 
 
@@ -113,16 +113,21 @@ async def _next_event(connection: Connection) -> Any:
 
 
 async def _body(
-    connection: Connection, headers: dict[bytes, bytes], cap: int
+    connection: Connection, headers: dict[bytes, bytes], cap: int, whole: bool
 ) -> tuple[bytes, bool]:
     """The decoded body up to `cap` bytes, and whether that was all of it (past the cap,
-    nothing more is read; the caller closes the connection)."""
-    decode = _decoder(headers.get(b"content-encoding", b"identity"))
+    nothing more is read; the caller closes the connection). With `whole`, a compressed body
+    must end where its compression says it does."""
+    decode, ended = _decoder(headers.get(b"content-encoding", b"identity"))
     chunks: list[bytes] = []
     size = 0
     while True:
         event = await _next_event(connection)
         if isinstance(event, h11.EndOfMessage):
+            if whole and not ended():
+                # A body cut short (a close-delimited reply that lost its end) may still parse
+                # as JSON: only the stream's end and its checksum tell that it is all there.
+                raise RetryableError("reply could not be decoded: the compressed body ends early")
             return b"".join(chunks), True
         if not isinstance(event, h11.Data):
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a reply body")
@@ -134,12 +139,13 @@ async def _body(
         size += len(data)
 
 
-def _decoder(encoding: bytes) -> Callable[[bytes, int], bytes]:
-    """Bytes as sent -> bytes as meant, at most `limit` of them per call (no zip bombs). We ask
-    for identity; gzip and deflate are undone for servers that compress anyway."""
+def _decoder(encoding: bytes) -> tuple[Callable[[bytes, int], bytes], Callable[[], bool]]:
+    """Bytes as sent -> bytes as meant, at most `limit` of them per call (no zip bombs), and
+    whether the compressed stream has ended. We ask for identity; gzip and deflate are undone
+    for servers that compress anyway."""
     name = encoding.strip().lower()
     if name in (b"", b"identity"):
-        return _as_sent
+        return _as_sent, _always
     if name not in (b"gzip", b"deflate"):
         raise FatalModelError(f"reply uses an unsupported encoding {name.decode(errors='replace')}")
     inflate = zlib.decompressobj(wbits=31 if name == b"gzip" else 15)
@@ -150,18 +156,23 @@ def _decoder(encoding: bytes) -> Callable[[bytes, int], bytes]:
         except zlib.error as exc:
             raise RetryableError(f"reply could not be decoded: {exc}") from None
 
-    return decode
+    return decode, lambda: inflate.eof
 
 
 def _as_sent(data: bytes, limit: int) -> bytes:
     return data
 
 
+def _always() -> bool:
+    return True
+
+
 def parse_origin(url: str, extra: tuple[tuple[str, str], ...]) -> Origin:
     """Where `url` goes and the head of its requests, `extra` headers last.
 
     Raises:
-        FatalModelError: not an http(s) URL with a host, or a bad port.
+        FatalModelError: not an http(s) URL with a host, a bad port, or characters a request
+            line or Host header cannot carry (a space, non-ASCII).
     """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -175,6 +186,12 @@ def parse_origin(url: str, extra: tuple[tuple[str, str], ...]) -> Origin:
     shown = f"[{host}]" if ":" in host else host
     authority = shown if port == _PORTS[scheme] else f"{shown}:{port}"
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        # Checked here, before connecting: h11 would refuse it on every request, with an error
+        # the callers do not expect (an address saved before netguard checked its characters).
+        h11.Request(method="POST", target=target, headers=[("host", authority)])
+    except (h11.LocalProtocolError, UnicodeError) as exc:
+        raise FatalModelError(f"the address cannot be sent: {type(exc).__name__}") from None
     headers = (
         ("host", authority),
         ("accept", "application/json"),

@@ -195,6 +195,8 @@ def _json_object(status: int, body: bytes) -> dict[str, Any]:
         value = json.loads(body)
     except ValueError:  # UnicodeDecodeError included
         raise RetryableError(f"HTTP {status} reply is not valid JSON") from None
+    except RecursionError:  # "[[[[…" a few thousand deep: valid JSON, but no reply
+        raise RetryableError(f"HTTP {status} reply nests too deeply to read") from None
     if not isinstance(value, dict):
         raise FatalModelError("reply is not a JSON object")
     return value

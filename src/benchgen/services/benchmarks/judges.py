@@ -53,6 +53,8 @@ def set_judge(
     if not 1 <= len(endpoint_model.strip()) <= 500:
         raise invalid(["model"], "name the judge model (1 to 500 characters)")
     endpoint_model = require_line(endpoint_model, ["model"])
+    # Stored as checked: a space kept around it would end up inside every request line.
+    base_url = (base_url or "").strip() or None
     if base_url:
         try:
             check_endpoint(base_url, _model_specs.allowlist(ctx))

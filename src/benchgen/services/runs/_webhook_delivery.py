@@ -48,15 +48,15 @@ def send(
     2xx, else why it failed ("HTTP 500", a refused address, a timeout). Never raises."""
     try:
         status = asyncio.run(_post(webhook, netguard.normalized(allowlist), timeout_s, tls))
-    except FatalModelError as exc:  # a bad URL, or an address the egress guard refused
+    except FatalModelError as exc:  # a bad or unsendable URL, or an address the guard refused
         return None, str(exc)
     except TimeoutError:
         return None, f"no reply within {timeout_s:g} s"
     except (OSError, h11.ProtocolError) as exc:  # ssl.SSLError is an OSError
         return None, f"connection failed: {type(exc).__name__}"
     except ValueError as exc:
-        # h11 encodes the request line and headers as ASCII: an address saved before that was
-        # checked (a non-ASCII path or host) fails here, as UnicodeEncodeError.
+        # parse_origin refuses what h11 cannot send; ssl still refuses some names as a value
+        # (a server name with a leading dot), and a delivery must never raise.
         return None, f"the address cannot be sent: {type(exc).__name__}"
     if 300 <= status < 400:
         return status, f"HTTP {status}: redirect not followed"
