@@ -88,13 +88,15 @@ def key_for(question: questions.Canonical) -> Key:
 # Shown only to those who may see per-question results: a tag held by a single question would
 # reveal whether it was right, and the figures over every sample (pass@k, majority) let an
 # endpoint that answers differently from sample to sample test many answer-key guesses in one
-# run, where the run quota counts on about one per run (docs/permissions.md).
-_DETAIL_ONLY = frozenset({"per_tag", "sampling"})
+# run, where the run quota counts on about one per run (docs/permissions.md). So does the mean
+# of partial credits (token F1): an endpoint that pads each guess with its own number of words
+# makes each right guess add its own power of two to the sum, one run telling every verdict.
+_DETAIL_ONLY = frozenset({"per_tag", "sampling", "mean_score"})
 
 
 def visible_summary(summary: dict[str, Any], detail: bool) -> dict[str, Any]:
-    """Aggregates for everyone; per-tag and per-sample figures only for those who may see
-    per-question results."""
+    """Aggregates for everyone; per-tag and per-sample figures and the mean partial credit
+    only for those who may see per-question results."""
     if detail:
         return dict(summary)
     return {name: value for name, value in summary.items() if name not in _DETAIL_ONLY}

@@ -61,7 +61,7 @@ class RunView:
     error_count: int
     estimated_cost: int
     cost: int | None
-    judge_input_tokens: int
+    judge_input_tokens: int  # 0 for viewers outside the benchmark's team
     judge_output_tokens: int
     input_tokens: int
     output_tokens: int
@@ -532,8 +532,10 @@ def view(
         error_count=run.error_count,
         estimated_cost=run.estimated_cost,
         cost=run.cost,
-        judge_input_tokens=run.judge_input_tokens,
-        judge_output_tokens=run.judge_output_tokens,
+        # The judge is asked with the key, and a verdict's wording sets its length: counted a
+        # batch at a time, its tokens would tell an outsider the key's length and the verdicts.
+        judge_input_tokens=run.judge_input_tokens if detail else 0,
+        judge_output_tokens=run.judge_output_tokens if detail else 0,
         input_tokens=run.input_tokens,
         output_tokens=run.output_tokens,
         summary=leaderboards.shown_summary(scoring.visible_summary(run.summary, detail), hidden),
