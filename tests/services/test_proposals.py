@@ -223,7 +223,7 @@ def test_edit_that_changes_nothing_is_refused(world: World, ana: str) -> None:
 def test_publish_preview_names_the_benchmark_and_says_everyone(world: World, ana: str) -> None:
     bm = world.benchmark(ana, QA)
     shown = propose(world, agent(world, ana), "publish_benchmark", {"benchmark_id": bm})
-    assert shown.arguments == {"benchmark_id": bm, "version": 1}
+    assert shown.arguments == {"benchmark_id": bm, "version": 1, "title": QA["title"]}
     assert shown.preview["title"] == "Capitals" and shown.preview["question_count"] == 2
     text = shown.preview["text"]
     assert f'"Capitals" ({bm}' in text and "visible to everyone" in text

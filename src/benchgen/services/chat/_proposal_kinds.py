@@ -181,7 +181,9 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
         "question_count": count,
         "text": previews.publish_text(row.title, row.id, count),
     }
-    return Prepared({"benchmark_id": row.id, "version": row.version}, preview)
+    # The title is bound too: a rename is no new version, yet the preview named the benchmark.
+    bound = {"benchmark_id": row.id, "version": row.version, "title": row.title}
+    return Prepared(bound, preview)
 
 
 def _question_args(checked: list[questions.Canonical]) -> list[dict[str, Any]]:

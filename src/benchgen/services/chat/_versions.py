@@ -1,4 +1,4 @@
-"""The check that a proposal's benchmark is still the version its preview showed."""
+"""The check that a proposal's benchmark is still the version (and title) its preview showed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> 
     Raises:
         NotFound: the benchmark is no longer visible to the principal.
         PermissionDenied: the principal may not do `action` on it.
-        Conflict: its questions changed after the preview.
+        Conflict: its questions, or the title bound into `arguments`, changed after the preview.
     """
     row = access.require_benchmark(ctx, arguments["benchmark_id"], action)
     if row.version != arguments["version"]:
@@ -24,4 +24,12 @@ def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> 
             f"The benchmark's questions changed after the preview (version "
             f"{arguments['version']}, now {row.version}); nothing was done.",
             {"id": row.id, "version": row.version},
+        )
+    # Only a publish binds the title (its preview names the benchmark everyone will see);
+    # proposals made before it did lack the key.
+    if "title" in arguments and row.title != arguments["title"]:
+        raise Conflict(
+            f"The benchmark's title changed after the preview (from {arguments['title']!r} to "
+            f"{row.title!r}); nothing was done.",
+            {"id": row.id, "title": row.title},
         )
