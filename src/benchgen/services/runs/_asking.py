@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import Text, cast, func, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import invalid
 from benchgen.db.tables import Question
+from benchgen.evals.prompts import render_prompt
+from benchgen.evals.types import Item
 from benchgen.services.runs.settings import EXAMPLE_TAG, RunOptions, choose_positions
 from benchgen.services.runs.settings import extra_prompt_chars as _extra
 
 EXAMPLE_OVERHEAD_CHARS = 40  # "Example n:" and "ANSWER:" around each worked example
+# What a prompt adds to a question's own text at most: the instruction and 26 choice labels.
+PROMPT_OVERHEAD_CHARS = len(render_prompt(Item(0, "", ("",) * 26)))
+# The choices as stored JSON text: never shorter than their lines in the prompt ("A. …").
+CHOICES_CHARS = func.coalesce(func.length(cast(Question.choices, Text)), 0)
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ class Asked:
     positions: list[int] | None
     few_shot_positions: list[int]
     count: int
-    prompt_chars: int  # of one sample of every asked question, additions included
+    prompt_chars: int  # of one sample of every asked question, choices and additions included
     partial: bool
 
 
@@ -52,7 +58,8 @@ def plan_questions(
         )
     if options.subset is None and chosen is None and settings.few_shot == 0:
         count, chars = _totals(ctx, benchmark_id)
-        return Asked(None, [], count, chars + count * _extra(settings, 0), False)
+        extra = PROMPT_OVERHEAD_CHARS + _extra(settings, 0)
+        return Asked(None, [], count, chars + count * extra, False)
     rows = ctx.session.execute(
         select(Question.tags, func.length(Question.prompt), Question.choices, Question.answers)
         .where(Question.benchmark_id == benchmark_id)
@@ -70,7 +77,10 @@ def plan_questions(
             ["settings", "few_shot"], "the few-shot examples take every question the run asks"
         )
     example_chars = sum(sizes[p] + EXAMPLE_OVERHEAD_CHARS for p in examples)
-    chars = sum(int(rows[p][1]) for p in asked) + len(asked) * _extra(settings, example_chars)
+    # The choices are sent with each question: leaving them out let a benchmark of long
+    # choices cost more than its reservation, the rest given away.
+    chars = sum(int(rows[p][1]) + len(str(rows[p][2] or "")) for p in asked)
+    chars += len(asked) * (PROMPT_OVERHEAD_CHARS + _extra(settings, example_chars))
     # A subset that takes every question (the first 500 of 200) is the whole benchmark.
     partial = chosen is not None or (picked is not None and len(picked) < len(rows))
     return Asked(asked if partial or examples else None, examples, len(asked), chars, partial)
@@ -96,8 +106,9 @@ def _examples(tags: list[tuple[str, ...]], k: int, may_read_key: bool) -> list[i
 
 def _totals(ctx: Context, benchmark_id: str) -> tuple[int, int]:
     count, chars = ctx.session.execute(
-        select(func.count(), func.coalesce(func.sum(func.length(Question.prompt)), 0)).where(
-            Question.benchmark_id == benchmark_id
-        )
+        select(
+            func.count(),
+            func.coalesce(func.sum(func.length(Question.prompt) + CHOICES_CHARS), 0),
+        ).where(Question.benchmark_id == benchmark_id)
     ).one()
     return int(count), int(chars)

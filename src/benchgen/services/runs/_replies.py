@@ -1,4 +1,5 @@
-"""Replies as stored: one past the deployment's cap keeps its head and tail around a marker."""
+"""Replies as stored: one past the deployment's cap keeps its head and tail around a marker;
+NUL characters, which PostgreSQL cannot store, are replaced."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from benchgen.evals.types import Answer
 # line in the tail that could read as an answer label.
 CUT_MARK = "[… BenchGen cut"
 _MARKER = " " + CUT_MARK + " {count:,} characters of this reply here …] "
+NUL, REPLACEMENT = "\x00", "\ufffd"  # one character for one: a clipped reply stays in its cap
 
 
 def clip_reply(text: str, limit: int) -> str:
@@ -29,10 +31,22 @@ def clip_reply(text: str, limit: int) -> str:
 
 
 def clip_answers(answers: list[Answer], limit: int) -> list[Answer]:
-    """The answers with every reply longer than `limit` clipped (the others as they are)."""
-    return [
-        replace(answer, raw=clip_reply(answer.raw, limit))
-        if answer.raw is not None and len(answer.raw) > limit
-        else answer
-        for answer in answers
-    ]
+    """The answers as they can be stored: every reply longer than `limit` clipped, and NUL
+    characters in replies and errors shown as U+FFFD (the others as they are)."""
+    return [_without_nul(_clipped(answer, limit)) for answer in answers]
+
+
+def _clipped(answer: Answer, limit: int) -> Answer:
+    if answer.raw is None or len(answer.raw) <= limit:
+        return answer
+    return replace(answer, raw=clip_reply(answer.raw, limit))
+
+
+def _without_nul(answer: Answer) -> Answer:
+    # PostgreSQL's text refuses NUL: one in a reply failed its batch at every retry, and the
+    # run was then refunded in full, the answers recorded before it kept (replies for free).
+    if NUL not in (answer.raw or "") and NUL not in (answer.error or ""):
+        return answer
+    raw = answer.raw.replace(NUL, REPLACEMENT) if answer.raw is not None else None
+    error = answer.error.replace(NUL, REPLACEMENT) if answer.error is not None else None
+    return replace(answer, raw=raw, error=error)
