@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from benchgen.bundles import bwrap, sandbox
+from benchgen.bundles import bwrap, sandbox, supervisor
 from benchgen.bundles.sandbox import Limits, Mount, Outcome, run_sandboxed, sandbox_problem
 from benchgen.core.config import Settings
 from benchgen.core.errors import Conflict
@@ -283,6 +283,22 @@ def test_writing_a_huge_file_is_stopped(tmp_path: Path, runtime: Path) -> None:
     capped = run_python(tmp_path, runtime, code, Limits(file_bytes=5 << 20))
     assert capped.stopped == "stopped: file size limit of 5 MiB"
     assert (tmp_path / "output" / "big").stat().st_size <= 5 << 20
+
+
+def test_a_write_past_the_limit_between_polls_is_named_so(
+    tmp_path: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that wrote past its limit and met the file size limit before the next poll
+    (a loaded machine, a fast disk) was said to have met the file size limit."""
+    monkeypatch.setattr(supervisor, "_POLL_SECONDS", 30)
+    code = """
+        with open("/app/output/big", "wb") as handle:
+            while True:
+                handle.write(b"x" * (1 << 20))
+    """
+    limits = Limits(written_bytes=4 << 20, file_bytes=8 << 20, wall_seconds=20)
+    outcome = run_python(tmp_path, runtime, code, limits)
+    assert outcome.stopped == "stopped: wrote more than 4 MiB"
 
 
 def test_tmp_is_capped(tmp_path: Path, runtime: Path) -> None:

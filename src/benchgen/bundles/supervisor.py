@@ -91,9 +91,10 @@ def supervise(
         # child could hold the pipe, so waiting is bounded.
         capture.join(timeout=2)
     stderr = err.text()
-    if stopped is None and _tree(watched)[1]:
-        # Checked once more at the end: a program can nest thousands of folders between polls.
-        stopped = _TOO_DEEP
+    if stopped is None:
+        # Checked once more at the end: between two polls a program can nest thousands of
+        # folders, or write a gigabyte (and then meet the file size limit instead).
+        stopped = _tree_limit(limits, watched)
     if stopped is None:
         stopped = _exit_reason(code, stderr, limits)
     exit_code = None if stopped is not None and code < 0 else _exit_status(code)
@@ -137,6 +138,11 @@ def _passed_limit(
     for name, capture in (("output", out), ("error output", err)):
         if capture.overflow:
             return f"stopped: output limit ({name} past {limits.output_chars} characters)"
+    return _tree_limit(limits, watched)
+
+
+def _tree_limit(limits: Limits, watched: list[Path]) -> str | None:
+    """Why the folders a program may write to are past their limits, if they are."""
     written, too_deep = _tree(watched)
     if too_deep:
         return _TOO_DEEP
