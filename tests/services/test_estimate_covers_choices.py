@@ -8,12 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from benchgen.core.context import Principal
-from benchgen.jobs.worker import Worker
-from benchgen.services import models
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import StubOpenAI
-from tests.support import OPERATOR, World
+from tests.services.test_runs import priced_model, work_all
+from tests.support import World
 
 pytestmark = pytest.mark.both_backends  # the estimate sums the stored choices in SQL
 
@@ -47,21 +46,10 @@ def test_a_run_of_long_choices_is_charged_in_full(
     runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
     ana = world.user("ana@example.com", credits_=1000)
     bm = world.benchmark(ana, LONG_CHOICES)
-    spec = {
-        "name": "Stub",
-        "kind": "openai_compat",
-        "endpoint_model": "stub",
-        "base_url": stub.base_url,
-        "api_key": "sk-test-secret-key-123456789012",
-        "price_per_1k_tokens": PER_1K,
-        "params": {"max_tokens": 16},
-    }
-    model = world.do(OPERATOR, models.create_platform_model, spec).id
+    model = priced_model(world, stub, per_question=0, per_1k=PER_1K)
     options = {"subset": subset} if subset else None
     run = world.do(Principal.web(ana), launch.start_run, bm, model, options=options)
-    worker = Worker(runtime)
-    while worker.run_once():
-        pass
+    work_all(runtime)
     done = world.do(Principal.web(ana), launch.get_run, run.id)
     used = math.ceil((done.input_tokens + done.output_tokens) * PER_1K / 1000)
     assert done.status == "completed" and done.input_tokens > 3000

@@ -31,6 +31,7 @@ from benchgen.services.training import execution as training
 from benchgen.services.training import jobs
 from benchgen.training.process import Outcome
 from tests.evals.stub_openai import StubOpenAI
+from tests.services.test_runs import priced_model
 from tests.support import MCQ, OPERATOR, World
 
 pytestmark = pytest.mark.both_backends
@@ -48,20 +49,6 @@ def open_loopback(runtime: Runtime) -> Runtime:
 def stub() -> Iterator[StubOpenAI]:
     with StubOpenAI(latency_s=0.001) as server:
         yield server
-
-
-def priced_model(world: World, stub: StubOpenAI, per_question: int) -> str:
-    spec = {
-        "name": "Stub",
-        "kind": "openai_compat",
-        "endpoint_model": "stub",
-        "base_url": stub.base_url,
-        "api_key": "sk-test-secret-key-123456789012",
-        "price_per_question": per_question,
-        "price_per_1k_tokens": 0,
-        "params": {"max_tokens": 16},
-    }
-    return world.do(OPERATOR, models.create_platform_model, spec).id
 
 
 def at_once(calls: list[Callable[[], Any]]) -> list[Any]:
