@@ -110,12 +110,12 @@ def test_a13_every_never_service_refuses_the_turn_credential(
 @pytest.mark.both_backends
 def test_a2_signing_out_ends_a_browser_turn_at_its_next_tool_call(world: World, ana: str) -> None:
     view = world.do(Principal.web(ana), users.get_me)
-    world.do(OPERATOR, sessions.open_session, view, "127.0.0.1")
+    cookie = world.do(OPERATOR, sessions.open_session, view, "127.0.0.1").secret
     session_id = world.ctx_call(OPERATOR, _newest_session(ana))
     browser = Principal.web(ana, session_id)
 
     def think(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        world.do(browser, sessions.end_session, session_id)
+        world.do(browser, sessions.end_session, cookie)
         return ModelResponse(parts=[ToolCallPart("propose_create_benchmark", _NEW)])
 
     turn = say(world.rt, browser, new_conversation(world.rt, browser), think_with(think), "make")

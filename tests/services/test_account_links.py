@@ -288,6 +288,19 @@ def open_session(world: World, user_id: str) -> str:
     return made
 
 
+def test_a_session_is_ended_by_its_cookie_not_by_its_id(world: World) -> None:
+    """A session id shows in audit records and admin pages; ending one took just that."""
+    ana = world.user("ana@example.com")
+    view = world.do(Principal.web(ana), users.get_me)
+    before = live_sessions(world, ana)
+    cookie = world.do(OPERATOR, sessions.open_session, view, ADDRESS).secret
+    [made] = live_sessions(world, ana) - before
+    world.do(Principal.web(ana, made), sessions.end_session, made)
+    assert made in live_sessions(world, ana)
+    world.do(Principal.web(ana, made), sessions.end_session, cookie)
+    assert made not in live_sessions(world, ana)
+
+
 def live_sessions(world: World, user_id: str) -> set[str]:
     return set(
         world.ctx_call(

@@ -113,13 +113,14 @@ def record_seen(ctx: Context, session_id: str) -> None:
         row.last_seen_at = ctx.now()
 
 
-def end_session(ctx: Context, session_id: str) -> None:
-    """Sign out one session; agent turns it started lose their credential at once (A4)."""
-    row = ctx.session.get(WebSession, session_id)
+def end_session(ctx: Context, secret: str) -> None:
+    """Sign out the session behind a cookie value; agent turns it started lose their
+    credential at once (A4). Named by its secret, not its id: only whoever holds the cookie
+    (the person it is for) can end it this way."""
+    row = ctx.session.scalar(select(WebSession).where(WebSession.token_hash == hash_token(secret)))
     if row is None or row.revoked_at is not None:
         return
     row.revoked_at = ctx.now()
-    # Ended through the web door by whoever holds its cookie: the person it is for.
     _record(ctx, audit.AuditAction.SESSION_END, row)
 
 

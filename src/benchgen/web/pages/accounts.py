@@ -88,9 +88,8 @@ def open_browser_session(request: Request, ctx: Context, user: users.UserView) -
 def end_browser_session(request: Request, ctx: Context) -> None:
     """End the session behind this browser's cookie, if it is live."""
     old_secret = request.cookies.get(SESSION_COOKIE)
-    old = sessions.find_session(ctx, old_secret) if old_secret else None
-    if old is not None:
-        sessions.end_session(ctx, old.id)
+    if old_secret:
+        sessions.end_session(ctx, old_secret)
 
 
 def signed_in_redirect(request: Request, secret: str, target: str, flash: str = "") -> Response:
@@ -159,9 +158,10 @@ def signin_submit(
 @router.post("/signout", name="signout")
 def signout(request: Request, live: OptionalSession) -> Response:
     """End this session on the server and in the browser."""
-    if live is not None:
+    secret = request.cookies.get(SESSION_COOKIE)
+    if live is not None and secret:
         with transaction(runtime_of(request), ANONYMOUS) as ctx:
-            sessions.end_session(ctx, live.id)
+            sessions.end_session(ctx, secret)
     response = redirect(request, "signin", flash="You are signed out.")
     clear_session_cookie(response)
     return response
