@@ -82,9 +82,11 @@ def _race(
         except BenchGenError as exc:
             into.append(exc)
 
+    reached: list[bool] = []
+
     def changer() -> None:
-        for _ in starts:
-            checked.acquire(timeout=20)
+        # A start that never reaches the pause would race nothing: said so below.
+        reached.extend(checked.acquire(timeout=20) for _ in starts)
         call(*change, changing)
         changed.set()
 
@@ -95,6 +97,7 @@ def _race(
     for thread in threads:
         thread.join(60)
     monkeypatch.undo()
+    assert reached == [True] * len(starts), "every start pauses at launch.open_phase"
     assert len(started) == len(starts) and len(changing) == 1, (started, changing)
     return started, changing[0]
 

@@ -114,12 +114,12 @@ def record_seen(ctx: Context, session_id: str) -> None:
 
 
 def end_session(ctx: Context, secret: str) -> None:
-    """Sign out the session behind a cookie value; agent turns it started lose their
+    """Sign out the live session behind a cookie value; agent turns it started lose their
     credential at once (A4). Named by its secret, not its id: only whoever holds the cookie
     (the person it is for) can end it this way."""
     row = ctx.session.scalar(select(WebSession).where(WebSession.token_hash == hash_token(secret)))
-    if row is None or row.revoked_at is not None:
-        return
+    if row is None or not _is_live(ctx, row):
+        return  # already over: nothing to end, nothing to record
     row.revoked_at = ctx.now()
     _record(ctx, audit.AuditAction.SESSION_END, row)
 

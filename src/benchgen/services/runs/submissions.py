@@ -140,7 +140,7 @@ def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase
         Conflict: the phase is not open now (none named: no phase is).
     """
     if phase_index is None:
-        return launch.default_phase(ctx, benchmark)
+        return launch.open_phase(ctx, benchmark, None)  # the default, as a run's
     found = 0 <= phase_index <= MAX_PHASE_INDEX
     phase = (
         ctx.session.scalars(
