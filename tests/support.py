@@ -206,3 +206,28 @@ def looping(worker: Worker, join_s: float = 10) -> Iterator[threading.Thread]:
     finally:
         worker.stop()
         thread.join(join_s)
+
+
+def at_once(calls: list[Callable[[], Any]], timeout_s: float = 120) -> list[Any]:
+    """Every call started at the same moment, each in a thread of its own: what each returned
+    or raised (in the order they finished); every one of them must finish."""
+    gate = threading.Barrier(len(calls))
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+
+    def one(call: Callable[[], Any]) -> None:
+        gate.wait(30)
+        try:
+            result = call()
+        except Exception as exc:  # the outcome under test
+            result = exc
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=one, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s)
+    assert len(outcomes) == len(calls), outcomes
+    return outcomes

@@ -6,6 +6,7 @@ import itertools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from benchgen.core.permissions import PrincipalKind, Scope
 from benchgen.db.tables import CreditEntry
 from benchgen.services.accounts import _ledger, credits, users
 from benchgen.services.runtime import Runtime, transaction
-from tests.support import OPERATOR, World
+from tests.support import OPERATOR, World, at_once
 
 # row locks on balances, concurrent reservers, the ledger cursor
 pytestmark = pytest.mark.both_backends
@@ -242,27 +243,13 @@ def test_concurrent_reservers_never_overdraw(world: World, amount: int) -> None:
     start = 100
     ana = world.user("ana@example.com", credits_=start)
     threads_count = 10
-    gate = threading.Barrier(threads_count)
-    outcomes: list[Any] = []
-    lock = threading.Lock()
-
-    def reserve(index: int) -> None:
-        gate.wait()
-        try:
-            result: Any = world.do(
-                Principal.web(ana), _ledger.reserve_credits, amount, f"run_{index}"
-            )
-        except Exception as exc:
-            result = exc
-        with lock:
-            outcomes.append(result)
-
-    workers = [threading.Thread(target=reserve, args=(i,)) for i in range(threads_count)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert len(outcomes) == threads_count
+    web = Principal.web(ana)
+    outcomes = at_once(
+        [
+            partial(world.do, web, _ledger.reserve_credits, amount, f"run_{i}")
+            for i in range(threads_count)
+        ]
+    )
 
     succeeded = [o for o in outcomes if isinstance(o, str)]
     refused = [o for o in outcomes if isinstance(o, InsufficientCredits)]

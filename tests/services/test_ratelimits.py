@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ from benchgen.db.tables import Benchmark, RateLimitEvent
 from benchgen.services import deployment
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle
-from tests.support import OPERATOR, QA, World
+from tests.support import OPERATOR, QA, World, at_once
 
 pytestmark = pytest.mark.both_backends  # rolling windows in SQL and concurrent creators
 
@@ -226,25 +226,7 @@ def test_overrides_change_the_limits(world: World, api: Principal, clock: Manual
 def test_parallel_creators(
     world: World, ana: str, api: Principal, clock: ManualClock, creators: int
 ) -> None:
-    gate = threading.Barrier(creators)
-    outcomes: list[Any] = []
-    lock = threading.Lock()
-
-    def attempt() -> None:
-        gate.wait()
-        try:
-            result: Any = create(world, api)
-        except Exception as exc:
-            result = exc
-        with lock:
-            outcomes.append(result)
-
-    workers = [threading.Thread(target=attempt) for _ in range(creators)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert len(outcomes) == creators
+    outcomes = at_once([partial(create, world, api)] * creators)
 
     made = [o for o in outcomes if isinstance(o, str)]
     limited = [o for o in outcomes if isinstance(o, RateLimited)]

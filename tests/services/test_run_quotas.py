@@ -3,10 +3,10 @@ session-only setting, and no overshoot under concurrent launches."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle, members
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, at_once
 
 pytestmark = pytest.mark.both_backends  # rolling windows in SQL and concurrent launches
 
@@ -227,25 +227,7 @@ def test_concurrent_launches_cannot_overshoot(
     world: World, scene: Scene, clock: ManualClock, launchers: int
 ) -> None:
     sam = world.principal(PrincipalKind.API, scene.stranger)
-    gate = threading.Barrier(launchers)
-    outcomes: list[Any] = []
-    lock = threading.Lock()
-
-    def attempt() -> None:
-        gate.wait()
-        try:
-            result: Any = start(world, sam, scene.benchmark)
-        except Exception as exc:
-            result = exc
-        with lock:
-            outcomes.append(result)
-
-    threads = [threading.Thread(target=attempt) for _ in range(launchers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert len(outcomes) == launchers
+    outcomes = at_once([partial(start, world, sam, scene.benchmark)] * launchers)
     made = [o for o in outcomes if isinstance(o, str)]
     limited = [o for o in outcomes if isinstance(o, RateLimited)]
     assert [o for o in outcomes if not isinstance(o, str | RateLimited)] == []

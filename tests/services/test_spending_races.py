@@ -5,7 +5,6 @@ balance never goes below zero and each job's ledger lines sum to what it says it
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -32,7 +31,7 @@ from benchgen.services.training import jobs
 from benchgen.training.process import Outcome
 from tests.evals.stub_openai import StubOpenAI
 from tests.services.test_runs import priced_model
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, at_once
 
 pytestmark = pytest.mark.both_backends
 ROWS = b'{"prompt":"a","completion":"b"}\n' * 8
@@ -49,29 +48,6 @@ def open_loopback(runtime: Runtime) -> Runtime:
 def stub() -> Iterator[StubOpenAI]:
     with StubOpenAI(latency_s=0.001) as server:
         yield server
-
-
-def at_once(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Every call started at the same moment, each in a thread; what each returned or raised."""
-    barrier = threading.Barrier(len(calls))
-    out: list[Any] = []
-    lock = threading.Lock()
-
-    def one(call: Callable[[], Any]) -> None:
-        barrier.wait(30)
-        try:
-            result = call()
-        except Exception as exc:
-            result = exc
-        with lock:
-            out.append(result)
-
-    threads = [threading.Thread(target=one, args=(c,)) for c in calls]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return out
 
 
 def test_many_starts_with_credits_for_one(

@@ -3,7 +3,7 @@ overshoot when a participant sends several submissions at the same moment."""
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ from benchgen.jobs.handlers import WORKER
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.runs import bundle_execution, execution, launch, submissions
 from tests.bundle_factory import bundle, competition, require_sandbox, results
-from tests.support import World
+from tests.support import World, at_once
 
 
 @pytest.fixture(autouse=True)
@@ -33,26 +33,8 @@ def _published(world: World, owner: str, **rules: int) -> str:
 
 def _at_once(world: World, principal: Principal, benchmark: str, senders: int) -> list[Any]:
     """What `senders` submissions sent at the same moment came back with."""
-    gate = threading.Barrier(senders)
-    outcomes: list[Any] = []
-    lock = threading.Lock()
-
-    def send() -> None:
-        gate.wait()
-        try:
-            found: Any = world.do(principal, submissions.submit, benchmark, results({}), "s.zip")
-        except Exception as exc:
-            found = exc
-        with lock:
-            outcomes.append(found)
-
-    threads = [threading.Thread(target=send) for _ in range(senders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert len(outcomes) == senders
-    return outcomes
+    send = partial(world.do, principal, submissions.submit, benchmark, results({}), "s.zip")
+    return at_once([send] * senders, timeout_s=60)
 
 
 @pytest.mark.both_backends  # the limit holds by a lock: PostgreSQL does not serialise writers
