@@ -247,10 +247,14 @@ def _require_own_name(ctx: Context, name: str) -> None:
     Raises:
         InvalidInput: the name is a platform model's, whatever its case.
     """
-    query = select(Model.name).where(Model.owner_id.is_(None), Model.deleted_at.is_(None))
-    taken = {platform.casefold() for platform in ctx.session.scalars(query)}
-    if name.casefold() in taken:
+    if is_platform_name(ctx, name):
         raise invalid(["name"], "is the name of a platform model; choose another")
+
+
+def is_platform_name(ctx: Context, name: str) -> bool:
+    """Whether `name` is a live platform model's, whatever its case."""
+    query = select(Model.name).where(Model.owner_id.is_(None), Model.deleted_at.is_(None))
+    return name.casefold() in {platform.casefold() for platform in ctx.session.scalars(query)}
 
 
 def _insert(ctx: Context, spec: ModelIn, owner_id: str | None) -> Model:

@@ -152,6 +152,7 @@ def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
         else:
             batches = iter(pa.ipc.open_stream(pa.BufferReader(data)))
         for batch in batches:
+            _refuse_repeated(batch.schema.names)  # as to_pylist would keep the last alone
             # Checked per batch as it is decoded: a compressed column could otherwise expand
             # into far more memory than the upload limit suggests.
             decoded += batch.nbytes
@@ -160,6 +161,8 @@ def _columnar(kind: str, data: bytes, max_rows: int) -> list[dict[str, Any]]:
             rows.extend(batch.to_pylist())
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise invalid(["file"], f"is not a readable {kind} file ({exc})") from None
+    except _Repeated as exc:
+        raise invalid(["file"], f"the column {exc.name!r} appears {exc.times}") from None
     return rows
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchgen.core.errors import invalid
 from benchgen.core.text import is_blank, text_problem
 from benchgen.services.benchmarks.mapping import FieldName, RowProblem
 
@@ -30,6 +31,25 @@ class DatasetMapping(BaseModel):
     messages: FieldName | None = Field(None, description="A list of {role, content} objects")
     prompt: FieldName | None = None
     completion: FieldName | None = None
+
+
+def require_one_shape(chosen: str, fields: DatasetMapping) -> None:
+    """Refuse a mapping that names fields of both kinds, or of the kind not chosen: the
+    fields of the other kind would be ignored without a word.
+
+    Raises:
+        InvalidInput: at `["mapping", field]`.
+    """
+    paired = "prompt" if fields.prompt else "completion" if fields.completion else None
+    if fields.messages and paired:
+        raise invalid(
+            ["mapping", paired],
+            "map messages for chat rows, or prompt and completion, not both",
+        )
+    if chosen == "chat" and paired:
+        raise invalid(["mapping", paired], "chat rows have messages, not prompt and completion")
+    if chosen == "prompt_completion" and fields.messages:
+        raise invalid(["mapping", "messages"], "prompt/completion rows have no messages")
 
 
 def shape_of(chosen: str, fields: DatasetMapping, first: Mapping[str, Any]) -> Shape:

@@ -32,6 +32,7 @@ from benchgen.services.specs import MAX_LIST, Title, check_window, parse
 DatasetFormat = Literal["auto", "chat", "prompt_completion", "csv", "parquet"]
 MAX_ROWS = 1_000_000
 PREVIEW_ROWS = 5
+Lock = bool | dict[str, bool]  # a row lock as `Session.get(with_for_update=…)` takes it
 # What each chosen format reads the bytes as; auto goes by the file's name and first bytes.
 _FILE_KINDS: dict[str, file_rows.FileFormat] = {
     "auto": "auto",
@@ -48,6 +49,33 @@ def _file_format(chosen: str, filename: str) -> file_rows.FileFormat:
     if chosen == "auto" and filename.lower().endswith(".parquet"):
         return "parquet"
     return _FILE_KINDS[chosen]
+
+
+def _require_readable_as(chosen: str, kind: str, filename: str, data: bytes) -> None:
+    """Refuse a file of another kind than the chosen format reads: read as text, a Parquet
+    file is "binary data" and a CSV file fails at line 1 as JSON, and neither says that the
+    format is what is wrong.
+
+    Raises:
+        InvalidInput: at `["format"]`, naming the kind the file is.
+    """
+    if chosen == "auto":
+        return
+    found = file_rows.file_kind("auto", "", data)  # by its first bytes alone
+    if found in ("parquet", "arrow") and kind != found:
+        better = "auto" if found == "arrow" else "parquet or auto"
+        raise invalid(["format"], f"{chosen} cannot read this {found} file: choose {better}")
+    # JSON lines open with "{": a file named .csv that does not is the CSV its name says.
+    named = file_rows.file_kind("auto", filename, data)
+    if kind == "jsonl" and named in file_rows.DELIMITERS and not _opens_object(data):
+        raise invalid(
+            ["format"],
+            f"{chosen} reads JSON lines, but this is a {named.upper()} file: choose csv or auto",
+        )
+
+
+def _opens_object(data: bytes) -> bool:
+    return data.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
 
 
 class DatasetIn(BaseModel):
@@ -88,17 +116,21 @@ def upload_dataset(
 
     Raises:
         PermissionDenied: a token without the train scope (checked before the file is read).
-        InvalidInput: too large, unreadable (not UTF-8: at its first bad byte's line), a CSV
+        InvalidInput: a mapping of fields the chosen format or the other mapped fields
+            rule out (at mapping), a file of another kind than the chosen format reads (at
+            format), too large, unreadable (not UTF-8: at its first bad byte's line), a CSV
             header that names a column twice or lacks one the format needs (at line 1), or
             rows that are wrong: each problem's `loc` is `["file", line or row number, field]`.
     """
     # Reading the file costs CPU and memory: someone who may not upload gets nothing parsed.
     access.require(ctx, Action.DATASET_CREATE)
     settings = parse(DatasetIn, spec)
+    _dataset_rows.require_one_shape(settings.format, settings.mapping)
     limit = ctx.settings.max_dataset_bytes
     if len(data) > limit:
         raise invalid(["file"], f"is larger than {limit} bytes (BENCHGEN_MAX_DATASET_BYTES)")
     kind = file_rows.file_kind(_file_format(settings.format, filename), filename, data)
+    _require_readable_as(settings.format, kind, filename, data)
     rows, unreadable = file_rows.rows_and_problems(kind, data, MAX_ROWS)
     if not rows:
         raise invalid(["file"], "has no rows")
@@ -221,7 +253,9 @@ def dataset_for_training(ctx: Context, dataset_id: str) -> Dataset:
         NotFound: missing, deleted, or someone else's.
     """
     access.require(ctx, Action.TRAINING_LAUNCH)
-    return _own(ctx, dataset_id)
+    # Shared with other launches, exclusive of a deletion (`delete_dataset`): a deletion that
+    # read "no job uses it" before this launch committed would leave a job with no data.
+    return _own(ctx, dataset_id, {"read": True})
 
 
 def delete_dataset(ctx: Context, dataset_id: str) -> None:
@@ -239,7 +273,7 @@ def delete_dataset(ctx: Context, dataset_id: str) -> None:
         if exc.details.get("page") and _owned(ctx, dataset_id) is not None:
             exc.details["page"] = f"/datasets/{dataset_id}"
         raise
-    row = _own(ctx, dataset_id)
+    row = _own(ctx, dataset_id, True)
     training = ctx.session.scalar(
         select(TrainingJob.id).where(
             TrainingJob.dataset_id == row.id, TrainingJob.status.in_(TRAINING_ACTIVE)
@@ -262,14 +296,15 @@ def delete_dataset(ctx: Context, dataset_id: str) -> None:
     event.listen(ctx.session, "after_commit", remove_file, once=True)
 
 
-def _owned(ctx: Context, dataset_id: str) -> Dataset | None:
-    row = ctx.session.get(Dataset, dataset_id)
+def _owned(ctx: Context, dataset_id: str, lock: Lock = False) -> Dataset | None:
+    """The acting user's live dataset, read under `lock` (SQLAlchemy's `with_for_update`)."""
+    row = ctx.session.get(Dataset, dataset_id, with_for_update=lock, populate_existing=bool(lock))
     live = row is not None and row.deleted_at is None
     return row if live and row is not None and row.owner_id == ctx.principal.user_id else None
 
 
-def _own(ctx: Context, dataset_id: str) -> Dataset:
-    row = _owned(ctx, dataset_id)
+def _own(ctx: Context, dataset_id: str, lock: Lock = False) -> Dataset:
+    row = _owned(ctx, dataset_id, lock)
     if row is None:
         # Someone else's dataset is answered exactly like a missing one.
         raise NotFound("No such dataset.", {"id": dataset_id})

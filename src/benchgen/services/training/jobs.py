@@ -32,7 +32,8 @@ MAX_LOG_PAGE = 5000  # log lines one read returns at most
 
 @dataclass(frozen=True)
 class TrainingJobView:
-    """A training job as its owner sees it. `credits_charged` is settled when it ends."""
+    """A training job as its owner sees it. `credits_charged` is settled when it ends;
+    `trained_model_id` is None until it completes, and again once that model is deleted."""
 
     id: str
     name: str
@@ -253,11 +254,15 @@ def view(ctx: Context, row: TrainingJob) -> TrainingJobView:
 def views(ctx: Context, rows: Sequence[TrainingJob]) -> list[TrainingJobView]:
     """Views of many rows in a constant number of queries (names and last losses batched)."""
     ids = [row.id for row in rows]
-    names: dict[str, str] = dict(
-        ctx.session.execute(
-            select(Model.id, Model.name).where(Model.id.in_({r.base_model_id for r in rows}))
-        ).all()
-    )
+    made = {r.trained_model_id for r in rows if r.trained_model_id}
+    found = ctx.session.execute(
+        select(Model.id, Model.name, Model.deleted_at).where(
+            Model.id.in_({r.base_model_id for r in rows} | made)
+        )
+    ).all()
+    names = {model_id: name for model_id, name, _ in found}
+    # A deleted Trained model is not named: pages and the agent would point at a 404.
+    live = {model_id for model_id, _, deleted in found if deleted is None and model_id in made}
     # A deleted dataset has no name here: pages then show its id, not a link to a 404.
     datasets: dict[str, str] = dict(
         ctx.session.execute(
@@ -276,7 +281,7 @@ def views(ctx: Context, rows: Sequence[TrainingJob]) -> list[TrainingJobView]:
             select(TrainingEvent.job_id, TrainingEvent.loss).where(TrainingEvent.id.in_(newest))
         ).all()
     )
-    return [_view(row, names, datasets, losses) for row in rows]
+    return [_view(row, names, datasets, losses, live) for row in rows]
 
 
 def _view(
@@ -284,6 +289,7 @@ def _view(
     names: dict[str, str],
     datasets: dict[str, str],
     losses: dict[str, float | None],
+    live: set[str],
 ) -> TrainingJobView:
     return TrainingJobView(
         id=row.id,
@@ -304,7 +310,7 @@ def _view(
         last_loss=losses.get(row.id),
         estimated_credits=row.estimated_credits,
         credits_charged=row.credits_charged,
-        trained_model_id=row.trained_model_id,
+        trained_model_id=row.trained_model_id if row.trained_model_id in live else None,
         cancel_requested=row.cancel_requested_at is not None,
         peak_memory_mib=row.peak_rss_bytes // 2**20,
         error=row.error,

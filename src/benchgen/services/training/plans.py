@@ -16,7 +16,7 @@ from benchgen.core.errors import invalid
 from benchgen.core.permissions import Action
 from benchgen.core.text import MAX_TITLE, plural
 from benchgen.db.tables import Dataset
-from benchgen.services import access
+from benchgen.services import access, models
 from benchgen.services.accounts import _ledger
 from benchgen.services.datasets import datasets
 from benchgen.services.specs import BoundedTitle, finite_number, not_bool, parse
@@ -169,8 +169,9 @@ def plan_training(ctx: Context, data: TrainingIn | dict[str, Any]) -> TrainingPl
         PermissionDenied: a token or turn without the train scope.
         NotFound: the model or dataset is not one the user may use.
         InvalidInput: untrainable model, values out of range, a GPU type this deployment does
-            not have, a plan too large for the memory a training job may use, or one expected
-            to run past the deployment's time cap.
+            not have, a plan too large for the memory a training job may use, one expected
+            to run past the deployment's time cap, or a Trained model name a platform model
+            has.
     """
     return check_plan(ctx, data).plan
 
@@ -203,8 +204,10 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
     durations.require_within_cap(ctx, seconds)
     price = _price(ctx, pool, count)
     balance = _ledger.balance_of(ctx, _ledger.acting_user_id(ctx))
+    name = spec.name or _default_name(base.model.name, dataset.name)
+    _require_own_name(ctx, name)
     plan = TrainingPlan(
-        name=spec.name or _default_name(base.model.name, dataset.name),
+        name=name,
         job_type=spec.job_type,
         base_model_id=base.model.id,
         base_model_name=base.model.name,
@@ -232,6 +235,20 @@ def _default_name(base: str, dataset: str) -> str:
     keeps it)."""
     name = f"{base} on {dataset}"
     return name if len(name) <= MAX_TITLE else name[: MAX_TITLE - 1].rstrip() + "…"
+
+
+def _require_own_name(ctx: Context, name: str) -> None:
+    """Refuse a job whose Trained model would take a platform model's name, as adding or
+    renaming a model of one's own does (`models.is_platform_name`).
+
+    Raises:
+        InvalidInput: the name is a platform model's, whatever its case (loc `["name"]`).
+    """
+    if models.is_platform_name(ctx, name):
+        raise invalid(
+            ["name"],
+            f"the Trained model would be named {name!r}, a platform model's name; choose another",
+        )
 
 
 def _require_targets(base: Base, hyper: Hyperparameters) -> None:
