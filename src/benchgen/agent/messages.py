@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_TEXT = 100_000
 _Strict = ConfigDict(extra="forbid")
@@ -51,6 +51,14 @@ class MessageIn(BaseModel):
 
     text: str | None = Field(None, min_length=1, max_length=MAX_TEXT)
     action: Action | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _said_something(cls, text: str | None) -> str | None:
+        # As the web form refuses it: blank words would still decline what is pending.
+        if text is not None and not text.strip():
+            raise ValueError("must not be blank: type a message")
+        return text
 
     @model_validator(mode="after")
     def _one_of(self) -> MessageIn:

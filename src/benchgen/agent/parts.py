@@ -110,9 +110,7 @@ def resume(state: TurnState) -> str:
 
 
 def _propose_again(state: TurnState, plan: dict[str, Any], last: proposals.ProposalView) -> str:
-    # An edit part's stored arguments carry the version its preview was bound to; proposed
-    # again, it is previewed and bound afresh (the kind refuses a version given as input).
-    arguments = {name: value for name, value in last.arguments.items() if name != "version"}
+    arguments = proposals.requested(last.arguments)
 
     def work(c: Context) -> proposals.ProposalView:
         made = proposals.propose(c, state.conversation_id, last.kind, arguments)

@@ -36,7 +36,7 @@ from benchgen.agent.state import Staged, TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.agent.training_tools import TRAINING_TOOLS
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError, Conflict
+from benchgen.core.errors import BenchGenError, Conflict, Unauthenticated
 from benchgen.core.permissions import Action
 from benchgen.core.secrets import find_secrets, split_token
 from benchgen.core.statuses import TurnStatus
@@ -91,9 +91,11 @@ def begin_turn(
         Conflict: a turn is already running, or the approval is stale, replayed or altered.
         NotFound: no such conversation (or proposal) of the user's.
         InvalidInput: the message is too long, or a choice names no option.
-        PermissionDenied / Unauthenticated: the caller may not chat.
+        PermissionDenied / Unauthenticated: the caller may not chat, or the message held the
+            token it was sent with (now revoked; the error says so).
     """
     screened = _screened(runtime, principal, conversation_id, message.text or "")
+    _refuse_own_leak(runtime, principal, screened)
     with transaction(runtime, principal) as ctx:
         action = message.action.model_dump() if message.action else None
         text = screened.text
@@ -124,6 +126,21 @@ def _screened(
         return leaks.Screened(text)
     with transaction(runtime, principal) as ctx:
         return conversations.screen_message(ctx, conversation_id, text)
+
+
+def _refuse_own_leak(runtime: Runtime, principal: Principal, screened: leaks.Screened) -> None:
+    """Refuse, saying why, a message that held the very token it was sent with: that token is
+    revoked now (A15), and a bare "no longer valid" would not tell the user it leaked.
+
+    Raises:
+        Unauthenticated: the message revoked the caller's own token (or the one it came from).
+    """
+    if not screened.notices:
+        return
+    with transaction(runtime, principal, write=False) as ctx:
+        alive = access.live_user(ctx) is not None
+    if not alive:
+        raise Unauthenticated(" ".join(screened.notices))
 
 
 def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
@@ -176,7 +193,7 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
         log.exception("chat turn %s failed", started.turn.id)
         outcome = TurnOutcome("failed", replies.INTERNAL_ERROR)
     finally:
-        started.credential.revoke()
+        _revoke(started)
     outcome.notices = [*started.notices, *state.notices, *outcome.notices]
     outcome.tool_calls = state.tool_calls
     outcome.brain = brain.name
@@ -193,6 +210,16 @@ def complete_turn(started: Started, brain: Brain) -> TurnView:
         failed = TurnOutcome("failed", replies.INTERNAL_ERROR, brain=brain.name)
         with transaction(started.runtime, RECORDER) as ctx:
             return conversations.finish_turn(ctx, started.turn.id, failed)
+
+
+def _revoke(started: Started) -> None:
+    """End the turn's credential now. Should that fail (a busy database), the turn is still
+    recorded, and recording it ends the credential too: it must not live on, nor the
+    conversation stay locked, for want of one write."""
+    try:
+        started.credential.revoke()
+    except Exception:
+        log.exception("chat turn %s: revoking its credential failed", started.turn.id)
 
 
 def _hide_key(outcome: TurnOutcome, brain: Brain) -> None:

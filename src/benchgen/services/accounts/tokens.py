@@ -199,6 +199,21 @@ def revoke_credential(ctx: Context, secret: str) -> None:
     )
 
 
+def revoke_turn_credentials(ctx: Context, user_id: str, turn_id: str) -> None:
+    """End every live credential minted for one chat turn of `user_id`'s (the turn is over,
+    or was cut off), whatever became of the harness that held it."""
+    ctx.session.execute(
+        update(ApiToken)
+        .where(
+            ApiToken.user_id == user_id,  # indexed; turn_id is not
+            ApiToken.turn_id == turn_id,
+            ApiToken.revoked_at.is_(None),
+        )
+        .values(revoked_at=ctx.now())
+        .execution_options(synchronize_session=False)
+    )
+
+
 def revoke_leaked(ctx: Context, secret: str) -> TokenView | None:
     """Revoke a token that was pasted somewhere it should not be; returns it if it was live.
 

@@ -38,6 +38,8 @@ KINDS = (
 )
 
 _Strict = ConfigDict(extra="forbid", str_strip_whitespace=True)
+# What an edit's canonical arguments bind beside the change asked for (see `_prepare_edit`).
+EDIT_BOUND = ("version", "before")
 
 
 class EditArgs(BaseModel):
@@ -164,7 +166,11 @@ def _prepare_edit(ctx: Context, arguments: dict[str, Any]) -> Prepared:
         "warnings": diff.warnings,
         "text": previews.edit_text(row.title, diff),
     }
-    return Prepared({"benchmark_id": row.id, "change": change, "version": row.version}, preview)
+    # The values the diff shows as "before" are bound too: a title or description changed
+    # since (no new version) would be overwritten unseen.
+    before = {name: values["before"] for name, values in diff.metadata.items()}
+    bound = dict(zip(EDIT_BOUND, (row.version, before), strict=True))
+    return Prepared({"benchmark_id": row.id, "change": change, **bound}, preview)
 
 
 def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:

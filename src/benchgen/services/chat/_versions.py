@@ -16,7 +16,8 @@ def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> 
     Raises:
         NotFound: the benchmark is no longer visible to the principal.
         PermissionDenied: the principal may not do `action` on it.
-        Conflict: its questions, or the title bound into `arguments`, changed after the preview.
+        Conflict: its questions, or the title or "before" values bound into `arguments`,
+            changed after the preview.
     """
     row = access.require_benchmark(ctx, arguments["benchmark_id"], action)
     if row.version != arguments["version"]:
@@ -25,11 +26,14 @@ def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> 
             f"{arguments['version']}, now {row.version}); nothing was done.",
             {"id": row.id, "version": row.version},
         )
-    # Only a publish binds the title (its preview names the benchmark everyone will see);
-    # proposals made before it did lack the key.
-    if "title" in arguments and row.title != arguments["title"]:
-        raise Conflict(
-            f"The benchmark's title changed after the preview (from {arguments['title']!r} to "
-            f"{row.title!r}); nothing was done.",
-            {"id": row.id, "title": row.title},
-        )
+    # A publish binds the title (its preview names the benchmark everyone will see), an edit
+    # the values its diff showed as "before"; proposals made before they did lack the keys.
+    shown = {"title": arguments["title"]} if "title" in arguments else {}
+    for name, value in {**shown, **arguments.get("before", {})}.items():
+        now = getattr(row, name)
+        if now != value:
+            raise Conflict(
+                f"The benchmark's {name} changed after the preview (from {value!r} to "
+                f"{now!r}); nothing was done.",
+                {"id": row.id, name: now},
+            )

@@ -21,7 +21,7 @@ from benchgen.core.text import INVISIBLE_RUN, MAX_TITLE, require_line
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Conversation
 from benchgen.services import access, overrides
-from benchgen.services.accounts import leaks
+from benchgen.services.accounts import leaks, tokens
 from benchgen.services.chat import proposals
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import check_window
@@ -311,6 +311,8 @@ def _release_stale(ctx: Context, row: Conversation, now: datetime) -> None:
         turn.status, turn.finished_at = TurnStatus.FAILED, now
         turn.reply = "This turn was cut off: the server stopped while it ran. Nothing is pending."
         proposals.settle_turn(ctx, turn.id, None)
+        # Its process may only have stalled: the turn's agent must not act on beside the next.
+        tokens.revoke_turn_credentials(ctx, row.user_id, turn.id)
     ctx.session.execute(
         update(Conversation)
         .where(Conversation.id == row.id, Conversation.active_turn_id == row.active_turn_id)
@@ -325,7 +327,8 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     Runs as the harness's system principal, so a turn whose user lost access mid-turn is still
     recorded and released. The reply, button labels and notices pass the secrets filter
     once more: secrets redacted, live BenchGen tokens revoked (A15), and a reply asking for a
-    token or password withheld (A14).
+    token or password withheld (A14). The turn's credential is revoked. A turn already cut off
+    (see `_release_stale`) stays as recorded then, and its drafts are cancelled.
 
     Raises:
         PermissionDenied: the principal lacks the `chat.record` grant.
@@ -338,6 +341,15 @@ def finish_turn(ctx: Context, turn_id: str, outcome: TurnOutcome) -> TurnView:
     turn = ctx.session.get(ChatTurn, turn_id)
     if turn is None:
         raise NotFound("No such turn.", {"id": turn_id})
+    if outcome.status != TurnStatus.RUNNING:
+        # Dead when the turn ends (A2), even if the harness's own revoke did not go through.
+        owner = ctx.session.get_one(Conversation, turn.conversation_id).user_id
+        tokens.revoke_turn_credentials(ctx, owner, turn.id)
+    if turn.status != TurnStatus.RUNNING:
+        # Cut off while it ran (its lease lapsed; a later turn may have begun): it stays cut
+        # off, and nothing it proposed since can be decided.
+        proposals.settle_turn(ctx, turn.id, None)
+        return _turn_view(ctx, turn)
     now = ctx.now()
     previous = _previous_reply(ctx, turn)
     turn.reply, turn.buttons, turn.notices, withheld = _screened(ctx, outcome, previous)

@@ -428,6 +428,13 @@ def _require_bound(row: Proposal) -> None:
         raise Conflict("The stored arguments no longer match what was approved.")
 
 
+def requested(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A create or edit proposal's arguments as they were asked for, without what an edit's
+    preview bound beside them (the version, the values shown as before): proposed again, they
+    are previewed and bound afresh, since the kind refuses them as input."""
+    return {k: v for k, v in arguments.items() if k not in _proposal_kinds.EDIT_BOUND}
+
+
 def pending_for(ctx: Context, conversation_id: str) -> ProposalView | None:
     """The conversation's proposal awaiting the user's decision, if any (and not expired).
 
