@@ -39,7 +39,7 @@ async def page_for_error(request: Request, exc: Exception) -> Response:
         next_path, note = request.url.path, ""
         if isinstance(exc, SignInRequired):
             next_path, note = exc.next_path, exc.note
-        return redirect_to(f"{path_for(request, 'signin')}?next={quote(next_path)}", note)
+        return redirect_to(request, f"{path_for(request, 'signin')}?next={quote(next_path)}", note)
     status, message, page = 500, "Something went wrong on the server; it was logged.", ""
     problems: list[str] = []
     back: tuple[str, str] | None = None

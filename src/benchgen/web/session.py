@@ -31,6 +31,10 @@ _DOORMAN = Principal.system("web-sessions", frozenset())
 # page shows the refusal next to its field with all that was typed, where the screening below
 # would answer with an error page and lose the form (a NUL comes with text pasted from a PDF).
 _FORMS_SCREENED_BY_THEIR_PAGE = frozenset({"benchmark_create", "chat_new", "chat_send"})
+# Routes that only end a session: with none live there is nothing to forge, and a Sign out
+# clicked after the session ended (idle, or signed out in another tab) must not be refused as
+# "sent from another site".
+_HARMLESS_WITHOUT_SESSION = frozenset({"signout"})
 _SESSION_ENDED = (
     "Your session ended, so that form was not sent and nothing changed. Sign in to go back to "
     "the page, then send it again."
@@ -111,8 +115,7 @@ async def storable_input(request: Request) -> None:
     """
     require_storable_fields("path", request.path_params.items())
     require_storable_fields("query", request.query_params.multi_items())
-    route = request.scope.get("route")
-    if getattr(route, "name", None) in _FORMS_SCREENED_BY_THEIR_PAGE:
+    if _route_name(request) in _FORMS_SCREENED_BY_THEIR_PAGE:
         return
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
         require_storable_fields("body", (await request.form()).multi_items())
@@ -130,6 +133,8 @@ async def csrf_checked(request: Request) -> None:
     # The session is looked up in the database: in a worker thread, never on the event loop
     # (a stamp of last-seen may wait for SQLite's write lock, and every request with it).
     live = await run_in_threadpool(current_session, request)
+    if live is None and _route_name(request) in _HARMLESS_WITHOUT_SESSION:
+        return
     expected = live.csrf_token if live is not None else request.cookies.get(PRESESSION_COOKIE)
     sent = request.headers.get(CSRF_HEADER)
     if sent is None and "form" in request.headers.get("content-type", ""):
@@ -144,6 +149,11 @@ async def csrf_checked(request: Request) -> None:
             "This form has expired or was sent from another site. Reload the page and try again.",
             {"reason": "csrf"},
         )
+
+
+def _route_name(request: Request) -> str | None:
+    name = getattr(request.scope.get("route"), "name", None)
+    return name if isinstance(name, str) else None
 
 
 def _needs_session(request: Request) -> bool:
@@ -192,7 +202,7 @@ WebContext = Annotated[Context, Depends(web_context, scope="function")]
 
 
 def remember(request: Request, response: Response) -> Response:
-    """Set the anonymous CSRF cookie when this request made one, and clear a dead session's."""
+    """Set the anonymous CSRF cookie when this request made one."""
     secure = request.url.scheme == "https"
     made = getattr(request.state, "presession", None)
     if made is not None and PRESESSION_COOKIE not in request.cookies:

@@ -74,17 +74,33 @@ def render(
     return response
 
 
+def no_referrer(response: Response) -> Response:
+    """Keep a page's address from every request it leads to: the site's same-origin policy
+    would still send it, secret and all, with each link followed, form sent, stylesheet or
+    script fetched (into the server's and any proxy's or cache's logs). For pages whose
+    address is a secret (an invitation, a password reset, a verification link); a redirect's
+    own policy governs the request it leads to."""
+    response.headers["referrer-policy"] = "no-referrer"
+    return response
+
+
 def redirect(request: Request, name: str, flash: str = "", **params: Any) -> Response:
     """Post/redirect/get: send the browser to a named page, with a one-time note to show."""
-    return redirect_to(path_for(request, name, **params), flash)
+    return redirect_to(request, path_for(request, name, **params), flash)
 
 
-def redirect_to(target: str | URL, flash: str = "") -> Response:
-    """A 303 to a path already checked to be local, with an optional one-time note."""
+def redirect_to(request: Request, target: str | URL, flash: str = "") -> Response:
+    """A 303 to a path already checked to be local, with an optional one-time note (Secure
+    over https, like every cookie of ours: it may name an account or a benchmark)."""
     response = RedirectResponse(str(target), status_code=303)
     if flash:
         # Quoted: a cookie value cannot hold every character a title may have.
         response.set_cookie(
-            _FLASH_COOKIE, quote(flash[:300]), httponly=True, samesite="lax", path="/"
+            _FLASH_COOKIE,
+            quote(flash[:300]),
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+            path="/",
         )
     return response

@@ -22,7 +22,7 @@ from benchgen.web.session import (
     runtime_of,
     set_session_cookie,
 )
-from benchgen.web.templating import path_for, redirect, redirect_to, render
+from benchgen.web.templating import no_referrer, path_for, redirect, redirect_to, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 # Pages used before anyone is known (sign-in, sign-up, links): no grants; each service they
@@ -31,14 +31,18 @@ ANONYMOUS = Principal.system("signin", frozenset())
 # Sends account mail after the response: it claims queued mail and records how sending went.
 _MAILER = Principal.system("account-mail", frozenset({Action.MAIL_SEND}))
 SIGNUP_FIELDS = ("email", "display_name", "password", "password_again")
+# Longer than any address of ours that a person would be sent back to.
+_NEXT_MAX = 2000
 
 
 def safe_next(raw: str | None, fallback: str) -> str:
     """Where to go after sign-in: a path on this site only. Anything with a scheme, a host
-    ('//evil.example', '/\\evil.example') or a control character could send the person away."""
+    ('//evil.example', '/\\evil.example') or a control character could send the person away;
+    an overlong one (a crafted link) is dropped rather than refused, which would keep the
+    person from signing in at all."""
     if not raw or not raw.startswith("/") or raw.startswith(("//", "/\\")):
         return fallback
-    if any(ord(char) < 0x21 or char == "\\" for char in raw):
+    if len(raw) > _NEXT_MAX or any(ord(char) < 0x21 or char == "\\" for char in raw):
         return fallback
     return raw
 
@@ -94,7 +98,7 @@ def end_browser_session(request: Request, ctx: Context) -> None:
 
 def signed_in_redirect(request: Request, secret: str, target: str, flash: str = "") -> Response:
     """Go on to `target` with the new session's cookie."""
-    response = redirect_to(target, flash)
+    response = redirect_to(request, target, flash)
     set_session_cookie(request, response, secret)
     return response
 
@@ -109,7 +113,7 @@ def signin_page(request: Request, live: OptionalSession, next: str = "") -> Resp
     """The sign-in form (a signed-in person goes straight on)."""
     target = safe_next(next, path_for(request, "dashboard"))
     if live is not None:
-        return redirect_to(target)
+        return redirect_to(request, target)
     return _signin_form(request, target, "", "")
 
 
@@ -130,10 +134,11 @@ def _signin_form(
 @router.post("/signin", name="signin_submit")
 def signin_submit(
     request: Request,
-    # No length limits here: a refused field would lose the form; the services check them.
+    # No length limits here: a refused field would lose the form; the services (and
+    # `safe_next`) check them.
     email: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
-    next: Annotated[str, Form(max_length=2000)] = "",
+    next: Annotated[str, Form()] = "",
 ) -> Response:
     """Check the password; on success a new session (and cookie) replaces any old one."""
     target = safe_next(next, path_for(request, "dashboard"))
@@ -150,7 +155,7 @@ def signin_submit(
         return _signin_form(request, target, email, exc.message, 429)
     if made is None:
         return _signin_form(request, target, email, "Wrong email or password.", 401)
-    response = redirect_to(target)
+    response = redirect_to(request, target)
     set_session_cookie(request, response, made.secret)
     return response
 
@@ -254,7 +259,7 @@ def verify_page(request: Request, token: str) -> Response:
         live = links.verification_is_live(ctx, token)
     if not live:
         return render(request, "accounts/dead_link.html", 404, purpose="verify")
-    return render(request, "accounts/verify.html", token=token)
+    return no_referrer(render(request, "accounts/verify.html", token=token))
 
 
 @router.post("/account/verify/{token}", name="verify_email_submit")

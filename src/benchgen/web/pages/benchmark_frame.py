@@ -56,4 +56,4 @@ def render_tab(
 def back_to(request: Request, name: str, flash: str, query: str = "", **params: Any) -> Response:
     """Post/redirect/get to a named page with an optional query string (e.g. a page number)."""
     target = path_for(request, name, **params)
-    return redirect_to(f"{target}?{query}" if query else target, flash)
+    return redirect_to(request, f"{target}?{query}" if query else target, flash)

@@ -13,7 +13,7 @@ from benchgen.services.benchmarks import invitations
 from benchgen.services.runtime import transaction, undo_on_error
 from benchgen.web.pages.accounts import ANONYMOUS
 from benchgen.web.session import OptionalSession, WebContext, csrf_checked, runtime_of
-from benchgen.web.templating import path_for, redirect_to, render
+from benchgen.web.templating import no_referrer, path_for, redirect_to, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 TEMPLATE = "benchmarks/collaborator_invitation.html"
@@ -44,7 +44,9 @@ def invitation_accept(request: Request, ctx: WebContext, token: str) -> Response
     except REFUSALS as exc:
         return _page(request, exc.http_status, refusal=exc.message)
     target = path_for(request, "benchmark", benchmark_id=offer.benchmark_id)
-    return _no_referrer(redirect_to(target, f"You are now a collaborator on {offer.title}."))
+    return no_referrer(
+        redirect_to(request, target, f"You are now a collaborator on {offer.title}.")
+    )
 
 
 def _signed_out(request: Request, token: str) -> Response:
@@ -79,12 +81,4 @@ def _page(
         can_sign_up=can_sign_up,
     )
     response.headers["cache-control"] = "no-store"
-    return _no_referrer(response)
-
-
-def _no_referrer(response: Response) -> Response:
-    # The site's same-origin policy would still send this address, token and all, with every
-    # link followed, form sent, stylesheet or script fetched from the page (into the server's
-    # and any proxy's logs); a redirect's own policy governs the request it leads to.
-    response.headers["referrer-policy"] = "no-referrer"
-    return response
+    return no_referrer(response)

@@ -66,11 +66,13 @@ def model_new(request: Request, ctx: WebContext) -> Response:
 def model_new_submit(
     request: Request,
     ctx: WebContext,
-    name: Annotated[str, Form(max_length=200)] = "",
+    # No length limits on what is typed or pasted: a refused field would lose the whole form
+    # to an error page; the service checks each and the form shows why beside it.
+    name: Annotated[str, Form()] = "",
     kind: Annotated[str, Form(max_length=40)] = USER_KINDS[0],
-    base_url: Annotated[str, Form(max_length=2000)] = "",
-    endpoint_model: Annotated[str, Form(max_length=500)] = "",
-    api_key: Annotated[str, Form(max_length=2000)] = "",
+    base_url: Annotated[str, Form()] = "",
+    endpoint_model: Annotated[str, Form()] = "",
+    api_key: Annotated[str, Form()] = "",
 ) -> Response:
     """Register the endpoint; problems (a private address, say) are shown beside the fields."""
     typed = {"name": name, "kind": kind, "base_url": base_url, "endpoint_model": endpoint_model}
@@ -133,7 +135,7 @@ def model_rotate_key(
     request: Request,
     ctx: WebContext,
     model_id: str,
-    api_key: Annotated[str, Form(max_length=2000)] = "",
+    api_key: Annotated[str, Form()] = "",  # checked by the service, refused beside the field
 ) -> Response:
     """Replace the model's API key (the old one is gone; the new one is never shown)."""
     if not api_key.strip():

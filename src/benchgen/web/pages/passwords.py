@@ -19,7 +19,7 @@ from benchgen.web.pages.accounts import (
     signed_in_redirect,
 )
 from benchgen.web.session import csrf_checked, runtime_of
-from benchgen.web.templating import path_for, render
+from benchgen.web.templating import no_referrer, path_for, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 
@@ -57,7 +57,7 @@ def reset_page(request: Request, token: str) -> Response:
         live = passwords.reset_is_live(ctx, token)
     if not live:
         return render(request, "accounts/dead_link.html", 404, purpose="reset")
-    return render(request, "accounts/reset.html", token=token, problems={})
+    return no_referrer(render(request, "accounts/reset.html", token=token, problems={}))
 
 
 @router.post("/password/reset/{token}", name="password_reset_submit")
@@ -70,14 +70,18 @@ def reset_submit(
     """Set the password, sign the account out everywhere, and in here with a fresh session."""
     if password != password_again:
         problems = {"password_again": "does not match the password"}
-        return render(request, "accounts/reset.html", 422, token=token, problems=problems)
+        return no_referrer(
+            render(request, "accounts/reset.html", 422, token=token, problems=problems)
+        )
     try:
         with transaction(runtime_of(request), ANONYMOUS) as ctx:
             user = passwords.reset_password(ctx, token, password)
             secret = open_browser_session(request, ctx, user)
     except InvalidInput as exc:
         problems = field_problems(exc, ("password",))
-        return render(request, "accounts/reset.html", 422, token=token, problems=problems)
+        return no_referrer(
+            render(request, "accounts/reset.html", 422, token=token, problems=problems)
+        )
     except NotFound:
         return render(request, "accounts/dead_link.html", 404, purpose="reset")
     flash = "Your password is changed, and every other session of this account is signed out."
