@@ -18,6 +18,7 @@ from benchgen.core.statuses import RunStatus
 from benchgen.db.tables import Benchmark, Model, Question, Run, RunResult
 from benchgen.services import access
 from benchgen.services.runs import leaderboards
+from benchgen.services.specs import MAX_QUESTIONS
 
 Category = Literal["both_right", "both_wrong", "only_a", "only_b"]
 CATEGORIES: tuple[Category, ...] = ("both_right", "both_wrong", "only_a", "only_b")
@@ -246,9 +247,12 @@ def explain_result(ctx: Context, run_id: str, position: int) -> dict[str, Any]:
 
     Raises:
         NotFound: the run is not visible to the principal.
-        InvalidInput: the benchmark is custom (no per-question results), or the run has no
-            result at `position`.
+        InvalidInput: the benchmark is custom (no per-question results), `position` is
+            outside 0..MAX_QUESTIONS - 1, or the run has no result at `position`.
     """
+    if not 0 <= position < MAX_QUESTIONS:
+        # Past the database's integers, the lookup itself failed (a 500, not a refusal).
+        raise invalid(["position"], f"must be from 0 to {MAX_QUESTIONS - 1}")
     run = access.require_run(ctx, run_id, Action.RUN_READ)
     benchmark = _benchmark(ctx, run)
     _require_items(benchmark, ["run_id"])

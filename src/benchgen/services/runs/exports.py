@@ -16,8 +16,9 @@ from benchgen.services.runs import leaderboards
 FORMATS = ("csv", "json")
 MEDIA = {"csv": "text/csv", "json": "application/json"}
 # Spreadsheets run a cell starting with these as a formula (CSV injection): a model's name or a
-# column title chosen by someone else could make the reader's spreadsheet fetch or compute.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# column title chosen by someone else could make the reader's spreadsheet fetch or compute. NUL
+# too (OWASP ASVS 5.0, 1.2.10): a reader that drops it finds the formula behind it.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\0")
 # A plain number ("-2", "-0.5", "+1e3") is no formula: a model's answer -2 must stay a number.
 _NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # Every text cell in quotes: a spreadsheet that splits at ";" or tabs besides "," (LibreOffice's

@@ -7,9 +7,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import CursorResult, delete, select
+from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, NotFound, invalid
@@ -20,7 +21,7 @@ from benchgen.core.text import require_text
 from benchgen.db.tables import Benchmark, BundleVersion, LeaderboardEntry, Phase, Run, User
 from benchgen.services import access, audit
 from benchgen.services.runs import _verdicts, settings
-from benchgen.services.runs.standings import Standing, ranked_entries
+from benchgen.services.runs.standings import Entry, Standing, ranked_entries
 from benchgen.services.specs import MAX_LIST, check_window
 
 COLUMNS = ("accuracy",)  # qa and mcq; custom formats bring their own columns
@@ -177,19 +178,26 @@ def add_to_leaderboard(ctx: Context, run_id: str) -> None:
             "partial runs cannot be on a leaderboard.",
             {"id": run.id},
         )
+    already = Conflict("The run is already on the leaderboard.", {"id": run.id})
     if ctx.session.scalar(select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)):
-        raise Conflict("The run is already on the leaderboard.", {"id": run.id})
+        raise already
     assert ctx.principal.user_id is not None  # a session principal acting for a user
-    ctx.session.add(
-        LeaderboardEntry(
-            id=new_id("lb"),
-            benchmark_id=run.benchmark_id,
-            phase_id=run.phase_id,
-            run_id=run.id,
-            added_by=ctx.principal.user_id,
-            added_at=ctx.now(),
-        )
+    entry = LeaderboardEntry(
+        id=new_id("lb"),
+        benchmark_id=run.benchmark_id,
+        phase_id=run.phase_id,
+        run_id=run.id,
+        added_by=ctx.principal.user_id,
+        added_at=ctx.now(),
     )
+    try:
+        # The unique run decides two adds at once that both found it off the board (on
+        # PostgreSQL the second waits for the first to commit, then fails here).
+        with ctx.session.begin_nested():
+            ctx.session.add(entry)
+            ctx.session.flush()
+    except IntegrityError:
+        raise already from None
     audit.record(
         ctx, audit.AuditAction.LEADERBOARD_ADD, "run", run.id, benchmark_id=run.benchmark_id
     )
@@ -214,10 +222,11 @@ def remove_from_leaderboard(ctx: Context, run_id: str) -> None:
         NotFound: not on the leaderboard, or not visible.
     """
     run = access.require_run(ctx, run_id, Action.LEADERBOARD_MANAGE)
-    entry = ctx.session.scalar(select(LeaderboardEntry).where(LeaderboardEntry.run_id == run.id))
-    if entry is None:
+    # One DELETE that counts its rows: of two removals at once, the second waits for the
+    # first, then finds nothing to delete and is refused (not audited a second time).
+    removed = ctx.session.execute(delete(LeaderboardEntry).where(LeaderboardEntry.run_id == run.id))
+    if not cast(CursorResult[Any], removed).rowcount:
         raise NotFound("The run is not on the leaderboard.", {"id": run.id})
-    ctx.session.delete(entry)
     audit.record(
         ctx, audit.AuditAction.LEADERBOARD_REMOVE, "run", run.id, benchmark_id=run.benchmark_id
     )
@@ -270,19 +279,11 @@ def leaderboard_page(
         raise invalid(["cursor"], "is from before the leaderboard's columns changed; start over")
     entries = ranked_entries(ctx.session, phase.id, columns, limit, after)
     shown = [c for c in columns if not c.hidden]
-    rows = [
-        Row(
-            entry.rank,
-            entry.run.id,
-            entrant_name(entry.run, entry.model_name),
-            entry.submitted_by,
-            {c.key: entry.run.scores.get(c.key) for c in shown},
-            entry.run.score_edit is not None,
-            entry.run.finished_at,
-            settings.describe(entry.run.settings or {}),
-        )
-        for entry in entries
-    ]
+    # A run keeps hidden what the version that scored it hid, as on its own page (`hidden_from`).
+    custom = benchmark.format == "custom"
+    versions = {entry.run.benchmark_version for entry in entries}
+    unseen = {v: _hidden_keys(ctx, benchmark, v) if custom else frozenset() for v in versions}
+    rows = [_row(entry, shown, unseen[entry.run.benchmark_version]) for entry in entries]
     board = Leaderboard(
         benchmark.id,
         phase.id,
@@ -291,7 +292,48 @@ def leaderboard_page(
         {c.key: c.title for c in shown},
         {c.key: c.sorting for c in shown},
     )
-    return BoardPage(board, [entry.standing for entry in entries])
+    standings = [
+        _unseen(entry.standing, columns, unseen[entry.run.benchmark_version]) for entry in entries
+    ]
+    return BoardPage(board, standings)
+
+
+def _row(entry: Entry, shown: list[Column], unseen: frozenset[str]) -> Row:
+    scores = {
+        c.key: None if c.key in unseen else _ranked_score(entry.run.scores.get(c.key))
+        for c in shown
+    }
+    return Row(
+        entry.rank,
+        entry.run.id,
+        entrant_name(entry.run, entry.model_name),
+        entry.submitted_by,
+        scores,
+        entry.run.score_edit is not None,
+        entry.run.finished_at,
+        settings.describe(entry.run.settings or {}),
+    )
+
+
+def _unseen(standing: Standing, columns: list[Column], unseen: frozenset[str]) -> Standing:
+    """`standing` as a cursor may carry it: None for the scores its run's viewers may not see
+    (`ranked_entries` reads them back from the run)."""
+    if not unseen:
+        return standing
+    scores = zip(columns, standing.scores, strict=True)
+    hidden = tuple(None if c.key in unseen else value for c, value in scores)
+    return Standing(hidden, standing.finished_at, standing.run_id)
+
+
+def _ranked_score(value: Any) -> float | None:
+    """A score as the board ranks it: a finite number, else missing (None). A NaN stored on
+    SQLite ranked last but was shown as NaN, which no JSON reader accepts."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return value if math.isfinite(value) else None
+    except OverflowError:  # an integer past a float's range
+        return None
 
 
 def entrant_name(run: Run, model_name: str | None) -> str:
@@ -312,6 +354,9 @@ def edit_run_score(ctx: Context, run_id: str, scores: dict[str, float], reason: 
         Conflict: the run has not completed.
     """
     run = access.require_run(ctx, run_id, Action.RUN_EDIT_SCORE)
+    # Read, changed and written whole: an edit or a rescoring at the same moment waits here,
+    # so neither writes over the other's scores or audits a `before` that was no longer so.
+    ctx.session.refresh(run, with_for_update=True)
     if run.status != RunStatus.COMPLETED:
         # A run still going would write its computed score over the correction when it ends.
         raise Conflict(

@@ -1,5 +1,6 @@
 """A leaderboard's order in SQL: each column its own way with missing scores last, then the
-earlier run, then the run id; a page of it starts after the standing of the last row seen."""
+earlier run, then the run id (byte by byte); a page of it starts after the standing of the last
+row seen."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Float, Subquery, Text, and_, case, cast, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Float, Subquery, Text, and_, case, cast, collate, func, or_, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from benchgen.core.errors import invalid
@@ -75,7 +76,7 @@ def ranked_entries(
     order: list[Any] = []
     for score, column in zip(scores, columns, strict=True):
         order += [score.is_(None), score.asc() if column.sorting == "asc" else score.desc()]
-    order += [Run.finished_at.is_(None), Run.finished_at, Run.id]
+    order += [Run.finished_at.is_(None), Run.finished_at, _bytewise(Run.id, dialect)]
     board = (
         select(
             Run.id.label("run_id"),
@@ -97,7 +98,8 @@ def ranked_entries(
         .limit(limit)
     )
     if after is not None:
-        query = query.where(_after(board, columns, _anchored(session, board, columns, after)))
+        anchored = _anchored(session, board, columns, after)
+        query = query.where(_after(board, columns, anchored, dialect))
     return [
         Entry(run, name, who, rank, Standing(_shown(columns, values), run.finished_at, run.id))
         for run, name, who, rank, *values in session.execute(query)
@@ -111,23 +113,29 @@ def _shown(columns: Sequence[Ranked], values: Sequence[Any]) -> tuple[float | No
 def _anchored(
     session: Session, board: Subquery, columns: Sequence[Ranked], after: Standing
 ) -> Standing:
-    """`after` with each hidden column's score read from its run's row on the board.
+    """`after` with the scores its cursor leaves out read from its run's row on the board:
+    each hidden column's, and each it carries as None (missing, or hidden from that run's
+    viewers because the bundle version that scored it hid the column).
 
     A cursor comes back from the client: a hidden score it carried could be read by anyone,
     and a forged one would let them search out a run's hidden score from which rows follow.
     So it carries none, and this takes them from the run itself.
 
     Raises:
-        InvalidInput: the run is no longer on this board (removed since the page was read).
+        InvalidInput: the run is no longer on a board that ranks by hidden columns (removed
+            since the page was read); on other boards a None it carries is taken as missing.
     """
-    if not any(column.hidden for column in columns):
+    unknown = [c.hidden or given is None for c, given in zip(columns, after.scores, strict=True)]
+    if not any(unknown):
         return after
     placed = [board.c[f"score_{index}"] for index in range(len(columns))]
     stored = session.execute(select(*placed).where(board.c.run_id == after.run_id)).first()
     if stored is None:
-        raise invalid(["cursor"], "names a run no longer on this leaderboard; start over")
-    scores = zip(columns, after.scores, stored, strict=True)
-    filled = tuple(own if c.hidden else given for c, given, own in scores)
+        if any(column.hidden for column in columns):
+            raise invalid(["cursor"], "names a run no longer on this leaderboard; start over")
+        return after
+    scores = zip(unknown, after.scores, stored, strict=True)
+    filled = tuple(own if read else given for read, given, own in scores)
     return Standing(filled, after.finished_at, after.run_id)
 
 
@@ -149,14 +157,24 @@ def _score(key: str, dialect: str) -> ColumnElement[Any]:
     return case((func.json_valid(Run.scores) == 1, found.scalar_subquery()))
 
 
-def _after(board: Subquery, columns: Sequence[Ranked], after: Standing) -> ColumnElement[bool]:
+def _bytewise(
+    column: ColumnElement[str] | InstrumentedAttribute[str], dialect: str
+) -> ColumnElement[str]:
+    """`column` compared byte by byte, as SQLite and Python compare text: a PostgreSQL made
+    with a language's collation (en_US: `a` before `B`) would break ties in another order."""
+    return collate(column, "C" if dialect == "postgresql" else "BINARY")
+
+
+def _after(
+    board: Subquery, columns: Sequence[Ranked], after: Standing, dialect: str
+) -> ColumnElement[bool]:
     """The rows ranked after `after`: later in the first part of the order where they differ.
 
     Each part is (missing last, then the value its own way); built from the last part (the
     run id) outwards, a part's rows come after when missing where `after` has a value, beyond
     that value, or equal to it and after in the parts that follow.
     """
-    later: ColumnElement[bool] = board.c.run_id > after.run_id
+    later: ColumnElement[bool] = _bytewise(board.c.run_id, dialect) > after.run_id
     parts: list[tuple[ColumnElement[Any], bool, Any]] = [
         (board.c[f"score_{index}"], column.sorting == "asc", value)
         for index, (column, value) in enumerate(zip(columns, after.scores, strict=True))
