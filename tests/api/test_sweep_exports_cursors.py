@@ -1,8 +1,5 @@
 """A cursor a client forged with an id no database can store (a NUL, a lone surrogate): the
-check in a cursor is no secret, so it must be refused as not a cursor (422), never a 500.
-
-Shows a defect in `api/paging.py` (`_load_standing`, `_load_newest`), which this sweep does not
-own: marked xfail until it checks the id it reads."""
+check in a cursor is no secret, so it must be refused as not a cursor (422), never a 500."""
 
 from __future__ import annotations
 
@@ -17,10 +14,7 @@ from benchgen.api.paging import _check
 from tests.api.test_flows import bearer, error_of
 from tests.support import QA, World
 
-pytestmark = [
-    pytest.mark.both_backends,  # NUL fails on PostgreSQL, a lone surrogate on both
-    pytest.mark.xfail(reason="api/paging.py reads a cursor's id unchecked", strict=True),
-]
+pytestmark = pytest.mark.both_backends  # NUL failed on PostgreSQL, a lone surrogate on both
 UNSTORABLE = ("run_\u0000", "run_\ud800")
 
 

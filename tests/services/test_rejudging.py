@@ -13,11 +13,11 @@ from sqlalchemy import select
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied
 from benchgen.core.permissions import PrincipalKind, Scope
-from benchgen.db.tables import AuditEvent, Judge
+from benchgen.db.tables import AuditEvent, Judge, Run
 from benchgen.jobs.handlers import WORKER
 from benchgen.services.benchmarks import judges, lifecycle, members
 from benchgen.services.runs import launch, leaderboards, rejudging, rescoring, results, run_log
-from benchgen.services.runtime import Runtime
+from benchgen.services.runtime import Runtime, transaction
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.services.test_judge import CAPITALS
 from tests.services.test_runs import ledger_sum, priced_model, work_all
@@ -304,3 +304,23 @@ def test_no_rescoring_while_answers_are_judged_again(
     assert judged.scores["accuracy"] == 0.25 and judged.score_edited
     # Once judged, rescoring with other settings is open again.
     assert world.do(web, rescoring.rescore_run, made.run, {"method": "includes"}, True).applied
+
+
+@pytest.mark.parametrize("backend", ["postgres"])  # SQLite runs one write at a time
+def test_a_correction_committed_while_judging_ends_stays(
+    world: World, runtime: Runtime, stub: StubOpenAI, script: Script
+) -> None:
+    """A re-judging that had read the run before new verdicts and the owner's correction
+    committed computed its scores again from that stale row: over the correction, still
+    marked as made."""
+    made = judged_run(world, runtime, stub)
+    web = Principal.web(made.ana)
+    world.do(web, rejudging.rejudge_run, made.run)
+    with transaction(runtime, WORKER) as ctx:
+        read_first = ctx.session.get(Run, made.run)  # held, as a job holds what it read
+        script.up = True
+        work_all(runtime)  # new verdicts: 2/3 right
+        world.do(web, leaderboards.edit_run_score, made.run, {"accuracy": 0.5}, "by hand")
+        rejudging.finish_rejudging(ctx, made.run)
+    kept = world.do(web, launch.get_run, made.run)
+    assert read_first is not None and kept.scores["accuracy"] == 0.5 and kept.score_edited

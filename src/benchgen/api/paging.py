@@ -103,9 +103,21 @@ def _check(name: str, scope: str, text: str) -> str:
 
 def _load_newest(parts: list[Any]) -> Newest:
     stamp, row_id = parts
-    if not isinstance(row_id, str):
+    return load_time(stamp), _row_id(row_id)
+
+
+def _row_id(value: Any) -> str:
+    """An id a cursor carries. Its check is no secret, so a client can forge one: an id no
+    database can hold (a NUL, a lone surrogate) failed in the query, a 500.
+
+    Raises:
+        ValueError / TypeError: not such an id.
+    """
+    if not isinstance(value, str):
         raise TypeError("an id")
-    return load_time(stamp), row_id
+    if "\x00" in value or any("\ud800" <= char <= "\udfff" for char in value):
+        raise ValueError("not an id")
+    return value
 
 
 def load_time(stamp: Any) -> datetime:
@@ -133,12 +145,10 @@ def _dump_standing(standing: Standing) -> list[Any]:
 
 def _load_standing(parts: list[Any]) -> Standing:
     *scores, finished, run_id = parts
-    if not isinstance(run_id, str):
-        raise TypeError("a run id")
     return Standing(
         tuple(None if score is None else _number(score) for score in scores),
         None if finished is None else load_time(finished),
-        run_id,
+        _row_id(run_id),
     )
 
 

@@ -110,7 +110,7 @@ def finish_rejudging(ctx: Context, run_id: str) -> None:
     """Compute the run's summary and scores again from its verdicts, old and new (system
     principal: the re-judging job, once the judge has answered)."""
     access.require(ctx, Action.RUN_EXECUTE)
-    run = ctx.session.get(Run, run_id)
+    run = _locked(ctx, run_id)
     if run is None:
         return
     _verdicts.summarise(ctx, run)
@@ -122,7 +122,7 @@ def abandon_rejudging(ctx: Context, run_id: str, error: str) -> None:
     """The re-judging job kept failing: the answers still waiting have failed their judging
     again, and the run's figures count them so (system principal)."""
     access.require(ctx, Action.RUN_EXECUTE)
-    run = ctx.session.get(Run, run_id)
+    run = _locked(ctx, run_id)
     if run is None:
         return
     rows = ctx.session.execute(
@@ -134,6 +134,12 @@ def abandon_rejudging(ctx: Context, run_id: str, error: str) -> None:
     _verdicts.update_verdicts(ctx, run.id, {p: errored(reason, e) for p, e in rows})
     _verdicts.summarise(ctx, run)
     _log_writer.append(ctx, run.id, f"Judging again failed: {error[:300]}")
+
+
+def _locked(ctx: Context, run_id: str) -> Run | None:
+    """The run, read afresh and held: a score correction committed meanwhile must be seen, or
+    the summary computed again would write over it (`set_summary` keeps `score_edit`)."""
+    return ctx.session.get(Run, run_id, with_for_update=True, populate_existing=True)
 
 
 def _check(ctx: Context, run: Run) -> None:
