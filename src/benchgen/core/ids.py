@@ -12,7 +12,9 @@ TOKEN_PREFIXES = ("bgp", "bga")
 
 
 def _random(length: int) -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(length))
+    # One draw below 62**length, written in base 62: the same uniform characters as a
+    # choice per character, for one read of the system's randomness instead of `length`.
+    return encode_base62(secrets.randbelow(len(ALPHABET) ** length), length)
 
 
 def new_id(prefix: str) -> str:
