@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis.errors import Unsatisfiable
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation import GenerationMode
 
@@ -34,6 +33,7 @@ from tests.support import MCQ, World
 
 FIRST = "mdl_builtin_first"
 MAX_EXAMPLES = 30
+NOTES = ("title", "description")  # schema keys that constrain nothing
 
 
 @pytest.fixture
@@ -103,10 +103,10 @@ def test_api_conforms_to_its_openapi_spec(api_schema: Any) -> None:
     failures: list[str] = []
     for operation in operations:
         for mode in MODES:
+            if mode is GenerationMode.NEGATIVE and not _can_be_invalid(operation):
+                continue
             try:
                 _fuzz(operation, mode, statuses)
-            except Unsatisfiable:
-                pass  # e.g. no invalid value exists for a free-form string in the path
             except (Exception, BaseExceptionGroup) as exc:  # report every operation together
                 failures.append(f"{operation.label} ({mode.value}): {str(exc)[:3000]}")
     assert not failures, "\n\n".join(failures)
@@ -115,6 +115,22 @@ def test_api_conforms_to_its_openapi_spec(api_schema: Any) -> None:
     assert not [label for label, seen in positive.items() if 401 in seen], positive
     succeeded = [label for label, seen in positive.items() if any(200 <= s < 300 for s in seen)]
     assert len(succeeded) >= len(operations) // 2, positive
+
+
+def _can_be_invalid(operation: Any) -> bool:
+    """Whether any request to `operation` breaks its schema: not when it has no body and its
+    only parameters (the token's header aside) are free-form path strings. Hypothesis spent
+    about a second on each such operation before giving up (Unsatisfiable), which is now a
+    failure for the others."""
+    if list(operation.body):
+        return True
+    return any(
+        parameter.location.value != "path"
+        or {k: v for k, v in parameter.definition.get("schema", {}).items() if k not in NOTES}
+        != {"type": "string"}
+        for parameter in operation.iter_parameters()
+        if parameter.name != "Authorization"  # set by the test's config on every request
+    )
 
 
 def _fuzz(operation: Any, mode: GenerationMode, statuses: Statuses) -> None:
