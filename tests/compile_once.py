@@ -13,13 +13,16 @@ own app (`create_app` over the test's runtime); each compiled the same things ag
   and events, on its own database.
 
 - FastAPI 0.16x compiles a route included from a router (its dependency tree, its parameter and
-  response models: pydantic TypeAdapters) the first time an app matches a request, for that app
-  alone: ~160 routes, about 0.35 s of CPU an app. `share_compiled_routes()` keeps what was
-  compiled for a route and, for a later app that includes the same route object the same way,
-  reuses those compiled pieces (they are only read while serving) with a request handler of its
-  own, built for that app: its dependency overrides, body limit and every per-request step stay
-  the app's. Anything else (a route defined per app, another include context, a FastAPI without
-  these internals) compiles as usual.
+  response models: pydantic TypeAdapters, and its request handler) the first time an app matches
+  a request, for that app alone: ~160 routes, about 0.35 s of CPU an app, and every route of
+  every router before the one matched (a web page, a 404 or `/healthz` matched last paid for
+  all). `share_compiled_routes()` keeps what was compiled for a route and gives it to a later
+  app that includes the same route object the same way, as one long-lived server reuses it: the
+  handler reads everything else per request (the app, its state, its middleware's limits). The
+  one thing of an app it holds is where to look up dependency overrides, so an app that has
+  overrides when it first matches a route compiles its own (BenchGen's tests set none). Anything
+  else (a route defined per app, another include context, a FastAPI without these internals)
+  compiles as usual.
 - Each app's Jinja environment parses and compiles every page template it renders.
   `share_compiled_templates()` gives environments that have no bytecode cache one in memory,
   Jinja's own mechanism: a template is compiled once per source text, file and environment
@@ -40,59 +43,57 @@ from sqlalchemy.util import LRUCache
 
 from benchgen.db import session as db_session
 
-_OWN = "dependency_overrides_provider"  # the app: per app, never shared
+_OWN = "dependency_overrides_provider"  # the app: per app, never compared
 
 
-def _same_include(first: Any, second: Any) -> bool:
+def _same_include(first: Any, second: Any, names: tuple[str, ...]) -> bool:
     """Whether two include contexts differ at most in the app they belong to."""
-    if first.included_router is not second.included_router:
-        return False
-    return all(
-        getattr(first, name) == getattr(second, name)
-        for name in (field.name for field in dataclasses.fields(first))
-        if name not in ("included_router", _OWN)
+    return first.included_router is second.included_router and all(
+        getattr(first, name) == getattr(second, name) for name in names
     )
+
+
+def _overridden(include_context: Any) -> bool:
+    """Whether the app including a route has dependency overrides (its handlers read them)."""
+    return bool(getattr(include_context.dependency_overrides_provider, "dependency_overrides", {}))
 
 
 def share_compiled_routes() -> bool:
     """Install the cache; False (nothing changed) when this FastAPI lacks the hook."""
     context_class = getattr(routing, "_EffectiveRouteContext", None)
-    route_var = getattr(routing, "_effective_route_context_var", None)
-    wrap = getattr(routing, "wrap_app_with_body_limit", None)
+    include_class = getattr(routing, "_RouterIncludeContext", None)
     built = getattr(context_class, "from_api_route", None)
-    if context_class is None or route_var is None or wrap is None or built is None:
+    if context_class is None or include_class is None or built is None:
         return False
     if getattr(built, "shared_by_tests", False):
         return True
     compile_route = built.__func__
+    names = tuple(
+        field.name
+        for field in dataclasses.fields(include_class)
+        if field.name not in ("included_router", _OWN)
+    )
     # id(route) -> (the route, kept alive so its id is never reused; its include; the compiled
-    # context)
+    # context, its request handler included)
     compiled: dict[int, tuple[Any, Any, Any]] = {}
 
     def from_api_route(cls: type, *, original_route: Any, include_context: Any) -> Any:
         seen = compiled.get(id(original_route))
+        if _overridden(include_context):
+            return compile_route(
+                cls, original_route=original_route, include_context=include_context
+            )
         if (
             seen is None
             or seen[0] is not original_route
-            or not _same_include(seen[1], include_context)
+            or not _same_include(seen[1], include_context, names)
         ):
             context = compile_route(
                 cls, original_route=original_route, include_context=include_context
             )
             compiled[id(original_route)] = (original_route, include_context, context)
             return context
-        context = dataclasses.replace(
-            seen[2], **{_OWN: include_context.dependency_overrides_provider}
-        )
-        token = route_var.set(context)
-        try:  # as FastAPI builds it: a handler reading this context, under its body limit
-            context.app = wrap(
-                routing.request_response(original_route.get_route_handler()),
-                context.max_body_size,
-            )
-        finally:
-            route_var.reset(token)
-        return context
+        return seen[2]
 
     from_api_route.shared_by_tests = True  # type: ignore[attr-defined]
     context_class.from_api_route = classmethod(from_api_route)
