@@ -29,6 +29,29 @@ SUBJECT = "An invitation to collaborate on BenchGen"
 
 
 @dataclass(frozen=True)
+class Refusals:
+    """Why an invitation no longer works, said to whoever asked: its holder or the owner."""
+
+    accepted: str
+    revoked: str
+    expired: str
+
+
+HOLDER_REFUSALS = Refusals(
+    "This invitation was accepted already; it works once.",
+    "The owner revoked this invitation; ask them for a new one.",
+    "This invitation expired on {at:%Y-%m-%d %H:%M} UTC; ask the owner for a new one.",
+)
+# The owner revoking a link that stopped working meanwhile (another tab, its holder accepting)
+# is not told to ask the owner.
+OWNER_REFUSALS = Refusals(
+    "{email} accepted this invitation already: remove them as a collaborator instead.",
+    "This invitation was revoked already.",
+    "This invitation expired on {at:%Y-%m-%d %H:%M} UTC already: there is nothing to revoke.",
+)
+
+
+@dataclass(frozen=True)
 class Invitation:
     """A pending invitation as the owner sees it (never its link)."""
 
@@ -203,7 +226,7 @@ def revoke_invitation(ctx: Context, benchmark_id: str, invitation_id: str) -> No
     row = ctx.session.get(CollaboratorInvitation, invitation_id, with_for_update=True)
     if row is None or row.benchmark_id != benchmark.id:
         raise NotFound("No such invitation.", {"invitation_id": invitation_id})
-    _require_pending(ctx, row)
+    _require_pending(ctx, row, OWNER_REFUSALS)
     row.revoked_at = ctx.now()
     audit.record(
         ctx,
@@ -285,24 +308,22 @@ def _held(ctx: Context, secret: str) -> tuple[CollaboratorInvitation, Benchmark,
             "new one on your account page), then open this invitation again.",
             {"page": "/settings/account"},
         )
-    _require_pending(ctx, row)
+    _require_pending(ctx, row, HOLDER_REFUSALS)
     benchmark = ctx.session.get(Benchmark, row.benchmark_id)
     if benchmark is None or benchmark.deleted_at is not None:
         raise NotFound("The benchmark of this invitation was deleted.")
     return row, benchmark, user
 
 
-def _require_pending(ctx: Context, row: CollaboratorInvitation) -> None:
-    """Refuse, saying which, an invitation that was accepted, revoked or expired."""
+def _require_pending(ctx: Context, row: CollaboratorInvitation, refusals: Refusals) -> None:
+    """Refuse, saying which in the words of `refusals`, an invitation that was accepted, revoked
+    or expired."""
     if row.accepted_at is not None:
-        raise Conflict("This invitation was accepted already; it works once.")
+        raise Conflict(refusals.accepted.format(email=row.email))
     if row.revoked_at is not None:
-        raise Conflict("The owner revoked this invitation; ask them for a new one.")
+        raise Conflict(refusals.revoked)
     if row.expires_at <= ctx.now():
-        raise Conflict(
-            f"This invitation expired on {row.expires_at:%Y-%m-%d %H:%M} UTC; ask the owner "
-            "for a new one."
-        )
+        raise Conflict(refusals.expired.format(at=row.expires_at))
 
 
 def _pending(ctx: Context) -> tuple[ColumnElement[bool], ...]:

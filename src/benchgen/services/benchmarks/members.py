@@ -95,10 +95,13 @@ def remove_whitelist_entry(ctx: Context, benchmark_id: str, entry: str) -> None:
     """
     benchmark = access.require_benchmark(ctx, benchmark_id, Action.ACCESS_MANAGE)
     row = ctx.session.scalar(
-        select(WhitelistEntry).where(
+        select(WhitelistEntry)
+        .where(
             WhitelistEntry.benchmark_id == benchmark.id,
             WhitelistEntry.entry == entry.strip().lower(),
         )
+        # Locked: two removals at once both found the entry, and both were audited.
+        .with_for_update()
     )
     if row is None:
         raise NotFound("No such whitelist entry.", {"entry": entry})

@@ -95,14 +95,17 @@ def add_phase(
         InvalidInput: empty name (or one with control or invisible characters), or an end
             before the start.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    # Held exclusively: two phases added at once read the same highest position (PostgreSQL),
+    # and both took the place after it.
+    benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
     label = require_line(label, ["name"])
     if starts_at and ends_at and ends_at <= starts_at:
         raise invalid(["ends_at"], "must be after the start")
-    tasks = [_task(ctx, benchmark.id, task_id) for task_id in task_ids or []]
+    # A form may name a task twice: its second link would break the link table's key (a 500).
+    tasks = [_task(ctx, benchmark.id, task_id) for task_id in dict.fromkeys(task_ids or [])]
     position = ctx.session.scalar(
         select(func.coalesce(func.max(Phase.position), -1)).where(
             Phase.benchmark_id == benchmark.id
@@ -162,7 +165,8 @@ def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -
         PermissionDenied: not the owner, or a token or the agent asked.
         InvalidInput: empty name (or one with control or invisible characters), or no phase.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    # Held exclusively: a phase removed meanwhile left this task's link to it a broken key.
+    benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
@@ -188,7 +192,8 @@ def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
         PermissionDenied: not the owner, or a token or the agent asked.
         Conflict: it is the last task.
     """
-    benchmark = access.require_benchmark(ctx, benchmark_id, Action.PHASES_MANAGE)
+    # Held exclusively: two removals at once each counted the other's task, and removed both.
+    benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
     task = _task(ctx, benchmark.id, task_id)
     count = ctx.session.scalar(
         select(func.count()).select_from(Task).where(Task.benchmark_id == benchmark.id)

@@ -70,9 +70,11 @@ def remove_question(
 def _current(ctx: Context, benchmark_id: str, expected_version: int | None) -> list[dict[str, Any]]:
     """The full question list as input shapes, answer keys and metadata included.
 
-    The edit right is required before anything is read: the list carries the answer key.
+    The edit right is required before anything is read: the list carries the answer key. The
+    benchmark is held from here until the edit is stored: two edits from one page read the same
+    list (PostgreSQL), and the second stored its copy of it over the first's change.
     """
-    row = access.require_benchmark(ctx, benchmark_id, Action.BENCHMARK_EDIT)
+    row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_EDIT, exclusive=True)
     # A position means nothing once someone else has changed the list: without this check a
     # stale page would edit or delete the wrong question.
     if expected_version is not None and row.version != expected_version:
