@@ -23,7 +23,7 @@ from benchgen.db.tables import (
     RateLimitEvent,
     Task,
 )
-from benchgen.services.benchmarks import lifecycle, members, phases
+from benchgen.services.benchmarks import lifecycle, members, phases, question_edits
 from benchgen.services.runs import launch
 from tests.support import MCQ, QA, World
 
@@ -995,3 +995,18 @@ def test_question_notes_are_shown_to_the_team_only(world: World) -> None:
     assert mine[0]["metadata"] == {"source": "primer, p. 3"}
     theirs = world.do(Principal.web(bob), lifecycle.list_questions, bm)
     assert "metadata" not in theirs[0] and "answer" not in theirs[0]
+
+
+def test_a_published_benchmark_keeps_at_least_one_question(world: World, web: Principal) -> None:
+    """Publishing refuses an empty benchmark; emptying one after publishing (an edit, or its
+    last question removed) is refused the same way and changes nothing."""
+    bm = world.benchmark(web.user_id or "", QA)
+    world.do(web, lifecycle.publish_benchmark, bm)
+    with pytest.raises(Conflict, match="keeps at least one question"):
+        world.do(web, lifecycle.edit_benchmark, bm, {"questions": []})
+    world.do(web, question_edits.remove_question, bm, 0)
+    with pytest.raises(Conflict, match="keeps at least one question"):
+        world.do(web, question_edits.remove_question, bm, 0)
+    assert len(world.do(web, lifecycle.list_questions, bm)) == 1
+    world.do(web, lifecycle.unpublish_benchmark, bm)
+    world.do(web, question_edits.remove_question, bm, 0)  # a private draft may be empty

@@ -269,7 +269,8 @@ def edit_benchmark(
         PermissionDenied: not the owner or a collaborator, or the token lacks the edit scope.
         InvalidInput: bad change; every problem with its place.
         Frozen: questions of a qa/mcq benchmark cannot change after its first run.
-        Conflict: the change changes nothing.
+        Conflict: the change changes nothing, or would leave a published benchmark with no
+            questions.
     """
     # Held: a run accepted meanwhile froze the questions, and this edit must see that.
     row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_EDIT, exclusive=True)
@@ -306,6 +307,13 @@ def _plan_change(
     diff, new_list, warnings = None, None, []
     if change.questions is not None:
         checked = _with_questions(problems, row.format, change.questions)
+        if not checked.questions and row.visibility == "published":
+            # Publishing refuses an empty benchmark; emptying one afterwards left everyone a
+            # benchmark of nothing to run.
+            raise Conflict(
+                "A published benchmark keeps at least one question: unpublish it first.",
+                {"id": row.id},
+            )
         current = _question_store.load_canonical(ctx, row.id)
         if checked.questions != current:
             if is_frozen(row):
