@@ -43,9 +43,10 @@ LOCAL_MODEL_OPTIONS = {
 USER_OPTIONS = {
     "email": "--email",
     "password": "--password",
-    "name": "--name",
+    "display_name": "--name",
     "amount": "--credits",
 }
+GRANT_OPTIONS = {"amount": "AMOUNT", "note": "--note"}
 TOKEN_OPTIONS = {"name": "--name", "scopes": "--scopes", "expires_days": "--expires-days"}
 Email = Annotated[str, typer.Option("--email", help="The account's email address.")]
 # The agent's brain: in `settings`, but only the environment sets it.
@@ -90,7 +91,7 @@ def grant_credits(
     note: Annotated[str, typer.Option(help="Why (kept in the ledger).")] = "",
 ) -> None:
     """Add credits to an account; prints the new balance."""
-    with open_runtime() as runtime, as_operator(runtime) as ctx:
+    with open_runtime() as runtime, as_operator(runtime) as ctx, by_option(GRANT_OPTIONS):
         user = users.get_user_by_email(ctx, email)
         balance = credits.grant_credits(ctx, user.id, amount, note)
     console.print(f"{user.email} now has {balance} credits.")

@@ -31,8 +31,9 @@ def change_password(ctx: Context, current: str, new: str, address: str = "") -> 
         RateLimited: too many wrong passwords for this account or from this address.
     """
     user = users.require_own_account(ctx)
-    password_hash = users.hash_password(ctx.settings, new)
+    # Throttled before hashing: a refused guess must cost the server no argon2 hash either.
     attempts.require_room(ctx, user.email, address, ctx.settings.signin_failures_per_account)
+    password_hash = users.hash_password(ctx.settings, new)
     try:
         users.authenticate(ctx, user.email, current)
     except Unauthenticated:

@@ -151,10 +151,12 @@ def insert_user(
         Conflict: the email is taken.
     """
     address = normalize_email(email)
-    password_hash = hash_password(ctx.settings, password)
     name = require_line(display_name, ["display_name"], required=False) or address.split("@")[0]
     if len(name) > 200:
         raise invalid(["display_name"], "must be at most 200 characters")
+    # Hashed last, once everything cheap passed: a refused sign-up rolls back the attempt it
+    # counted, so each one refused after hashing cost the server a hash and the sender nothing.
+    password_hash = hash_password(ctx.settings, password)
     taken = Conflict(f"An account with email {address} already exists.", {"email": address})
     if ctx.session.scalar(select(User.id).where(User.email == address)) is not None:
         raise taken
@@ -187,7 +189,20 @@ def hash_password(settings: Settings, password: str) -> str:
     """
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise invalid(["password"], f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    if not _is_utf8(password):
+        # A terminal in another encoding hands the CLI bytes it keeps as lone surrogates.
+        raise invalid(["password"], "holds bytes that are not UTF-8 text; type it again")
     return _hasher(settings).hash(password)
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether `text` can be written as UTF-8 (no lone surrogates, which argon2 and the
+    database refuse with an encoding error)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def require_own_account(ctx: Context) -> User:
@@ -239,7 +254,12 @@ def get_user_by_email(ctx: Context, email: str) -> UserView:
         NotFound: no such account.
     """
     access.require(ctx, Action.ADMIN_USERS)
-    user = ctx.session.scalar(select(User).where(User.email == email.strip().lower()))
+    # Folded as `normalize_email` stores addresses (composed, compatibility forms plain), not
+    # parsed by it: every `--as` looks an account up here, and its parser is slow to load. A
+    # terminal that types accents decomposed (`a` + U+0308) found no account before.
+    folded = unicodedata.normalize("NFKC", email.strip()).lower()
+    found = select(User).where(User.email == folded)
+    user = ctx.session.scalar(found) if _is_utf8(folded) else None
     if user is None:
         raise NotFound(f"No account with email {email}.", {"email": email})
     return view(user)
@@ -384,6 +404,8 @@ def lock_user(ctx: Context, user_id: str) -> None:
 
     Raises:
         NotFound: no such account.
+        Unauthenticated: the account is the acting user's, and was disabled since the request
+            checked it.
     """
     # A row lock on PostgreSQL; on SQLite the write transaction already holds the database
     # lock from BEGIN IMMEDIATE, and SQLAlchemy leaves the clause out. FOR NO KEY UPDATE, not
@@ -391,7 +413,11 @@ def lock_user(ctx: Context, user_id: str) -> None:
     # with the key-share lock a foreign-key check takes when a row referencing the user is
     # written. With FOR UPDATE, two transactions that each wrote such a row and then came here
     # deadlocked (each waiting for the other's key share).
-    locking = select(User.id).where(User.id == user_id).with_for_update(key_share=True)
-    found = ctx.session.scalar(locking)
-    if found is None:
+    locking = select(User.is_active).where(User.id == user_id).with_for_update(key_share=True)
+    active = ctx.session.scalar(locking)
+    if active is None:
         raise NotFound("No such account.", {"id": user_id})
+    # Read under the lock, not from the request's first look: an admin who disabled the
+    # account in between stopped its runs then, and one launched after that ran unstopped.
+    if not active and user_id == ctx.principal.user_id:
+        raise Unauthenticated("The account is disabled or the credential is no longer valid.")
