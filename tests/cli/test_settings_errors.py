@@ -106,6 +106,8 @@ def test_a_wrong_setting_is_one_line_and_exit_status_2(
         ("BENCHGEN_WORKER_THREADS", "many", "BENCHGEN_WORKER_THREADS: must be a whole number"),
         ("BENCHGEN_AGENT_ALLOW_EDIT", "maybe", "BENCHGEN_AGENT_ALLOW_EDIT: must be true or false"),
         ("BENCHGEN_RUN_CONCURRENCY", "999", "BENCHGEN_RUN_CONCURRENCY: must be at most 256"),
+        ("BENCHGEN_TOKEN_MAX_DAYS", "3000000", "BENCHGEN_TOKEN_MAX_DAYS: must be at most 36500"),
+        ("BENCHGEN_AGENT_TURN_CAP_S", "86400", "BENCHGEN_AGENT_TURN_CAP_S: must be at most 3600"),
     ],
 )
 def test_each_problem_names_its_variable_and_value(

@@ -69,11 +69,6 @@ def test_an_address_of_bytes_that_are_not_utf8_finds_no_account(world: World) ->
     assert said.startswith("Error: No account with email ana")
 
 
-@pytest.mark.xfail(
-    reason="core/text.py line_problem lets lone surrogates through; the database write fails",
-    raises=UnicodeEncodeError,
-    strict=True,
-)
 def test_a_display_name_of_bytes_that_are_not_utf8_is_refused_by_its_option() -> None:
     result = runner.invoke(
         app,

@@ -87,6 +87,7 @@ def test_admin_tokens_may_not_set(world: World, kind: PrincipalKind) -> None:
         ("create_limit_per_day", "1" * 5000),  # more digits than int() will read
         ("agent_turn_cap_s", "ten"),
         ("agent_turn_cap_s", "9"),  # Settings requires at least 10 s; an override may not undercut
+        ("agent_turn_cap_s", "3601"),  # nor outlast its hour (the turn's credential lives as long)
         ("agent_allow_create", "maybe"),
         ("agent_allow_create", "2"),
         ("agent_allow_create", ""),

@@ -39,13 +39,14 @@ def test_a_key_no_form_carries_is_refused_with_a_message(
 def test_number_inputs_carry_the_services_own_bounds(admin: WebUser, world: World) -> None:
     page = admin.page("/admin/settings")
     cap = page.select_one("input#value-agent_turn_cap_s")
-    # The turn cap's environment variable may not be under 10 s, so neither may its override.
-    assert (cap["min"], cap["max"]) == ("10", "999999999")
+    # The turn cap's environment variable may not be under 10 s nor over an hour, so neither
+    # may its override.
+    assert (cap["min"], cap["max"]) == ("10", "3600")
     per_day = page.select_one("input#value-create_limit_per_day")
     assert (per_day["min"], per_day["max"]) == ("1", "999999999")
     before = world.do(OPERATOR, deployment.list_settings)
-    for wrong in ("9", "1000000000"):
+    for wrong in ("9", "3601", "1000000000"):
         refused = admin.post("/admin/settings", {"key": "agent_turn_cap_s", "value": wrong})
         assert refused.status_code == 422
-        assert "a whole number from 10 to 999999999" in refused.text
+        assert "a whole number from 10 to 3600" in refused.text
     assert world.do(OPERATOR, deployment.list_settings) == before

@@ -85,7 +85,9 @@ class Settings(BaseSettings):
     agent_allow_create: bool = True
     agent_allow_edit: bool = True
     agent_allow_publish: bool = True
-    agent_turn_cap_s: int = Field(900, ge=10, description="Longest a chat turn may run.")
+    # At most an hour: the turn's credential lives as long (plus a minute), and an override
+    # past that made a "one turn" credential last as long as a token.
+    agent_turn_cap_s: int = Field(900, ge=10, le=3600, description="Longest a chat turn may run.")
     agent_model: str = Field(
         "offline",
         description="The agent's brain: offline · local:<gguf path or smollm2> · "
@@ -118,8 +120,9 @@ class Settings(BaseSettings):
         "(owners may change it per benchmark).",
     )
 
-    token_default_days: int = Field(90, ge=1)
-    token_max_days: int = Field(365, ge=1)
+    # At most a century: an expiry past year 9999 failed when a token was made (a 500).
+    token_default_days: int = Field(90, ge=1, le=36500)
+    token_max_days: int = Field(365, ge=1, le=36500)
 
     argon2_time_cost: int = Field(3, ge=1)
     argon2_memory_kib: int = Field(65536, ge=64)

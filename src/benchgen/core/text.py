@@ -52,11 +52,14 @@ _NAME_INVISIBLE = (
     "\uffa0\ufff0-\ufffb\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     f"{_TAGS}\U000e01f0-\U000e0fff"
 )
+# Lone surrogates are no text at all: a terminal in another encoding hands the CLI its bytes
+# so, and writing them fails in the database (the API's JSON parser already refuses them).
+_SURROGATES = "\ud800-\udfff"
 # Refused in a name even when nothing else is there: controls, bidi, line breaks, zero widths.
-_SPOOFING = f"\x00-\x1f\x7f-\x9f{_BIDI}\u200b\u2060\ufeff\u2028\u2029"
+_SPOOFING = f"\x00-\x1f\x7f-\x9f{_BIDI}\u200b\u2060\ufeff\u2028\u2029{_SURROGATES}"
 _NAMED_ALONE = re.compile(f"[{_SPOOFING}]")
 _LINE_FORBIDDEN = re.compile(f"[{_SPOOFING}{_NAME_INVISIBLE}]")
-_TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}{_TAGS}]")
+_TEXT_FORBIDDEN = re.compile(f"[{_PROSE_CONTROLS}{_BIDI}{_TAGS}{_SURROGATES}]")
 
 
 def plural(count: int, noun: str) -> str:
@@ -69,6 +72,8 @@ def describe(char: str) -> str:
     name = unicodedata.name(char, "")
     if not name and unicodedata.category(char) == "Cc":
         name = "a control character"
+    elif not name and unicodedata.category(char) == "Cs":
+        name = "a lone surrogate: bytes that are not UTF-8 text"
     return f"U+{ord(char):04X} ({name})" if name else f"U+{ord(char):04X}"
 
 

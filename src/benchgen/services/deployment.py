@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotated_types import Ge
+from annotated_types import Ge, Le
 from sqlalchemy import select, union_all
 
 from benchgen.core.config import Settings
@@ -110,11 +110,17 @@ def _parse(key: str, kind: type, raw: str) -> bool | int | str:
 def number_bounds(key: str) -> tuple[int, int]:
     """The least and the most a whole-number setting may be overridden to (its form's bounds).
 
-    An override must not get below what the environment variable itself may be (the turn
-    cap's 10 s, say): the bound lives once, on Settings.
+    An override must stay within what the environment variable itself may be (the turn cap's
+    10 s to an hour, say): the bounds live once, on Settings.
     """
     rules = Settings.model_fields[key].metadata
     least = max(
         [1, *(rule.ge for rule in rules if isinstance(rule, Ge) and isinstance(rule.ge, int))]
     )
-    return least, MAX_NUMBER
+    most = min(
+        [
+            MAX_NUMBER,
+            *(rule.le for rule in rules if isinstance(rule, Le) and isinstance(rule.le, int)),
+        ]
+    )
+    return least, most
