@@ -172,8 +172,22 @@ def backend() -> str:
     return "sqlite"
 
 
+@pytest.fixture(scope="session")
+def base_settings() -> Settings:
+    """What every test's settings share: cheap password hashing, no embedded workers, one
+    thread for local models (and the environment's BENCHGEN_* variables, read once)."""
+    return Settings(
+        argon2_time_cost=1,
+        argon2_memory_kib=64,
+        worker_threads=0,
+        local_model_threads=LOCAL_THREADS,
+    )
+
+
 @pytest.fixture
-def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
+def settings(
+    backend: str, tmp_path: Path, base_settings: Settings, request: pytest.FixtureRequest
+) -> Settings:
     """Test settings: a private data dir, cheap password hashing, the chosen database."""
     if backend == "sqlite":
         target = tmp_path / "data" / "benchgen.db"
@@ -183,14 +197,9 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Se
     else:
         url, reset = request.getfixturevalue("pg_database")
         reset()
-    return Settings(
-        data_dir=tmp_path / "data",
-        database_url=url,
-        argon2_time_cost=1,
-        argon2_memory_kib=64,
-        worker_threads=0,
-        local_model_threads=LOCAL_THREADS,
-    )
+    # A copy, not settings built afresh (environment and checks again: ~2 ms a test); both
+    # values are as the checks would leave them.
+    return base_settings.model_copy(update={"data_dir": tmp_path / "data", "database_url": url})
 
 
 @pytest.fixture
