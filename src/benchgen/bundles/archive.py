@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import stat
+import struct
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -39,9 +41,21 @@ DEFAULT_LIMITS = ArchiveLimits()
 _CHUNK = 1 << 16
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Central directory entries: a fixed 46-byte head whose name, extra and comment lengths say
+# where the next one starts (APPNOTE 4.3.12); the end records that say where they are.
+_ENTRY = struct.Struct("<28x3H12x")
+_ENTRY_MAGIC = b"PK\x01\x02"
+_END_MAGIC = b"PK\x05\x06"
+_END64_MAGIC = b"PK\x06\x06"
+_LOCATOR_MAGIC = b"PK\x06\x07"
+_UTF8_FLAG = 0x800  # general purpose bit 11: the name is UTF-8
+_NAME_MAX = 255  # bytes in one file or folder name, on Linux's file systems
+_END_SEARCH = 22 + 0xFFFF  # the end record, and the longest comment it may carry
 
 
-def zip_plain_files(folder: Path, target: Path, max_depth: int = MAX_DEPTH) -> None:
+def zip_plain_files(
+    folder: Path, target: Path, max_depth: int = MAX_DEPTH, max_files: int | None = None
+) -> None:
     """Zip the regular files under `folder`, which a program wrote.
 
     A link could point at any file of the host (/etc/shadow, the server's environment), so
@@ -49,11 +63,17 @@ def zip_plain_files(folder: Path, target: Path, max_depth: int = MAX_DEPTH) -> N
     left out too (reading a pipe could wait forever).
 
     Raises:
-        InvalidInput: folders nested more than `max_depth` deep.
+        InvalidInput: folders nested more than `max_depth` deep, or more entries than
+            `max_files` (by default what `extract_zip` unpacks: the zip must unpack again).
     """
+    cap = DEFAULT_LIMITS.max_files if max_files is None else max_files
+    seen = [0]
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
 
         def add(fd: int, parts: Sequence[str], name: str, is_dir: bool) -> None:
+            seen[0] += 1
+            if seen[0] > cap:
+                raise _refuse("predictions", None, f"more than {cap} files and folders")
             if not is_dir:
                 _add_plain_file(archive, fd, "/".join((*parts, name)), name)
 
@@ -98,10 +118,11 @@ def extract_zip(
         raise _refuse(loc, None, f"zips nested more than {limits.max_depth} deep are refused")
     _require_empty_dir(dest, loc)
     try:
-        with _open_zip(source, loc) as archive:
+        with _open_zip(source, limits, loc) as archive:
             members = _checked_members(archive, limits, loc)
             return _write_all(archive, members, dest, limits, loc)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error) as exc:
+    # ValueError: a member's header offset that points before the archive's start.
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, zlib.error) as exc:
         raise _refuse(loc, None, f"the zip is corrupt: {exc}") from exc
     except NotImplementedError as exc:
         raise _refuse(loc, None, f"unsupported zip feature: {exc}") from exc
@@ -114,7 +135,71 @@ def vetted_names(archive: zipfile.ZipFile, limits: ArchiveLimits, *, loc: str) -
     Raises:
         InvalidInput: a member is unsafe, or the listing is over a limit.
     """
-    return ["/".join(parts) for _, parts in _checked_members(archive, limits, loc)]
+    members = _checked_members(archive, limits, loc)
+    for info, _ in members:
+        if not info.is_dir():
+            _check_local_header(archive, info, loc)
+    return ["/".join(parts) for _, parts in members]
+
+
+def _check_local_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, loc: str) -> None:
+    # The listing can be sound while a member's own header is not (a bad magic number, a name
+    # that differs, an offset before the archive's start, an unknown compression method):
+    # opening reads that header without decompressing anything, as extraction will.
+    try:
+        archive.open(info).close()
+    except (zipfile.BadZipFile, EOFError, ValueError, zlib.error) as exc:
+        raise _refuse(loc, info.orig_filename, f"the zip is corrupt: {exc}") from exc
+    except NotImplementedError as exc:
+        raise _refuse(loc, info.orig_filename, f"unsupported zip feature: {exc}") from exc
+
+
+def require_few_entries(handle: IO[bytes], limits: ArchiveLimits, *, loc: str) -> None:
+    """Refuse a zip listing more than `limits.max_files` entries before zipfile reads it: it
+    builds an object per entry, and a 64 MiB listing of one-letter names took 15 s and 700 MB.
+    Only as many entries as the limit allows are walked; a listing that is not sound is left
+    for zipfile to refuse.
+
+    Raises:
+        InvalidInput: more entries than the limit.
+    """
+    start, size = _listing_place(handle)
+    handle.seek(start)
+    walked = count = 0
+    while walked < size:
+        head = handle.read(_ENTRY.size)
+        if len(head) < _ENTRY.size or head[:4] != _ENTRY_MAGIC:
+            return
+        count += 1
+        if count > limits.max_files:
+            raise _refuse(loc, None, f"more than {limits.max_files} entries")
+        name, extra, comment = _ENTRY.unpack(head)
+        walked += _ENTRY.size + name + extra + comment
+        handle.seek(name + extra + comment, os.SEEK_CUR)
+
+
+def _listing_place(handle: IO[bytes]) -> tuple[int, int]:
+    """Where the central directory starts and its size, as zipfile finds them: just before
+    the end record (or the zip64 end record); (0, 0) when there is none."""
+    end = handle.seek(0, os.SEEK_END)
+    tail_start = max(0, end - _END_SEARCH)
+    handle.seek(tail_start)
+    tail = handle.read()
+    at = tail.rfind(_END_MAGIC)
+    if at < 0 or len(tail) - at < 22:
+        return 0, 0
+    (size,) = struct.unpack_from("<I", tail, at + 12)
+    record = tail_start + at
+    if record >= 76:
+        # A zip64 end record (56 bytes) and its locator (20) sit just before the end record:
+        # the sizes there are the real ones. Read from the file: a long comment may put them
+        # before the tail.
+        handle.seek(record - 76)
+        zip64 = handle.read(76)
+        if zip64[56:60] == _LOCATOR_MAGIC and zip64[:4] == _END64_MAGIC:
+            (size,) = struct.unpack_from("<Q", zip64, 40)
+            record -= 76
+    return max(record - size, 0), size
 
 
 def _refuse(loc: str, member: str | None, msg: str) -> InvalidInput:
@@ -132,10 +217,15 @@ def _require_empty_dir(dest: Path, loc: str) -> None:
         raise _refuse(loc, None, "the destination must be an empty folder")
 
 
-def _open_zip(source: Path | bytes, loc: str) -> zipfile.ZipFile:
+def _open_zip(source: Path | bytes, limits: ArchiveLimits, loc: str) -> zipfile.ZipFile:
     try:
-        handle: IO[bytes] | Path = io.BytesIO(source) if isinstance(source, bytes) else source
-        return zipfile.ZipFile(handle)
+        if isinstance(source, bytes):
+            handle = io.BytesIO(source)
+            require_few_entries(handle, limits, loc=loc)
+            return zipfile.ZipFile(handle)
+        with source.open("rb") as file:
+            require_few_entries(file, limits, loc=loc)
+        return zipfile.ZipFile(source)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
         raise _refuse(loc, None, "not a zip archive, or a corrupt one") from exc
     except OSError as exc:
@@ -167,8 +257,7 @@ def _checked_members(
 
 
 def _safe_parts(info: zipfile.ZipInfo, limits: ArchiveLimits, loc: str) -> tuple[str, ...]:
-    # orig_filename keeps what zipfile cuts at a NUL byte; a hidden NUL is itself a sign of attack.
-    name = info.orig_filename
+    name = _member_name(info)
     if not name or _CONTROL.search(name):
         raise _refuse(loc, name, "empty name or control characters in the name")
     # Backslashes and drive letters are separators/roots on Windows tools: refused, not guessed.
@@ -178,10 +267,29 @@ def _safe_parts(info: zipfile.ZipInfo, limits: ArchiveLimits, loc: str) -> tuple
     if any(part in {"", ".", ".."} for part in parts):
         raise _refuse(loc, name, "empty, '.' and '..' path parts are refused")
     # Every later walk of the tree (layout, the programs' folders, cleanup) stays shallow.
+    shown = name if len(name) <= 200 else name[:200] + "…"
     if len(parts) > limits.max_path_parts:
         msg = f"folders nested more than {limits.max_path_parts} deep are refused"
-        raise _refuse(loc, name if len(name) <= 200 else name[:200] + "…", msg)
+        raise _refuse(loc, shown, msg)
+    # No file system takes a longer name: refused from the listing, as writing would refuse it.
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in parts):
+        raise _refuse(loc, shown, f"a file or folder name longer than {_NAME_MAX} bytes")
     return parts
+
+
+def _member_name(info: zipfile.ZipInfo) -> str:
+    """The member's name as its archiver meant it, in NFC form.
+
+    orig_filename keeps what zipfile cuts at a NUL byte (a hidden NUL is itself a sign of
+    attack). Without the UTF-8 flag zipfile reads the name as cp437, but macOS's Archive Utility
+    and others write UTF-8 (in NFD form) without it: "données/" came out as "donn├⌐es/", which
+    competition.yaml, the scoring program and the participant name otherwise.
+    """
+    name = info.orig_filename
+    if not info.flag_bits & _UTF8_FLAG and not name.isascii():
+        with contextlib.suppress(UnicodeError):
+            name = name.encode("cp437").decode("utf-8")
+    return unicodedata.normalize("NFC", name)
 
 
 def _check_member(info: zipfile.ZipInfo, limits: ArchiveLimits, loc: str) -> None:

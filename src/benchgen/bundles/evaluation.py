@@ -109,6 +109,8 @@ def evaluate_task(
     try:
         scores = read_scores(output, columns)
     except InvalidInput as exc:
+        # The details (what the program wrote) go to its output, which only the team reads.
+        log.extend(f"[scores] {'/'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors)
         return TaskOutcome(task.spec.index, {}, log, str(exc), results)
     return TaskOutcome(task.spec.index, scores, log, None, results)
 

@@ -178,9 +178,11 @@ def _number(column: str, value: object) -> float:
         except (ValueError, OverflowError):
             number = math.nan
     if not math.isfinite(number):
+        # The value only in the detail: the message reaches whoever reads the run, and the
+        # column may be hidden from them (its value is the organisers').
         raise InvalidInput(
-            f"The score for {column} is not a finite number: {_preview(value)}.",
-            [{"loc": ["scores", column], "msg": "not a finite number"}],
+            f"The score for {column} is not a finite number.",
+            [{"loc": ["scores", column], "msg": f"not a finite number: {_preview(value)}"}],
         )
     return number
 

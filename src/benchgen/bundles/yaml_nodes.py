@@ -20,6 +20,8 @@ MAX_YAML_BYTES = 1 << 20
 _MAX_ALIASES = 32
 _MAX_PLAIN_NODES = 50_000
 _MAX_DEPTH = 32
+# Indexes, caps and limits: stored as 32-bit integers or in names of bounded length ("bundle:7").
+MAX_INTEGER = 2**31 - 1
 # YAML's "\ud800" escape makes a lone surrogate: Python holds it, but it is not text, and
 # UTF-8 (the database, JSON, a page) cannot encode it. Its "\0" makes a NUL, which PostgreSQL
 # text and JSON cannot hold.
@@ -158,7 +160,11 @@ class NodeReader:
         # Dates are kept as their text, for competition.py's rules (parse_date), not YAML 1.1's.
         if node.tag.endswith(":timestamp"):
             return True, str(node.value)
-        return True, self._constructor.construct_object(node)
+        try:
+            return True, self._constructor.construct_object(node)
+        except ValueError:  # an integer past Python's digit limit for str -> int
+            self.error(loc, _line(node), f"expected {expected}")
+            return False, None
 
     def value(self, s: Section, key: str) -> Node | None:
         node = s.values.get(key)
@@ -179,7 +185,9 @@ class NodeReader:
             self.error(loc, _line(node), f"'{key}' must not be empty")
         return str(node.value)
 
-    def integer(self, s: Section, key: str, minimum: int = 0) -> int | None:
+    def integer(
+        self, s: Section, key: str, minimum: int = 0, maximum: int = MAX_INTEGER
+    ) -> int | None:
         node, loc = self.value(s, key), (*s.loc, key)
         if node is None:
             return None
@@ -191,6 +199,9 @@ class NodeReader:
             return None
         if value < minimum:
             self.error(loc, _line(node), f"must be {minimum} or more")
+            return None
+        if value > maximum:
+            self.error(loc, _line(node), f"must be {maximum} or less")
             return None
         return value
 

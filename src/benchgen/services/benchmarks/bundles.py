@@ -22,6 +22,8 @@ from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import _bundle_versions, lifecycle
 from benchgen.services.benchmarks._bundle_versions import Inspected
 
+_TEAM_ONLY = ("solutions", "tasks", "extra", "warnings")
+
 
 @dataclass(frozen=True)
 class BundleView:
@@ -176,6 +178,8 @@ def upload_bundle_version(
     # Held exclusively once the programs ran: a run starting meanwhile (which holds the row
     # shared) counts in the check of removed phases below, and the version is read again.
     row = access.require_held(ctx, row.id, Action.BENCHMARK_EDIT, exclusive=True)
+    # Again under the lock: the same bundle sent twice at once passed the check above twice.
+    _require_changed(ctx, row.id, data)
     spec = inspected.competition
     require_structure_allowed(ctx, row, spec)
     _sync_structure(ctx, row, spec)
@@ -252,8 +256,9 @@ def get_bundle(ctx: Context, benchmark_id: str) -> BundleView:
     spec = _bundle_versions.competition_of(version)
     public = spec.to_json()
     if not team:
-        # Solutions' paths and program names are the team's; readers see the rules only.
-        public = {k: v for k, v in public.items() if k not in ("solutions", "tasks", "extra")}
+        # Solutions' paths, program names and the warnings (which name every unknown key,
+        # `extra`'s included) are the team's; readers see the rules only.
+        public = {k: v for k, v in public.items() if k not in _TEAM_ONLY}
     return BundleView(
         benchmark_id=row.id,
         version=version.version,

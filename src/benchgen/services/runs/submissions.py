@@ -9,7 +9,7 @@ import zipfile
 
 from sqlalchemy import select
 
-from benchgen.bundles.archive import vetted_names
+from benchgen.bundles.archive import require_few_entries, vetted_names
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, invalid
 from benchgen.core.ids import new_id
@@ -94,15 +94,19 @@ def _zip_names(ctx: Context, data: bytes) -> list[str]:
     """
     if len(data) > ctx.settings.max_submission_bytes:
         raise invalid(["submission"], f"is larger than {ctx.settings.max_submission_bytes} bytes")
+    limits = _bundle_versions.archive_limits(ctx.settings)
+    handle = io.BytesIO(data)
+    require_few_entries(handle, limits, loc="submission")
     # is_zipfile only finds the end record: the listing itself may still be broken.
     try:
-        opened = zipfile.ZipFile(io.BytesIO(data))
+        opened = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
         raise invalid(["submission"], "must be a .zip file (results or code)") from exc
+    except NotImplementedError as exc:  # a zip format version past what can be read
+        raise invalid(["submission"], f"uses an unsupported zip feature: {exc}") from exc
     with opened:
         # Refused here, not by the worker: a run that could only fail is neither queued nor
         # counted against the phase's limits or the daily quota.
-        limits = _bundle_versions.archive_limits(ctx.settings)
         return vetted_names(opened, limits, loc="submission")
 
 
