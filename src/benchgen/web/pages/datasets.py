@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 from starlette.datastructures import FormData, UploadFile
 
-from benchgen.core.errors import Conflict, InvalidInput
+from benchgen.core.errors import Conflict, InvalidInput, NotFound
 from benchgen.core.text import plural
 from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetView
@@ -89,14 +89,15 @@ def _list(
     after: str = "",
 ) -> Response:
     limit = runtime_of(request).settings.max_dataset_bytes
-    found = datasets.list_datasets(ctx, PAGE_SIZE + 1, _key(ctx, after))
+    key = _key(ctx, after)
+    found = datasets.list_datasets(ctx, PAGE_SIZE + 1, key)
     return render(
         request,
         "datasets/list.html",
         status_code,
         found=found[:PAGE_SIZE],
         older=found[PAGE_SIZE - 1].id if len(found) > PAGE_SIZE else "",
-        paged=bool(after),
+        paged=key is not None,
         typed={name: typed.get(name, "") for name in _TEXT_FIELDS},
         formats=FORMATS,
         problems=problems,
@@ -105,10 +106,15 @@ def _list(
 
 
 def _key(ctx: WebContext, dataset_id: str) -> Newest | None:
-    """Where a page after the dataset `dataset_id` starts (one of mine, else not found)."""
+    """Where a page after the dataset `dataset_id` starts; None, the newest page, when it is
+    none of mine: deleted since its page was shown (Back after deleting it), the whole list
+    answered 404 "No such dataset"."""
     if not dataset_id:
         return None
-    last = datasets.get_dataset(ctx, dataset_id)
+    try:
+        last = datasets.get_dataset(ctx, dataset_id)
+    except NotFound:
+        return None
     return last.created_at, last.id
 
 

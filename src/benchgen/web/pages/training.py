@@ -90,14 +90,15 @@ def _page(
         typed = training_form.defaults(
             typed.get("base_model_id") or first_base, typed.get("dataset_id") or first_data
         )
-    found = jobs.list_training_jobs(ctx, JOBS_SHOWN + 1, _key(ctx, after))
+    key = _key(ctx, after)
+    found = jobs.list_training_jobs(ctx, JOBS_SHOWN + 1, key)
     return render(
         request,
         "training/list.html",
         status_code,
         found=found[:JOBS_SHOWN],
         older=found[JOBS_SHOWN - 1].id if len(found) > JOBS_SHOWN else "",
-        paged=bool(after),
+        paged=key is not None,
         pools=compute.compute_inventory(ctx),
         choices=choices,
         datasets=mine,
@@ -114,8 +115,12 @@ def _page(
 
 
 def _key(ctx: WebContext, training_id: str) -> Newest | None:
-    """Where a page after the job `training_id` starts (one of mine, else not found)."""
+    """Where a page after the job `training_id` starts; None, the newest page, when it is none
+    of mine (a link from another account, say), as the dataset list does."""
     if not training_id:
         return None
-    last = jobs.get_training_job(ctx, training_id)
+    try:
+        last = jobs.get_training_job(ctx, training_id)
+    except NotFound:
+        return None
     return last.created_at, last.id
