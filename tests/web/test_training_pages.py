@@ -245,8 +245,13 @@ def test_trained_models_show_in_their_own_group_with_their_lineage(
     job = scene.world.do(scene.ana, jobs.get_training_job, training_id)
     assert job.trained_model_id is not None
     page = scene.person.page(path)
-    assert page.find("a", href=f"/models/{job.trained_model_id}") is not None
+    assert page.find("a", href=f"/models/{job.trained_model_id}").text == "Tuned"
     assert page.main.find("a", href="/benchmarks").text == "Evaluate it on a benchmark"
+    # Renamed in the catalogue, the model is named as it is now on its job's page.
+    scene.world.do(scene.ana, models.update_model, job.trained_model_id, {"name": "Tuned v2"})
+    renamed = scene.person.page(path).find("a", href=f"/models/{job.trained_model_id}")
+    assert renamed.text == "Tuned v2"
+    scene.world.do(scene.ana, models.update_model, job.trained_model_id, {"name": "Tuned"})
     catalogue = scene.person.page("/models")
     trained = catalogue.find("h2", string="Trained").find_parent("section")
     assert trained.find("a", href=f"/models/{job.trained_model_id}").text == "Tuned"

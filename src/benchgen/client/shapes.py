@@ -242,6 +242,7 @@ class TrainingJob(TypedDict):
     estimated_credits: int
     credits_charged: int
     trained_model_id: str | None
+    trained_model_name: str | None
     cancel_requested: bool
     peak_memory_mib: int
     error: str

@@ -33,7 +33,8 @@ MAX_LOG_PAGE = 5000  # log lines one read returns at most
 @dataclass(frozen=True)
 class TrainingJobView:
     """A training job as its owner sees it. `credits_charged` is settled when it ends;
-    `trained_model_id` is None until it completes, and again once that model is deleted."""
+    `trained_model_id` (and `trained_model_name`) is None until it completes, and again once
+    that model is deleted."""
 
     id: str
     name: str
@@ -54,6 +55,7 @@ class TrainingJobView:
     estimated_credits: int
     credits_charged: int
     trained_model_id: str | None
+    trained_model_name: str | None  # its name now (renamed since, it is not the job's)
     cancel_requested: bool
     peak_memory_mib: int
     error: str
@@ -311,6 +313,7 @@ def _view(
         estimated_credits=row.estimated_credits,
         credits_charged=row.credits_charged,
         trained_model_id=row.trained_model_id if row.trained_model_id in live else None,
+        trained_model_name=names[row.trained_model_id] if row.trained_model_id in live else None,
         cancel_requested=row.cancel_requested_at is not None,
         peak_memory_mib=row.peak_rss_bytes // 2**20,
         error=row.error,
