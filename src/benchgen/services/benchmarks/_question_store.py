@@ -4,10 +4,10 @@ that have already required reading or editing the benchmark (lifecycle, runs, re
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
-from sqlalchemy import Text, cast, delete, insert, select
+from sqlalchemy import Select, Text, cast, delete, insert, select
 
 from benchgen.core.context import Context
 from benchgen.core.ids import new_id
@@ -15,38 +15,53 @@ from benchgen.db.tables import Question
 from benchgen.evals.types import Key
 from benchgen.services.benchmarks.questions import Canonical
 
+# Position, prompt, then the answers, choices, tags and metadata as their JSON text.
+_Rows = Select[int, str, str, str, str, str]
+
 
 def load_canonical(
     ctx: Context, benchmark_id: str, limit: int | None = None, offset: int = 0
 ) -> list[Canonical]:
     """The stored questions of a benchmark, in order, in canonical form (one query; a window of
     them when `limit` is given, cut by the database)."""
-    rows = ctx.session.execute(
-        select(
-            Question.prompt,
-            cast(Question.answers, Text),
-            cast(Question.choices, Text),
-            cast(Question.tags, Text),
-            cast(Question.meta, Text),
-        )
-        .where(Question.benchmark_id == benchmark_id)
-        .order_by(Question.position)
-        .limit(limit)
-        .offset(offset)
-    ).all()
+    query = _canonical_rows(benchmark_id).order_by(Question.position).limit(limit).offset(offset)
+    return list(_read_canonical(ctx, query).values())
+
+
+def load_at(ctx: Context, benchmark_id: str, positions: Collection[int]) -> dict[int, Canonical]:
+    """The stored questions at `positions`, by position (one query): a page of a subset or
+    retry run's results needs those alone, not every question between its first and last."""
+    query = _canonical_rows(benchmark_id).where(Question.position.in_(positions))
+    return _read_canonical(ctx, query)
+
+
+def _canonical_rows(benchmark_id: str) -> _Rows:
+    return select(
+        Question.position,
+        Question.prompt,
+        cast(Question.answers, Text),
+        cast(Question.choices, Text),
+        cast(Question.tags, Text),
+        cast(Question.meta, Text),
+    ).where(Question.benchmark_id == benchmark_id)
+
+
+def _read_canonical(ctx: Context, query: _Rows) -> dict[int, Canonical]:
+    rows = ctx.session.execute(query).all()
     decoded = _decoded(
-        f"[{answers},{choices or 'null'},{tags},{meta}]" for _, answers, choices, tags, meta in rows
+        f"[{answers},{choices or 'null'},{tags},{meta}]"
+        for _, _, answers, choices, tags, meta in rows
     )
-    return [
-        Canonical(
-            row[0],
+    return {
+        row[0]: Canonical(
+            row[1],
             tuple(answers),
             tuple(choices) if choices is not None else None,
             tuple(tags),
             json.dumps(meta, sort_keys=True) if meta else "{}",  # most have none
         )
         for row, (answers, choices, tags, meta) in zip(rows, decoded, strict=True)
-    ]
+    }
 
 
 def load_keys(ctx: Context, benchmark_id: str) -> tuple[list[Key], list[tuple[str, ...]]]:

@@ -150,15 +150,11 @@ def _rows(
     if not found:
         return
     samples = _verdicts.extra_samples(ctx.session, run, [r.position for r in found], detail)
-    # Only the questions the page shows (a page of a 10,000-question run needs 100 of them):
-    # a question's position is its place in the benchmark's order.
-    first = found[0].position
-    stored = _question_store.load_canonical(
-        ctx, run.benchmark_id, found[-1].position - first + 1, first
-    )
+    # Only the questions the page shows (a page of a 10,000-question run needs 100 of them;
+    # a random subset's page, spread over the whole benchmark, no more).
+    stored = _question_store.load_at(ctx, run.benchmark_id, [r.position for r in found])
     for result in found:
-        at = result.position - first
-        question = stored[at] if at < len(stored) else None
+        question = stored.get(result.position)
         row: dict[str, Any] = {
             "position": result.position,
             "prompt": question.prompt if question else None,
