@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import ssl
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import h11
 
@@ -18,6 +19,7 @@ from benchgen.evals.adapters.http11 import parse_origin
 from benchgen.evals.types import FatalModelError
 
 TIMEOUT_S = 5.0
+HIDDEN = "[hidden]"  # the webhook's address or host, in what a failure says
 # Only the status line and headers are read, in small pieces: h11 refuses a head larger than
 # its own limit (16 KiB), so a hostile receiver cannot make the worker hold much.
 _READ_BYTES = 1024
@@ -49,7 +51,7 @@ def send(
     try:
         status = asyncio.run(_post(webhook, netguard.normalized(allowlist), timeout_s, tls))
     except FatalModelError as exc:  # a bad or unsendable URL, or an address the guard refused
-        return None, str(exc)
+        return None, _without_address(str(exc), webhook.url)
     except TimeoutError:
         return None, f"no reply within {timeout_s:g} s"
     except (OSError, h11.ProtocolError) as exc:  # ssl.SSLError is an OSError
@@ -100,6 +102,16 @@ async def _status(reader: asyncio.StreamReader, protocol: h11.Connection) -> int
             return int(event.status_code)
         if not isinstance(event, h11.InformationalResponse):
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a reply")
+
+
+def _without_address(reason: str, url: str) -> str:
+    """`reason` with the webhook's address and host left out: it goes to the run's log, which
+    the benchmark's owner and collaborators read too, and the address is the launcher's own."""
+    try:
+        host = urlsplit(url).hostname or url
+    except ValueError:
+        host = url
+    return reason.replace(repr(url), HIDDEN).replace(repr(host), HIDDEN)
 
 
 def _certificates() -> str:

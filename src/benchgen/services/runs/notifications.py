@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.config import Settings
 from benchgen.core.context import Context
-from benchgen.core.errors import invalid
+from benchgen.core.errors import Conflict, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL
@@ -40,6 +40,10 @@ MAIL, WEBHOOK = "mail", "webhook"
 UNVERIFIED = (
     "Run mail goes only to a verified email address: verify yours first "
     "(the link in the verification mail), then turn this on."
+)
+KEY_CHANGED = (
+    "the webhook's signing secret cannot be decrypted with this worker's key (the "
+    "deployment's BENCHGEN_SECRET_KEY changed): rotate the secret in the notification settings"
 )
 MAX_URL = 2000
 EVENT = "run.finished"
@@ -77,13 +81,17 @@ def update_notification_settings(
     Raises:
         PermissionDenied: the agent asked, or a token without the `runs` scope.
         InvalidInput: the address is not an http(s) URL with a host, carries credentials, or
-            names an internal address the operator has not opened; or mail is turned on while
-            the account's email is not verified.
+            names an internal address the operator has not opened; mail is turned on while
+            the account's email is not verified; or a new secret is asked for without a webhook.
     """
     access.require(ctx, Action.NOTIFICATIONS_MANAGE)
     user_id = ctx.principal.user_id
     assert user_id is not None  # an own-account action: a user is acting
     url = checked_url(ctx, webhook_url) if webhook_url and webhook_url.strip() else None
+    if rotate_secret and url is None:
+        # The whole setting is replaced: a rotation that forgot the address would silently
+        # remove the webhook (and its secret) instead of renewing it.
+        raise invalid(["rotate_secret"], "needs a webhook_url: a secret signs a webhook's requests")
     row = ctx.session.get(NotificationSetting, user_id)
     if email_on_finish and not (row and row.email_on_finish) and not _verified(ctx, user_id):
         raise invalid(["email_on_finish"], UNVERIFIED)
@@ -131,7 +139,10 @@ def checked_url(ctx: Context, raw: str) -> str:
             "must be plain ASCII: percent-encode other characters (ü is %C3%BC) and give an "
             "international host name in its xn-- form",
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket ("http://[::1/x") and the like
+        raise invalid(loc, "is not a valid URL: check the host's brackets") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise invalid(loc, "must be an http:// or https:// address with a host")
     if parts.username or parts.password or parts.fragment:
@@ -159,7 +170,8 @@ def notify_run_finished(ctx: Context, run_id: str) -> None:
     if run is None or run.status not in RUN_FINAL:
         return
     setting = ctx.session.get(NotificationSetting, run.launched_by)
-    if setting is None:
+    if setting is None or not _active(ctx, run.launched_by):
+        # Disabling an account stops its runs: whoever held it must not learn of their end.
         return
     if setting.email_on_finish:
         _claim(ctx, run, MAIL)
@@ -200,6 +212,11 @@ def _claim(ctx: Context, run: Run, channel: str) -> None:
         subject, body = _letter(ctx, run, user.id)
         row.outbox_id = _mail_queue.record_mail(ctx, user.email, subject, body)
         row.status = "queued"
+
+
+def _active(ctx: Context, user_id: str) -> bool:
+    user = ctx.session.get(User, user_id)
+    return user is not None and user.is_active
 
 
 def _verified(ctx: Context, user_id: str) -> bool:
@@ -247,7 +264,6 @@ def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
 
     Raises:
         PermissionDenied: the principal lacks the `run.execute` grant.
-        Conflict: the webhook's secret can no longer be decrypted (the deployment's key changed).
     """
     access.require(ctx, Action.RUN_EXECUTE)
     rows = ctx.session.scalars(
@@ -285,7 +301,15 @@ def _delivery(ctx: Context, row: RunNotification) -> Delivery | None:
     if setting is None or not setting.webhook_url or not setting.webhook_secret_enc or not run:
         _mark(ctx, row.id, "dropped", "the webhook was removed before it was sent")
         return None
-    secret = _keyring.decrypt(ctx, setting.webhook_secret_enc)
+    if not _active(ctx, row.user_id):
+        _mark(ctx, row.id, "dropped", "the account was disabled before it was sent")
+        return None
+    try:
+        secret = _keyring.decrypt(ctx, setting.webhook_secret_enc)
+    except Conflict:
+        # Raised, it failed the job on every redelivery and rolled back the other claims.
+        _mark(ctx, row.id, "failed", KEY_CHANGED)
+        return None
     webhook = _webhook(ctx, run, setting, secret)
     allowlist = _model_specs.allowlist(ctx)
     return Delivery(row.id, row.run_id, WEBHOOK, webhook=webhook, allowlist=allowlist)
