@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bs4 import BeautifulSoup
 from sqlalchemy import select
 
 from benchgen.core.context import Principal
@@ -31,6 +32,14 @@ def test_set_a_webhook_and_see_its_secret_once(signed_in: WebUser, world: World)
     refused = signed_in.post("/settings/notifications", {"webhook_url": "ftp://x.example"})
     assert refused.status_code == 422 and "http" in refused.text
     # The refused form changed nothing: the saved webhook is still there.
+    assert url in signed_in.get("/settings/notifications").text
+    # A new secret asked for with the address cleared would have removed the webhook: refused
+    # beside the checkbox.
+    emptied = signed_in.post("/settings/notifications", {"webhook_url": "", "rotate_secret": "on"})
+    assert emptied.status_code == 422
+    box = BeautifulSoup(emptied.text, "html.parser").find("input", id="rotate_secret")
+    assert box["aria-describedby"] == "rotate_secret-error"
+    assert "needs a webhook_url" in emptied.text
     assert url in signed_in.get("/settings/notifications").text
 
 

@@ -16,7 +16,7 @@ from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
-FIELDS = ("email_on_finish", "webhook_url")
+FIELDS = ("email_on_finish", "webhook_url", "rotate_secret")
 
 
 @router.get("/settings/notifications", name="notifications")
@@ -40,7 +40,9 @@ def notifications_save(
             ctx, bool(email_on_finish), webhook_url or None, bool(rotate_secret)
         )
     except InvalidInput as exc:
-        typed = NotificationSettings(bool(email_on_finish), webhook_url, False)
+        # As typed, with the secret as stored: its checkbox stays, a problem beside it.
+        secret = notifications.get_notification_settings(ctx).has_webhook_secret
+        typed = NotificationSettings(bool(email_on_finish), webhook_url, secret)
         return _page(request, ctx, typed, field_problems(exc, FIELDS), 422)
     response = _page(request, ctx, saved, notice="Your notification settings are saved.")
     if saved.webhook_secret:
