@@ -69,7 +69,9 @@ def test_a_results_page_costs_seven_statements_whatever_its_size(
     # results; the questions of that page only.
     assert len(statements) == 7, statements
     questions = [s for s in statements if "FROM questions" in s]
-    assert len(questions) == 1 and "LIMIT" in questions[0].upper(), questions
+    # Read by position: the benchmark's id, then those of the page and the one row more that
+    # tells whether another page follows; never the whole list.
+    assert len(questions) == 1 and questions[0].count("?") <= limit + 2, questions
 
 
 def test_a_later_page_shows_its_own_questions(
