@@ -53,7 +53,7 @@ def test_a_disabled_accounts_stopped_run_notifies_nobody(
     ana = world.user("ana@example.com")
     web = Principal.web(ana)
     world.do(web, notifications.update_notification_settings, True, hook.url)
-    run_id = world.do(web, launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    run_id = _mcq_run(world, ana)
     assert world.do(WORKER, execution.begin_run, run_id) is not None
     # Disabled while it may be in the wrong hands: its webhook must not hear of the run.
     world.do(OPERATOR, users.set_active, ana, False)
@@ -69,7 +69,7 @@ def test_a_webhook_claimed_before_the_account_was_disabled_is_dropped(
     hook = receivers[0]
     ana = world.user("ana@example.com")
     world.do(Principal.web(ana), notifications.update_notification_settings, False, hook.url)
-    run_id = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    run_id = _mcq_run(world, ana)
     work_all(open_local)
     hook.seen.clear()
     world.do(OPERATOR, users.set_active, ana, False)
@@ -99,7 +99,7 @@ def test_a_secret_the_deployment_can_no_longer_read_fails_the_webhook_not_the_ma
         setting.webhook_secret_enc = "gAAAAABnot-a-token-of-this-key"
 
     world.ctx_call(WORKER, other_key)
-    run_id = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    run_id = _mcq_run(world, ana)
     work_all(open_local)
     assert hook.seen == []
     claims = dict((channel, (status, detail)) for channel, status, detail in _claims(world, run_id))
@@ -118,9 +118,16 @@ def test_a_refused_webhook_leaves_its_host_out_of_the_run_log(
     runtime.settings = closed.model_copy(update={"model_host_allowlist": "localhost"})
     world.do(Principal.web(ana), notifications.update_notification_settings, False, private)
     runtime.settings = closed
-    run_id = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    run_id = _mcq_run(world, ana)
     work_all(runtime)
     lines = [line.line for line in world.do(Principal.web(ana), run_log.read_log, run_id)]
     failed = [line for line in lines if "webhook failed" in line]
     assert failed and "non-public" in failed[0] and "[hidden] resolves" in failed[0]
     assert "localhost" not in failed[0]
+
+
+def _mcq_run(world: World, user_id: str) -> str:
+    """A run of the built-in model on a new mcq benchmark of the user's, started on the web."""
+    return world.do(
+        Principal.web(user_id), launch.start_run, world.benchmark(user_id, MCQ), FIRST
+    ).id
