@@ -88,6 +88,11 @@ class SmtpStub:
 
     def close(self) -> None:
         self.open.set()
-        self.server.close()
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        # The server is the loop's: closed from this thread, it raced a connection ending in the
+        # loop's (both woke the server's waiters, and the second found none).
+        self.loop.call_soon_threadsafe(self._stop)
         self.thread.join(5)
+
+    def _stop(self) -> None:
+        self.server.close()
+        self.loop.stop()
