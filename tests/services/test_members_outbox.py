@@ -24,7 +24,7 @@ from benchgen.db.tables import (
     WhitelistEntry,
 )
 from benchgen.jobs.worker import push_outbox
-from benchgen.services.accounts import _mail_queue
+from benchgen.services.accounts import _mail_queue, users
 from benchgen.services.benchmarks import invitations, lifecycle, members, outbox, outbox_delivery
 from tests.support import MCQ, World
 
@@ -441,6 +441,16 @@ def test_participant_mail_goes_only_to_verified_addresses(world: World, crowd: S
     crowd.as_owner(members.set_participant_status, crowd.bob, "removed")
     with pytest.raises(InvalidInput, match="verified email"):
         crowd.as_owner(outbox.preview_participant_email, "Wire transfer", "Pay now")
+
+
+def test_participant_mail_leaves_disabled_accounts_out(world: World, crowd: Site) -> None:
+    # Dan's account was disabled (it may be in the wrong hands): the owner's text is not for it,
+    # and Dan is not listed as waiting to verify either.
+    world.do(OPERATOR, users.set_active, crowd.dan, False)
+    preview = crowd.as_owner(outbox.preview_participant_email, "Results", "Out now")
+    assert (preview.recipients, preview.not_mailed) == (["bob@example.com"], [])
+    crowd.as_owner(outbox.send_participant_email, "Results", "Out now")
+    assert [row[0] for row in outbox_rows(world)] == ["bob@example.com"]
 
 
 def test_deliver_without_smtp_sends_nothing(world: World, crowd: Site) -> None:

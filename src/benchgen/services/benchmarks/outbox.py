@@ -26,7 +26,7 @@ MAX_BODY = 50_000
 @dataclass(frozen=True)
 class EmailPreview:
     """Exactly what would be sent, and to whom; `not_mailed`: participants left out because
-    their email is not verified."""
+    their email is not verified (disabled accounts are in neither list)."""
 
     benchmark_id: str
     subject: str
@@ -66,8 +66,8 @@ def preview_participant_email(
     body: str,
     statuses: tuple[str, ...] = ("active",),
 ) -> EmailPreview:
-    """Who would get this message (participants with the given statuses and a verified email
-    only) and what it says.
+    """Who would get this message (participants with the given statuses, a verified email and
+    an active account only) and what it says.
 
     Raises:
         NotFound / PermissionDenied: not the owner, or a token or the agent asked.
@@ -91,23 +91,27 @@ def preview_participant_email(
     people = members.participants_with(ctx, benchmark.id, statuses)
     # The owner's text goes only to addresses their holders proved: anyone can sign up with a
     # stranger's address and join, and must not make this a way to mail that stranger.
-    verified = _verified_ids(ctx, [person.user_id for person in people])
-    recipients = [person.email for person in people if person.user_id in verified]
-    not_mailed = [person.email for person in people if person.user_id not in verified]
+    verified = _active_accounts(ctx, [person.user_id for person in people])
+    recipients = [person.email for person in people if verified.get(person.user_id)]
+    not_mailed = [person.email for person in people if verified.get(person.user_id) is False]
     if not recipients:
         raise invalid(
             ["statuses"],
-            "no participant with these statuses has a verified email; nothing would be sent",
+            "no participant with these statuses has a verified email on an active account; "
+            "nothing would be sent",
         )
     return EmailPreview(benchmark.id, subject, body, recipients, list(statuses), not_mailed)
 
 
-def _verified_ids(ctx: Context, user_ids: list[str]) -> set[str]:
-    return set(
-        ctx.session.scalars(
-            select(User.id).where(User.id.in_(user_ids), User.email_verified_at.is_not(None))
-        )
+def _active_accounts(ctx: Context, user_ids: list[str]) -> dict[str, bool]:
+    """Whether each of these accounts has a verified email, for the active ones only: a
+    disabled account is nobody to write to (it is disabled when it may be in the wrong hands),
+    neither mailed nor listed as waiting for verification."""
+    verified = User.email_verified_at.is_not(None)
+    rows = ctx.session.execute(
+        select(User.id, verified).where(User.id.in_(user_ids), User.is_active)
     )
+    return {user_id: bool(is_verified) for user_id, is_verified in rows}
 
 
 def send_participant_email(
