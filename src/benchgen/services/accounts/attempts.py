@@ -6,6 +6,7 @@ everything it tries before anyone is known (failed sign-ins, sign-ups, reset req
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 
 from sqlalchemy import func, select
@@ -35,14 +36,15 @@ def require_room(
     # Without the locks, a burst of guesses spread over several web processes on PostgreSQL
     # would each count the same attempts and let more through than the limit. Always the key
     # before the address, so two callers never wait on each other in opposite orders.
+    address = client_of(address)
     lock_named(ctx.session, f"benchgen-attempts:key:{key[:320]}")
-    lock_named(ctx.session, f"benchgen-attempts:address:{address[:64]}")
+    lock_named(ctx.session, f"benchgen-attempts:address:{address}")
     window = timedelta(minutes=ctx.settings.signin_window_minutes)
     since = ctx.now() - window
     limits = (
         (SigninAttempt.account == key[:320], per_key, key_is),
         (
-            SigninAttempt.address == address[:64],
+            SigninAttempt.address == address,
             ctx.settings.signin_failures_per_address,
             "address",
         ),
@@ -67,6 +69,24 @@ def require_room(
 
 def count_attempt(ctx: Context, key: str, address: str) -> None:
     """Record one attempt, in the caller's transaction (which must commit to keep it)."""
+    client = client_of(address)
     ctx.session.add(
-        SigninAttempt(id=new_id("sia"), account=key[:320], address=address[:64], at=ctx.now())
+        SigninAttempt(id=new_id("sia"), account=key[:320], address=client, at=ctx.now())
     )
+
+
+def client_of(address: str) -> str:
+    """The client whose budget an address spends: an IPv6 address counts as its /64 (a host or
+    a home is handed a whole /64, so each address apart would give one client 2**64 budgets),
+    an IPv4 address written as IPv6 (`::ffff:192.0.2.1`) as that IPv4 address, and anything
+    else as written (at most 64 characters)."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        # From the integer: a zone (`fe80::1%eth0`) names the link, not another client.
+        return str(ipaddress.IPv6Network((int(parsed) >> 64 << 64, 64)))
+    return str(parsed)

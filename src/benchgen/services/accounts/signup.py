@@ -81,9 +81,10 @@ def sign_up(
         raise PermissionDenied(f"{links.DEAD_LINK} Ask the administrator for a new invite.")
     if held is None and mode != "open":
         raise PermissionDenied("Sign-up needs an invite from an administrator.")
-    attempts.require_room(ctx, f"signup:{address}", address, SIGNUPS_PER_WINDOW)
+    key = f"signup:{attempts.client_of(address)}"
+    attempts.require_room(ctx, key, address, SIGNUPS_PER_WINDOW)
     chosen = held.email if held is not None else email
-    attempts.count_attempt(ctx, f"signup:{address}", address)
+    attempts.count_attempt(ctx, key, address)
     try:
         user = users.insert_user(ctx, chosen, password, display_name, verified=held is not None)
     except Conflict:
