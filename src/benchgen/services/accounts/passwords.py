@@ -8,7 +8,7 @@ from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, Unauthenticated
 from benchgen.db.tables import User
 from benchgen.services import audit
-from benchgen.services.accounts import _mail_queue, attempts, links, sessions, users
+from benchgen.services.accounts import _mail_queue, _signouts, attempts, links, users
 from benchgen.services.accounts.links import Purpose
 
 RESET_PATH = "/password/reset/{token}"
@@ -40,7 +40,7 @@ def change_password(ctx: Context, current: str, new: str, address: str = "") -> 
         attempts.count_attempt(ctx, user.email, address)
         return None
     user.password_hash = password_hash
-    ended = sessions.end_sessions_of(ctx, user.id, keep=ctx.principal.session_id)
+    ended = _signouts.end_sessions_of(ctx, user.id, keep=ctx.principal.session_id)
     links.retire_links(ctx, Purpose.RESET, user.email)
     audit.record(ctx, audit.AuditAction.PASSWORD_CHANGE, "user", user.id, sessions_ended=ended)
     return ended
@@ -96,7 +96,7 @@ def reset_password(ctx: Context, secret: str, new: str) -> users.UserView:
         raise NotFound(links.DEAD_LINK)
     user.password_hash = users.hash_password(ctx.settings, new)
     links.retire_links(ctx, Purpose.RESET, user.email)
-    ended = sessions.end_sessions_of(ctx, user.id)
+    ended = _signouts.end_sessions_of(ctx, user.id)
     audit.record(
         links.as_person(ctx, user.id),
         audit.AuditAction.PASSWORD_RESET,

@@ -6,12 +6,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.core.ids import new_id
-from benchgen.db.tables import ApiToken, User, WebSession
+from benchgen.db.tables import User, WebSession
 from benchgen.services import audit
 from benchgen.services.accounts import attempts, links, users
 from benchgen.services.accounts.tokens import hash_token
@@ -122,28 +122,6 @@ def end_session(ctx: Context, secret: str) -> None:
         return  # already over: nothing to end, nothing to record
     row.revoked_at = ctx.now()
     _record(ctx, audit.AuditAction.SESSION_END, row)
-
-
-def end_sessions_of(
-    ctx: Context, user_id: str, keep: str | None = None, *, personal_tokens: bool = False
-) -> int:
-    """Sign a user out everywhere (but session `keep`), and end their running agent turns:
-    after a password change, a reset or deactivation; with `personal_tokens` (deactivation)
-    revoke their API tokens too. Returns how many sessions ended."""
-    now = ctx.now()
-    sessions = update(WebSession).where(
-        WebSession.user_id == user_id, WebSession.revoked_at.is_(None)
-    )
-    if keep is not None:
-        sessions = sessions.where(WebSession.id != keep)
-    ended = ctx.session.execute(sessions.values(revoked_at=now))
-    # Turn credentials are revoked outright, whichever door started the turn: whoever held
-    # the old password must not keep an agent working for them.
-    tokens = update(ApiToken).where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
-    if not personal_tokens:
-        tokens = tokens.where(ApiToken.kind == "agent")
-    ctx.session.execute(tokens.values(revoked_at=now))
-    return int(getattr(ended, "rowcount", 0) or 0)
 
 
 def _is_live(ctx: Context, row: WebSession) -> bool:

@@ -27,7 +27,7 @@ from benchgen.core.statuses import RUN_ACTIVE, TRAINING_ACTIVE
 from benchgen.core.text import require_line
 from benchgen.db.tables import Run, TrainingJob, User
 from benchgen.services import access, audit
-from benchgen.services.accounts import mail
+from benchgen.services.accounts import _signouts, mail
 from benchgen.services.specs import check_window
 
 MIN_PASSWORD = 8
@@ -319,12 +319,12 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         return view(user)  # nothing changes, and the audit log records changes
     user.is_active = active
     if not active:
-        # Imported here because both build on this module (sign-in checks passwords here).
-        from benchgen.services.accounts import links, sessions
+        # Imported here because it builds on this module (a link finds its account here).
+        from benchgen.services.accounts import links
 
         # Personal tokens and reset links too: an account is disabled when it may be in the
         # wrong hands, and enabling it again must not bring back what may have leaked with it.
-        sessions.end_sessions_of(ctx, user.id, personal_tokens=True)
+        _signouts.end_sessions_of(ctx, user.id, personal_tokens=True)
         links.retire_links(ctx, links.Purpose.RESET, user.email)
         _stop_jobs_of(ctx, user.id)
     audit.record(
