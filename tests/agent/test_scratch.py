@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
@@ -15,9 +16,10 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, NotFound, PermissionDenied
 from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.chat import scratch
+from benchgen.services.chat.scratch import MAX_DIFF_LINES
 from benchgen.services.runs import launch, submissions
 from tests.agent.scripted import Script, last_returns, new_conversation, say, think_with
-from tests.bundle_factory import SCORER, bundle, require_sandbox, results
+from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
 
@@ -45,8 +47,9 @@ def test_a_file_larger_than_one_result_is_read_a_page_at_a_time(
     world: World, ana: str, api: Principal
 ) -> None:
     """A 90,000-character file was refused whole ("ask for a smaller page") by a tool that
-    took no page: it could never be read."""
-    big = "".join(f"# line {n:05d} of a long scorer\n" for n in range(3000))
+    took no page: it could never be read. Past 100,000 characters it was cut, and its last
+    page and total said it ended there: written back, it would have lost the rest."""
+    big = "".join(f"# line {n:05d} of a long scorer\n" for n in range(4000))
     web = Principal.web(ana)
     data = bundle(extra={"scoring_program/notes.py": big.encode()})
     bm = world.do(web, bundles.upload_bundle, data, "b.zip").benchmark.id
@@ -137,10 +140,15 @@ def test_scratch_paths_are_confined_and_copies_private(
         [("write_scratch_file", {"benchmark_id": bm, "path": "/etc/x", "content": "x"})],
         [("write_scratch_file", {"benchmark_id": bm, "path": "a/../../b", "content": "x"})],
         [("read_scratch_file", {"benchmark_id": bm, "path": "..\\secret.key"})],
+        # A folder of the copy, and a path under one of its files: the store's own error was
+        # "the tool failed on the server", which said nothing of the path.
+        [("write_scratch_file", {"benchmark_id": bm, "path": "scoring_program", "content": "x"})],
+        [("write_scratch_file", {"benchmark_id": bm, "path": f"{FIXED_PATH}/x", "content": "x"})],
+        [("read_scratch_file", {"benchmark_id": bm, "path": "scoring_program"})],
     ]
     turn = say(world.rt, api, conv, Script(hostile).brain(), "try")
     calls = [c for c in turn.tool_calls if c["tool"].endswith("scratch_file")]
-    assert len(calls) == 4 and not any(c["ok"] for c in calls), calls
+    assert [c["error"] for c in calls] == ["invalid_input"] * 6 + ["not_found"], calls
     # Another user cannot reach ana's copy, even naming her conversation.
     bob = world.user("bob@example.com")
     bob_api = world.api(world.token(bob, ["read", "edit", "runs", "create", "publish"]))
@@ -164,21 +172,46 @@ def test_scratch_files_are_size_capped(world: World, ana: str, api: Principal) -
     assert "big.txt" not in names
 
 
+def test_rescoring_a_copy_without_the_runs_task_says_which_task_is_missing(
+    world: World, ana: str, api: Principal
+) -> None:
+    """A copy whose task was renumbered failed with a KeyError: the brain read only "the tool
+    failed on the server", and nothing told it why."""
+    bm, run_id = _setup(world, ana)
+    conv = new_conversation(world.rt, api)
+    world.do(api, scratch.open_scratch, conv, bm)
+    renumbered = competition()
+    renumbered["tasks"][0]["index"] = 1
+    renumbered["phases"][0]["tasks"] = renumbered["solutions"][0]["tasks"] = [1]
+    yml = yaml.safe_dump(renumbered)
+    world.do(api, scratch.write_scratch_file, conv, bm, "competition.yaml", yml)
+    with pytest.raises(InvalidInput, match=r"competition\.yaml\.tasks: has no task 0") as refused:
+        world.do(api, scratch.rescore_in_scratch, conv, bm, run_id)
+    assert "saved predictions" in refused.value.message
+
+
 def test_a_large_file_replaced_in_scratch_is_shown_as_changed_not_as_new(
     world: World, ana: str, api: Principal
 ) -> None:
     """Files past 1 MiB were left out of both sides: one replaced showed as a new file, one
-    changed or removed did not show at all."""
+    changed or removed did not show at all. A text file of many lines is named, not diffed:
+    the diff's time grows with the square of its lines (a 1 MB file took hours), and it was
+    made inside the write that stores the proposal."""
     table = "scoring_program/table.txt"
     large = b"".join(b"%07d\n" % n for n in range(200_000))  # 1.6 MB
-    bm = world.do(Principal.web(ana), bundles.upload_bundle, bundle(extra={table: large}), "b.zip")
+    long = "reference_data/long.txt"
+    lines = [f"{n:07d}\n" for n in range(MAX_DIFF_LINES + 1)]
+    data = bundle(extra={table: large, long: "".join(lines).encode()})
+    bm = world.do(Principal.web(ana), bundles.upload_bundle, data, "b.zip")
     where = {"benchmark_id": bm.benchmark.id}
+    every_other = "".join(f"x{line}" if n % 2 else line for n, line in enumerate(lines))
     steps = [
         [("copy_bundle_to_scratch", where)],
         [("write_scratch_file", {**where, "path": table, "content": "short now\n"})],
+        [("write_scratch_file", {**where, "path": long, "content": every_other})],
         [("propose_bundle_change", where)],
     ]
     turn = say(world.rt, api, new_conversation(world.rt, api), Script(steps).brain(), "shorten it")
     assert turn.proposal is not None, turn.reply
     preview = turn.proposal.preview
-    assert preview["binary_changes"] == [table] and table not in preview["diff"]
+    assert preview["binary_changes"] == [long, table] and preview["diff"] == ""

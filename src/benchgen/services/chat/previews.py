@@ -54,7 +54,7 @@ def question_lines(number: int, question: dict[str, Any], indent: str = "") -> l
     if question.get("metadata"):
         # Stored with the question and shown to the model by later tools: approved as seen.
         metadata = json.dumps(question["metadata"], ensure_ascii=False, sort_keys=True)
-        lines.append(f"{indent}   Metadata: {metadata}")
+        lines.append(f"{indent}   Metadata: {visible(metadata)}")
     return lines
 
 
@@ -150,10 +150,12 @@ def bundle_text(preview: dict[str, Any]) -> str:
         f"bundle version {preview['base_version'] + 1} (sha256 {preview['sha256'][:16]}…).",
     ]
     if preview["binary_changes"]:
-        lines.append("Binary files changed: " + ", ".join(preview["binary_changes"]))
+        shown = ", ".join(preview["binary_changes"])
+        lines.append(f"Files changed, not shown (binary, or too long to diff): {shown}")
     for solution in preview["solutions"]:
         state = "passes" if solution["ok"] else f"FAILS: {solution['error']}"
         lines.append(f"Solution {solution['index']} {state} {solution['scores']}")
     lines.append("Diff:")
-    lines.append(visible(preview["diff"]) or "(no text changes)")
-    return "\n".join(lines)
+    lines.append(preview["diff"] or "(no text changes)")
+    # File names and the solutions' errors are a program's or the model's words, as the diff is.
+    return visible("\n".join(lines))

@@ -23,7 +23,7 @@ from benchgen.bundles.evaluation import (
     evaluate_task,
     scored_columns,
 )
-from benchgen.bundles.layout import load_bundle
+from benchgen.bundles.layout import ResolvedTask, load_bundle
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid
 from benchgen.core.ids import new_id
@@ -34,8 +34,12 @@ from benchgen.services._artifacts import ArtifactStore, store_for
 from benchgen.services.benchmarks import _bundle_versions
 
 MAX_FILE_BYTES = 1 << 20  # one file the agent writes
-MAX_READ_CHARS = 100_000  # of one file shown to the brain
 MAX_FILES = 2000
+# A text file longer than this (either side) is named as changed, not diffed, and so is any
+# past MAX_DIFFED_LINES in all: the diff's time grows with the square of the lines (a 1 MB
+# file took hours), and it is made in the write that stores the proposal.
+MAX_DIFF_LINES = 2000
+MAX_DIFFED_LINES = 5000
 RETENTION = timedelta(days=7)  # a scratch copy left untouched this long is removed
 # Fixed zip metadata: the same files always make the same bytes, so a preview's hash holds.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -101,7 +105,8 @@ def list_scratch(ctx: Context, conversation_id: str, benchmark_id: str) -> Scrat
 
 
 def read_scratch_file(ctx: Context, conversation_id: str, benchmark_id: str, path: str) -> str:
-    """One file of the scratch copy, as text (undecodable bytes replaced; long files cut).
+    """One file of the scratch copy, whole, as text (undecodable bytes replaced): the caller
+    shows it a page at a time, and a cut file would read as ending where it was cut.
 
     Raises:
         NotFound: no such copy or file.
@@ -109,11 +114,12 @@ def read_scratch_file(ctx: Context, conversation_id: str, benchmark_id: str, pat
     """
     row = _scratch(ctx, conversation_id, benchmark_id)
     key = _key(row.id, _clean(path))
-    try:
-        data = store_for(ctx.settings).read_bytes(key)
-    except FileNotFoundError:
-        raise NotFound("No such file in the scratch copy.", {"path": path}) from None
-    return data.decode("utf-8", "replace")[:MAX_READ_CHARS]
+    store = store_for(ctx.settings)
+    # Only the copy's files: a folder's path, read as a file, failed in the store.
+    if key not in store.keys(_prefix(row.id)):
+        raise NotFound("No such file in the scratch copy.", {"path": path})
+    data = store.read_bytes(key)
+    return data.decode("utf-8", "replace")
 
 
 def write_scratch_file(
@@ -132,6 +138,7 @@ def write_scratch_file(
     store = store_for(ctx.settings)
     key = _key(row.id, _clean(path))
     keys = store.keys(_prefix(row.id))
+    _require_file_place(key, keys)
     if key not in keys and len(keys) >= MAX_FILES:
         raise invalid(["path"], f"a scratch copy holds at most {MAX_FILES} files")
     total = sum(store.size(k) for k in keys if k != key) + len(data)
@@ -140,6 +147,20 @@ def write_scratch_file(
     store.put_bytes(key, data)
     row.updated_at = ctx.now()
     return _view(store, row)
+
+
+def _require_file_place(key: str, keys: list[str]) -> None:
+    """A file may not stand where the copy has a folder, nor inside one of its files.
+
+    Raises:
+        InvalidInput: `key` names a folder of the copy, or lies under one of its files.
+    """
+    if any(other.startswith(f"{key}/") for other in keys):
+        raise invalid(["path"], "is a folder of the scratch copy: name a file inside it")
+    under = next((other for other in keys if key.startswith(f"{other}/")), None)
+    if under is not None:
+        name = under.split("/", 2)[2]  # without the copy's own prefix
+        raise invalid(["path"], f"lies inside {name}, which is a file of the scratch copy")
 
 
 def rescore_in_scratch(
@@ -151,7 +172,8 @@ def rescore_in_scratch(
     Raises:
         NotFound: no such copy, or the run is not visible or not on this benchmark.
         Conflict: the run has no saved predictions.
-        InvalidInput: the scratch bundle is invalid; every problem with its place.
+        InvalidInput: the scratch bundle is invalid, or lacks a task the run has; every
+            problem with its place.
     """
     row = _scratch(ctx, conversation_id, benchmark_id)
     run = access.require_run(ctx, run_id, Action.RUN_READ)
@@ -177,7 +199,7 @@ def rescore_in_scratch(
             extract_zip(store.read_bytes(key), predictions, limits, loc="predictions")
             place = work / f"task-{index}"
             place.mkdir()
-            task = loaded.tasks[index]
+            task = _task(loaded.tasks, index)
             chosen = Submission(results=predictions)
             outcomes.append(evaluate_task(task, place, env, chosen, columns))
         errors = [f"task {o.task_index}: {o.error}" for o in outcomes if o.error]
@@ -195,6 +217,21 @@ def rescore_in_scratch(
         "log": [line for o in outcomes for line in o.log][-40:],
         "note": "Computed locally from the run's saved predictions; nothing was changed.",
     }
+
+
+def _task(tasks: dict[int, ResolvedTask], index: int) -> ResolvedTask:
+    """The copy's task that the run's saved predictions of task `index` are for.
+
+    Raises:
+        InvalidInput: the copy has no such task (renumbered or removed there).
+    """
+    if index not in tasks:
+        raise invalid(
+            ["competition.yaml", "tasks"],
+            f"has no task {index}, which the run's saved predictions are for: keep the "
+            "run's tasks to rescore it (tasks are added or removed in the web app)",
+        )
+    return tasks[index]
 
 
 def scratch_bundle(ctx: Context, row: ScratchCopy) -> bytes:
@@ -226,12 +263,14 @@ def scratch_for_change(
 
 def diff_against_current(ctx: Context, row: ScratchCopy, data: bytes) -> dict[str, Any]:
     """What the scratch bundle changes against the benchmark's current bundle: a unified diff
-    of text files and the names of binary ones added, removed or changed."""
+    of text files, and the names of binary ones (and of text too long to diff) added, removed
+    or changed."""
     current = _bundle_versions.version_row(ctx, row.benchmark_id, None)
     before = _Files(store_for(ctx.settings).read_bytes(current.storage_key))
     after = _Files(data)
     lines: list[str] = []
     binary: list[str] = []
+    diffed = 0
     for name in sorted(set(before.signs) | set(after.signs)):
         if before.signs.get(name) == after.signs.get(name):
             continue
@@ -243,10 +282,19 @@ def diff_against_current(ctx: Context, row: ScratchCopy, data: bytes) -> dict[st
         if old_text is None or new_text is None:
             binary.append(name)
             continue
+        old_lines, new_lines = (
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
+        )
+        longest = max(len(old_lines), len(new_lines))
+        if longest > MAX_DIFF_LINES or diffed + longest > MAX_DIFFED_LINES:
+            binary.append(name)  # named as changed: too long to diff in bounded time
+            continue
+        diffed += longest
         lines.extend(
             difflib.unified_diff(
-                old_text.splitlines(keepends=True),
-                new_text.splitlines(keepends=True),
+                old_lines,
+                new_lines,
                 f"a/{name}" if old is not None else "/dev/null",
                 f"b/{name}" if new is not None else "/dev/null",
             )
