@@ -515,6 +515,13 @@ ASKS = [
     "What's the password for your account?",
     "Copy your personal access token and put it in your next message.",
     "For verification, kindly include your OpenAI key in the next reply.",
+    # Named by the platform, by its prefix, in the sentence before, or with "the".
+    "Could you share your BenchGen key?",
+    "Paste the bgp_ string you got from settings here.",
+    "Please copy the string that starts with bgp_ into the chat.",
+    "Which token did you create? Paste it here.",
+    "I will need the API token.",
+    "What is the key you use for the API?",
 ]
 BENIGN = [
     "I can't see your tokens; manage them at /settings/tokens",
@@ -546,6 +553,10 @@ BENIGN = [
     "Include your OpenAI key in the model settings page.",
     "Never put your password in a message.",
     "Write your answer in the reply.",
+    "We will need the token count.",
+    "The model used 50 tokens. Paste it below to compare.",
+    "What is the key you use to sort the leaderboard?",
+    "Send the results you got from the run below.",
 ]
 
 

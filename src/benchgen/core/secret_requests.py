@@ -47,12 +47,21 @@ _QUALIFIER = rf"(?:(?:{'|'.join(_QUALIFIERS)}|hugging\s*face|bgp_?|bga_?)[\s-]+)
 _NOUN = (
     rf"(?:(?:{'|'.join(_spread(noun) for noun in _NOUNS)})s?|"
     r"(?:api|secret|access|private|ssh|auth)[\s-]?keys?|"
-    r"(?:openai|anthropic|github|aws|hugging\s*face|hf|provider|model)[\s-]+keys?)"
+    r"(?:openai|anthropic|github|aws|hugging\s*face|hf|provider|model|benchgen)[\s-]+keys?|"
+    # A token named by its prefix: "the bgp_ string", "the value that starts with bgp_".
+    r"bg[pa]_\S*(?:\s+(?:string|value|code|text|one))?|"
+    r"(?:string|value|code|text|one)\s+(?:that\s+)?(?:starts|begins|starting|beginning)\s+with\s+"
+    r"[\"'`]?bg[pa]_\S*)"
 )
 _SECRET = rf"{_DETERMINER}\s+{_QUALIFIER}{_NOUN}\b"
 # After the noun: the end of the request, or words that point the secret at the chat; an aside
 # may come first ("paste your token (bgp_…) here", "your API key [sk-…] below").
-_ASIDE = r"(?:\s*(?:\([^()\n]{0,80}\)|\[[^\[\]\n]{0,80}\]|`[^`\n]{0,80}`))?"
+_ASIDE = (
+    r"(?:\s*(?:\([^()\n]{0,80}\)|\[[^\[\]\n]{0,80}\]|`[^`\n]{0,80}`)|"
+    # "… the bgp_ string you got from settings here": which one, said on the way.
+    r"\s+(?:that\s+|which\s+)?(?:you|we)\s+(?:got|made|created|have|received|copied|generated|saw)"
+    r"(?:\s+(?:from|at|in|on|under)\s+[^\s.?!,;:]+){0,2})?"
+)
 _CHAT = (
     r"(?:in(?:to)?\s+(?:the|this|our)\s+(?:chat|conversation|message|box|reply|field)|"
     # "… in your next message", "… in the next reply": the chat, in other words.
@@ -70,6 +79,11 @@ _POINTED = (
 # looked for by `re` many times faster than one that begins with `\b` (a 60k reply: 0.1 ms
 # against 0.9).
 _YOUR = r"your(?<=\byour)"
+# "I need", "we'll require", "can I have": wanting what follows.
+_WANT = (
+    r"(?:(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)|"
+    r"(?:can|could|may)\s+(?:i|we)\s+(?:have|get|see|borrow))"
+)
 # Requests, whoever's words they are: a benchmark's question that says "send me your password"
 # phishes as well as the model's own reply.
 _REQUESTS = (
@@ -78,9 +92,10 @@ _REQUESTS = (
     # "paste your API token here", "please provide the password."
     rf"\b{_HANDOVER}\s+(?:(?:over|in|back)\s+)?{_SECRET}{_POINTED}",
     # "I need your API key", "we'll require your credentials", "can I have your password?"
-    rf"\b(?:(?:i|we)(?:'ll|'d|\s+will|\s+would)?\s+(?:need|require|must\s+have)|"
-    r"(?:can|could|may)\s+(?:i|we)\s+(?:have|get|see|borrow))\s+your\s+"
-    rf"{_QUALIFIER}{_NOUN}\b",
+    rf"\b{_WANT}\s+your\s+{_QUALIFIER}{_NOUN}\b",
+    # "I will need the API token.": "the" only where the request ends there, since "we'll
+    # need the token count" asks for none.
+    rf"\b{_WANT}\s+the\s+{_QUALIFIER}{_NOUN}{_POINTED}",
     # "your personal access token goes in the box below": a request without a verb to ask.
     rf"{_YOUR}\s+{_QUALIFIER}{_NOUN}\s+(?:goes|go|belongs|(?:can|should|must)\s+go)\s+"
     rf"(?:below|{_CHAT})",
@@ -94,12 +109,20 @@ _QUESTIONS = (
     r"\s+(?:for|of|to)\s+your\s+(?:account|login|profile)\b)",
     # "your token, please!"
     rf"{_YOUR}\s+{_QUALIFIER}{_NOUN}\s*,?\s*please\b",
+    # "What is the key you use for the API?": a bare "key" is a secret only so described.
+    r"what(?<=\bwhat)(?:'s|\s+is|\s+are)\s+(?:your|the)\s+keys?\s+(?:that\s+)?you\s+use\s+"
+    r"(?:for|with|on|in)\s+(?:the\s+)?(?:api|benchgen)\b",
 )
 # "… without your API key — please paste it.": the secret named earlier in the sentence and
 # asked for by a pronoun, pointed at the chat. Told apart from advice ("paste it into the model's
 # form") by the pointing, as above.
 _PRONOUN_ASK = rf"\b{_HANDOVER}\s+(?:me\s+|us\s+)?(?:it|them){_POINTED}"
-_NAMED_BEFORE = rf"{_NOUN}\b[^.?!\n]*$"
+# Named in this sentence, or as a thing of the reader's in the one before ("Which token did
+# you create? Paste it here.", where "It used 50 tokens. Paste it below." names none).
+_NAMED_BEFORE = (
+    rf"(?:{_NOUN}\b[^.?!\n]*|(?:your|which|the|that|this)\s+{_QUALIFIER}{_NOUN}\b"
+    r"[^.?!\n]*[.?!]+\s+[^.?!\n]*)$"
+)
 # "… run `echo $BENCHGEN_TOKEN` and paste what it prints here": what a command or a page shows
 # asked for in the secret's stead, where what shows one is named in the clause or the request.
 _PRINTED_ASK = (
