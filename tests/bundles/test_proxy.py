@@ -296,3 +296,38 @@ def test_relay_usage_errors(sock: Path) -> None:
     assert relay.main(["--socket", str(sock), "--port", "8080"]) == 2
     assert relay.main(["--socket", str(sock), "--port", "99999", "--", "true"]) == 2
     assert relay.main(["--port", "8080", "--", "true"]) == 2
+
+
+def test_open_connections_are_capped_and_lengths_are_ascii_digits(sock: Path, key: str) -> None:
+    """Every connection held a thread of the server's process, without limit; a Content-Length
+    of "²" passed the digit check, then int() failed and the connection dropped unanswered."""
+    with ModelProxy(sock, key, FakeModel(), max_connections=2):
+        # Headers are read as Latin-1: this is "²".
+        auth = b"Authorization: Bearer " + key.encode()
+        request = b"POST /v1/chat/completions HTTP/1.1\r\n" + auth + b"\r\n"
+        answer = _exchange(sock, request + b"Content-Length: \xb2\r\n\r\n{}")
+        assert b"400" in answer and b"not a number" in answer
+        held = [socket.socket(socket.AF_UNIX) for _ in range(2)]
+        for conn in held:
+            conn.connect(str(sock))
+        refused = _exchange(sock, b"")
+        assert b"503" in refused and b"too many open connections" in refused
+        for conn in held:
+            conn.close()
+
+
+def _exchange(sock: Path, request: bytes) -> bytes:
+    """What the proxy sends for `request` on a new connection, until it closes it."""
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(sock))
+        conn.settimeout(5)
+        conn.sendall(request)
+        return _read_to_end(conn)
+
+
+def _read_to_end(conn: socket.socket) -> bytes:
+    """What the proxy sent before it closed the connection (nothing when it hung up)."""
+    data = b""
+    while chunk := conn.recv(4096):
+        data += chunk
+    return data

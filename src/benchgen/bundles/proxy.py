@@ -33,6 +33,9 @@ _ERROR_KINDS: dict[int, tuple[str, str]] = {
 }
 # A slow or idle client may hold a connection thread this long between reads, no longer.
 _SOCKET_TIMEOUT_S = 120.0
+# Past this many open connections a new one is answered 503 at once: each holds a thread of the
+# server's own process, and a program could otherwise open connections until it ran out of them.
+_MAX_CONNECTIONS = 128
 
 
 class ProxyRefusal(Exception):
@@ -54,6 +57,18 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": code}}
 
 
+def _too_many_connections() -> bytes:
+    status = 503
+    message = "too many open connections to the model proxy: close some, then retry"
+    body = json.dumps(_error_body(status, message)).encode()
+    head = f"HTTP/1.1 {status} Service Unavailable\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    return head.encode() + body
+
+
+_TOO_MANY_CONNECTIONS = _too_many_connections()
+
+
 class _ProxyServer(socketserver.ThreadingUnixStreamServer):
     """The socket server plus the per-run state its handlers share."""
 
@@ -62,13 +77,14 @@ class _ProxyServer(socketserver.ThreadingUnixStreamServer):
     block_on_close = False
 
     def __init__(
-        self, path: Path, key: str, forward: Forward, model_name: str, limits: tuple[int, int]
+        self, path: Path, key: str, forward: Forward, model_name: str, limits: tuple[int, int, int]
     ) -> None:
         self.key = key.encode()
         self.forward = forward
         self.model_name = model_name
-        self.max_body_bytes, max_concurrency = limits
+        self.max_body_bytes, max_concurrency, max_connections = limits
         self.gate = threading.BoundedSemaphore(max_concurrency)
+        self.slots = threading.BoundedSemaphore(max_connections)
         self.lock = threading.Lock()
         self.calls = 0
         self.closed = False
@@ -86,6 +102,19 @@ class _ProxyServer(socketserver.ThreadingUnixStreamServer):
         for conn in open_now:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        if self.slots.acquire(blocking=False):
+            return True
+        with contextlib.suppress(OSError):
+            request.sendall(_TOO_MANY_CONNECTIONS)  # a few hundred bytes: the buffer takes them
+        return False
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-reply is routine; stay quiet rather than print tracebacks.
@@ -165,7 +194,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         if raw_length is None:
             self._fail(411, "a Content-Length header is required")
             return None
-        if not raw_length.isdigit():
+        # isdigit alone takes "²", which int() refuses.
+        if not (raw_length.isascii() and raw_length.isdigit()):
             self._fail(400, "the Content-Length header is not a number")
             return None
         length = int(raw_length)
@@ -230,12 +260,13 @@ class ModelProxy:
         model_name: str = "benchgen-model",
         max_body_bytes: int = 4 << 20,
         max_concurrency: int = 8,
+        max_connections: int = _MAX_CONNECTIONS,
     ) -> None:
         self.socket_path = socket_path
         self._key = key
         self._forward = forward
         self._model_name = model_name
-        self._limits = (max_body_bytes, max_concurrency)
+        self._limits = (max_body_bytes, max_concurrency, max_connections)
         self._server: _ProxyServer | None = None
         self._thread: threading.Thread | None = None
         self._final_calls = 0

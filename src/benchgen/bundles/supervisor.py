@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import resource
 import signal
+import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
 from benchgen.bundles.trees import MAX_DEPTH
 
 _POLL_SECONDS = 0.2
+_CLONE_NEWIPC = 0x08000000
+_OPEN_FILES = 4096
+_MAX_USAGE_SPACING = 5.0
 _READ_CHUNK = 1 << 16
 # A program that makes millions of empty files fills inodes, not bytes: charge each entry a block.
 _ENTRY_BYTES = 4096
@@ -81,7 +87,7 @@ def supervise(
         _Capture(proc.stderr, limits.output_chars),
     )
     try:
-        stopped = _watch(proc, limits, watched, out, err, started)
+        stopped = _watch(proc, limits, _Watched(proc.pid, watched), out, err, started)
     except BaseException:
         _kill_group(proc)  # interrupted while it runs: never leave it behind
         raise
@@ -102,22 +108,47 @@ def supervise(
     return Outcome(exit_code, out.text(), stderr, stopped, seconds)
 
 
+@dataclass(frozen=True)
+class _Watched:
+    """Where a run may leave data: the folders it may write, and the files its processes (all
+    descendants of `root`) hold open or mapped after deleting them."""
+
+    root: int
+    folders: list[Path]
+
+    def devices(self) -> set[int]:
+        devices = set()
+        for folder in self.folders:
+            with suppress(OSError):
+                devices.add(folder.stat().st_dev)
+        return devices
+
+
 def _watch(
     proc: subprocess.Popen[bytes],
     limits: Limits,
-    watched: list[Path],
+    watched: _Watched,
     out: _Capture,
     err: _Capture,
     started: float,
 ) -> str | None:
-    # The parent enforces what rlimits cannot: wall time, output volume, bytes written to disk.
+    # The parent enforces what rlimits cannot: wall time, output volume, bytes written to disk,
+    # memory of all processes together.
+    usage_due = started
     while True:
         try:
             proc.wait(timeout=_POLL_SECONDS)
             return None
         except subprocess.TimeoutExpired:
             pass
-        reason = _passed_limit(limits, watched, out, err, started)
+        reason = _passed_limit(limits, out, err, started)
+        if reason is None and time.monotonic() >= usage_due:
+            began = time.monotonic()
+            reason = _usage_limit(limits, watched)
+            # Measuring costs time in proportion to what the program made (files, processes,
+            # mappings): it is spaced out to take about a tenth of ours, but never for long.
+            spacing = min(9 * (time.monotonic() - began), _MAX_USAGE_SPACING)
+            usage_due = time.monotonic() + spacing
         if reason is not None:
             _kill_group(proc)
             return reason
@@ -130,25 +161,169 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _passed_limit(
-    limits: Limits, watched: list[Path], out: _Capture, err: _Capture, started: float
-) -> str | None:
+def _passed_limit(limits: Limits, out: _Capture, err: _Capture, started: float) -> str | None:
     if time.monotonic() - started > limits.wall_seconds:
         return f"stopped at the wall-time limit of {limits.wall_seconds:g} s"
     for name, capture in (("output", out), ("error output", err)):
         if capture.overflow:
             return f"stopped: output limit ({name} past {limits.output_chars} characters)"
-    return _tree_limit(limits, watched)
+    return None
 
 
-def _tree_limit(limits: Limits, watched: list[Path]) -> str | None:
-    """Why the folders a program may write to are past their limits, if they are."""
+def _usage_limit(limits: Limits, watched: _Watched) -> str | None:
+    pids = _descendants(watched.root)
+    on_disk, in_memory = _held_files(pids, watched.devices())
+    if in_memory + _memory(pids, limits.memory_bytes - in_memory) > limits.memory_bytes:
+        return f"stopped: memory limit of {_size(limits.memory_bytes)}"
+    return _tree_limit(limits, watched.folders, on_disk)
+
+
+def _tree_limit(limits: Limits, watched: list[Path], held: int = 0) -> str | None:
+    """Why the folders a program may write to (plus `held` bytes it deleted there but keeps
+    open) are past their limits, if they are."""
     written, too_deep = _tree(watched)
     if too_deep:
         return _TOO_DEEP
-    if written > limits.written_bytes:
+    if written + held > limits.written_bytes:
         return f"stopped: wrote more than {_size(limits.written_bytes)}"
     return None
+
+
+def _held_files(pids: list[int], disks: set[int]) -> tuple[int, int]:
+    """Bytes of deleted files that `pids` keep open or mapped: on the `disks` of the folders the
+    run may write, and in memory (memfds, shared memory)."""
+    # Unchecked, a program could fill the disk with files it had already deleted, which no walk
+    # of its folders sees, and the memory with memfds, which no address-space limit counts.
+    memory = _shared_memory_device()
+    found: dict[tuple[int, int], tuple[int, int]] = {}
+    for pid in pids:
+        for handle in _handles(pid):
+            with suppress(OSError):
+                info = os.stat(handle)
+                if info.st_nlink == 0 and stat.S_ISREG(info.st_mode):
+                    found[info.st_dev, info.st_ino] = (info.st_dev, _bytes(info))
+    # The sandbox's own /tmp and /dev/shm are neither: their size caps already bound them.
+    on_disk = sum(size for device, size in found.values() if device in disks)
+    in_memory = sum(size for device, size in found.values() if device == memory)
+    return on_disk, in_memory
+
+
+def _memory(pids: list[int], allowed: int) -> int:
+    """The memory `pids` use together (precisely only when a quick upper bound passes
+    `allowed`), plus what the run holds in System V IPC."""
+    # Each process keeps within the address-space limit, but together they could use it as
+    # many times over as they may run processes. Their anonymous and shared resident pages are
+    # an upper bound; PSS, dearer to read, shares pages among the processes mapping them
+    # (copy-on-write after fork), so forked workers are charged once for what they share.
+    held = _ipc_memory(pids)
+    quick = held + sum(_status_bytes(pid, (b"RssAnon:", b"RssShmem:", b"VmSwap:")) for pid in pids)
+    if quick <= allowed:
+        return quick
+    fields = (b"Pss_Anon:", b"Pss_Shmem:", b"SwapPss:")
+    return held + sum(_status_bytes(pid, fields, "smaps_rollup") for pid in pids)
+
+
+def _status_bytes(pid: int, fields: tuple[bytes, ...], name: str = "status") -> int:
+    total = 0
+    with suppress(OSError, ValueError), open(f"/proc/{pid}/{name}", "rb") as handle:
+        for line in handle:
+            if line.startswith(fields):
+                total += int(line.split()[1]) * 1024  # in kB
+    return total
+
+
+def _ipc_memory(pids: list[int]) -> int:
+    """Bytes in the System V message queues and detached shared-memory segments of the run's
+    IPC namespace: they outlive every process that filled them, until the namespace goes."""
+    own = os.readlink("/proc/self/ns/ipc")
+    for pid in pids:
+        with suppress(OSError):
+            if os.readlink(f"/proc/{pid}/ns/ipc") != own:
+                return _in_namespace(f"/proc/{pid}/ns/ipc", _sysv_bytes)
+    return 0
+
+
+def _in_namespace(path: str, read: Callable[[], int]) -> int:
+    # setns moves only the calling thread into the IPC namespace (and needs root), so a
+    # throw-away thread reads there while the server's threads stay where they are.
+    found = [0]
+
+    def enter_and_read() -> None:
+        with suppress(OSError):  # the run may end meanwhile: nothing left to count
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                entered = ctypes.CDLL(None).setns(fd, _CLONE_NEWIPC) == 0
+            finally:
+                os.close(fd)
+            if entered:
+                found[0] = read()
+
+    reader = threading.Thread(target=enter_and_read)
+    reader.start()
+    reader.join()
+    return found[0]
+
+
+def _sysv_bytes() -> int:
+    # An attached segment's pages are already in its processes' PSS.
+    detached = _sysv_table("shm", lambda row: row["nattch"] == "0", ("rss", "swap"))
+    return detached + _sysv_table("msg", lambda _row: True, ("cbytes",))
+
+
+def _sysv_table(kind: str, wanted: Callable[[dict[str, str]], bool], sizes: Sequence[str]) -> int:
+    with suppress(OSError), open(f"/proc/sysvipc/{kind}") as handle:
+        header, *lines = handle.read().splitlines()
+        rows = [dict(zip(header.split(), line.split(), strict=False)) for line in lines]
+        return sum(int(row.get(size, "0")) for row in rows if wanted(row) for size in sizes)
+    return 0
+
+
+@lru_cache(maxsize=1)
+def _shared_memory_device() -> int:
+    # memfd files and System V segments live on the kernel's one internal shared-memory mount.
+    fd = os.memfd_create("benchgen-probe", os.MFD_CLOEXEC)
+    try:
+        return os.fstat(fd).st_dev
+    finally:
+        os.close(fd)
+
+
+def _descendants(root: int) -> list[int]:
+    # Inside the sandbox every orphan is adopted by the namespace's init, bwrap's own child,
+    # so the run's processes are exactly `root`'s descendants.
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with suppress(OSError, ValueError):
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    # "pid (command) state ppid ...": the command may hold spaces and ')'.
+                    ppid = int(handle.read().rpartition(b")")[2].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending += children.get(pid, [])
+    return found
+
+
+def _handles(pid: int) -> list[str]:
+    """The /proc links to every file `pid` has open, and to the deleted files it maps."""
+    handles = []
+    with suppress(OSError):
+        handles += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
+    with suppress(OSError, ValueError), open(f"/proc/{pid}/maps", "rb") as maps:
+        for line in maps:
+            if line.rstrip().endswith(b" (deleted)"):
+                # maps pads the addresses with zeros; map_files names them without.
+                start, end = (int(part, 16) for part in line.split(maxsplit=1)[0].split(b"-"))
+                handles.append(f"/proc/{pid}/map_files/{start:x}-{end:x}")
+    return handles
+
+
+def _bytes(info: os.stat_result) -> int:
+    # Sparse files count at their size: copying them later would write it all.
+    return max(info.st_size, info.st_blocks * 512)
 
 
 def _exit_reason(code: int, stderr: str, limits: Limits) -> str | None:
@@ -185,6 +360,8 @@ def _rlimits(limits: Limits) -> Callable[[], None]:
         resource.RLIMIT_NPROC: (nproc, nproc),
         resource.RLIMIT_FSIZE: (limits.file_bytes, limits.file_bytes),
         resource.RLIMIT_CORE: (0, 0),
+        # Each open file is looked at while the program runs (deleted ones still fill the disk).
+        resource.RLIMIT_NOFILE: (_OPEN_FILES, _OPEN_FILES),
     }
     pairs = [(kind, _within_hard(kind, soft, hard)) for kind, (soft, hard) in wanted.items()]
 
@@ -243,8 +420,7 @@ def _tree(paths: list[Path]) -> tuple[int, bool]:
         for entry in entries:
             with suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
-                # Sparse files count at their size: copying them later would write it all.
-                total += max(info.st_size, info.st_blocks * 512, _ENTRY_BYTES)
+                total += max(_bytes(info), _ENTRY_BYTES)
                 if entry.is_dir(follow_symlinks=False):
                     pending.append((entry.path, depth + 1))
     return total, False
