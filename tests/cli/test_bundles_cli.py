@@ -4,12 +4,15 @@ machine (`--as`) and through a server's API (`--url`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from benchgen.app import create_app
 from benchgen.cli import app
+from benchgen.cli.doors import RemoteDoor
 from benchgen.services.runtime import Runtime
 from tests.bundle_factory import bundle, competition, require_sandbox, results
 from tests.client.relay import served_to_the_cli
@@ -149,6 +152,21 @@ def test_remote_upload_submit_wait_and_download(
         assert target.read_bytes() == Path(path).read_bytes()
         refused = runner.invoke(app, ["benchmarks", "download-bundle", "bm_nowhere", *there])
         assert refused.exit_code == 1 and "No such" in refused.output
+
+
+def test_ctrl_c_while_following_a_remote_run_stops_only_the_following(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class Interrupted:
+        def wait_for_run(self, run_id: str, **_: Any) -> None:
+            raise KeyboardInterrupt  # what Ctrl-C raises while the command polls
+
+    following = RemoteDoor(cast(Any, Interrupted()))
+    with pytest.raises(typer.Exit) as ended:
+        following.follow({"id": "run_x", "question_count": 3})
+    # The shell's status for an interrupt, and where the run stands (it ended saying nothing).
+    assert ended.value.exit_code == 130
+    assert "Stopped following run run_x; the server goes on with it." in capsys.readouterr().out
 
 
 def test_the_list_counts_no_questions_for_a_custom_benchmark(world: World, tmp_path: Path) -> None:

@@ -91,6 +91,9 @@ def test_either_here_or_remote_and_clear_errors(world: World) -> None:
     ana = world.user("ana@example.com")
     blank = runner.invoke(app, ["chat", "--as", "ana@example.com", "-m", "  "])
     assert blank.exit_code == 2 and "must hold some words" in blank.output
+    # An overlong one was a traceback here (a refusal from a server), after the same.
+    overlong = runner.invoke(app, ["chat", "--as", "ana@example.com", "-m", "x" * 100_001])
+    assert overlong.exit_code == 2 and "at most 100,000 characters" in overlong.output
     assert world.do(Principal.web(ana), conversations.list_conversations) == []
 
 

@@ -249,6 +249,27 @@ def test_ctrl_c_cancels_the_run_it_works_on_and_says_what_it_cost(
     assert f"{run.cost} credits" in result.output
 
 
+def test_a_run_cancelled_elsewhere_while_followed_exits_1(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, MCQ)
+    # No worker takes it: it stays queued until someone cancels it, between two polls.
+    monkeypatch.setattr(cli_runs, "start_workers", lambda *_: [])
+
+    def cancelled_in_the_web_app(_: float) -> None:
+        [run] = world.do(Principal.web(ana), launch.list_runs)
+        if run.status == "queued":
+            world.do(Principal.web(ana), launch.cancel_run, run.id)
+
+    monkeypatch.setattr(cli_runs, "time", SimpleNamespace(sleep=cancelled_in_the_web_app))
+    command = ["run", "--benchmark", bm, "--model", "mdl_builtin_first", "--as", "ana@example.com"]
+    result = runner.invoke(app, command)
+    # It exited 0, as a completed run does.
+    assert result.exit_code == 1, result.output
+    assert "cancelled (0/" in result.output
+
+
 @pytest.mark.parametrize(
     ("text", "said"), [("notjson", "not valid JSON"), ("[1]", "must be a JSON object")]
 )

@@ -5,6 +5,7 @@ from typer.testing import CliRunner
 
 from benchgen.cli import app
 from benchgen.cli.demo import DEMO_EMAIL as DEMO
+from benchgen.core.errors import NotFound
 from benchgen.core.permissions import ALL_SCOPES
 from benchgen.services.accounts import users
 from benchgen.services.benchmarks import lifecycle, scoring
@@ -60,3 +61,13 @@ def test_the_demo_prints_the_url_it_is_given(monkeypatch: pytest.MonkeyPatch) ->
     assert result.exit_code == 0, result.output
     assert result.output.startswith("BenchGen demo: http://10.0.0.5:9000  ·")
     assert "default address" not in result.output
+
+
+def test_the_demo_refuses_an_address_before_it_makes_a_token(world: World) -> None:
+    for wrong in ("not a url", "127.0.0.1:8000", "http://"):
+        result = runner.invoke(app, ["demo", "--url", wrong])
+        # It made the account and a token, and printed a `curl` line that could not work.
+        assert result.exit_code == 2 and "--url" in result.output, result.output
+        assert "bgp_" not in result.output
+    with pytest.raises(NotFound):
+        world.do(OPERATOR, users.get_user_by_email, DEMO)

@@ -62,6 +62,22 @@ def test_a_remote_failure_says_what_failed(tmp_path: Path, url: str, said: str) 
     assert f"Error: {said}" in shown.output, shown.output
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://bob:s3cret@127.0.0.1:9", "Give the server's address without a user name"),
+        ("http://127.0.0.1:port", "The server's address cannot be read: Invalid port"),
+    ],
+)
+def test_a_remote_address_is_checked_before_anything_is_sent(url: str, said: str) -> None:
+    command = ["benchmarks", "list", "--url", url, "--token", "bgp_x"]
+    shown = runner.invoke(app, command, env=WIDE)
+    # Not a traceback, and the password is not repeated (httpx sent it as Basic credentials in
+    # place of the token, and every error named the address with it).
+    assert shown.exit_code == 2, shown.output
+    assert f"Error: {said}" in shown.output and "s3cret" not in shown.output, shown.output
+
+
 def test_create_user_asks_for_the_password_hidden_and_twice(world: World) -> None:
     command = ["admin", "create-user", "--email", "bea@example.com"]
     mismatched = runner.invoke(app, command, input="longpassword\nother-password\n")

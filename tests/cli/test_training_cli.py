@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import pathlib
 import re
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from benchgen.cli import app
+from benchgen.cli import training as cli_training
 from benchgen.core.context import Principal
 from benchgen.db.tables import Model, TrainingJob
 from benchgen.services import models
+from benchgen.services.accounts import users
 from benchgen.services.datasets import datasets
 from benchgen.services.training import jobs
 from tests.support import OPERATOR, World
@@ -71,6 +74,34 @@ def test_plan_start_list_show_cancel(
     shown = invoke("training", "show", training_id.group(1), *HERE)
     assert "Queued: lora of Smol" in shown and "Cancelled before it started" in shown
     assert "cpu" in invoke("training", "compute", *HERE)
+
+
+def test_waiting_exits_1_unless_the_job_completed_and_ctrl_c_leaves_it_going(
+    world: World, base: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_id, dataset_id = base
+    ana = world.do(OPERATOR, users.get_user_by_email, "ana@example.com").id
+    start = ["training", "start", "--base", model_id, "--dataset", dataset_id, "--wait", *HERE]
+
+    def cancel_it(_: float) -> None:
+        """The command's pause between polls, in which someone cancels the job."""
+        [job] = world.do(Principal.web(ana), jobs.list_training_jobs)
+        world.do(Principal.web(ana), jobs.cancel_training_job, job.id)
+
+    monkeypatch.setattr(cli_training, "time", SimpleNamespace(sleep=cancel_it))
+    cancelled = runner.invoke(app, start, env=WIDE)
+    # It exited 0: a script went on to evaluate a model that was never made.
+    assert cancelled.exit_code == 1 and "cancelled: 0/" in cancelled.output, cancelled.output
+
+    def ctrl_c(_: float) -> None:
+        raise KeyboardInterrupt  # what Ctrl-C raises in the command's main thread
+
+    monkeypatch.setattr(cli_training, "time", SimpleNamespace(sleep=ctrl_c))
+    left = runner.invoke(app, start, env=WIDE)
+    # A worker trains the job, not the command: Ctrl-C leaves it queued, and says so.
+    assert left.exit_code == 130, left.output
+    job = world.do(Principal.web(ana), jobs.list_training_jobs)[0]
+    assert job.status == "queued" and f"Stopped following training job {job.id}" in left.output
 
 
 def test_bad_values_are_refused_with_their_place(world: World, base: tuple[str, str]) -> None:

@@ -156,12 +156,23 @@ def chat_command(
     if (as_email is None) == (url is None):
         say_error("give either --as EMAIL (this machine) or --url URL (remote).")
         raise typer.Exit(2)
-    if any(not text.strip() for text in message or []):
-        # Refused before a conversation is opened: it would be left behind, empty.
-        raise typer.BadParameter("a message must hold some words", param_hint="--message")
+    _check_messages(message or [])
     door_of = _local(as_email) if as_email is not None else _remote(url or "", token)
     with door_of as door:
         _converse(door, conversation, message or [])
+
+
+def _check_messages(messages: list[str]) -> None:
+    """Refuse a blank or overlong --message before a conversation is opened: it would be left
+    behind, empty (and here an overlong one ended in a traceback)."""
+    from benchgen.agent.messages import MAX_TEXT
+
+    if any(not text.strip() for text in messages):
+        raise typer.BadParameter("a message must hold some words", param_hint="--message")
+    if any(len(text) > MAX_TEXT for text in messages):
+        raise typer.BadParameter(
+            f"a message holds at most {MAX_TEXT:,} characters", param_hint="--message"
+        )
 
 
 @contextmanager

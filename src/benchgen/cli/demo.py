@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from typing import Annotated, Any
 
@@ -22,6 +23,8 @@ DEMO_PASSWORD = "benchgen-demo"  # noqa: S105 - a documented demo login, not a s
 DEMO_CREDITS = 1000
 # The capitals benchmark's questions as chat rows: train SmolLM2 on them, then run it again.
 DEMO_DATASET = "Capitals to learn (demo)"
+# An address to open and to paste into the `curl` line: a scheme and a host, and no blanks.
+WEB_ADDRESS = re.compile(r"https?://[^\s/]+\S*")
 
 
 def _demo_specs() -> list[dict[str, Any]]:
@@ -40,6 +43,12 @@ def seed_demo(
     ] = None,
 ) -> None:
     """Create (once) the demo account and its benchmarks; print how to get in and a new token."""
+    if url is not None and not WEB_ADDRESS.fullmatch(url):
+        # Refused before a token is made: it was printed beside a `curl` line that cannot work.
+        raise typer.BadParameter(
+            "give the address the server answers at, e.g. http://127.0.0.1:8000",
+            param_hint="--url",
+        )
     with open_runtime() as runtime:
         assumed = not (url or runtime.settings.public_url)
         url = (url or runtime.settings.public_url or f"http://{HOST}:{PORT}").rstrip("/")

@@ -11,7 +11,7 @@ import typer
 from pydantic import TypeAdapter
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, errors, open_runtime, say_error
+from benchgen.cli.common import cli_principal, console, errors, open_runtime, say_error
 from benchgen.cli.runs import follow_run, progress_bar
 from benchgen.core.errors import InvalidInput
 from benchgen.services.benchmarks import bundles, exports, imports, lifecycle
@@ -189,13 +189,19 @@ class RemoteDoor:
         return dict(sent)
 
     def follow(self, run: Plain) -> Plain:
-        with progress_bar() as progress:
-            task = progress.add_task("Processing", total=run["question_count"])
-            done = self.client.wait_for_run(
-                run["id"],
-                timeout_s=WAIT_S,
-                on_progress=lambda now: progress.update(task, completed=now["done_count"]),
-            )
+        try:
+            with progress_bar() as progress:
+                task = progress.add_task("Processing", total=run["question_count"])
+                done = self.client.wait_for_run(
+                    run["id"],
+                    timeout_s=WAIT_S,
+                    on_progress=lambda now: progress.update(task, completed=now["done_count"]),
+                )
+        except KeyboardInterrupt:
+            # The server works on the run, not this process: Ctrl-C stops only the following,
+            # and says so (it ended silently, leaving the user to guess whether it cancelled).
+            console.print(f"Stopped following run {run['id']}; the server goes on with it.")
+            raise typer.Exit(130) from None
         return dict(done)
 
 

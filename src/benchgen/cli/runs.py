@@ -116,7 +116,8 @@ def run(
 
     Give --benchmark and --model for a new run, or --retry with a finished run's id to ask its
     errored questions again. The options are those of docs/run-settings.md; one the model's
-    provider cannot take is refused before anything starts."""
+    provider cannot take is refused before anything starts. Followed, a run that does not
+    complete (it failed, or was cancelled) exits with status 1."""
     settings = {
         "samples": samples,
         "temperature": temperature,
@@ -153,6 +154,9 @@ def run(
     say_outcome(current)
     if current.status == RunStatus.FAILED:
         say_error(current.error)
+    # Cancelled elsewhere (the web app, another command) it exited 0, as if it had completed:
+    # a script went on with a part of the benchmark's answers.
+    if current.status != RunStatus.COMPLETED:
         raise typer.Exit(1)
 
 

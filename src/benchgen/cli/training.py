@@ -25,7 +25,7 @@ from benchgen.cli.doors import reported
 from benchgen.cli.helptext import App
 from benchgen.cli.runs import progress_bar
 from benchgen.core.context import Context
-from benchgen.core.statuses import TRAINING_FINAL
+from benchgen.core.statuses import TRAINING_FINAL, TrainingStatus
 from benchgen.services.training import compute, jobs, plans
 from benchgen.services.training.jobs import TrainingJobView
 
@@ -160,7 +160,13 @@ def start(
     gpu: Gpu = None,
     gpus: Gpus = None,
     name: Name = None,
-    wait: Annotated[bool, typer.Option(help="Follow the job until it ends.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            help="Follow the job until it ends; exit with status 1 unless it completed. Ctrl-C "
+            "stops only the following: the job goes on."
+        ),
+    ] = False,
 ) -> None:
     """Launch a training job; its estimated credits are reserved. A worker trains it
     (`benchgen serve` or `benchgen worker`)."""
@@ -175,17 +181,29 @@ def start(
 
 
 def _follow(as_email: str, training_id: str, total: int) -> None:
-    with open_runtime() as runtime, progress_bar() as progress:
-        task = progress.add_task("training", total=total)
-        while True:
-            with as_user(runtime, as_email) as ctx:
-                job = jobs.get_training_job(ctx, training_id)
-            loss = "" if job.last_loss is None else f"loss {job.last_loss:.4f}"
-            progress.update(task, completed=job.steps_done, description=f"training {loss}")
-            if job.status in TRAINING_FINAL:
-                break
-            time.sleep(1)
+    """Show the job's steps and loss until it ends. A failed or cancelled job exits 1 (it
+    exited 0, and a script went on to evaluate a model never made). Ctrl-C leaves the job to
+    its worker, which is not this process, and says so (it ended silently)."""
+    try:
+        with open_runtime() as runtime, progress_bar() as progress:
+            task = progress.add_task("training", total=total)
+            while True:
+                with as_user(runtime, as_email) as ctx:
+                    job = jobs.get_training_job(ctx, training_id)
+                loss = "" if job.last_loss is None else f"loss {job.last_loss:.4f}"
+                progress.update(task, completed=job.steps_done, description=f"training {loss}")
+                if job.status in TRAINING_FINAL:
+                    break
+                time.sleep(1)
+    except KeyboardInterrupt:
+        console.print(
+            f"Stopped following training job {training_id}; it goes on "
+            f"(`benchgen training cancel {training_id}` stops it)."
+        )
+        raise typer.Exit(130) from None
     _print_end(job)
+    if job.status != TrainingStatus.COMPLETED:
+        raise typer.Exit(1)
 
 
 def _print_end(job: TrainingJobView) -> None:

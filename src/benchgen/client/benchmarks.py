@@ -96,7 +96,7 @@ class BenchmarkCalls(Connection):
         }
         response = self._send("POST", "/benchmarks", json=body)
         self._note_quota(response)
-        return cast(CreatedBenchmark, response.json())
+        return cast(CreatedBenchmark, self._object(response))
 
     def import_benchmark(
         self,
@@ -131,7 +131,7 @@ class BenchmarkCalls(Connection):
         }
         response = self._send("POST", "/benchmarks/import", json=body)
         self._note_quota(response)
-        return cast(CreatedBenchmark, response.json())
+        return cast(CreatedBenchmark, self._object(response))
 
     def change_benchmark(
         self,

@@ -43,7 +43,7 @@ class BundleCalls(Connection):
         """
         files = {"bundle": _part(bundle, filename, "bundle.zip")}
         response = self._send("POST", "/benchmarks/bundles", files=files, timeout=timeout)
-        return cast(CreatedBenchmark, response.json())
+        return cast(CreatedBenchmark, self._object(response))
 
     def get_bundle(self, benchmark_id: str) -> Bundle:
         """The current bundle of a custom benchmark.
@@ -85,7 +85,7 @@ class BundleCalls(Connection):
         """
         files = {"bundle": _part(bundle, filename, "bundle.zip")}
         path = f"/benchmarks/{segment(benchmark_id)}/bundle"
-        return cast(Bundle, self._send("POST", path, files=files, timeout=timeout).json())
+        return cast(Bundle, self._object(self._send("POST", path, files=files, timeout=timeout)))
 
     def download_bundle(self, benchmark_id: str, version: int | None = None) -> bytes:
         """A bundle zip exactly as it was uploaded (owner and collaborators only).
@@ -138,7 +138,7 @@ class BundleCalls(Connection):
         if phase is not None:
             fields["phase"] = str(phase)
         path = f"/benchmarks/{segment(benchmark_id)}/submissions"
-        return cast(Run, self._send("POST", path, files=files, data=fields).json())
+        return cast(Run, self._object(self._send("POST", path, files=files, data=fields)))
 
     def program_output(self, run_id: str) -> dict[str, str]:
         """What the bundle's programs printed for each task of a run (the benchmark's owner and

@@ -37,7 +37,9 @@ class Connection:
         transport: An httpx transport to use instead of the network (tests, proxies).
 
     Raises:
-        ValueError: No token was given and `BENCHGEN_TOKEN` is empty.
+        ValueError: No token was given and `BENCHGEN_TOKEN` is empty, the token holds
+            characters no token has, or `base_url` is not an address or holds a user name or
+            password.
     """
 
     def __init__(
@@ -48,11 +50,10 @@ class Connection:
         *,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        secret = token or os.environ.get("BENCHGEN_TOKEN", "")
-        if not secret:
-            raise ValueError("Give a personal API token (bgp_…) or set BENCHGEN_TOKEN.")
+        secret = checked_token(token or os.environ.get("BENCHGEN_TOKEN", ""))
         root = base_url.rstrip("/")
         root = root.removesuffix(API_PREFIX)
+        checked_address(root)
         self.base_url = root
         self._timeout = timeout
         self.quota: QuotaStatus | None = None
@@ -105,6 +106,8 @@ class Connection:
                 response = self._http.request(method, path, params=params, json=json, **extra)
             except httpx.TransportError as exc:
                 raise unreachable(exc, self.base_url) from exc
+            if response.is_redirect and not self._within_api(response):
+                raise self._redirected(response)
             if not response.is_error:
                 return response
             error = error_from_response(response)
@@ -115,6 +118,21 @@ class Connection:
             time.sleep(min(error.retry_after or 1, MAX_RETRY_WAIT_S))
             attempt += 1
 
+    def _within_api(self, response: httpx.Response) -> bool:
+        """Whether a redirect stays in this server's API (`/benchmarks/` of an empty id to
+        `/benchmarks`): then the answer is merely not one the call can use."""
+        target = response.url.join(response.headers["Location"])
+        return str(target).startswith(str(self._http.base_url))
+
+    def _redirected(self, response: httpx.Response) -> BadResponse:
+        """A redirect elsewhere is not followed (a POST would be sent again as a GET, or the
+        token to another host): it names the address to use instead (https://, say)."""
+        said = (
+            f"{self.base_url} redirects to {response.headers['Location']}; give the server's own "
+            "address (https:// rather than http://, say)"
+        )
+        return BadResponse(response.status_code, "bad_response", said)
+
     def _json(
         self,
         method: str,
@@ -123,10 +141,14 @@ class Connection:
         json: Any = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        response = self._send(method, path, params, json, timeout)
+        return self._object(self._send(method, path, params, json, timeout))
+
+    def _object(self, response: httpx.Response) -> dict[str, Any]:
+        """A success's JSON object; anything else is `BadResponse` (it was a JSONDecodeError
+        from the calls that send files, a traceback in the CLI)."""
         try:
             body = response.json()
-        except ValueError:  # a redirect, or a --url that is not a BenchGen server
+        except ValueError:  # a --url that is not a BenchGen server, or a proxy's page
             body = None
         if not isinstance(body, dict):
             said = f"{self.base_url} did not answer with a JSON object; is it a BenchGen server?"
@@ -174,6 +196,45 @@ class Connection:
             )
         except (KeyError, ValueError):
             self.quota = None
+
+
+def checked_token(secret: str) -> str:
+    """The token without the blanks around it (a line read from a file keeps its newline).
+
+    Raises:
+        ValueError: There is none, or it holds characters no token has. The token is not
+            repeated: httpx refused such a header with an error that quoted it whole, which
+            the CLI printed as a broken connection.
+    """
+    secret = secret.strip()
+    if not secret:
+        raise ValueError("Give a personal API token (bgp_…) or set BENCHGEN_TOKEN.")
+    if not secret.isascii() or not secret.isprintable() or " " in secret:
+        raise ValueError(
+            "The API token holds characters no token has (spaces, accents or control "
+            "characters); copy it again from where it was made."
+        )
+    return secret
+
+
+def checked_address(url: str) -> None:
+    """Refuse a server address that cannot be parsed (httpx's own error came out as a
+    traceback) or that holds credentials: httpx sends those as Basic credentials in place of
+    the token (every call then failed with "Send a personal API token"), and every error
+    message names the address, so they are refused without being repeated.
+
+    Raises:
+        ValueError: Why, in words.
+    """
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"The server's address cannot be read: {exc}.") from None
+    if parsed.userinfo:
+        raise ValueError(
+            "Give the server's address without a user name or password (user:password@): "
+            "the API token is what signs you in."
+        )
 
 
 def segment(identifier: str) -> str:

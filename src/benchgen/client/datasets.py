@@ -60,7 +60,7 @@ class DatasetCalls(Connection):
         response = self._send(
             "POST", "/datasets", files=files, data=fields, timeout=UPLOAD_TIMEOUT_S
         )
-        return cast(Dataset, response.json())
+        return cast(Dataset, self._object(response))
 
     def datasets(self) -> list[Dataset]:
         """Your datasets, newest first (every page).

@@ -80,7 +80,7 @@ class FormatCalls(Connection):
             "POST", "/benchmarks/import/file", files=files, data=fields, timeout=IMPORT_TIMEOUT_S
         )
         self._note_quota(response)
-        return cast(CreatedBenchmark, response.json())
+        return cast(CreatedBenchmark, self._object(response))
 
     def export_benchmark(self, benchmark_id: str, fmt: ExportFormat = "jsonl") -> bytes:
         """A benchmark with its answer key (owner and collaborators only).
