@@ -412,6 +412,7 @@ def test_rescore_dry_run_then_apply(
     assert error_of(wrong, 422, "invalid_input")["details"]["errors"][0]["loc"] == [
         "body",
         "scoring",
+        "method",
     ]
 
 

@@ -98,6 +98,7 @@ async def checked_input(request: Request, _: PrincipalDep) -> None:
 
 async def _check_input(request: Request) -> None:
     _require_known_query(request)
+    await _require_no_stray_body(request)
     require_storable_fields("path", request.path_params.items())
     require_storable_fields("query", request.query_params.multi_items())
     if request.headers.get("content-type", "").startswith(FORM_TYPES):
@@ -117,6 +118,29 @@ async def _check_input(request: Request) -> None:
             # Routes without a body field never had the framework parse it, so decoding can
             # meet a deeply nested body here first.
             raise invalid(["body"], "nested too deeply") from None
+
+
+async def _require_no_stray_body(request: Request) -> None:
+    """Refuse a body sent to an operation that reads none: never read, `{"max_credits": 5}`
+    sent to a retry would launch it uncapped as if the cap had been taken. An empty JSON object
+    or `null` (what many clients send by default) asks for nothing, and passes."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute) or route.body_field is not None:
+        return
+    body = await request.body()
+    if body.strip() and _json_or_none(body) not in ({}, None):
+        raise invalid(["body"], "this operation takes no body; send the request without one")
+
+
+def _json_or_none(body: bytes) -> object:
+    """The body as JSON, or a marker that it is none (not even `null`)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
 
 
 def _require_known_query(request: Request) -> None:

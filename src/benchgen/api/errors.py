@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request, params
@@ -89,20 +89,23 @@ def envelope(status: int, code: str, message: str, details: Any = None) -> JSONR
 PageErrors = Callable[[Request, Exception], Awaitable[Response]]
 
 
-def _json_sent_as_other(request: Request) -> bool:
-    """Whether the route takes a JSON body and the request sent one under another type."""
+def _sent_as_other(request: Request) -> str | None:
+    """What the body must be, when the route takes one and the request sent one under another
+    content type: a JSON body, or a multipart form (every form route takes a file)."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or route.body_field is None:
-        return False
-    if isinstance(route.body_field.field_info, params.Form):
-        return False
+        return None
     headers = request.headers
     if headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers:
-        return False  # no body at all: the fields it lacks say more
+        return None  # no body at all: the fields it lacks say more
     kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return kind != "application/json" and not (
-        kind.startswith("application/") and kind.endswith("+json")
-    )
+    if isinstance(route.body_field.field_info, params.Form):
+        if kind == "multipart/form-data":
+            return None
+        return "must be a form with its file, sent as Content-Type: multipart/form-data"
+    if kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json")):
+        return None
+    return "must be JSON, sent as Content-Type: application/json"
 
 
 # Where a request's input came from: the first part of every `loc` in a 422's `details.errors`.
@@ -162,6 +165,45 @@ def _problem(error: Any) -> dict[str, Any]:
     return {"loc": loc, "msg": error["msg"]}
 
 
+def _at_places(errors: list[dict[str, Any]], body: Any) -> list[dict[str, Any]]:
+    """`errors` at places in `body` only, one error per place: a union's refusal names each of
+    its members in `loc` (`["body", "answer", "constrained-str"]` and `[…, "list[str]"]` for
+    `"answer": 5`; a tagged union its tag), places no client sent or can find."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for error in errors:
+        loc = tuple(_untagged(error, body))
+        if loc not in merged:
+            merged[loc] = {**error, "loc": list(loc)}
+            continue
+        first = merged[loc]
+        said = (
+            error["msg"].removeprefix(_SHOULD) if first["msg"].startswith(_SHOULD) else error["msg"]
+        )
+        if said not in first["msg"]:
+            first["msg"] = f"{first['msg']} or {said}"
+    return list(merged.values())
+
+
+_SHOULD = "Input should be "
+
+
+def _untagged(error: dict[str, Any], body: Any) -> list[Any]:
+    """The error's `loc` without the parts `body` has no place for: union members' names. The
+    last part of a "Field required" is kept: it names the field the body lacks."""
+    loc = error["loc"]
+    if loc[:1] != ["body"] or body is None:  # None: not parsed, so placed by whoever refused it
+        return list(loc)
+    kept, here = ["body"], body
+    for index, part in enumerate(loc[1:], start=1):
+        inside = isinstance(here, Mapping) and part in here
+        if inside or (isinstance(here, list) and type(part) is int and -1 < part < len(here)):
+            here = here[part]
+        elif index < len(loc) - 1 or error["msg"] != "Field required":
+            continue
+        kept.append(part)
+    return kept
+
+
 # The methods a path may take; HEAD is answered as GET (`api/head.py`).
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
@@ -216,13 +258,13 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
         if pages is not None and for_pages(request):
             return await pages(request, exc)
-        errors = [_problem(error) for error in exc.errors()]
-        if _json_sent_as_other(request) and any(e["loc"][:1] == ["body"] for e in errors):
-            # The framework reads only a JSON content type as JSON and then explains that raw
-            # bytes are no object; the cause is the header, not the fields.
-            errors = [
-                {"loc": ["body"], "msg": "must be JSON, sent as Content-Type: application/json"}
-            ]
+        errors = _at_places([_problem(error) for error in exc.errors()], exc.body)
+        must = _sent_as_other(request)
+        if must and any(e["loc"][:1] == ["body"] for e in errors):
+            # The framework reads only a JSON content type as JSON and a form's only as a form,
+            # then explains that raw bytes are no object or that every field is missing; the
+            # cause is the header, not the fields.
+            errors = [{"loc": ["body"], "msg": must}]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(part) for part in first["loc"])
         return envelope(422, "invalid_input", f"{where}: {first['msg']}", {"errors": errors})

@@ -56,6 +56,13 @@ def refusing_unknown_fields(shape: FormShape) -> Callable[[Request], Coroutine[A
             for name in sorted(shape.fields)
             if len(form.getlist(name)) > 1
         ]
+        # The framework takes an empty field for a missing one: "Field required" for a field
+        # that was sent, empty.
+        problems += [
+            _problem(name, "must not be empty")
+            for name in sorted(shape.required)
+            if form.get(name) == ""
+        ]
         if problems:
             # Raised before the framework checks the fields themselves: a misspelt required
             # field is told missing here too, as the framework would have told it.

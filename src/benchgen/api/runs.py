@@ -12,6 +12,8 @@ from benchgen.api.files import attachment
 from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import LogLine, Page, RescoreIn, StartRun
+from benchgen.api.scoring import at_its_field
+from benchgen.core.errors import InvalidInput
 from benchgen.services.keysets import Newest
 from benchgen.services.runs import launch, rejudging, rescoring, results, retries, run_log
 from benchgen.services.runs.launch import Estimate, RunView
@@ -172,7 +174,11 @@ def rescore_run(
     """Re-apply scoring to saved answers without calling any model; a dry run unless
     `apply=true`. Other `scoring` settings: the benchmark's owner and collaborators only. 409
     when the run has not finished or stopped before any answer came back."""
-    return rescoring.rescore_run(ctx, run_id, body.scoring if body else None, apply)
+    scoring = body.scoring.settings() if body and body.scoring else None
+    try:
+        return rescoring.rescore_run(ctx, run_id, scoring, apply)
+    except InvalidInput as problem:
+        raise at_its_field(problem, "body", "scoring") from None
 
 
 @router.post(

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from benchgen.core.statuses import TurnStatus
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview
@@ -88,13 +97,53 @@ class StartRun(BaseModel):
         )
 
 
+def _flag_or_number(value: Any) -> bool | int | float:
+    """A scoring option as sent, for the scorer to check against the method's option: kept as
+    it came (a lax `1` read as `1.0` was reported as "got 1.0"), refused in one error at the
+    option's place (a union's refusal was one error per member, at places such as
+    `["options", "case", "bool"]`), and an integer too large for a float refused here (the
+    scorer's finiteness check raised on it, a 500).
+
+    Raises:
+        PydanticCustomError: neither true, false nor a number a float can hold.
+    """
+    if not isinstance(value, bool | int | float):
+        raise PydanticCustomError("option_type", "must be true, false or a number")
+    try:
+        float(value)
+    except OverflowError:
+        raise PydanticCustomError("option_too_large", "is too large a number") from None
+    return value
+
+
+ScoringOption = Annotated[
+    bool | int | float, PlainValidator(_flag_or_number, json_schema_input_type=bool | float)
+]
+
+
+class ScoringIn(BaseModel):
+    """A scoring method and its options (normalisation steps, tolerances…); missing options
+    keep their defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str | None = Field(None, max_length=40, examples=["includes"])
+    options: dict[str, ScoringOption] | None = Field(
+        None, max_length=20, examples=[{"number_words": True, "articles": True}]
+    )
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as the scoring services take them: what was not sent left out."""
+        return self.model_dump(exclude_none=True)
+
+
 class RescoreIn(BaseModel):
     """Other scoring settings to try; `apply` is a query parameter, so it is refused here
     rather than dropped (a rescore that seemed applied was only a dry run)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    scoring: dict[str, Any] | None = Field(
+    scoring: ScoringIn | None = Field(
         None, examples=[{"method": "f1", "options": {"threshold": 0.5}}]
     )
 

@@ -5,29 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel
 
 from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.routing import OneThreadRoute
+from benchgen.api.schemas import ScoringIn
+from benchgen.core.errors import InvalidInput, invalid
 from benchgen.services.benchmarks import scoring
 
 router = APIRouter(
     prefix="/api/v1/benchmarks", tags=["benchmarks"], responses=COMMON, route_class=OneThreadRoute
 )
-
-
-class ScoringIn(BaseModel):
-    """A scoring method and its options (normalisation steps, tolerances…); missing options
-    keep their defaults."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    method: str | None = Field(None, max_length=40, examples=["includes"])
-    # StrictBool: lax pydantic read "yes" or "on" as true; the scorer checks each option's type.
-    options: dict[str, StrictBool | float] | None = Field(
-        None, max_length=20, examples=[{"number_words": True, "articles": True}]
-    )
 
 
 class ScoringOut(BaseModel):
@@ -57,4 +46,18 @@ def get_scoring(ctx: ContextDep, benchmark_id: str) -> dict[str, Any]:
 def set_scoring(ctx: ContextDep, benchmark_id: str, body: ScoringIn) -> dict[str, Any]:
     """Change how future runs are scored (`exact`, `includes`, `f1`, `numeric`, `regex` for qa;
     `choice` for mcq) and its normalisation steps; past runs keep theirs until rescored."""
-    return scoring.set_scoring(ctx, benchmark_id, body.model_dump(exclude_none=True))
+    try:
+        return scoring.set_scoring(ctx, benchmark_id, body.settings())
+    except InvalidInput as problem:
+        raise at_its_field(problem, "body") from None
+
+
+def at_its_field(problem: InvalidInput, *settings: str) -> InvalidInput:
+    """`problem` at the field it names, inside the settings found at `settings` in the request.
+    The service places every bad setting at `scoring`, whatever the field (a body that is the
+    settings has no `scoring` field at all); its message leads with the field (`options.case:
+    …`, `method: …`)."""
+    if [error["loc"] for error in problem.errors] != [["scoring"]]:
+        return problem
+    field, _, said = problem.errors[0]["msg"].partition(": ")
+    return invalid([*settings, *field.split(".")], said) if said else problem
