@@ -56,3 +56,22 @@ def test_a_union_is_refused_at_the_fields_place(client: TestClient, world: World
         ["body", "action", "option"],
         ["body", "action", "value"],
     ]
+
+
+def test_a_lone_surrogate_in_free_form_metadata_is_refused_at_its_place(
+    client: TestClient, world: World
+) -> None:
+    """JSON's "\\ud800" is a lone surrogate once parsed, which no database stores: in a
+    question's metadata (free-form, so no typed field refused it) it was a 500."""
+    ana = world.user("ana@example.com")
+    auth = {"Authorization": f"Bearer {world.token(ana, ['read', 'create'])}"}
+    body = b'{"title": "T", "format": "qa", "questions": [{"prompt": "2+2?", "answer": "4", '
+    body += b'"metadata": {"note": "x\\ud800"}}]}'
+    sent = client.post(
+        "/api/v1/benchmarks", content=body, headers={**auth, "content-type": "application/json"}
+    )
+    assert sent.status_code == 422, sent.text
+    (error,) = sent.json()["error"]["details"]["errors"]
+    assert error["loc"] == ["body", "questions", 0, "metadata", "note"]
+    assert "lone surrogate" in error["msg"]
+    assert client.get("/api/v1/benchmarks", headers=auth).json()["items"] == []

@@ -14,14 +14,16 @@ FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 def require_storable(value: Any, loc: list[str | int]) -> None:
-    """Refuse the first unstorable value inside `value` (PostgreSQL text cannot hold NUL; JSON
-    has no NaN), naming its place.
+    """Refuse the first unstorable value inside `value` (PostgreSQL text cannot hold NUL, no
+    UTF-8 text a lone surrogate; JSON has no NaN), naming its place.
 
     Raises:
         InvalidInput: the first such value, with its `loc`.
     """
     if isinstance(value, str) and "\x00" in value:
         raise invalid(loc, "must not contain the NUL character (\\u0000)")
+    if isinstance(value, str) and not _is_utf8(value):
+        raise invalid(loc, "holds a lone surrogate escape (\\ud800 to \\udfff), which is no text")
     if isinstance(value, float) and not math.isfinite(value):
         raise invalid(loc, "must be a finite number")
     if isinstance(value, dict):
@@ -31,6 +33,16 @@ def require_storable(value: Any, loc: list[str | int]) -> None:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             require_storable(item, [*loc, index])
+
+
+def _is_utf8(text: str) -> bool:
+    # JSON's "\ud800" decodes to a lone surrogate, which no UTF-8 database or file can hold:
+    # kept in free-form metadata, it was a 500 when the row was written.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def require_storable_fields(where: str, fields: Iterable[tuple[str, Any]]) -> None:
