@@ -56,6 +56,11 @@ def _user_fk(nullable: bool = False) -> Mapped[Any]:
     return mapped_column(ForeignKey("users.id"), nullable=nullable, index=True)
 
 
+def _big_count() -> Mapped[int]:
+    # SQLite's INTEGER already holds 64 bits; PostgreSQL's holds 32.
+    return mapped_column(BigInteger().with_variant(Integer, "sqlite"), default=0)
+
+
 def _benchmark_fk() -> Mapped[str]:
     return mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"), index=True)
 
@@ -371,10 +376,11 @@ class Run(Base):
     job_id: Mapped[str | None] = mapped_column(String(40))
     estimated_cost: Mapped[int] = mapped_column(default=0)
     cost: Mapped[int | None]
-    judge_input_tokens: Mapped[int] = mapped_column(default=0)  # the judge's, kept apart
-    judge_output_tokens: Mapped[int] = mapped_column(default=0)
-    input_tokens: Mapped[int] = mapped_column(default=0)
-    output_tokens: Mapped[int] = mapped_column(default=0)
+    # A run's totals: 10,000 questions of 20 samples of 11,000 tokens pass a 32-bit integer.
+    judge_input_tokens: Mapped[int] = _big_count()  # the judge's, kept apart
+    judge_output_tokens: Mapped[int] = _big_count()
+    input_tokens: Mapped[int] = _big_count()
+    output_tokens: Mapped[int] = _big_count()
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
     scores: Mapped[dict[str, Any]] = mapped_column(default=dict)  # leaderboard columns
     score_edit: Mapped[dict[str, Any] | None] = mapped_column(JSON)
