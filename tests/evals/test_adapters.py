@@ -89,6 +89,20 @@ async def test_openai_compat_classifies_failures_without_leaking_the_key(
     assert sum(stub.received.values()) == 1  # a redirect is refused, never followed
 
 
+async def test_openai_compat_reads_the_text_parts_of_a_content_list() -> None:
+    """Mistral's reasoning models send content parts: read as no answer at all before."""
+    parts = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "ANSWER: A"}]},
+        {"type": "text", "text": "It is green.\n"},
+        {"type": "text", "text": "ANSWER: B"},
+        "stray",
+    ]
+    reply = Fault.completion({"role": "assistant", "content": parts})
+    with StubOpenAI(fail=lambda n, prompt: reply) as stub:
+        completion = await ask(openai(stub))
+    assert completion.text == "It is green.\nANSWER: B"
+
+
 async def test_429_carries_retry_after_in_seconds_or_as_a_date() -> None:
     with StubOpenAI(fail=lambda n, prompt: Fault.rate_limited("7")) as stub:
         with pytest.raises(RateLimitedError) as raised:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import string
+import time
 
 import pytest
 from hypothesis import assume, given
@@ -190,3 +192,55 @@ def test_the_last_label_line_is_the_last_match(parts: list[str]) -> None:
 @pytest.mark.parametrize("labelled", [True, False])
 def test_a_bare_letter_reads_as_the_regexes_read_it(letter: str, labelled: bool) -> None:
     assert extract._BARE_LETTERS[letter] == extract._letter_in(letter, labelled)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "\\boxed{" * 15_000,  # each box read to the reply's end, from the last one back
+        "ANSWER: B. " + "no " * 35_000,  # each "no" read to the end for a capital after it
+        "\\text{" * 17_000 + "}" * 17_000,  # a wrapper peeled per round, each read whole
+        "ANSWER: " + "\\(" * 25_000 + "\\)" * 25_000,
+    ],
+)
+def test_a_reply_built_to_be_slow_is_read_in_linear_time(raw: str) -> None:
+    """At 100,000 characters each took minutes of a worker, scoring one answer."""
+    started = time.perf_counter()
+    extract_choice(raw, 4)
+    extract_final_answer(raw)
+    assert time.perf_counter() - started < 2
+
+
+def _last_boxed_one_by_one(raw: str) -> tuple[int, str] | None:
+    """`_last_boxed` as defined: each box from the last one back, braces counted after it."""
+    start = raw.rfind("\\boxed{")
+    while start != -1:
+        depth, pos = 1, start + len("\\boxed{")
+        while pos < len(raw) and depth:
+            depth += {"{": 1, "}": -1}.get(raw[pos], 0)
+            pos += 1
+        if depth == 0:
+            return start, raw[start + len("\\boxed{") : pos - 1]
+        start = raw.rfind("\\boxed{", 0, start)
+    return None
+
+
+@given(st.lists(st.sampled_from(["\\boxed{", "{", "}", "x", "B"]), max_size=16))
+def test_the_last_box_is_the_last_that_closes(parts: list[str]) -> None:
+    raw = "".join(parts)
+    assert extract._last_boxed(raw) == _last_boxed_one_by_one(raw)
+
+
+_TAKEN_BACK = re.compile(
+    r"(?i:\b(?:no|not|wait|wrong|incorrect|actually|instead|rather|correction)\b)"
+    r".*?(?<![\w'’])(?P<lone>[A-Z])(?![\w'’])",
+    re.DOTALL,
+)
+
+
+@given(st.lists(st.sampled_from(["no", "Wait", "not", " ", ",", "\n", "A", "C", "x", "'"])))
+def test_a_capital_after_a_word_taking_it_back_is_found_in_one_pass(parts: list[str]) -> None:
+    """As the one pattern spanning from the word to its capital read it (no labels here)."""
+    rest = "".join(parts)
+    named = any(found.group("lone") != "A" for found in _TAKEN_BACK.finditer(rest))
+    assert extract._names_another(rest, "A") == named

@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from benchgen.evals.adapters.transport import HttpPool
+from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter
+from benchgen.evals.adapters.transport import MAX_REPLY_TOKENS, HttpPool
 from benchgen.evals.netguard import check_endpoint
-from benchgen.evals.types import FatalModelError, RateLimitedError, RetryableError
+from benchgen.evals.types import FatalModelError, Item, ModelSpec, RateLimitedError, RetryableError
 
 pytestmark = pytest.mark.anyio
 
@@ -120,6 +121,16 @@ async def test_hostile_replies_fail_the_request_with_a_clear_message(
         await _post(url)
 
 
+@pytest.mark.parametrize("charset", ["hex", "idna"])
+async def test_an_error_labelled_with_a_codec_that_is_no_charset_keeps_its_status(
+    canned: tuple[Canned, str], charset: str
+) -> None:
+    stub, url = canned
+    stub.answer("429 Too Many", b"slow\xff down", f"content-type: text/plain; charset={charset}")
+    with pytest.raises(RateLimitedError, match="HTTP 429: slow\ufffd down"):
+        await _post(url)
+
+
 @pytest.mark.parametrize(
     "url",
     ["http://93.184.216.34/v 1", "http://93.184.216.34/vé1", "http://93.184.216.34/v1\x00"],
@@ -143,3 +154,29 @@ async def test_a_saved_address_that_cannot_be_sent_fails_before_connecting(path:
         with pytest.raises(FatalModelError, match="the address cannot be sent"):
             await _post(f"http://127.0.0.1:{port}{path}/chat/completions")
     assert not connected.is_set()
+
+
+async def test_token_counts_past_any_reply_are_capped_and_lone_surrogates_pass_through(
+    canned: tuple[Canned, str],
+) -> None:
+    """2**40 failed its run's batch on PostgreSQL (a 32-bit column) at every retry; the lone
+    surrogate is valid JSON, replaced where replies are stored (test_sweep_models_replies)."""
+    stub, url = canned
+    usage = {"prompt_tokens": 2**40, "completion_tokens": True}
+    body = {"choices": [{"message": {"content": "\ud800"}}], "usage": usage}
+    stub.answer("200 OK", json.dumps(body).encode())
+    adapter = OpenAICompatAdapter(ModelSpec("openai_compat", "m", url, host_allowlist=LOOPBACK))
+    try:
+        completion = await adapter.complete(Item(0, "q"), "q")
+    finally:
+        await adapter.aclose()
+    assert (completion.input_tokens, completion.output_tokens) == (MAX_REPLY_TOKENS, 0)
+    assert completion.text == "\ud800"
+
+
+def test_a_saved_key_no_header_carries_is_refused_without_showing_it() -> None:
+    """h11's message quoted the value escaped ("sk-live-abc\\n"), which redaction missed."""
+    spec = ModelSpec("openai_compat", "m", "http://127.0.0.1:9/v1", "sk-live-abc\n")
+    with pytest.raises(FatalModelError, match="Authorization header cannot be sent") as refused:
+        OpenAICompatAdapter(spec)
+    assert "sk-live" not in str(refused.value)

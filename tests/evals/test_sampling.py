@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from benchgen.evals.adapters.anthropic import AnthropicAdapter
 from benchgen.evals.adapters.builtin import BuiltinAdapter
-from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter
+from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter, sampling_fields
 from benchgen.evals.engine import run_items
 from benchgen.evals.prompts import compose_prompt, render_prompt
 from benchgen.evals.sampling import ks_for, majority_correct, pass_at_k, summarize_samples
@@ -119,6 +119,7 @@ async def test_openai_compatible_adapter_sends_the_settings() -> None:
     assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
     assert (sent["temperature"], sent["top_p"], sent["stop"]) == (0.8, 0.9, ["END"])
     assert sent["seed"] == 12 and sent["max_tokens"] == 32  # the seed moves with the sample
+    assert sampling_fields({"seed": 2**31 - 1}, 2)["seed"] == 1  # a signed 32-bit integer still
 
 
 @pytest.mark.anyio

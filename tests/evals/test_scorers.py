@@ -55,6 +55,8 @@ def test_exact(raw: str | None, outcome: str, extracted: str | None) -> None:
         ("CO2", None),
         ("no digits", None),
         ("1/0", None),
+        ("3/00", None),
+        ("2/" + "5" * 5000, (0.0,)),
     ],
 )
 def test_parse_number(text: str, readings: tuple[float, ...] | None) -> None:

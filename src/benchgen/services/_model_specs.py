@@ -24,6 +24,16 @@ ANTHROPIC_URL = "https://api.anthropic.com/v1"
 LOCAL_KINDS = ("local_gguf", "local_hf")
 # What a model that reads the prompt can answer; a baseline answers only what its rule fits.
 READER_FORMATS = frozenset({QA, MCQ, CUSTOM})
+_VISIBLE_ASCII = frozenset(map(chr, range(0x21, 0x7F)))
+
+
+def key_problem(key: str) -> str:
+    """Why a request header cannot carry this API key (trimmed already), or "" when it can:
+    one with a zero-width space or an accent from a copied page failed every request of every
+    run it was saved for."""
+    if _VISIBLE_ASCII.issuperset(key):
+        return ""
+    return "must be the key as the provider shows it: ASCII letters, digits and signs"
 
 
 def usable_model(ctx: Context, model_id: str) -> Model:

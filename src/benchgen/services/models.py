@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
 from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from benchgen.core.context import Context
@@ -37,6 +38,17 @@ USER_KINDS = ("openai_compat", "anthropic")
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
 
 
+def _api_key(value: str) -> str:
+    """A key a request header can carry (STRICT trims a paste's spaces and line break first)."""
+    problem = _model_specs.key_problem(value)
+    if problem:
+        raise PydanticCustomError("api_key", problem)
+    return value
+
+
+ApiKey = Annotated[str, StringConstraints(max_length=2000), AfterValidator(_api_key)]
+
+
 class ModelIn(BaseModel):
     """A model to register. Users may register endpoints; local files and baselines are the
     operator's (a user-chosen file path would let anyone read the server's disk)."""
@@ -49,7 +61,7 @@ class ModelIn(BaseModel):
     )
     endpoint_model: Line = Field(min_length=1, max_length=500, examples=["qwen2.5-7b-instruct"])
     base_url: BoundedUrl | None = Field(None, examples=["https://api.example.com/v1"])
-    api_key: str | None = Field(None, max_length=2000)
+    api_key: ApiKey | None = None
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -69,7 +81,7 @@ class ModelChange(BaseModel):
     model_config = STRICT
 
     name: BoundedTitle | None = None
-    api_key: str | None = Field(None, max_length=2000)
+    api_key: ApiKey | None = None
     params: dict[str, Any] | None = None
 
 

@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 
 import h11
 
-from benchgen.evals.redact import redact
 from benchgen.evals.types import FatalModelError, RetryableError
 
 # Only an excerpt of an error body is ever shown; reading a little past it is enough.
@@ -203,15 +202,21 @@ def parse_origin(url: str, extra: tuple[tuple[str, str], ...]) -> Origin:
     return Origin(scheme, host, port, target, headers)
 
 
-def require_sendable(headers: tuple[tuple[str, str], ...], secrets: tuple[str, ...]) -> None:
+def require_sendable(headers: tuple[tuple[str, str], ...]) -> None:
     """Refuse, once and up front, headers h11 would refuse on every request.
 
     Raises:
-        FatalModelError: a name or value that cannot be sent (a line break in a key, say).
+        FatalModelError: a value that cannot be sent (a line break in a key, say), named by its
+            header alone: h11's message quotes the value, escaped, which no redaction of the
+            key as stored would find.
     """
-    try:
-        h11.Connection(h11.CLIENT).send(
-            h11.Request(method="POST", target="/", headers=[("host", "x"), *headers])
-        )
-    except (h11.LocalProtocolError, UnicodeError) as exc:
-        raise FatalModelError(redact(f"a request header cannot be sent: {exc}", secrets)) from None
+    for name, value in headers:
+        try:
+            h11.Connection(h11.CLIENT).send(
+                h11.Request(method="POST", target="/", headers=[("host", "x"), (name, value)])
+            )
+        except (h11.LocalProtocolError, UnicodeError):
+            raise FatalModelError(
+                f"the {name} header cannot be sent: its value (the API key) holds a line break, "
+                "a space at an end or a character outside ASCII"
+            ) from None

@@ -13,6 +13,7 @@ from benchgen.evals.adapters.transport import (
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_MAX_TOKENS = 1024
+_SEEDS = 2**31  # seeds 0 to 2**31 - 1
 
 
 class OpenAICompatAdapter:
@@ -82,8 +83,10 @@ def sampling_fields(params: dict[str, Any], sample: int) -> dict[str, Any]:
     if params.get("stop"):
         fields["stop"] = list(params["stop"])
     if params.get("seed") is not None:
-        # One seed for every sample would make the samples one answer repeated.
-        fields["seed"] = int(params["seed"]) + sample
+        # One seed for every sample would make the samples one answer repeated. Wrapped to stay
+        # a signed 32-bit integer, the seeds providers take: the highest a run may set, plus a
+        # sample's number, went past it and failed every later sample's request.
+        fields["seed"] = (int(params["seed"]) + sample) % _SEEDS
     return fields
 
 
@@ -92,5 +95,10 @@ def _message_text(body: dict[str, Any]) -> str:
         content = body["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
         raise FatalModelError("reply is not an OpenAI chat completion") from None
+    if isinstance(content, list):
+        # Content parts (Mistral's reasoning models): the text parts are the answer, as the
+        # Anthropic adapter reads its blocks; thinking parts are not.
+        parts = (part for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "".join(text for part in parts if isinstance(text := part.get("text"), str))
     # A refusal or a tool-only reply has null content: that is an empty answer, not a failure.
     return content if isinstance(content, str) else ""

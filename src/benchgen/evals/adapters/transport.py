@@ -38,6 +38,10 @@ _BODY_EXCERPT = 300
 # Replies are read up to a cap and given up past it, so a hostile or broken endpoint cannot
 # make the worker hold an endless body in memory. Chat replies are a few KiB; 4 MiB is roomy.
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+# More tokens than any model reads and writes in one reply (the longest contexts hold ten
+# million): a server's count past it is no count. Stored as is, 2**40 failed its batch at every
+# retry on PostgreSQL (a 32-bit column), and the run was refunded in full, its replies free.
+MAX_REPLY_TOKENS = 16_000_000
 # Connections open lazily, so a roomy default costs nothing and never caps the engine.
 DEFAULT_CONCURRENCY = 64
 # An idle connection is reused for this long, as httpx did; servers close idle ones sooner or
@@ -77,7 +81,7 @@ class HttpPool:
         self._tls = tls
         self._origins: dict[str, Origin] = {}
         self._idle: dict[tuple[str, str, int], list[Connection]] = {}
-        require_sendable(self._headers, secrets)
+        require_sendable(self._headers)
 
     async def post_json(self, url: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST a JSON body and return the decoded JSON reply.
@@ -203,9 +207,12 @@ def _json_object(status: int, body: bytes) -> dict[str, Any]:
 
 
 def token_count(usage: object, key: str) -> int:
-    """A token count from a usage block, 0 when the server left it out or sent nonsense."""
+    """A token count from a usage block, 0 when the server left it out or sent nonsense, at
+    most `MAX_REPLY_TOKENS`."""
     value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and value >= 0 else 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    return min(value, MAX_REPLY_TOKENS)
 
 
 def _raise_for_status(reply: Reply, secrets: tuple[str, ...]) -> None:
@@ -214,7 +221,7 @@ def _raise_for_status(reply: Reply, secrets: tuple[str, ...]) -> None:
         return
     # Servers sometimes echo the request, key included: nothing of theirs is kept unredacted.
     # Redacting before cutting the excerpt keeps a key at its edge from showing in part.
-    text = reply.body.decode(_charset(reply.headers), errors="replace")
+    text = _text(reply)
     detail = redact(text, secrets)[:_BODY_EXCERPT].strip()
     message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
     if status == 429:
@@ -225,6 +232,15 @@ def _raise_for_status(reply: Reply, secrets: tuple[str, ...]) -> None:
     if 300 <= status < 400:
         raise FatalModelError(f"HTTP {status}: redirect refused (endpoints must answer directly)")
     raise FatalModelError(message)
+
+
+def _text(reply: Reply) -> str:
+    try:
+        return reply.body.decode(_charset(reply.headers), errors="replace")
+    except (LookupError, UnicodeError):
+        # A codec that is no charset ("hex", "idna") raised past the status: a 429 so labelled
+        # was never retried, its question failed with the codec's complaint instead.
+        return reply.body.decode("utf-8", errors="replace")
 
 
 def _charset(headers: dict[bytes, bytes]) -> str:

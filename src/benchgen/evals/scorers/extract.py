@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+from itertools import accumulate
 
 from benchgen.evals.prompts import LABELS
 
@@ -39,11 +40,20 @@ _LABELLED = re.compile(r"^[(\[]?(?P<letter>[A-Z])[.:)\]][ \t]+\S")
 # capital after a word that takes the first back ("A. No wait, it's C", "B: wrong, C is right").
 # Either makes the reply ambiguous: no answer found, never the first letter silently.
 _OTHER_LABEL = re.compile(r"(?<![A-Za-z])(?:[(\[](?P<boxed>[A-Z])[)\]]|(?P<closed>[A-Z])\))")
-_TAKEN_BACK = re.compile(
-    r"(?i:\b(?:no|not|wait|wrong|incorrect|actually|instead|rather|correction)\b)"
-    r".*?(?<![\w'’])(?P<lone>[A-Z])(?![\w'’])",
-    re.DOTALL,
+# A word that takes the first back, or a lone capital: read in one pass, each capital after
+# such a word (and no capital between) counts. One pattern spanning from the word to its
+# capital rescanned the rest of the line for every "no" with none after it: quadratic.
+_TAKING_BACK = re.compile(
+    r"(?P<word>(?i:\b(?:no|not|wait|wrong|incorrect|actually|instead|rather|correction)\b))"
+    r"|(?<![\w'’])(?P<lone>[A-Z])(?![\w'’])"
 )
+# Wrappers peeled off one answer at most: real ones are a few deep ("**$\boxed{\text{B}}$**");
+# each peel reads the whole text, so thousands nested cost quadratic time.
+_MAX_UNWRAPS = 8
+# What `_last_boxed` reads: a box's start, or a brace.
+_BRACES = re.compile(r"\\boxed\{|[{}]")
+_BRACE = re.compile("[{}]")
+_DEPTH_STEP = {"{": 1, "}": -1}
 
 
 def extract_final_answer(raw: str) -> str | None:
@@ -102,9 +112,17 @@ def _letter_in(body: str, labelled: bool) -> str | None:
 def _names_another(rest: str, letter: str) -> bool:
     """Whether the text after a labelled letter names another option, as a label or after a
     word that takes the first back."""
-    for found in (*_OTHER_LABEL.finditer(rest), *_TAKEN_BACK.finditer(rest)):
+    for found in _OTHER_LABEL.finditer(rest):
         if next(group for group in found.groups() if group) != letter:
             return True
+    taken_back = False
+    for found in _TAKING_BACK.finditer(rest):
+        if found.group("word"):
+            taken_back = True
+        elif taken_back:
+            if found.group("lone") != letter:
+                return True
+            taken_back = False
     return False
 
 
@@ -149,22 +167,25 @@ def _next_nonblank_line(text: str, start: int) -> str:
 
 
 def _last_boxed(raw: str) -> tuple[int, str] | None:
-    """The position and content of the last `\\boxed{...}`, braces balanced."""
-    start = raw.rfind(_BOXED)
-    while start != -1:
-        depth, pos = 1, start + len(_BOXED)
-        while pos < len(raw) and depth:
-            depth += {"{": 1, "}": -1}.get(raw[pos], 0)
-            pos += 1
-        if depth == 0:
-            return start, raw[start + len(_BOXED) : pos - 1]
-        start = raw.rfind(_BOXED, 0, start)
-    return None
+    """The position and content of the last `\\boxed{...}`, braces balanced.
+
+    One pass over the braces: each closing one closes the latest still open. Trying each box
+    from the last one back, to the end of the reply, was quadratic in unclosed boxes."""
+    opened: list[tuple[int, bool]] = []  # each open brace: where, and whether a box's
+    last: tuple[int, int] | None = None  # the latest-starting closed box: its start and end
+    for found in _BRACES.finditer(raw):
+        if found.group() != "}":
+            opened.append((found.start(), found.group() == _BOXED))
+        elif opened:
+            start, boxed = opened.pop()
+            if boxed and (last is None or start > last[0]):
+                last = start, found.start()
+    return None if last is None else (last[0], raw[last[0] + len(_BOXED) : last[1]])
 
 
 def _unwrap(text: str) -> str:
-    """Strip markdown and LaTeX wrappers until none is left."""
-    while True:
+    """Strip markdown and LaTeX wrappers until none is left (`_MAX_UNWRAPS` at most)."""
+    for _ in range(_MAX_UNWRAPS):
         stripped = text.strip(_EDGE_MARKUP)
         if not stripped.startswith(_WRAPPER_STARTS):
             return stripped  # no wrapper can match, and stripping twice changes nothing
@@ -177,12 +198,11 @@ def _unwrap(text: str) -> str:
         if stripped == text:
             return text
         text = stripped
+    return text.strip(_EDGE_MARKUP)
 
 
 def _is_balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth < 0:
-            return False
-    return depth == 0
+    # The depth after each brace, computed in C: a loop in Python over each character of a
+    # long reply, once per wrapper peeled, took a second.
+    depths = list(accumulate(map(_DEPTH_STEP.__getitem__, _BRACE.findall(text))))
+    return not depths or (min(depths) >= 0 and depths[-1] == 0)

@@ -30,13 +30,15 @@ def parse_number(text: str) -> tuple[float, ...] | None:
     ("3/4") and percents. A percent has two readings, "50%" → (0.5, 50.0), so it matches
     both "0.5" and "50"; any other number has one.
     """
-    matches = [m for m in _NUMBER.finditer(text) if m.group("denominator") != "0"]
+    # A denominator of zeros ("3/00") is no number; float, not int, reads one of any length
+    # (int refuses past 4,300 digits): either failed the whole batch of answers being scored.
+    matches = [m for m in _NUMBER.finditer(text) if (m.group("denominator") or "1").strip("0")]
     if not matches:
         return None
     last = matches[-1]
     value = float(last.group("value").replace(",", "").replace("\u2212", "-"))
     if last.group("denominator"):
-        value /= int(last.group("denominator"))
+        value /= float(last.group("denominator"))
     return (value / 100, value) if last.group("percent") else (value,)
 
 

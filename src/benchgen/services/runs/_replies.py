@@ -1,8 +1,9 @@
 """Replies as stored: one past the deployment's cap keeps its head and tail around a marker;
-NUL characters, which PostgreSQL cannot store, are replaced."""
+characters no database can store (NUL, lone surrogates) are replaced."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from benchgen.evals.types import Answer
@@ -17,7 +18,10 @@ from benchgen.evals.types import Answer
 # line in the tail that could read as an answer label.
 CUT_MARK = "[… BenchGen cut"
 _MARKER = " " + CUT_MARK + " {count:,} characters of this reply here …] "
-NUL, REPLACEMENT = "\x00", "\ufffd"  # one character for one: a clipped reply stays in its cap
+REPLACEMENT = "\ufffd"  # one character for one: a clipped reply stays in its cap
+# PostgreSQL's text refuses NUL; a lone surrogate (JSON's "\ud800", valid in a reply) is no
+# UTF-8 at all, refused by both databases and by every file written as UTF-8.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def clip_reply(text: str, limit: int) -> str:
@@ -32,8 +36,9 @@ def clip_reply(text: str, limit: int) -> str:
 
 def clip_answers(answers: list[Answer], limit: int) -> list[Answer]:
     """The answers as they can be stored: every reply longer than `limit` clipped, and NUL
-    characters in replies and errors shown as U+FFFD (the others as they are)."""
-    return [_without_nul(_clipped(answer, limit)) for answer in answers]
+    characters and lone surrogates in replies and errors shown as U+FFFD (the others as they
+    are)."""
+    return [_storable(_clipped(answer, limit)) for answer in answers]
 
 
 def _clipped(answer: Answer, limit: int) -> Answer:
@@ -42,11 +47,12 @@ def _clipped(answer: Answer, limit: int) -> Answer:
     return replace(answer, raw=clip_reply(answer.raw, limit))
 
 
-def _without_nul(answer: Answer) -> Answer:
-    # PostgreSQL's text refuses NUL: one in a reply failed its batch at every retry, and the
-    # run was then refunded in full, the answers recorded before it kept (replies for free).
-    if NUL not in (answer.raw or "") and NUL not in (answer.error or ""):
+def _storable(answer: Answer) -> Answer:
+    # One such character failed its batch at every retry; the run was then refunded in full,
+    # the answers recorded before it kept (replies for free).
+    raw, error = answer.raw, answer.error
+    if not _UNSTORABLE.search(raw or "") and not _UNSTORABLE.search(error or ""):
         return answer
-    raw = answer.raw.replace(NUL, REPLACEMENT) if answer.raw is not None else None
-    error = answer.error.replace(NUL, REPLACEMENT) if answer.error is not None else None
+    raw = _UNSTORABLE.sub(REPLACEMENT, raw) if raw is not None else None
+    error = _UNSTORABLE.sub(REPLACEMENT, error) if error is not None else None
     return replace(answer, raw=raw, error=error)
