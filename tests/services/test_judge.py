@@ -129,6 +129,21 @@ def test_only_the_owner_sets_a_judge_and_only_in_the_web_app(
     assert view.has_api_key and not view.allow_others
 
 
+def test_a_judge_key_no_request_header_carries_is_refused_and_a_paste_is_trimmed(
+    world: World, stub: StubOpenAI
+) -> None:
+    ana = world.user("ana@example.com")
+    bm = world.benchmark(ana, CAPITALS)
+    web = Principal.web(ana)
+    for bad in ("sk-\u200bjudge", "sk-jüdge", "sk judge", "sk-a\nb"):
+        with pytest.raises(InvalidInput) as refused:
+            world.do(web, judges.set_judge, bm, "openai_compat", "judge-1", stub.base_url, bad)
+        assert refused.value.errors[0]["loc"] == ["api_key"]
+        assert bad not in str(refused.value)
+    view = world.do(web, judges.set_judge, bm, "openai_compat", "j", stub.base_url, " sk-ok\n")
+    assert view.has_api_key
+
+
 def test_others_use_the_judge_only_when_the_owner_allows(world: World, stub: StubOpenAI) -> None:
     ana, pia = world.user("ana@example.com"), world.user("pia@example.com")
     bm = world.benchmark(ana, CAPITALS)

@@ -29,6 +29,19 @@ class JudgeView:
     allow_others: bool
 
 
+def _checked_key(api_key: str | None) -> str | None:
+    """The key as typed, without the blanks around a paste (None when there is none).
+
+    Raises:
+        InvalidInput: a key no request header can carry (loc `["api_key"]`).
+    """
+    key = (api_key or "").strip()
+    problem = _model_specs.key_problem(key) if key else ""
+    if problem:
+        raise invalid(["api_key"], problem)
+    return key or None
+
+
 def set_judge(
     ctx: Context,
     benchmark_id: str,
@@ -62,6 +75,7 @@ def set_judge(
             raise invalid(["base_url"], str(exc)) from None
     elif kind == "openai_compat":
         raise invalid(["base_url"], "an OpenAI-compatible judge needs its endpoint's base URL")
+    api_key = _checked_key(api_key)
     settings = scoring.validated(benchmark.format, {"method": "judge"})
     judge = ctx.session.get(Judge, benchmark.id) or Judge(benchmark_id=benchmark.id)
     address = base_url.rstrip("/") if base_url else None
