@@ -210,7 +210,8 @@ class Settings(BaseSettings):
         10,
         ge=1,
         description="With a broker: how often workers send again the jobs due that long ago "
-        "that nobody holds (a message lost in a broker restart, a worker that died).",
+        "that nobody holds (a message lost in a broker restart, a worker that died); a job "
+        "still late is sent again less often, every 8 sweeps at most.",
     )
     artifact_url: str | None = Field(
         None,

@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +24,11 @@ TASK = "benchgen.job"
 # holds a message longer than its consumer timeout (30 minutes by default).
 _SLACK_S = 3600
 RETRY_S = 1.0  # a message whose job could not be claimed yet comes back this much later
+# How long a publisher waits for Redis to connect or answer before the message is left to the
+# sweeper (RabbitMQ's client gives up after its own 4 s).
+PUBLISH_TIMEOUT_S = 3.0
+# The longest gap, in sweep periods, between two sendings of a job that stays overdue.
+MAX_RESEND_PERIODS = 8
 
 
 def celery_app(settings: Settings) -> Any:
@@ -34,8 +40,7 @@ def celery_app(settings: Settings) -> Any:
     url = settings.broker_url or ""
     app = Celery("benchgen", broker=url, set_as_current=False)
     longest_s = int(settings.training_max_hours * 3600) + _SLACK_S
-    amqp = url.startswith(("amqp", "pyamqp"))
-    arguments = {"x-consumer-timeout": longest_s * 1000} if amqp else {}
+    arguments = {"x-consumer-timeout": longest_s * 1000} if _is_amqp(url) else {}
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],
@@ -53,6 +58,10 @@ def celery_app(settings: Settings) -> Any:
     return app
 
 
+def _is_amqp(url: str) -> bool:
+    return url.startswith(("amqp", "pyamqp"))
+
+
 def _queue(kind: Any, name: str, arguments: dict[str, int]) -> Any:
     return kind(name, routing_key=name, queue_arguments=arguments)
 
@@ -62,6 +71,16 @@ class CeleryDispatch:
 
     def __init__(self, settings: Settings) -> None:
         self.app = celery_app(settings)
+        if not _is_amqp(settings.broker_url or ""):  # py-amqp's own connect timeout bounds it
+            # Redis's client waits for ever by default: a broker that accepted connections but
+            # did not answer (paused, overloaded) held the request that queued a job past its
+            # commit, and one by one every thread of the web process. A message not sent is
+            # sent by the sweeper: the job is in the table.
+            self.app.conf.broker_transport_options = {
+                **self.app.conf.broker_transport_options,
+                "socket_timeout": PUBLISH_TIMEOUT_S,
+                "socket_connect_timeout": PUBLISH_TIMEOUT_S,
+            }
 
     def __call__(self, job_id: str, kind: str, countdown: float | None = None) -> None:
         name = queue.QUEUE_OF.get(kind, "runs")
@@ -130,18 +149,51 @@ def handle_message(
         dispatch(job_id, kind, RETRY_S)
 
 
+class Resends:
+    """Which overdue jobs a sweep sends again: a job at once when first found late, then, while
+    it stays late, after 1, 2, 4… sweep periods (MAX_RESEND_PERIODS at most).
+
+    A late job is most often not lost but waiting in the broker's queue behind others (every
+    worker busy). Sent again at every sweep by every worker process, the queue grew by the
+    whole backlog each sweep for as long as the backlog lasted, and each copy cost a claim.
+    """
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s = period_s
+        self.sent: dict[str, tuple[float, int]] = {}  # job id: (when last sent, times sent)
+
+    def due(self, late: list[tuple[str, str]], now: float) -> list[tuple[str, str]]:
+        """The jobs of `late` to send at `now` (monotonic seconds); forgets the jobs no longer
+        late (claimed since)."""
+        self.sent = {job_id: self.sent[job_id] for job_id, _ in late if job_id in self.sent}
+        return [(job_id, kind) for job_id, kind in late if self._due(job_id, now)]
+
+    def record(self, job_id: str, now: float) -> None:
+        """`job_id` was sent at `now` (after `due`: a sending that failed is tried next sweep)."""
+        times = self.sent.get(job_id, (now, 0))[1]
+        self.sent[job_id] = (now, times + 1)
+
+    def _due(self, job_id: str, now: float) -> bool:
+        when, times = self.sent.get(job_id, (now, 0))
+        gap = self.period_s * min(2 ** max(times - 1, 0), MAX_RESEND_PERIODS)
+        return times == 0 or now - when >= gap
+
+
 def sweep_forever(
     runtime: Runtime, dispatch: CeleryDispatch, kinds: frozenset[str], stopping: threading.Event
 ) -> None:
     """Every BENCHGEN_JOB_SWEEP_S, send again the jobs of `kinds` due that long ago that no
-    live worker holds (claiming decides, so a duplicate runs nothing)."""
+    live worker holds, less often the longer one stays late (`Resends`); claiming decides, so
+    a duplicate runs nothing."""
     period = runtime.settings.job_sweep_s
+    resends = Resends(period)
     while not stopping.wait(period):
         try:
             with transaction(runtime, WORKER, write=False) as ctx:
-                late = queue.overdue_jobs(ctx, timedelta(seconds=period))
-            for job_id, kind in late:
-                if kind in kinds:
-                    dispatch(job_id, kind)
+                late = queue.overdue_jobs(ctx, timedelta(seconds=period), kinds)
+            now = time.monotonic()
+            for job_id, kind in resends.due(late, now):
+                dispatch(job_id, kind)
+                resends.record(job_id, now)
         except Exception as exc:  # a busy database or a broker away: try at the next sweep
             log.warning("sweeper: %s", type(exc).__name__)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from benchgen.core.config import Settings
@@ -41,9 +41,11 @@ QUEUES: dict[str, frozenset[str]] = {
     "training": frozenset({"training"}),
 }
 QUEUE_OF = {kind: name for name, kinds in QUEUES.items() for kind in kinds}
-# The kinds that take one of their user's slots. Training has its own limit (the compute pools)
-# and lasts hours: counted here, one job held back every run of its owner for as long.
-SLOT_KINDS = ("run", "bundle_run")
+# The kinds that take one of their user's slots: runs, and judging done again (left out, one
+# user asking for many runs' judging again held every worker, their runs capped or not).
+# Training has its own limit (the compute pools) and lasts hours: counted here, one job held
+# back every run of its owner for as long.
+SLOT_KINDS = ("run", "bundle_run", "rejudge")
 BACKOFF_BASE_S = 5
 
 
@@ -148,20 +150,17 @@ def claim(
     PostgreSQL: `FOR UPDATE SKIP LOCKED`, so workers never wait on each other's rows. SQLite:
     the write transaction holds the database lock from its first statement.
     """
-    granted = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
-    allowed = [kind for kind in granted if kinds is None or kind in kinds]
     now, slots = ctx.now(), user_slots(ctx.settings)
-    busy = _executing_for_job_user(now)
-    query = select(Job).where(
-        Job.kind.in_(allowed),
-        _due(now),
-        or_(Job.user_id.is_(None), Job.kind.not_in(SLOT_KINDS), _exhausted(), busy < slots),
+    executing, busy = _executing_per_user(now)
+    query = (
+        select(Job)
+        .outerjoin(executing, executing.c.user_id == Job.user_id)
+        .where(Job.kind.in_(_allowed_kinds(ctx, kinds)), _due(now), _within_slots(busy, slots))
     )
     if job_id is not None:
         query = query.where(Job.id == job_id)
-    job = ctx.session.scalar(
-        query.order_by(busy, Job.run_after, Job.id).limit(1).with_for_update(skip_locked=True)
-    )
+    locked = query.order_by(busy, Job.run_after, Job.id).limit(1)
+    job = ctx.session.scalar(locked.with_for_update(skip_locked=True, of=Job))
     if job is None:
         return None
     exhausted = job.status == JobStatus.RUNNING and job.attempts >= job.max_attempts
@@ -266,20 +265,34 @@ def next_for_user(ctx: Context, job_id: str) -> tuple[str, str] | None:
     return (str(row.id), str(row.kind)) if row is not None else None
 
 
-def overdue_jobs(ctx: Context, waited: timedelta, limit: int = 500) -> list[tuple[str, str]]:
-    """(id, kind) of jobs due for longer than `waited` that no worker holds: their broker
-    message was lost (a broker restart) or their worker died. The sweeper sends them again;
-    claiming is what decides, so a job sent twice still runs once."""
-    granted = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+def overdue_jobs(
+    ctx: Context, waited: timedelta, kinds: frozenset[str] | None = None, limit: int = 500
+) -> list[tuple[str, str]]:
+    """(id, kind) of jobs of `kinds` (None: every kind) due for longer than `waited` that no
+    worker holds and their user's slots let start: their broker message was lost (a broker
+    restart) or their worker died. The sweeper sends them again; claiming is what decides, so a
+    job sent twice still runs once.
+
+    Jobs waiting for their user's slot are left out, like `waiting_kind` does: the job that
+    frees the slot sends the next. Counted in, one user's backlog filled every sweep's `limit`,
+    oldest first, and a lost message of anyone else's was never sent again while it lasted;
+    the kinds are filtered here for the same reason (a training worker's sweep was all runs).
+    """
     now = ctx.now()
     late = or_(
         and_(Job.status == JobStatus.QUEUED, Job.run_after <= now - waited),
         and_(Job.status == JobStatus.RUNNING, Job.lease_expires_at < now - waited),
     )
+    executing, busy = _executing_per_user(now)
     rows = ctx.session.execute(
         select(Job.id, Job.kind)
-        .where(Job.kind.in_(granted), late)
-        .order_by(Job.run_after)
+        .outerjoin(executing, executing.c.user_id == Job.user_id)
+        .where(
+            Job.kind.in_(_allowed_kinds(ctx, kinds)),
+            late,
+            _within_slots(busy, user_slots(ctx.settings)),
+        )
+        .order_by(Job.run_after, Job.id)
         .limit(limit)
     )
     return [(job_id, kind) for job_id, kind in rows]
@@ -305,16 +318,34 @@ def _holding_a_slot(now: datetime, jobs: Any = Job) -> ColumnElement[bool]:
     )
 
 
-def _executing_for_job_user(now: datetime) -> Any:
-    """How many jobs the candidate job's user has executing (a correlated subquery)."""
+def _executing_per_user(now: datetime) -> tuple[Subquery, ColumnElement[int]]:
+    """How many slots each user has taken, as a derived table to outer-join on `Job.user_id`,
+    and the count it gives the joined job's user (0 when none).
+
+    Counted once per user, not once per due job: a correlated count ran over the user's jobs
+    for every due job, so one user's thousands of queued runs made each claim (four a second
+    per idle polling worker) and each sweep take seconds on PostgreSQL.
+    """
     other = aliased(Job)
-    return (
-        select(func.count())
-        .select_from(other)
-        .where(other.user_id == Job.user_id, _holding_a_slot(now, other))
-        .correlate(Job)
-        .scalar_subquery()
+    executing = (
+        select(other.user_id, func.count().label("executing"))
+        .where(_holding_a_slot(now, other))
+        .group_by(other.user_id)
+        .subquery("executing")
     )
+    return executing, func.coalesce(executing.c.executing, 0)
+
+
+def _allowed_kinds(ctx: Context, kinds: frozenset[str] | None) -> list[str]:
+    """The job kinds among `kinds` (None: every kind) the principal is granted to work on."""
+    granted = [kind for kind, action in JOB_ACTIONS.items() if access.can(ctx, action)]
+    return [kind for kind in granted if kinds is None or kind in kinds]
+
+
+def _within_slots(busy: ColumnElement[int], slots: int) -> ColumnElement[bool]:
+    """A job its user's slots let start now (`busy`: `_executing_per_user`): no user's,
+    not a run, out of attempts (only its failure is recorded), or its user has a slot free."""
+    return or_(Job.user_id.is_(None), Job.kind.not_in(SLOT_KINDS), _exhausted(), busy < slots)
 
 
 def _exhausted() -> ColumnElement[bool]:
