@@ -1,4 +1,5 @@
-"""The worker loop outlives a busy database: it claims again, and its heartbeat skips a beat."""
+"""The worker loop outlives a busy database: it claims again, and its heartbeat skips a beat; a
+failure is recorded in words its run's viewers may read."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import update
 
 from benchgen.core.clock import ManualClock
@@ -141,3 +143,26 @@ def test_a_heartbeat_that_finds_the_job_taken_over_stops_the_work_unrecorded(
         assert job.lease_lost.wait(5), "the heartbeat never noticed"
     handlers.execute_run(runtime, job)  # stops at once, and closes nothing
     assert _run_row(world, run_id)[0] in ("queued", "running")
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_database_error_is_recorded_without_its_statement_or_rows(
+    world: World, runtime: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLAlchemy's text quotes the statement and the rows being written, which the run's
+    viewers read as its error: only the database's own first line is kept."""
+
+    def fail(runtime: Runtime, job: Claimed) -> None:
+        statement = "INSERT INTO run_results (raw) VALUES (?)"
+        cause = ValueError("value too long for type character varying(16)\nDETAIL: the row")
+        raise sa_exc.DataError(statement, {"raw": "Ana's private reply"}, cause)
+
+    monkeypatch.setitem(handlers.HANDLERS, "run", handlers.Handler(fail, handlers.abandon_run))
+    worker = Worker(runtime, lease=timedelta(seconds=60))
+    ana = world.user("ana@example.com", credits_=100)
+    run_id = world.do(Principal.web(ana), launch.start_run, world.benchmark(ana, MCQ), FIRST).id
+    while _run_row(world, run_id)[0] != "failed":
+        assert worker.run_once(), "the job was never given up"
+        clock.advance(minutes=10)  # past each retry's wait
+    error = _run_row(world, run_id)[1]
+    assert error == "ValueError: value too long for type character varying(16)"

@@ -11,10 +11,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from sqlalchemy import exc as sa_exc
+
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
+from benchgen.core.secrets import redact_secrets
 from benchgen.core.statuses import JobStatus
 from benchgen.jobs.handlers import HANDLERS, WORKER
 from benchgen.services import queue
@@ -125,7 +128,7 @@ class Worker:
             return True
         except Exception as exc:
             log.warning("job %s attempt %s failed: %s", job.id, job.attempt, type(exc).__name__)
-            self._after_failure(job, f"{type(exc).__name__}: {exc}")
+            self._after_failure(job, failure_text(exc))
             return True
         finally:
             self.job = None
@@ -151,6 +154,17 @@ class Worker:
     def _finish(self, job: Claimed, status: JobStatus, error: str = "") -> None:
         with transaction(self.runtime, WORKER) as ctx:
             queue.finish(ctx, job.id, self.name, status, error)
+
+
+def failure_text(exc: Exception) -> str:
+    """What a failed attempt records, which a run's viewers read as its error: a database
+    error's own first line, not SQLAlchemy's text, which quotes the statement and its
+    parameters (the rows being written); any secret in it redacted."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, sa_exc.StatementError) and exc.orig is not None:
+        said = str(exc.orig).strip().splitlines()
+        text = f"{type(exc.orig).__name__}: {said[0] if said else ''}"
+    return redact_secrets(text)
 
 
 class _Heartbeat:
