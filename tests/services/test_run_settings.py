@@ -69,6 +69,10 @@ def test_defaults_change_nothing_and_describe_says_what_differs() -> None:
     chosen = {"stop": ["\n", " "], "system_prompt": 'Say "A".'}
     assert describe(chosen) == "2 stop sequence(s), a system prompt of 8 characters"
     assert describe(chosen, whole=True) == 'stop sequences "\\n", " ", system prompt "Say \\"A\\"."'
+    # A tag holding a comma is quoted: ["a, b"] read as the two tags a and b.
+    one = describe({"subset": {"kind": "tags", "tags": ["a, b"]}})
+    two = describe({"subset": {"kind": "tags", "tags": ["a", "b"]}})
+    assert (one, two) == ('subset: questions tagged "a, b"', "subset: questions tagged a, b")
 
 
 def user_model(world: World, user: str, kind: str, url: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,6 +20,7 @@ from benchgen.services.specs import not_bool
 EXAMPLE_TAG = "example"
 MAX_SEED = 2**31 - 1
 _Strict = ConfigDict(extra="forbid")
+_PLAIN_TAG = re.compile(r"[\w.\-/:+#]+")  # shown as it is; any other tag is quoted
 # What each provider's API takes (the adapters send these and nothing else). The Messages API
 # has no seed; the built-in baselines ignore sampling, and only `random` reads a seed.
 _HOSTED = frozenset({"temperature", "top_p", "max_tokens", "stop", "seed"})
@@ -225,4 +227,9 @@ def _subset_text(subset: dict[str, Any]) -> str:
         return f"subset: the first {subset['n']} questions"
     if subset["kind"] == "random":
         return f"subset: {subset['n']} random questions (seed {subset['seed']})"
-    return "subset: questions tagged " + ", ".join(subset["tags"])
+    return "subset: questions tagged " + ", ".join(map(_tag_text, subset["tags"]))
+
+
+def _tag_text(tag: str) -> str:
+    # A tag holding a comma, a quote or spaces is quoted: ["a, b"] read as the two tags a and b.
+    return tag if _PLAIN_TAG.fullmatch(tag) else _quoted(tag)
