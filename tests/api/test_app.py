@@ -101,6 +101,8 @@ def test_framework_errors_use_the_envelope(client: TestClient, world: World) -> 
     secret = world.token(world.user("ana@example.com"), ["read"])
     missing = client.get("/api/v1/nowhere", headers=_auth(secret))
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    # Not "Not Found" alone: a client at the wrong address learns what was not found.
+    assert missing.json()["error"]["message"].startswith("No such API route: /api/v1/nowhere;")
     wrong_method = client.delete("/api/v1/me", headers=_auth(secret))
     assert wrong_method.status_code == 405
     assert wrong_method.json()["error"]["code"] == "method_not_allowed"

@@ -288,6 +288,13 @@ def install(app: FastAPI, pages: PageErrors | None = None) -> None:
         if exc.status_code == 405:
             headers["Allow"] = _allowed(request)
             message = f"{request.method} is not allowed here; this path takes {headers['Allow']}"
+        elif exc.status_code == 404 and exc.detail == "Not Found":  # the router's: no route
+            # "Not Found" alone left a client pointed at the wrong address (`--url …/api`)
+            # with nothing to go on.
+            message = (
+                f"No such API route: {request.url.path[:200]}; the API's routes are under "
+                "/api/v1 of the server's own address"
+            )
         response = envelope(exc.status_code, codes.get(exc.status_code, "http_error"), message)
         for name, value in headers.items():
             response.headers[name] = value
