@@ -51,8 +51,10 @@ def test_notification_settings_through_a_token(client: TestClient, world: World)
         "updated_at": None,
     }
     body = {"email_on_finish": True, "webhook_url": "https://93.184.216.34/bg"}
-    saved = client.put(url, json=body, headers=auth).json()
+    answer = client.put(url, json=body, headers=auth)
+    saved = answer.json()
     assert saved["webhook_secret"].startswith("whsec_") and saved["has_webhook_secret"]
+    assert answer.headers["cache-control"] == "no-store"  # shown once: kept by no cache
     again = client.put(url, json=body, headers=auth).json()
     assert again["webhook_secret"] is None  # kept, and never shown again
     rotated = client.put(url, json={**body, "rotate_secret": True}, headers=auth).json()

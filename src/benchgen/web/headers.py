@@ -46,9 +46,10 @@ class SecurityHeaders:
                 headers = message.get("headers", [])
                 present = {name.lower() for name, _ in headers}
                 extra = [(name, value) for name, value in _HEADERS if name not in present]
-                if b"cache-control" not in present and _is_html(headers):
+                if b"cache-control" not in present and _is_private(headers):
                     # A page may hold answer keys or a chat: after signing out, Back must not
-                    # show it again from the browser's cache (a shared or lab computer).
+                    # show it again from the browser's cache (a shared or lab computer). An API
+                    # answer likewise (a webhook's secret is shown once, a benchmark's key).
                     extra.append((b"cache-control", b"no-store"))
                 message["headers"] = [*headers, *extra]
             await send(message)
@@ -56,8 +57,10 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-def _is_html(headers: list[tuple[bytes, bytes]]) -> bool:
+def _is_private(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the answer is a page or JSON (what a user's data is served as; static files
+    are neither)."""
     return any(
-        name.lower() == b"content-type" and value.startswith(b"text/html")
+        name.lower() == b"content-type" and value.startswith((b"text/html", b"application/json"))
         for name, value in headers
     )
