@@ -180,6 +180,15 @@ def rows_changed(session: Session, statement: Update) -> int:
     return result.rowcount
 
 
+def database_words(error: BaseException) -> str | None:
+    """What the database said of a failed statement (its first line), without the statement and
+    the parameters SQLAlchemy's own text quotes; None for an error that is no such failure."""
+    if not isinstance(error, sa_exc.StatementError) or error.orig is None:
+        return None
+    said = str(error.orig).strip().splitlines()
+    return f"{type(error.orig).__name__}: {said[0] if said else ''}"
+
+
 def is_busy(error: BaseException) -> bool:
     """Whether `error` means the database is overloaded, locked or out of reach right now (the
     same work may succeed later), as opposed to a fault in the request or the code."""

@@ -11,18 +11,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import exc as sa_exc
-
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unavailable
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
-from benchgen.core.secrets import redact_secrets
 from benchgen.core.statuses import JobStatus
 from benchgen.jobs.handlers import HANDLERS, WORKER
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
-from benchgen.services.runtime import Runtime, transaction
+from benchgen.services.runtime import Runtime, failure_text, transaction
 
 if TYPE_CHECKING:
     from benchgen.services.benchmarks.outbox_delivery import ClaimedLetter, Delivered, Outcome
@@ -154,17 +151,6 @@ class Worker:
     def _finish(self, job: Claimed, status: JobStatus, error: str = "") -> None:
         with transaction(self.runtime, WORKER) as ctx:
             queue.finish(ctx, job.id, self.name, status, error)
-
-
-def failure_text(exc: Exception) -> str:
-    """What a failed attempt records, which a run's viewers read as its error: a database
-    error's own first line, not SQLAlchemy's text, which quotes the statement and its
-    parameters (the rows being written); any secret in it redacted."""
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, sa_exc.StatementError) and exc.orig is not None:
-        said = str(exc.orig).strip().splitlines()
-        text = f"{type(exc.orig).__name__}: {said[0] if said else ''}"
-    return redact_secrets(text)
 
 
 class _Heartbeat:

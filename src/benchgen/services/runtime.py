@@ -10,8 +10,9 @@ from benchgen.core.clock import Clock, SystemClock
 from benchgen.core.config import Settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Unavailable
+from benchgen.core.secrets import redact_secrets
 from benchgen.db import migrate
-from benchgen.db.session import Database, is_busy, is_unreachable
+from benchgen.db.session import Database, database_words, is_busy, is_unreachable
 
 # Seconds a client is asked to wait after the database was busy: locks and pool waits last
 # milliseconds to seconds, so a short pause is enough and a long one would only idle clients.
@@ -73,3 +74,10 @@ def undo_on_error(ctx: Context) -> Iterator[None]:
     problem) then commits nothing of the refused work, as if the request had failed."""
     with ctx.session.begin_nested():
         yield
+
+
+def failure_text(error: Exception) -> str:
+    """How a failed piece of work is recorded where its owner reads it (a run's error): a
+    database error in the database's own words, not with the statement and the rows being
+    written; any secret redacted."""
+    return redact_secrets(database_words(error) or f"{type(error).__name__}: {error}")
