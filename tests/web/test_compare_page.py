@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
-from benchgen.services.runs import compare, leaderboards
+from benchgen.services.runs import compare, launch, leaderboards
 from benchgen.services.runtime import Runtime
 from benchgen.web import charts
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
@@ -102,11 +102,15 @@ def test_runs_that_do_not_compare_show_why(
 ) -> None:
     owner = world.user("owner@example.com")
     run_a = finished(world, runtime, owner, world.benchmark(owner, TWELVE), FIRST)
-    run_b = finished(world, runtime, owner, world.benchmark(owner, MCQ), FIRST)
+    other = world.benchmark(owner, MCQ)
+    run_b = finished(world, runtime, owner, other, FIRST)
     person = WebUser.sign_in(browser, "owner@example.com")
     answer = person.get(f"{PAGE}?a={run_a}&b={run_b}")
     assert answer.status_code == 422 and "different benchmarks" in answer.text
     assert 'id="compare-a"' in answer.text  # the form is still there to choose again
+    queued = world.do(Principal.web(owner), launch.start_run, other, FIRST)
+    answer = person.get(f"{PAGE}?a={run_b}&b={queued.id}")
+    assert answer.status_code == 422 and "Run B: the run is queued" in answer.text
     unseen = person.get(f"{PAGE}?a=run_nowhere&b={run_b}")
     assert unseen.status_code == 404
 

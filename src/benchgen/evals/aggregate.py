@@ -29,8 +29,11 @@ def wilson_interval(k: int, n: int, z: float = Z_95) -> tuple[float, float]:
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    # Rounding can push a bound a hair past 0 or 1 at k = 0 or k = n.
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At k = 0 and k = n the bounds are exactly 0 and 1; rounding left 0.9999999999999999 at
+    # n = 10, an interval that no longer held its own accuracy of 1.
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return low, high
 
 
 def summarize(scored: list[Scored], tags: list[tuple[str, ...]]) -> dict[str, Any]:

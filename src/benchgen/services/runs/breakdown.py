@@ -93,9 +93,6 @@ def accuracy_of(tag: str, correct: int, n: int) -> TagAccuracy:
         ValueError: n < 1, or correct outside 0..n.
     """
     low, high = wilson_interval(correct, n)
-    # At 0 and n the bounds are exactly 0 and 1; rounding left 0.9999999999999999 at n, an
-    # interval that no longer held its own accuracy of 1.
-    low, high = (0.0 if correct == 0 else low), (1.0 if correct == n else high)
     return TagAccuracy(tag, n, correct, correct / n, low, high)
 
 

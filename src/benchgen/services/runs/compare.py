@@ -29,6 +29,7 @@ COMPARABLE = frozenset({RunStatus.COMPLETED, RunStatus.CANCELLED})
 CONFIDENCE = 0.95
 MAX_RESAMPLES = 100_000
 EXCERPT_CHARS = 160
+CUT_CHARS = 2 * EXCERPT_CHARS  # of a prompt read to make its excerpt (whitespace flattens)
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,8 @@ def compare_runs(
         PermissionDenied: the principal may not see per-question results of both runs.
         InvalidInput: the runs are on different benchmarks or benchmark versions, either has
             not finished (completed or cancelled), the benchmark is custom (its runs have no
-            per-question results), they share no answered question, or `resamples` is out of
-            range.
+            per-question results), either answered no question, they share no answered
+            question, or `resamples` is out of range.
     """
     if not 1 <= resamples <= MAX_RESAMPLES:
         raise invalid(["resamples"], f"must be from 1 to {MAX_RESAMPLES}")
@@ -142,6 +143,9 @@ def compare_runs(
                 {"id": run.id},
             )
     outcomes_a, outcomes_b = _outcomes(ctx, first.id), _outcomes(ctx, second.id)
+    for name, outcomes in (("a", outcomes_a), ("b", outcomes_b)):
+        if not outcomes:  # cancelled before its first answer: no pairing could help
+            raise invalid([name], "the run answered no question")
     paired = sorted(outcomes_a.keys() & outcomes_b.keys())
     if not paired:
         raise invalid(["b"], "the two runs share no answered question")
@@ -329,8 +333,8 @@ def _outcomes(ctx: Context, run_id: str) -> dict[int, str]:
 
 def _questions(ctx: Context, benchmark_id: str) -> dict[int, tuple[str, tuple[str, ...]]]:
     """Excerpts and tags by position; the excerpt is cut in the database, so a benchmark of
-    long prompts is not loaded whole."""
-    cut = func.substr(Question.prompt, 1, 2 * EXCERPT_CHARS)
+    long prompts is not loaded whole (one character more than kept tells whether it was cut)."""
+    cut = func.substr(Question.prompt, 1, CUT_CHARS + 1)
     rows = ctx.session.execute(
         select(Question.position, cut, Question.tags).where(Question.benchmark_id == benchmark_id)
     )
@@ -341,8 +345,12 @@ def _questions(ctx: Context, benchmark_id: str) -> dict[int, tuple[str, tuple[st
 
 
 def _excerpt(prompt: str) -> str:
-    flat = " ".join(prompt.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+    flat = " ".join(prompt[:CUT_CHARS].split())
+    if len(prompt) <= CUT_CHARS and len(flat) <= EXCERPT_CHARS:
+        return flat
+    # Cut, even where the part kept flattens short (indented code, blank lines): without the
+    # ellipsis, the start of a question read as all of it.
+    return flat[: EXCERPT_CHARS - 1] + "…"
 
 
 def _tag_differences(

@@ -63,7 +63,7 @@ def compare_page(
     try:
         found = compare.compare_runs(ctx, a, b)
     except InvalidInput as exc:
-        values["problems"] = [str(error.get("msg", "")) for error in exc.errors] or [exc.message]
+        values["problems"] = [_problem(error) for error in exc.errors] or [exc.message]
         return render(request, "runs/compare.html", status_code=422, **values)
     # A score corrected by hand is official on the run page and the leaderboard; the figures
     # here are computed from the answers, so the page says which run they may differ for.
@@ -77,6 +77,13 @@ def compare_page(
         **_table(found, values["filters"]),
     )
     return render(request, "runs/compare.html", **values)
+
+
+def _problem(error: dict[str, Any]) -> str:
+    """An error's message, saying which run it is about ("the run is running": A or B?)."""
+    message = str(error.get("msg", ""))
+    loc = error.get("loc") or [""]
+    return f"Run {loc[-1].upper()}: {message}" if loc[-1] in ("a", "b") else message
 
 
 def _choices(ctx: Context, a: str) -> list[launch.RunView]:
