@@ -100,6 +100,21 @@ def test_create_list_and_read_a_transcript(connect: Connect, ana: dict[str, str]
     assert record["finished_at"] is not None and record["tool_calls"] == []
 
 
+def test_a_transcript_comes_a_page_at_a_time(connect: Connect, ana: dict[str, str]) -> None:
+    """It answered every turn of a conversation, however many, in one response."""
+    client = connect(Script(["one", "two", "three"]).brain())
+    conv = new_conversation(client, ana)
+    for text in ("a", "b", "c"):
+        assert send(client, ana, conv, text=text).status_code == 200
+    path = f"/api/v1/chat/conversations/{conv}"
+    latest = client.get(path, params={"limit": 2}, headers=ana).json()
+    assert [t["seq"] for t in latest["turns"]] == [2, 3] and latest["turn_count"] == 3
+    older = client.get(path, params={"limit": 2, "before": 2}, headers=ana).json()
+    assert [(t["seq"], t["reply"]) for t in older["turns"]] == [(1, "one")]
+    for window in ({"limit": 101}, {"before": 0}, {"before": 2**63}):
+        assert error_code(client.get(path, params=window, headers=ana), 422) == "invalid_input"
+
+
 @pytest.mark.both_backends
 def test_approve_by_posting_the_button_back(connect: Connect, ana: dict[str, str]) -> None:
     client = connect(Script([PROPOSE]).brain())

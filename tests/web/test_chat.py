@@ -24,6 +24,7 @@ from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat._proposal_kinds import KINDS
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
+from benchgen.web.pages import chat as chat_page
 from benchgen.web.pages.chat import PROPOSAL_TITLES
 from tests.agent.scripted import Script, think_with
 from tests.support import OPERATOR, QA, World
@@ -32,6 +33,7 @@ from tests.web.support import WebUser
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 SUMS = 'Create a benchmark called "Sums":\nQ: 2+2?\nA: 4\nQ: 3+3?\nA: 6'
 HTMX = {"HX-Request": "true"}
+SUMS_ARGS = {"title": "Sums", "format": "qa", "questions": [{"prompt": "2+2?", "answer": "4"}]}
 Browser = Callable[..., WebUser]
 
 
@@ -244,6 +246,39 @@ def test_a_reported_reply_reaches_the_admins(browser: Browser, world: World) -> 
     assert card.select_one(".message.user").get_text() == note
     assert "You have no benchmarks yet" in card.select_one(".message.agent").get_text()
     assert "<script>" not in admin.get("/admin/reports").text
+
+
+def test_a_long_conversation_shows_its_latest_turns_and_older_ones_on_request(
+    browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page showed every turn of the conversation, however many."""
+    monkeypatch.setattr(chat_page, "TURNS_PAGE", 2)
+    steps = ["one", "two", [("propose_create_benchmark", SUMS_ARGS)], "three"]
+    ana = browser("ana@example.com", Script(steps).brain())
+    conv = start(ana)
+    for text in ("a", "b", "c"):
+        page = say(ana, conv, text)
+    assert replies(page)[0] == "two" and len(replies(page)) == 2
+    # The card waits on the latest page only, wherever a page past the end asks to begin.
+    assert page.select("section.proposal") != []
+    past_the_end = ana.page(f"/chat/{conv}?before=99")
+    assert past_the_end.select("section.proposal") != []
+    assert past_the_end.find("a", string="Back to the latest") is None
+    earlier = page.find("a", string="Show earlier messages")
+    older = ana.page(str(earlier["href"]))
+    assert replies(older) == ["one"] and older.find("a", string="Show earlier messages") is None
+    assert older.find("a", string="Back to the latest") is not None
+    form = older.select_one("details.report form")
+    assert ana.client.post(str(form["action"]), data=form_fields(form)).status_code == 303
+    # Refused next to the older turn's own form, not on the latest page that lacks it.
+    again = ana.client.post(str(form["action"]), data=form_fields(form))
+    assert again.status_code == 409
+    shown = BeautifulSoup(again.text, "html.parser")
+    assert (
+        replies(shown) == ["one"] and "already reported" in shown.select_one("details[open]").text
+    )
+    for before in (0, 2**63):
+        assert ana.get(f"/chat/{conv}?before={before}").status_code == 422
 
 
 def test_hostile_text_is_escaped(browser: Browser) -> None:

@@ -26,6 +26,8 @@ READ = {"x-scope": "read"}
 # One row more than the page is fetched to learn whether another follows; the service's
 # window allows 200, so pages stay well below it.
 Limit = Annotated[int, Query(ge=1, le=100)]
+# A transcript's page of older turns: those numbered below this.
+Before = Annotated[int | None, Query(ge=1, le=conversations.MAX_SEQ)]
 # Most recently active first: a conversation's key is its last activity, not its creation.
 CONVERSATIONS: Keyset[ConversationView, Newest] = newest(
     "conversations", lambda row: (row.updated_at, row.id)
@@ -56,9 +58,15 @@ def list_conversations(ctx: ContextDep, limit: Limit = 50, cursor: Cursor = None
 
 
 @router.get("/conversations/{conversation_id}", response_model=Transcript, openapi_extra=READ)
-def get_conversation(ctx: ContextDep, conversation_id: str) -> Transcript:
-    """The transcript: the conversation and every turn, oldest first."""
-    conversation, turns = conversations.get_conversation(ctx, conversation_id)
+def get_conversation(
+    ctx: ContextDep, conversation_id: str, limit: Limit = 50, before: Before = None
+) -> Transcript:
+    """The transcript: the conversation and its latest `limit` turns, oldest first.
+
+    Older turns come a page at a time: while the first turn shown has `seq` above 1, ask again
+    with `before` set to it.
+    """
+    conversation, turns = conversations.get_conversation(ctx, conversation_id, limit, before)
     return Transcript.model_validate({**asdict(conversation), "turns": list(map(_shown, turns))})
 
 

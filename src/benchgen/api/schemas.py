@@ -230,7 +230,7 @@ class TurnRecord(TurnOut):
 
 
 class Transcript(BaseModel):
-    """A conversation and every turn, oldest first."""
+    """A conversation and its latest turns (a page; see `before`), oldest first."""
 
     model_config = _FromView
 

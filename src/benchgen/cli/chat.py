@@ -81,7 +81,7 @@ class LocalDoor:
         with transaction(self.runtime, self.principal) as ctx:
             if conversation_id is None:
                 return conversations.create_conversation(ctx).id, None
-            _, turns = conversations.get_conversation(ctx, conversation_id)
+            _, turns = conversations.get_conversation(ctx, conversation_id, limit=1)
         return conversation_id, _shaped(TurnOut.model_validate(turns[-1])) if turns else None
 
     def send(self, conversation_id: str, body: dict[str, Any]) -> Turn:
@@ -115,7 +115,7 @@ class RemoteDoor:
     def open(self, conversation_id: str | None) -> tuple[str, Turn | None]:
         if conversation_id is None:
             return self.client.create_conversation()["id"], None
-        turns = self.client.get_conversation(conversation_id)["turns"]
+        turns = self.client.get_conversation(conversation_id, limit=1)["turns"]
         return conversation_id, dict(turns[-1]) if turns else None
 
     def send(self, conversation_id: str, body: dict[str, Any]) -> Turn:

@@ -41,17 +41,25 @@ class ChatCalls(Connection):
         """
         return cast(list[Conversation], list(self._pages("/chat/conversations", {}, PAGE)))
 
-    def get_conversation(self, conversation_id: str) -> Transcript:
-        """A conversation's transcript.
+    def get_conversation(
+        self, conversation_id: str, limit: int = 50, before: int | None = None
+    ) -> Transcript:
+        """A conversation's transcript, its latest turns first to come.
 
         Args:
             conversation_id: Its id (`conv_…`).
+            limit: How many turns at most (1 to 100).
+            before: Only turns numbered below this: pass the `seq` of the first turn of the
+                previous answer for the turns before it (there are some while it is above 1).
 
         Returns:
-            The conversation and every turn, oldest first.
+            The conversation and its latest `limit` turns (below `before`), oldest first.
         """
         path = f"/chat/conversations/{segment(conversation_id)}"
-        return cast(Transcript, self._json("GET", path))
+        params: dict[str, Any] = {"limit": limit}
+        if before is not None:
+            params["before"] = before
+        return cast(Transcript, self._json("GET", path, params=params))
 
     def send_message(
         self,

@@ -466,7 +466,7 @@ class TurnRecord(Turn):
 
 
 class Transcript(Conversation):
-    """A conversation and every turn, oldest first."""
+    """A conversation and its latest turns (a page; see `before`), oldest first."""
 
     turns: list[TurnRecord]
 

@@ -27,6 +27,10 @@ from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import check_window
 
 MAX_MESSAGE = 100_000
+# A transcript comes a page of turns at a time: a conversation may grow without end.
+MAX_TURNS_PAGE = 200
+# Turn numbers are 32-bit integers: a larger `before` would fail the query (SQLite overflows).
+MAX_SEQ = 2**31 - 1
 # A turn still marked running this long after its cap belongs to a process that died: the
 # conversation is released rather than locked for ever.
 STALE_MARGIN = timedelta(minutes=2)
@@ -135,15 +139,23 @@ def list_conversations(
     return [_conversation_view(ctx, row, counts.get(row.id, 0)) for row in rows]
 
 
-def get_conversation(ctx: Context, conversation_id: str) -> tuple[ConversationView, list[TurnView]]:
-    """A conversation with every turn, oldest first.
+def get_conversation(
+    ctx: Context, conversation_id: str, limit: int = 50, before: int | None = None
+) -> tuple[ConversationView, list[TurnView]]:
+    """A conversation with its latest `limit` turns, oldest first: those numbered below `before`
+    when given (a page of older turns; the first turn is number 1, so older ones exist while the
+    page's first turn is numbered above 1).
 
     Raises:
         PermissionDenied: the principal may not chat.
         NotFound: no such conversation, or another user's.
+        InvalidInput: limit outside 1..200, or `before` outside 1..2**31-1.
     """
     row = _owned(ctx, conversation_id, _require_person(ctx))
-    return _conversation_view(ctx, row), recent_turns(ctx, row.id, limit=None)
+    check_window(limit, 0, MAX_TURNS_PAGE)
+    if before is not None and not 1 <= before <= MAX_SEQ:
+        raise invalid(["before"], f"must be between 1 and {MAX_SEQ}")
+    return _conversation_view(ctx, row), recent_turns(ctx, row.id, limit, before)
 
 
 def get_turn(ctx: Context, conversation_id: str, turn_id: str) -> TurnView:
@@ -160,17 +172,21 @@ def get_turn(ctx: Context, conversation_id: str, turn_id: str) -> TurnView:
     return _turn_view(ctx, turn)
 
 
-def recent_turns(ctx: Context, conversation_id: str, limit: int | None = 20) -> list[TurnView]:
-    """The conversation's latest turns, oldest first (all of them when `limit` is None).
+def recent_turns(
+    ctx: Context, conversation_id: str, limit: int = 20, before: int | None = None
+) -> list[TurnView]:
+    """The conversation's latest `limit` turns (numbered below `before` when given), oldest
+    first.
 
     Raises:
         PermissionDenied: the principal may not chat.
         NotFound: no such conversation, or another user's.
     """
     row = _owned(ctx, conversation_id, _require_user(ctx))
-    query = select(ChatTurn).where(ChatTurn.conversation_id == row.id).order_by(ChatTurn.seq.desc())
-    if limit is not None:
-        query = query.limit(limit)
+    query = select(ChatTurn).where(ChatTurn.conversation_id == row.id)
+    if before is not None:
+        query = query.where(ChatTurn.seq < before)
+    query = query.order_by(ChatTurn.seq.desc()).limit(limit)
     turns = list(reversed(ctx.session.scalars(query).all()))
     # One query for every proposal the turns show, not one per turn: this runs on every turn.
     shown = proposals.views_of(ctx, [t.proposal_id for t in turns if t.proposal_id is not None])

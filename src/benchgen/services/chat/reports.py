@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.context import Context
@@ -15,6 +15,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.statuses import TurnStatus
 from benchgen.core.storable import require_storable
 from benchgen.core.text import require_text
+from benchgen.db.session import rows_changed
 from benchgen.db.tables import ReportedReply, User
 from benchgen.services import access, audit
 from benchgen.services.accounts import leaks
@@ -130,9 +131,16 @@ def resolve_report(ctx: Context, report_id: str) -> ReportView:
     row = ctx.session.get(ReportedReply, report_id)
     if row is None:
         raise NotFound("No such report.", {"id": report_id})
-    if row.resolved_at is not None:
+    # The conditional update decides two admins resolving at once: the second changes nothing,
+    # and is refused rather than audited a second time.
+    resolve = (
+        update(ReportedReply)
+        .where(ReportedReply.id == row.id, ReportedReply.resolved_at.is_(None))
+        .values(resolved_at=ctx.now())
+    )
+    if rows_changed(ctx.session, resolve) != 1:
         raise Conflict("This report was already resolved.", {"id": report_id})
-    row.resolved_at = ctx.now()
+    ctx.session.refresh(row)
     audit.record(ctx, audit.AuditAction.REPLY_RESOLVE, "reply_report", row.id)
     return _view(row, ctx.session.get(User, row.user_id))
 

@@ -28,6 +28,8 @@ from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 PAGE_SIZE = 50
+# A conversation shows its latest turns; older ones come a page at a time on request.
+TURNS_PAGE = 50
 # A page answers within seconds: a longer turn shows "working…" and the page polls for it.
 WEB_WAIT_S = 10.0
 Id = Annotated[str, Form(min_length=1, max_length=40)]
@@ -78,9 +80,15 @@ def chat_new(request: Request, ctx: WebContext, title: Annotated[str, Form()] = 
 
 
 @router.get("/chat/{conversation_id}", name="conversation")
-def conversation_page(request: Request, ctx: WebContext, conversation_id: str) -> Response:
-    """One conversation: every message, the pending proposal's card, choices, the send form."""
-    return _page(request, ctx, conversation_id)
+def conversation_page(
+    request: Request,
+    ctx: WebContext,
+    conversation_id: str,
+    before: Annotated[int | None, Query(ge=1, le=conversations.MAX_SEQ)] = None,
+) -> Response:
+    """One conversation: its latest messages (or those numbered below `before`), the pending
+    proposal's card, choices, the send form."""
+    return _page(request, ctx, conversation_id, before=before)
 
 
 @router.get("/chat/{conversation_id}/turns/{turn_id}", name="chat_turn")
@@ -152,13 +160,22 @@ def chat_report(
         reports.report_reply(ctx, conversation_id, turn_id, note)
     except (InvalidInput, Conflict) as exc:
         report = {"turn_id": turn_id, "note": note, "error": exc.message}
-        return _page(request, ctx, conversation_id, exc.http_status, report=report)
+        before = _page_of(ctx, conversation_id, turn_id)
+        return _page(request, ctx, conversation_id, exc.http_status, report=report, before=before)
     return redirect(
         request,
         "conversation",
         flash="Thank you: the reply and your note were sent to the operators.",
         conversation_id=conversation_id,
     )
+
+
+def _page_of(ctx: Context, conversation_id: str, turn_id: str) -> int | None:
+    """The `before` of the page that shows the turn last (None: the latest page shows it), so a
+    refusal next to an older turn's form is seen."""
+    seq = conversations.get_turn(ctx, conversation_id, turn_id).seq
+    _, (latest,) = conversations.get_conversation(ctx, conversation_id, 1)
+    return None if latest.seq - seq < TURNS_PAGE else seq + 1
 
 
 def _send(
@@ -213,8 +230,9 @@ def _page(
     error: str = "",
     draft: str = "",
     report: dict[str, str] | None = None,
+    before: int | None = None,
 ) -> Response:
-    conversation, turns = conversations.get_conversation(ctx, conversation_id)
+    conversation, turns = conversations.get_conversation(ctx, conversation_id, TURNS_PAGE, before)
     return render(
         request,
         "chat/conversation.html",
@@ -223,6 +241,7 @@ def _page(
         printable=printable,
         conversation=conversation,
         turns=turns,
+        before=before,
         error=error,
         draft=draft,
         report=report or {},
@@ -238,8 +257,8 @@ def _transcript(
     error: str = "",
     draft: str = "",
 ) -> Response:
-    """The messages fragment; after a send, the form too (swapped out of band, emptied)."""
-    conversation, turns = conversations.get_conversation(ctx, conversation_id)
+    """The latest messages; after a send, the form too (swapped out of band, emptied)."""
+    conversation, turns = conversations.get_conversation(ctx, conversation_id, TURNS_PAGE)
     return render(
         request,
         "chat/fragment.html",
@@ -247,6 +266,7 @@ def _transcript(
         printable=printable,
         conversation=conversation,
         turns=turns,
+        before=None,
         report={},
         with_form=fresh_form,
         error=error,
