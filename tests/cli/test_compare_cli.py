@@ -12,6 +12,7 @@ from benchgen.app import create_app
 from benchgen.cli import app
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
+from benchgen.services.runs import leaderboards
 from benchgen.services.runtime import Runtime
 from tests.client.relay import served_to_the_cli
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
@@ -71,6 +72,22 @@ def test_json_carries_every_figure_and_the_items(two_runs: tuple[str, str, str])
     found = json.loads(shown.output)
     assert (found["run_a"], found["run_b"], found["n"]) == (run_a, run_b, 12)
     assert len(found["items"]) == 12 and found["tags"]
+
+
+def test_a_score_corrected_by_hand_is_said_in_the_table_and_the_json(
+    world: World, two_runs: tuple[str, str, str]
+) -> None:
+    """The figures come from the answers; a run's official score may have been corrected by
+    hand since, which only the web page said."""
+    owner, run_a, run_b = two_runs
+    plain = ["compare", run_a, run_b, "--as", "owner@example.com"]
+    assert "corrected by hand" not in runner.invoke(app, plain, env=WIDE).output
+    reason = "the key of question 3 was wrong"
+    world.do(Principal.web(owner), leaderboards.edit_run_score, run_b, {"accuracy": 0.5}, reason)
+    shown = runner.invoke(app, plain, env=WIDE)
+    assert "Run B: its official score was corrected by hand" in shown.output
+    found = json.loads(runner.invoke(app, [*plain, "--json"], env=WIDE).output)
+    assert (found["edited_a"], found["edited_b"]) == (False, True)
 
 
 def test_a_stranger_is_refused(world: World, runtime: Runtime) -> None:

@@ -102,6 +102,13 @@ def show(found: Plain) -> None:
     runs.add_row("A " + found["run_a"], found["model_a"], _percent(found["accuracy_a"]))
     runs.add_row("B " + found["run_b"], found["model_b"], _percent(found["accuracy_b"]))
     console.print(runs)
+    edited = [name for name in ("a", "b") if found[f"edited_{name}"]]
+    if edited:
+        console.print(
+            f"Run {' and '.join(name.upper() for name in edited)}: its official score was "
+            "corrected by hand (its page and the leaderboard show it); these figures come from "
+            "the answers as scored."
+        )
     figures = wrapping_table("figure", "value", title="B − A")
     figures.add_row("difference", _points(found["difference"]))
     figures.add_row(

@@ -360,6 +360,8 @@ class Comparison(TypedDict):
     only_b: int
     unpaired_a: int
     unpaired_b: int
+    edited_a: bool  # its official score was corrected by hand; the figures come from answers
+    edited_b: bool
     tags: list[TagDifference]
     items: list[PairedItem]
 

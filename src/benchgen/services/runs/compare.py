@@ -99,6 +99,10 @@ class Comparison:
     only_b: int
     unpaired_a: int  # questions only run A answered (left out of every figure)
     unpaired_b: int
+    # Whether a run's official score was corrected by hand: the figures here come from its
+    # answers as scored, so they may differ from its page and the leaderboard.
+    edited_a: bool
+    edited_b: bool
     tags: list[TagDifference]
     items: list[PairedItem]
 
@@ -167,6 +171,8 @@ def compare_runs(
         resamples=resamples,
         unpaired_a=len(outcomes_a) - len(paired),
         unpaired_b=len(outcomes_b) - len(paired),
+        edited_a=first.score_edit is not None,
+        edited_b=second.score_edit is not None,
         tags=tags,
         items=items,
     )

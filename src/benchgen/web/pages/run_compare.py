@@ -67,9 +67,7 @@ def compare_page(
         return render(request, "runs/compare.html", status_code=422, **values)
     # A score corrected by hand is official on the run page and the leaderboard; the figures
     # here are computed from the answers, so the page says which run they may differ for.
-    edited = [
-        name for name, run_id in (("A", a), ("B", b)) if launch.get_run(ctx, run_id).score_edited
-    ]
+    edited = [name for name, was in (("A", found.edited_a), ("B", found.edited_b)) if was]
     values.update(
         comparison=found,
         chart=accuracy_chart(found),
