@@ -15,6 +15,7 @@ from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import compare, launch, leaderboards
 from benchgen.services.runtime import Runtime
 from benchgen.web import charts
+from benchgen.web.pages import run_compare
 from tests.services.test_compare import FIRST, RANDOM, TWELVE, finished
 from tests.support import MCQ, World
 from tests.web.support import WebUser
@@ -127,5 +128,21 @@ def test_with_no_runs_chosen_the_form_offers_finished_runs(
     done = finished(world, runtime, owner, world.benchmark(owner, TWELVE), FIRST)
     person = WebUser.sign_in(browser, "owner@example.com")
     page = person.page(PAGE)
+    offered = [option["value"] for option in page.select("#compare-a option") if option["value"]]
+    assert offered == [done]
+
+
+def test_runs_still_going_take_no_place_among_the_choices(
+    world: World, runtime: Runtime, browser: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest runs were read first and only then the unfinished dropped: with more runs
+    going than the picker's places, it offered none of the finished ones."""
+    owner = world.user("owner@example.com")
+    benchmark = world.benchmark(owner, TWELVE)
+    done = finished(world, runtime, owner, benchmark, FIRST)
+    for _ in range(2):  # queued, newer than the finished one
+        world.do(Principal.web(owner), launch.start_run, benchmark, FIRST)
+    monkeypatch.setattr(run_compare, "CHOICES", 2)
+    page = WebUser.sign_in(browser, "owner@example.com").page(PAGE)
     offered = [option["value"] for option in page.select("#compare-a option") if option["value"]]
     assert offered == [done]

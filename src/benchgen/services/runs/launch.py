@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -431,9 +432,11 @@ def list_runs(
     limit: int = 50,
     offset: int = 0,
     after: Newest | None = None,
+    statuses: Collection[str] | None = None,
 ) -> list[RunView]:
     """Runs the user launched, plus every run on benchmarks they own or collaborate on; newest
-    first, starting after the run keyed `after` when given, then after `offset` more.
+    first, starting after the run keyed `after` when given, then after `offset` more; only
+    those of `statuses` when given.
 
     Raises:
         InvalidInput: limit outside 1..MAX_LIST or negative offset.
@@ -450,6 +453,8 @@ def list_runs(
     )
     if benchmark_id:
         query = query.where(Run.benchmark_id == benchmark_id)
+    if statuses is not None:
+        query = query.where(Run.status.in_(statuses))
     query = newest_first(query, Run.created_at, Run.id, after)
     return _views(ctx, list(ctx.session.scalars(query.limit(limit).offset(offset))))
 

@@ -87,12 +87,10 @@ def _problem(error: dict[str, Any]) -> str:
 def _choices(ctx: Context, a: str) -> list[launch.RunView]:
     """Finished runs to pick from: of run A's benchmark once A is chosen, else any."""
     benchmark_id = launch.get_run(ctx, a).benchmark_id if a else None
-    found = launch.list_runs(ctx, benchmark_id, limit=CHOICES)
-    return [
-        run
-        for run in found
-        if run.status in compare.COMPARABLE and run.model_id and run.detail_visible
-    ]
+    # Finished ones only, picked by the query: filtered after it, runs still going or failed
+    # took the page's places, and the picker came up short.
+    found = launch.list_runs(ctx, benchmark_id, limit=CHOICES, statuses=compare.COMPARABLE)
+    return [run for run in found if run.model_id and run.detail_visible]
 
 
 def _table(found: Comparison, filters: Filters) -> dict[str, Any]:
