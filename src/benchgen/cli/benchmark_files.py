@@ -46,7 +46,7 @@ QuestionsFile = Annotated[
         dir_okay=False,
         readable=True,
         metavar="FILE",
-        help="A .jsonl, .csv, .parquet or Hugging Face datasets (.arrow) file.",
+        help="A .jsonl, .json (one array), .csv, .parquet or Hugging Face datasets (.arrow) file.",
     ),
 ]
 MAP_KEYS = ("prompt", "answer", "choices", "answer_is", "tags", "id", "metadata")
@@ -63,7 +63,7 @@ def import_file(
     description: Annotated[str, typer.Option(metavar="TEXT", help="A description.")] = "",
     format: Annotated[
         QuestionFormat | None,
-        typer.Option("--format", help="qa or mcq (default: mcq when the first row has choices)."),
+        typer.Option("--format", help="qa or mcq (default: mcq when any row has choices)."),
     ] = None,
     file_format: Annotated[
         FileFormat,

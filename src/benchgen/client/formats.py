@@ -41,7 +41,7 @@ class FormatCalls(Connection):
         Args:
             source: The file: a path, or its bytes.
             title: The benchmark's title.
-            format: `qa` or `mcq`; None decides from the first row (mcq when it has choices).
+            format: `qa` or `mcq`; None decides from the file (mcq when any row has choices).
             file_format: `auto` (by the name, then the first bytes), `jsonl`, `csv`, `parquet`
                 or `hf` (a `datasets` Arrow, Parquet or JSON lines file).
             preset: `inspect` (Inspect AI's `input`/`target`/`choices`/`id`), `lm_eval_mcq`

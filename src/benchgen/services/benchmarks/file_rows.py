@@ -23,6 +23,7 @@ _PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _ZIP = b"PK\x03\x04"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _SNIFF = 1000  # bytes read to tell text from UTF-16 and binary files
 _NOT_TEXT = "not text; save it as CSV UTF-8 or JSON Lines"
 # The kinds read as delimited text with a header row, and what separates their cells.
@@ -192,6 +193,8 @@ def jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
     Raises:
         UnreadableLines: lines that are no JSON object (up to MAX_ROW_PROBLEMS of them).
     """
+    if content.lstrip().startswith("["):
+        return _array_rows(content, field)
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[dict[str, Any]] = []
     # "\n" only: str.splitlines would also split inside a JSON string at U+2028 and friends.
@@ -223,13 +226,83 @@ def _json_object(line: str) -> dict[str, Any] | str:
         return "nested too deeply"
     except _Repeated as exc:
         return f"the key {exc.name!r} appears {exc.times}"
+    return _object_problem(item, line, "line") or item
+
+
+def _object_problem(item: Any, source: str, unit: str) -> str | None:
+    """What keeps `item`, decoded from `source`, from being a row: not an object, or a lone
+    surrogate in it."""
     if not isinstance(item, dict):
-        return "each line must be one JSON object"
+        return f"each {unit} must be one JSON object"
     # Decoded UTF-8 holds no surrogate, so only a "\\u" escape can make one: a lone one is no
     # text that UTF-8 (the stored file, the database) can encode.
-    if "\\u" in line and _holds_surrogate(item):
+    if "\\u" in source and _holds_surrogate(item):
         return "holds a lone surrogate escape (\\ud800 to \\udfff), which is not text"
-    return item
+    return None
+
+
+def _array_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
+    """Each object of a file that is one JSON array (a `.json` file, as `datasets` writes with
+    `lines=False`), with the line it starts on: read as JSON lines, a pretty-printed array
+    failed on every line.
+
+    Raises:
+        UnreadableLines: items that are no JSON object (up to MAX_ROW_PROBLEMS of them).
+        InvalidInput: the array is no valid JSON (at the line where it breaks; nothing after
+            that point can be read).
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[dict[str, Any]] = []
+    at = _past_space(content, content.index("[") + 1)
+    line, counted = 1, 0
+    while not content.startswith("]", at):
+        # Counted on from the last item: from the start each time is quadratic in the file.
+        line, counted = line + content.count("\n", counted, at), at
+        item, end = _array_item(decoder, content, at, field)
+        problem = _object_problem(item, content[at:end], "item")
+        if problem:
+            problems.append({"loc": [field, line], "msg": problem})
+        else:
+            rows.append((line, item))
+        at = _past_space(content, end)
+        if content.startswith(",", at):
+            at = _past_space(content, at + 1)
+        elif not content.startswith("]", at):
+            raise _broken(content, at, "',' or ']' expected after an item", field)
+    if content[at + 1 :].strip():
+        raise _broken(
+            content,
+            _past_space(content, at + 1),
+            "more text after the array the file opens with (JSON lines hold one object a line)",
+            field,
+        )
+    if problems:
+        raise UnreadableLines(problems[:MAX_ROW_PROBLEMS], rows)
+    return rows
+
+
+def _array_item(decoder: json.JSONDecoder, content: str, at: int, field: str) -> tuple[Any, int]:
+    """The JSON value starting at `at` and where it ends."""
+    try:
+        return decoder.raw_decode(content, at)
+    except json.JSONDecodeError as exc:
+        raise bad_line(exc.lineno, f"not valid JSON ({exc.msg})", field) from None
+    except ValueError:
+        raise _broken(content, at, "not valid JSON (a number has too many digits)", field) from None
+    except RecursionError:
+        raise _broken(content, at, "nested too deeply", field) from None
+    except _Repeated as exc:
+        raise _broken(content, at, f"the key {exc.name!r} appears {exc.times}", field) from None
+
+
+def _past_space(content: str, at: int) -> int:
+    space = _JSON_SPACE.match(content, at)
+    return space.end() if space else at
+
+
+def _broken(content: str, at: int, message: str, field: str) -> InvalidInput:
+    return bad_line(content.count("\n", 0, at) + 1, message, field)
 
 
 def _holds_surrogate(item: dict[str, Any]) -> bool:
@@ -367,7 +440,9 @@ class _Lines:
     field spans several."""
 
     def __init__(self, content: str) -> None:
-        self._lines = iter(io.StringIO(content))  # split at "\n" only, as the reader expects
+        # Split at "\n" only, as the reader expects; a file with no "\n" at all may end its
+        # lines in "\r" alone (Excel for Mac's "Macintosh CSV"), so "\r" splits it too.
+        self._lines = iter(io.StringIO(content, newline="\n" if "\n" in content else ""))
         self.number = 0
         self.exhausted = False  # the reader asked past the last line
 

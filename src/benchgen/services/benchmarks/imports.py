@@ -3,7 +3,6 @@ field by field, checked row by row, then created."""
 
 from __future__ import annotations
 
-import string
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -20,14 +19,14 @@ from benchgen.services.benchmarks.mapping import FieldMap, Preset, RowProblem
 from benchgen.services.specs import MAX_QUESTIONS, Text, parse
 
 MAX_CONTENT = 50_000_000
-CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]
 
 
 class ImportIn(BaseModel):
     """A file of questions. JSONL: one question object per line (prompt, answer, choices?,
-    tags?), each key once. CSV: a header row with `prompt`, `answer` (several accepted answers
-    separated by `|`), for mcq `choice_a`, `choice_b`, …, and optional `tags` (separated by
-    `;`); each column named once."""
+    tags?), each key once, or one JSON array of such objects. CSV: a header row with `prompt`,
+    `answer` (several accepted answers separated by `|`), for mcq `choice_a`, `choice_b`, …
+    (none left empty before a given one), and optional `tags` (separated by `;`); each column
+    named once."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -74,10 +73,10 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
 class FileImportIn(BaseModel):
     """How to read an uploaded file of questions: its type, a preset and a field mapping.
 
-    `file_format` auto: by the file's name (.csv, .tsv, .parquet, .arrow, else JSONL), or by its
-    first bytes; csv reads a file named .tsv with tabs. `hf` reads a Hugging Face `datasets`
-    data file (Arrow, Parquet or JSON lines).
-    `format` qa or mcq; unset, mcq when the first row has choices."""
+    `file_format` auto: by the file's name (.csv, .tsv, .parquet, .arrow, else JSONL, or a JSON
+    file holding one array of objects), or by its first bytes; csv reads a file named .tsv with
+    tabs. `hf` reads a Hugging Face `datasets` data file (Arrow, Parquet or JSON lines).
+    `format` qa or mcq; unset, mcq when any row has choices (a row without is then refused)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -161,8 +160,9 @@ def _mapped(
     file_rows.require_columns(
         kind, rows[0][1], [name for name in (fields.prompt, fields.answer) if name]
     )
+    # Any row, not the first alone: read as qa, a later row's choices were dropped unsaid.
     fmt = settings.format or (
-        "mcq" if forced_mcq or mapping.has_choices(fields, rows[0][1]) else "qa"
+        "mcq" if forced_mcq or any(mapping.has_choices(fields, row) for _, row in rows) else "qa"
     )
     questions, problems = [], []
     for number, row in rows:
@@ -205,18 +205,31 @@ def _jsonl(content: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _csv(content: str) -> list[tuple[int, dict[str, Any]]]:
-    """Each CSV record as a question, with the line it ends on."""
+    """Each CSV record as a question, with the line it ends on.
+
+    Raises:
+        InvalidInput: rows whose choices leave a gap (loc `["content", line, "choices"]`).
+    """
     records = file_rows.csv_records(content, "content", ("prompt", "answer"))
-    return [(number, _question(row)) for number, row in records]
+    names = mapping.flat_choice_columns(records[0][1]) if records else []
+    rows, problems = [], []
+    for number, row in records:
+        try:
+            rows.append((number, _question(row, names)))
+        except RowProblem as problem:
+            problems.append({"loc": ["content", number, problem.field], "msg": problem.message})
+    if problems:
+        raise file_rows.summary(problems[: file_rows.MAX_ROW_PROBLEMS], "csv")
+    return rows
 
 
-def _question(row: dict[str, Any]) -> dict[str, Any]:
+def _question(row: dict[str, Any], choice_names: list[str]) -> dict[str, Any]:
     question: dict[str, Any] = {
         "prompt": row["prompt"] or "",
         "answer": [part for part in (row["answer"] or "").split("|") if part.strip()],
         "tags": [tag for tag in (row.get("tags") or "").split(";") if tag.strip()],
     }
-    choices = [row[name] for name in CHOICE_COLUMNS if row.get(name)]
+    choices = mapping.choice_cells(choice_names, row)
     if choices:
         question["choices"] = choices
         question["answer"] = (row["answer"] or "").strip()

@@ -4,6 +4,7 @@ the tags and the id; presets for Inspect AI datasets and lm-evaluation-harness l
 from __future__ import annotations
 
 import json
+import math
 import string
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -14,6 +15,7 @@ LABELS = string.ascii_uppercase
 Preset = Literal["none", "inspect", "lm_eval_mcq"]
 AnswerIs = Literal["auto", "index", "letter", "text"]
 FieldName = Annotated[str, Field(min_length=1, max_length=200)]
+CHOICE_COLUMNS = [f"choice_{letter}" for letter in string.ascii_lowercase]
 
 
 def _as_list(value: Any) -> Any:
@@ -84,7 +86,9 @@ def resolve(
         base.update({key: name for key, name in _LM_EVAL_OPTIONAL.items() if name in columns})
     else:
         base = {"prompt": "prompt", "answer": "answer", "tags": "tags", "metadata": "metadata"}
-        base["choices"] = ["choices"] if "choices" in columns else _choice_columns(columns, flat)
+        # A JSON row without choices does not make the file qa: a later row may have them.
+        named = "choices" in columns or not flat
+        base["choices"] = ["choices"] if named else flat_choice_columns(columns)
     return FieldMap.model_validate({**base, **chosen}), preset == "lm_eval_mcq"
 
 
@@ -100,10 +104,29 @@ def _lm_eval_layout(columns: Mapping[str, Any]) -> dict[str, Any]:
     raise RowProblem("preset", f"no lm-eval multiple-choice layout fits the file ({known})")
 
 
-def _choice_columns(columns: Mapping[str, Any], flat: bool) -> list[str]:
-    # BenchGen's CSV layout: choice_a, choice_b, … (only in flat files, as before).
-    names = [f"choice_{letter}" for letter in string.ascii_lowercase]
-    return [name for name in names if name in columns] if flat else []
+def flat_choice_columns(columns: Mapping[str, Any]) -> list[str]:
+    """BenchGen's CSV layout: `choice_a` up to the last choice column the header has, those it
+    lacks included: a missing column is then an empty choice, refused before it shifts the
+    letters after it."""
+    present = [name for name in CHOICE_COLUMNS if name in columns]
+    return CHOICE_COLUMNS[: CHOICE_COLUMNS.index(present[-1]) + 1] if present else []
+
+
+def choice_cells(names: list[str], row: Mapping[str, Any]) -> list[Any]:
+    """The values of the choice fields `names` (one choice each), trailing empty ones dropped
+    (rows may have fewer choices than columns).
+
+    Raises:
+        RowProblem: an empty field before a given one: dropping it would shift every later
+            choice's letter, and a letter answer would name the wrong choice.
+    """
+    values = [row.get(name) for name in names]
+    while values and values[-1] in (None, ""):
+        values.pop()
+    for name, value in zip(names, values, strict=False):
+        if value in (None, ""):
+            raise RowProblem("choices", f"the field {name!r} is empty but a later choice is given")
+    return values
 
 
 def has_choices(mapping: FieldMap, row: Mapping[str, Any]) -> bool:
@@ -141,6 +164,12 @@ def _field(name: str | None, row: Mapping[str, Any], part: str) -> Any:
 def _text(value: Any, part: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise RowProblem(part, f"must be text, not {type(value).__name__}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            # pandas writes a missing number as NaN: it would be stored as the text "nan".
+            raise RowProblem(part, f"must be text, not the number {value}")
+        # A Parquet integer column with gaps is read as floats: 4.0 is the 4 it holds.
+        return str(int(value)) if value.is_integer() else str(value)
     return value if isinstance(value, str) else str(value)
 
 
@@ -157,8 +186,7 @@ def _choices(mapping: FieldMap, row: Mapping[str, Any]) -> tuple[list[str], list
     if not mapping.choices:
         raise RowProblem("choices", "no field is mapped to the choices")
     if len(mapping.choices) > 1:
-        values = [row.get(name) for name in mapping.choices]
-        return [_text(value, "choices") for value in values if value not in (None, "")], []
+        return [_text(value, "choices") for value in choice_cells(mapping.choices, row)], []
     value = _field(mapping.choices[0], row, "choices")
     labels: list[str] = []
     if isinstance(value, dict) and isinstance(value.get("text"), list):
@@ -180,17 +208,40 @@ def _mcq_answer(
         return LABELS[labels.index(text)]
     kind = mapping.answer_is
     if kind == "auto":
-        if isinstance(value, int) or text.isdigit():
-            kind = "index"
-        elif len(text) == 1 and text.isalpha():
-            kind = "letter"
-        else:
-            kind = "text"
+        kind = _auto_kind(value, text, choices)
     if kind == "index":
-        if not text.isdigit() or int(text) >= len(choices):
+        # ASCII digits only: "²" and other Unicode digits pass isdigit but not int().
+        if not (text.isascii() and text.isdigit()) or int(text) >= len(choices):
             raise RowProblem("answer", f"index {text!r} is not one of 0–{len(choices) - 1}")
         return LABELS[int(text)]
     return text.upper() if kind == "letter" else text
+
+
+def _auto_kind(value: Any, text: str, choices: list[str]) -> AnswerIs:
+    """How an answer is given when unsaid: a number or digits an index, one letter a letter
+    (as exports write it, whatever the choices' texts), else a choice's text.
+
+    Raises:
+        RowProblem: digits that are also the text of another choice (choices "2", "3", "4"
+            and answer "3"): either reading may be meant, and a guess would store a wrong
+            key. A typed number is an index, as lm-eval's and MMLU's are.
+    """
+    if isinstance(value, int):
+        return "index"
+    if len(text) == 1 and text.upper() in LABELS:
+        return "letter"
+    if not (text.isascii() and text.isdigit()):
+        return "text"
+    position = int(text)
+    if text not in choices or choices.index(text) == position:
+        return "index"
+    if position >= len(choices):
+        return "text"
+    raise RowProblem(
+        "answer",
+        f"{text!r} is both the index of one choice and the text of another: "
+        "set answer_is to index or text",
+    )
 
 
 def _qa_answers(value: Any, flat: bool) -> list[str]:
