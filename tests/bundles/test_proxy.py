@@ -321,7 +321,8 @@ def _exchange(sock: Path, request: bytes) -> bytes:
     with socket.socket(socket.AF_UNIX) as conn:
         conn.connect(str(sock))
         conn.settimeout(5)
-        conn.sendall(request)
+        if request:  # a connection refused at once may be closed before anything is sent
+            conn.sendall(request)
         return _read_to_end(conn)
 
 
