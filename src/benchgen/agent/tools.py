@@ -117,14 +117,18 @@ def list_models(ctx: Deps, benchmark_id: Id | None = None) -> Any:
 
 
 def list_runs(ctx: Deps, benchmark_id: Id | None = None) -> Any:
-    """List the user's runs, newest first.
+    """List runs, newest first: those the user launched; with a benchmark, every run on it
+    the user may see (on their own benchmark, participants' too).
 
     Args:
-        benchmark_id: only runs on this benchmark (bm_…); omit for all.
+        benchmark_id: only runs on this benchmark (bm_…); omit for the user's own runs.
     """
 
     def work(c: Context) -> dict[str, Any]:
-        found = launch.list_runs(c, benchmark_id=benchmark_id, limit=20)
+        # Without a benchmark, "my runs": a participant's run on the user's benchmark is not
+        # one of theirs, and "compare my last two runs" compared a stranger's.
+        mine = benchmark_id is None
+        found = launch.list_runs(c, benchmark_id=benchmark_id, limit=20, mine=mine)
         return {"runs": [_pick(plain(run), _RUN_FIELDS) for run in found]}
 
     return ctx.deps.call("list_runs", {"benchmark_id": benchmark_id}, work, write=False)
@@ -138,8 +142,8 @@ def run_status(ctx: Deps, run_id: Id | None = None) -> Any:
     """
 
     def work(c: Context) -> dict[str, Any]:
-        if run_id is None:
-            latest = launch.list_runs(c, limit=1)
+        if run_id is None:  # the user's own latest: "is it done?" meant a stranger's run
+            latest = launch.list_runs(c, limit=1, mine=True)
             if not latest:
                 return {"run": None, "message": "The user has no runs yet."}
             return {"run": _pick(plain(latest[0]), _RUN_FIELDS)}

@@ -433,10 +433,11 @@ def list_runs(
     offset: int = 0,
     after: Newest | None = None,
     statuses: Collection[str] | None = None,
+    mine: bool = False,
 ) -> list[RunView]:
-    """Runs the user launched, plus every run on benchmarks they own or collaborate on; newest
-    first, starting after the run keyed `after` when given, then after `offset` more; only
-    those of `statuses` when given.
+    """Runs the user launched, plus every run on benchmarks they own or collaborate on (only
+    the ones they launched when `mine`); newest first, starting after the run keyed `after`
+    when given, then after `offset` more; only those of `statuses` when given.
 
     Raises:
         InvalidInput: limit outside 1..MAX_LIST or negative offset.
@@ -455,6 +456,8 @@ def list_runs(
         query = query.where(Run.benchmark_id == benchmark_id)
     if statuses is not None:
         query = query.where(Run.status.in_(statuses))
+    if mine:
+        query = query.where(Run.launched_by == ctx.principal.user_id)
     query = newest_first(query, Run.created_at, Run.id, after)
     return _views(ctx, list(ctx.session.scalars(query.limit(limit).offset(offset))))
 
