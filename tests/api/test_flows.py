@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv as csv_module
 import io
+import re
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -250,7 +251,10 @@ def test_questions_freeze_after_a_run(
     assert client.get(f"/api/v1/benchmarks/{bm}", headers=auth).json()["questions_frozen"]
     new_questions = {"questions": [{"prompt": "Only one?", "choices": ["y", "n"], "answer": "A"}]}
     frozen = client.patch(f"/api/v1/benchmarks/{bm}", json=new_questions, headers=auth)
-    assert error_of(frozen, 409, "frozen")["details"]["id"] == bm
+    details = error_of(frozen, 409, "frozen")["details"]
+    assert details["id"] == bm
+    # Written as every other time the API gives: ISO 8601, UTC, ending in Z.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", details["frozen_at"])
     preview = client.post(
         f"/api/v1/benchmarks/{bm}/preview-change", json=new_questions, headers=auth
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from benchgen.core.clock import ManualClock
+from benchgen.core.clock import ManualClock, iso_utc
 from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied, RateLimited
 from benchgen.core.permissions import PrincipalKind, Scope
@@ -61,7 +61,7 @@ def test_three_per_minute_then_retry_at(world: World, api: Principal, clock: Man
         create(world, api)
     assert err.value.retry_at == first + timedelta(minutes=1)
     assert (err.value.limit, err.value.window) == (3, "minute")
-    assert err.value.details["retry_at"] == (first + timedelta(minutes=1)).isoformat()
+    assert err.value.details["retry_at"] == iso_utc(first + timedelta(minutes=1))
     assert count(world, Benchmark) == 3
     assert count(world, RateLimitEvent) == 3
 

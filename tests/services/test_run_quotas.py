@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from benchgen.cli import app
-from benchgen.core.clock import ManualClock
+from benchgen.core.clock import ManualClock, iso_utc
 from benchgen.core.config import Settings
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import InvalidInput, PermissionDenied, RateLimited
@@ -77,7 +77,7 @@ def test_sixth_run_in_a_day_is_refused_until_the_first_leaves_the_window(
         start(world, sam, scene.benchmark)
     assert refused.value.retry_at == first + timedelta(days=1)
     assert (refused.value.limit, refused.value.window) == (DEFAULT, "day")
-    assert refused.value.details["retry_at"] == (first + timedelta(days=1)).isoformat()
+    assert refused.value.details["retry_at"] == iso_utc(first + timedelta(days=1))
     assert refused.value.details["benchmark_id"] == scene.benchmark
     assert "allowed again at 2026-01-02 00:00:00 UTC" in refused.value.message
     assert count(world, Run) == DEFAULT

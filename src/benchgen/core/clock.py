@@ -30,3 +30,8 @@ class ManualClock:
 
     def advance(self, **delta: float) -> None:
         self._now += timedelta(**delta)
+
+
+def iso_utc(moment: datetime) -> str:
+    """`moment` as the API writes every time: ISO 8601 in UTC, ending in `Z`."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from benchgen.core.clock import iso_utc
+
 
 class BenchGenError(Exception):
     """Base of every error a service may raise on purpose."""
@@ -70,9 +72,7 @@ class RateLimited(BenchGenError):
     http_status = 429
 
     def __init__(self, message: str, retry_at: datetime, limit: int, window: str) -> None:
-        super().__init__(
-            message, {"retry_at": retry_at.isoformat(), "limit": limit, "window": window}
-        )
+        super().__init__(message, {"retry_at": iso_utc(retry_at), "limit": limit, "window": window})
         self.retry_at = retry_at
         self.limit = limit
         self.window = window

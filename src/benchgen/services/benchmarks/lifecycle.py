@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select, update
 
+from benchgen.core.clock import iso_utc
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, Frozen, InvalidInput, invalid, invalid_all
 from benchgen.core.ids import new_id
@@ -317,11 +318,12 @@ def _plan_change(
         current = _question_store.load_canonical(ctx, row.id)
         if checked.questions != current:
             if is_frozen(row):
+                assert row.questions_frozen_at is not None  # is_frozen read it
                 raise Frozen(
                     "The questions and answer key are frozen: this benchmark already has a run, "
                     "and results must stay comparable. Title and description can still change; "
                     "create a new benchmark for new questions.",
-                    {"id": row.id, "frozen_at": str(row.questions_frozen_at)},
+                    {"id": row.id, "frozen_at": iso_utc(row.questions_frozen_at)},
                 )
             diff, new_list, warnings = (
                 questions.diff_questions(current, checked.questions),
