@@ -1,8 +1,8 @@
-"""Questions written one a line as `France: Paris` or `France | Paris`, read only where the
-message is clearly giving questions: after words that ask for a benchmark or name questions
-("create a quiz with these questions:"), or as at least two such lines in a row opening the
-message. Prose with a colon ("Note: this is a test run.") is never a question: its first word
-says so, or its answer is a sentence."""
+"""Questions written one a line as `France: Paris`, `France | Paris` or `Capital of France?
+Paris`, read only where the message is clearly giving questions: after words that ask for a
+benchmark or name questions ("create a quiz with these questions:"), or as at least two such
+lines in a row opening the message. Prose with a colon ("Note: this is a test run.") is never
+a question: its first word says so, or its answer is a sentence."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ _REMARKS = frozenset(
         *("seed", "settings", "here", "this", "that", "it", "i", "we", "you", "my", "our"),
     )
 )
+# "Capital of France? Paris", "2+2? - 4": one question mark, then a short answer; no colon, so
+# "Q: 2+2? 4" stays a marked question.
+_ASKED = re.compile(r"^(?P<q>[^?:]{1,500}\?)\s+(?:[-–—=]\s+)?(?P<a>[^?:\s][^?:]*)$")
 # Words before the lines that say questions follow, or ask for a benchmark made of them.
 _GIVING = re.compile(
     r"\bquestions?\b|\bq\s*&\s*a\b|\bpairs\b|\bflash-?cards?\b"
@@ -41,17 +44,25 @@ def loose_pair(line: str) -> tuple[str, str] | None:
         prompt, answers = cells[0], [cell for cell in cells[1:] if cell]
         # Alternatives, as a `Q:`/`A:` answer gives them: "Japan | Tokyo | Tōkyō".
         return (prompt, " | ".join(answers)) if prompt and answers else None
+    asked = _ASKED.match(body)
+    if asked:
+        prompt, answer = asked.group("q").strip(), asked.group("a").strip()
+        return None if _sentence(answer) else (prompt, answer)
     prompt, colon, answer = body.partition(": ")
     prompt, answer = prompt.strip(), answer.strip()
     if not colon or not prompt or not answer or ":" in prompt:
         return None
     first = prompt.split()[0].casefold().rstrip(",")
-    sentence = len(answer.split()) > MAX_ANSWER_WORDS or (
-        answer.endswith(".") and len(answer.split()) > 1
-    )
-    if first in _REMARKS or sentence or len(prompt.split()) > MAX_PROMPT_WORDS:
+    if first in _REMARKS or _sentence(answer) or len(prompt.split()) > MAX_PROMPT_WORDS:
         return None
     return prompt, answer
+
+
+def _sentence(answer: str) -> bool:
+    """A reply in prose, not an answer to score against."""
+    return len(answer.split()) > MAX_ANSWER_WORDS or (
+        answer.endswith(".") and len(answer.split()) > 1
+    )
 
 
 def readable(lines: list[str], header_line: Callable[[str], bool]) -> dict[int, tuple[str, str]]:

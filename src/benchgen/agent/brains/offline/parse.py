@@ -22,7 +22,9 @@ from benchgen.core.permissions import Action
 _POLITE = re.compile(
     r"^(?:(?:please|pls|ok(?:ay)?|so|now|hey|hi|hello|and|then|also|just|go ahead and|can you"
     r"|could you|would you|will you|i want to|i'd like to|i would like to|let's|lets|let us"
-    r"|i want you to|help me|can i|may i|could i|i need to|i'd like you to|kindly)\b[\s,!.]*)+",
+    r"|i want you to|help me|can i|may i|could i|i need to|i'd like you to|kindly"
+    # A change of mind before the request: "actually, run …", "no, run …" ("no" alone cancels).
+    r"|actually|instead|wait|alright|all right|great|cool|perfect|no(?=\s*,))\b[\s,!.]*)+",
     re.I,
 )
 # The card's own word "decline" among them: typed, it declines as the button does.

@@ -43,6 +43,18 @@ _BARE_TITLE = re.compile(
     r"(?=\s*(?:[:;,.!?](?:\s|$)|$|\s+(?:with|using|from|containing|having|that)\b))",
     re.I | re.M,
 )
+# "create benchmark Fruit", "new mcq quiz 'Planets'": the words right after the thing made,
+# unless they start saying what it is made from or about ("make a benchmark with these …").
+# Spaces only, never a line break: the next line is a question, not the title.
+_MADE_TITLE = re.compile(
+    r"^[ \t]*(?:please[ \t]+)?(?:create|make|new|build)[ \t]+(?:me[ \t]+)?(?:an?[ \t]+)?"
+    r"(?:new[ \t]+)?(?:(?:qa|mcq|multiple[- ]choice)[ \t]+)?(?:benchmark|quiz)[ \t]+"
+    r"(?!(?:with|from|of|for|using|containing|having|that|about|on|in|to|and|out|based|like"
+    r"|please|now)\b)"
+    r"(?P<t>[^\n]+?)"
+    r"(?=\s*(?:[:;,.!?](?:\s|$)|$|\s+(?:with|using|from|containing|having|that)\b))",
+    re.I | re.M,
+)
 _QUOTES = " \"'“”‘’"
 _ANY_QUOTED = re.compile(r"[\"“«](?P<t>[^\"”»\n]{1,200})[\"”»]")
 
@@ -101,7 +113,7 @@ def read_title(text: str) -> str:
 def read_titled(text: str) -> tuple[str, str]:
     """A title the user gave in words, and a second request written after it ("… called Space
     Quiz and run random on it" is "Space Quiz" and "run random on it"); ("", "") for none."""
-    for pattern in (_QUOTED_TITLE, _TITLE_LINE, _BARE_TITLE, _ANY_QUOTED):
+    for pattern in (_QUOTED_TITLE, _TITLE_LINE, _BARE_TITLE, _ANY_QUOTED, _MADE_TITLE):
         found = pattern.search(text)
         if found is None:
             continue

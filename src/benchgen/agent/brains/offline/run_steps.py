@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from difflib import SequenceMatcher
 from typing import Any
 
 from benchgen.agent.brains.offline import render, run_words
@@ -18,6 +19,11 @@ from benchgen.agent.brains.offline.second_requests import split_off
 
 # The words of a run request that leave the model open ("run something on Capitals").
 _OPEN_CHOICE = frozenset(("any", "some", "something", "anything", "best", "good", "whatever"))
+# Words that point at a benchmark without naming one ("on it", "on all my benchmarks").
+_POINTING = frozenset(
+    (*_OPEN_CHOICE, "it", "this", "that", "them", "one", "all", "every", "everything", "my"),
+)
+_BENCHMARK_WORDS = frozenset(("the", "benchmark", "benchmarks", "quiz", "test", "of", "and"))
 _ABOUT_THE_RUN = ("unknown", "status", "results")
 _SLOTS = re.compile(r"(?:^|\s+)(?:on|against|over|with|using|in)\s+", re.I)
 
@@ -67,8 +73,11 @@ def step_run(ask: Ask, intent: Intent) -> Step:
                 return _run_first(label, then)
             arguments = {"benchmark_id": benchmarks[0]["id"], "model_id": models[0]["id"]}
             return [("propose_run", {**arguments, **extra})]
-    lead = _no_such_model(first if second else "", tried[0][0])
-    return _offer_run(ask, *tried[0], part.said, how, lead)
+    missing_model = _no_such_model(first if second else "", tried[0][0])
+    missing_benchmark = _no_such_benchmark(second, tried[0][1])
+    lead = ". ".join(said for said in (missing_model, missing_benchmark) if said)
+    typed = (first if missing_model else "", second if missing_benchmark else "")
+    return _offer_run(ask, *tried[0], part.said, how, lead, typed)
 
 
 def _run_first(label: str, then: str) -> Step:
@@ -88,6 +97,14 @@ def _no_such_model(model_part: str, models: list[dict[str, Any]]) -> str:
     if models or not words(model_part) - _OPEN_CHOICE:
         return ""
     return f'There is no model called "{model_part.strip()}" here'
+
+
+def _no_such_benchmark(benchmark_part: str, benchmarks: list[dict[str, Any]]) -> str:
+    """ "run random on Captials" where no title holds those words: said plainly, so the
+    benchmarks offered next are not taken for a reading of the title typed."""
+    if benchmarks or not words(benchmark_part) - _POINTING - _BENCHMARK_WORDS:
+        return ""
+    return f'There is no benchmark called "{benchmark_part.strip()}" here'
 
 
 def _slots(phrase: str) -> tuple[str, str]:
@@ -115,10 +132,13 @@ def _offer_run(
     said: str,
     how: str,
     lead: str,
+    typed: tuple[str, str],
 ) -> Step:
+    """Ask for what is unclear; `typed` is what was written for a model and a benchmark that
+    no name holds, the closest of them offered first."""
     if len(benchmarks) != 1:
         model = models[0] if len(models) == 1 else None
-        offered = _offer_benchmarks_for(ask, model, benchmarks, said, how)
+        offered = _offer_benchmarks_for(ask, model, benchmarks, said, how, typed[1])
         if lead and isinstance(offered, list):
             (tool, args), *rest = offered
             return [(tool, {**args, "question": f"{lead}. {args['question']}"}), *rest]
@@ -128,7 +148,7 @@ def _offer_run(
     if not listed:
         return "There are no models you can run yet."
     # Only models that can answer its questions: a choice-only baseline is no use on qa.
-    pool = _answering(models, benchmark) or _answering(listed, benchmark)
+    pool = _answering(models, benchmark) or _answering(_closest_first(listed, typed[0]), benchmark)
     if not pool:
         return f"None of the models you can run answers {titled(benchmark)}'s questions."
     options = [f"Run {named(m)}{how} on {said}{titled(benchmark)}" for m in pool[:MAX_OPTIONS]]
@@ -144,11 +164,12 @@ def _offer_benchmarks_for(
     benchmarks: list[dict[str, Any]],
     said: str,
     how: str,
+    typed: str,
 ) -> Step:
     listed = ask.result("list_benchmarks")["benchmarks"]
     if not listed:
         return "There is no benchmark to run on yet. " + render.benchmarks({"benchmarks": []}, True)
-    pool = benchmarks or listed
+    pool = benchmarks or _closest_first(listed, typed)
     if model is not None:
         pool = [b for b in pool if _answers(model, b)] or [b for b in listed if _answers(model, b)]
         if not pool:
@@ -158,6 +179,21 @@ def _offer_benchmarks_for(
     options = [f"Run{who}{how} on {said}{titled(b)}" for b in pool[:MAX_OPTIONS]]
     question = f"Which benchmark should I run{who or ' it'} on?"
     return [("ask_user", {"question": question, "options": options})]
+
+
+def _closest_first(listed: list[dict[str, Any]], typed: str) -> list[dict[str, Any]]:
+    """The entries, those whose name is spelled most like what was typed first: a slip
+    ("Captials", "radnom") puts the one meant on the first button, and still only a button the
+    user presses picks it."""
+    typed = typed.casefold().strip()
+    if not typed:
+        return listed
+
+    def likeness(entry: dict[str, Any]) -> float:
+        name = str(entry.get("title") or entry.get("name") or "").casefold()
+        return max(SequenceMatcher(None, typed, part).ratio() for part in [name, *name.split()])
+
+    return sorted(listed, key=likeness, reverse=True)
 
 
 def _answering(models: list[dict[str, Any]], benchmark: dict[str, Any]) -> list[dict[str, Any]]:
