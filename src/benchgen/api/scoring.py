@@ -11,7 +11,7 @@ from benchgen.api.deps import ContextDep
 from benchgen.api.errors import COMMON, responses
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import ScoringIn
-from benchgen.core.errors import InvalidInput, invalid
+from benchgen.core.errors import InvalidInput, invalid_all
 from benchgen.services.benchmarks import scoring
 
 router = APIRouter(
@@ -53,11 +53,12 @@ def set_scoring(ctx: ContextDep, benchmark_id: str, body: ScoringIn) -> dict[str
 
 
 def at_its_field(problem: InvalidInput, *settings: str) -> InvalidInput:
-    """`problem` at the field it names, inside the settings found at `settings` in the request.
-    The service places every bad setting at `scoring`, whatever the field (a body that is the
-    settings has no `scoring` field at all); its message leads with the field (`options.case:
-    …`, `method: …`)."""
-    if [error["loc"] for error in problem.errors] != [["scoring"]]:
-        return problem
-    field, _, said = problem.errors[0]["msg"].partition(": ")
-    return invalid([*settings, *field.split(".")], said) if said else problem
+    """`problem` with the places the service gave under `scoring` moved under `settings`,
+    where the request holds the settings (a PUT's body is the settings itself)."""
+    moved = [
+        {**error, "loc": [*settings, *error["loc"][1:]]}
+        if error["loc"][:1] == ["scoring"]
+        else error
+        for error in problem.errors
+    ]
+    return invalid_all(moved) if moved else problem

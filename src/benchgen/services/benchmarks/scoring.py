@@ -30,7 +30,11 @@ def validated(fmt: str, settings: dict[str, Any]) -> dict[str, Any]:
     try:
         return registry.validate_scoring(fmt, settings)
     except ValueError as exc:
-        raise invalid(["scoring"], str(exc)) from None
+        # The registry's message leads with the setting at fault ("options.case: …"): placed
+        # there, every door shows it at its field without reading the message.
+        field, _, said = str(exc).partition(": ")
+        place = field.split(".") if said and field != "scoring" else []
+        raise invalid(["scoring", *place], said or str(exc)) from None
 
 
 def get_scoring(ctx: Context, benchmark_id: str) -> dict[str, Any]:

@@ -3,7 +3,6 @@ normalisation steps (past runs keep theirs until rescored)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -21,7 +20,6 @@ from benchgen.web.session import WebContext, csrf_checked
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 SCORING = "benchmark_settings_scoring"
 # The scoring registry's problem with one option: "options.tolerance: must be at least 0.0…".
-_OPTION = re.compile(r"options\.(\w+): (.+)", re.DOTALL)
 STEP_LABELS = {
     "nfkc": "Unicode NFKC (full-width and compatibility forms count as their plain letters)",
     "case": "Ignore case",
@@ -71,11 +69,10 @@ def _by_field(exc: InvalidInput, method: str) -> Problems:
     least 0.0"), never by the service's path (`options.tolerance`)."""
     problems = Problems()
     for error in exc.errors or [{"msg": exc.message}]:
-        said = str(error.get("msg", ""))
-        option = _OPTION.fullmatch(said)
-        if option:
-            label = STEP_LABELS.get(option[1], option[1]).split(" (")[0]
-            problems.add(f"{method}.{option[1]}", label, option[2])
+        said, loc = str(error.get("msg", "")), list(error.get("loc", []))
+        if len(loc) == 3 and loc[:2] == ["scoring", "options"]:
+            name = str(loc[2])
+            problems.add(f"{method}.{name}", STEP_LABELS.get(name, name).split(" (")[0], said)
         else:
             problems.add("scoring", "Scoring", said)
     return problems
