@@ -85,34 +85,42 @@ def _require_room(ctx: Context, user_id: str) -> None:
     Raises:
         RateLimited: a window is full; `retry_at` is when every full window has room again.
     """
-    now = ctx.now()
-    full = [
-        (times[len(times) - limit] + span, window, limit)
-        for window, span, limit, times in _windows(ctx, user_id, now)
-        if len(times) >= limit
-    ]
+    full = [quota for quota in _quotas(ctx, user_id) if quota.remaining == 0]
     if full:
         # When both windows are full, the earlier time would be a false promise: report the
         # later one, when the creation will really be allowed.
-        retry_at, window, limit = max(full)
+        worst = max(full, key=lambda quota: quota.reset_at)
         raise RateLimited(
-            f"Benchmark creation is limited to {limit} per {window}; "
-            f"try again after {retry_at:%Y-%m-%d %H:%M:%S} UTC.",
-            retry_at,
-            limit,
-            window,
+            f"Benchmark creation is limited to {worst.limit} per {worst.window}; "
+            f"try again after {worst.reset_at:%Y-%m-%d %H:%M:%S} UTC.",
+            worst.reset_at,
+            worst.limit,
+            worst.window,
         )
 
 
 def creation_quota(ctx: Context) -> Quota:
-    """What is left for the acting user in the tighter window (for response headers)."""
-    user_id = ctx.principal.user_id or ""
+    """What is left for the acting user in the tighter window (for response headers): with
+    both full, the one that frees later, as the refusal says."""
+    quotas = _quotas(ctx, ctx.principal.user_id or "")
+    return min(quotas, key=lambda quota: (quota.remaining, -quota.reset_at.timestamp()))
+
+
+def _quotas(ctx: Context, user_id: str) -> list[Quota]:
+    """Each creation window as a quota, minute first."""
     now = ctx.now()
-    quotas = []
-    for window, span, limit, times in _windows(ctx, user_id, now):
-        reset = times[0] + span if times else now
-        quotas.append(Quota(limit, max(limit - len(times), 0), reset, window))
-    return min(quotas, key=lambda quota: (quota.remaining, quota.reset_at))
+    return [
+        _quota(times, limit, span, window, now)
+        for window, span, limit, times in _windows(ctx, user_id, now)
+    ]
+
+
+def _quota(times: list[datetime], limit: int, span: timedelta, window: str, now: datetime) -> Quota:
+    """A window holding `times` (oldest first): what is left, and when it next gains room. A
+    limit lowered below what the window holds frees a place only once all but `limit - 1` of
+    them have left it, not when the oldest does."""
+    reset = times[max(len(times) - limit, 0)] + span if times else now
+    return Quota(limit, max(limit - len(times), 0), reset, window)
 
 
 def _windows(
@@ -149,9 +157,9 @@ def consume_run(ctx: Context, benchmark: Benchmark, reference: str) -> None:
     assert user_id is not None  # only a user is ever allowed to launch a run
     key = RUN_KEY.format(benchmark_id=benchmark.id)
     users.lock_user(ctx, user_id)
-    times = _times(ctx, user_id, key, ctx.now() - DAY)
-    if len(times) >= limit:
-        retry_at = times[len(times) - limit] + DAY
+    quota = _quota(_times(ctx, user_id, key, ctx.now() - DAY), limit, DAY, "day", ctx.now())
+    if quota.remaining == 0:
+        retry_at = quota.reset_at
         refusal = RateLimited(
             f"Runs on this benchmark by people outside its team are limited to {limit} per "
             f"user per day; allowed again at {retry_at:%Y-%m-%d %H:%M:%S} UTC.",
@@ -191,9 +199,7 @@ def run_quota(ctx: Context, benchmark_id: str) -> Quota | None:
         return None
     now = ctx.now()
     key = RUN_KEY.format(benchmark_id=benchmark.id)
-    times = _times(ctx, ctx.principal.user_id, key, now - DAY)
-    reset = times[0] + DAY if times else now
-    return Quota(limit, max(limit - len(times), 0), reset, "day")
+    return _quota(_times(ctx, ctx.principal.user_id, key, now - DAY), limit, DAY, "day", now)
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,9 @@ def revoke_token(ctx: Context, token_id: str) -> TokenView:
             row = None  # someone else's token: indistinguishable from a missing one
     if row is None or row.kind != PERSONAL:
         raise NotFound("No such token.", {"id": token_id})
+    # Read again under the row's lock: of two revocations at once (two tabs, the owner and an
+    # admin), the second waits for the first and finds it revoked, stamped and audited once.
+    ctx.session.refresh(row, with_for_update=True)
     if row.revoked_at is None:
         row.revoked_at = ctx.now()
         audit.record(ctx, audit.AuditAction.TOKEN_REVOKE, "token", row.id)

@@ -92,8 +92,8 @@ def add_phase(
     Raises:
         NotFound: benchmark or a task not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        InvalidInput: empty name (or one with control or invisible characters), or an end
-            before the start.
+        InvalidInput: empty name (or one with control or invisible characters), an end
+            before the start, or (custom benchmarks) no task.
     """
     # Held exclusively: two phases added at once read the same highest position (PostgreSQL),
     # and both took the place after it.
@@ -106,6 +106,9 @@ def add_phase(
         raise invalid(["ends_at"], "must be after the start")
     # A form may name a task twice: its second link would break the link table's key (a 500).
     tasks = [_task(ctx, benchmark.id, task_id) for task_id in dict.fromkeys(task_ids or [])]
+    if not tasks and benchmark.format == "custom":
+        # Its runs would have nothing to evaluate, as a bundle's phase without tasks would.
+        raise invalid(["task_ids"], "a phase of a custom benchmark runs at least one task")
     position = ctx.session.scalar(
         select(func.coalesce(func.max(Phase.position), -1)).where(
             Phase.benchmark_id == benchmark.id
@@ -190,7 +193,7 @@ def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
     Raises:
         NotFound: benchmark or task not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        Conflict: it is the last task.
+        Conflict: it is the last task, or (custom benchmarks) the only one of a phase.
     """
     # Held exclusively: two removals at once each counted the other's task, and removed both.
     benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
@@ -200,6 +203,13 @@ def remove_task(ctx: Context, benchmark_id: str, task_id: str) -> None:
     )
     if (count or 0) <= 1:
         raise Conflict("A benchmark keeps at least one task.", {"id": task_id})
+    stranded = _run_only(ctx, task) if benchmark.format == "custom" else None
+    if stranded is not None:
+        raise Conflict(
+            f"The task '{task.name}' is the only one phase '{stranded.name}' runs: its runs "
+            "would have nothing to evaluate. Remove the phase, or give it another task first.",
+            {"id": task_id, "phase_id": stranded.id},
+        )
     ctx.session.delete(task)
     audit.record(ctx, audit.AuditAction.TASK_REMOVE, "benchmark", benchmark.id, task_id=task_id)
 
@@ -261,6 +271,22 @@ def _counts(status: str, summary: dict[str, Any]) -> bool:
     if status not in UNSCORED_ENDS:
         return True
     return any((summary or {}).get("tasks", {}).values())
+
+
+def _run_only(ctx: Context, task: Task) -> Phase | None:
+    """The first phase that runs `task` and no other, if any."""
+    others = (
+        select(PhaseTask.phase_id)
+        .join(Task, Task.id == PhaseTask.task_id)
+        .where(Task.benchmark_id == task.benchmark_id, Task.id != task.id)
+    )
+    query = (
+        select(Phase)
+        .join(PhaseTask, PhaseTask.phase_id == Phase.id)
+        .where(PhaseTask.task_id == task.id, Phase.id.not_in(others))
+        .order_by(Phase.position)
+    )
+    return ctx.session.scalars(query.limit(1)).first()
 
 
 def _phase(ctx: Context, benchmark_id: str, phase_id: str) -> Phase:

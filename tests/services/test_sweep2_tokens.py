@@ -1,0 +1,39 @@
+"""A token revoked twice at the same moment (two tabs, the owner and an admin) is revoked once."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+import pytest
+
+from benchgen.core.context import Principal
+from benchgen.services import access, audit
+from benchgen.services.accounts import tokens
+from tests.support import OPERATOR, World, at_once
+
+pytestmark = pytest.mark.both_backends  # PostgreSQL lets both transactions read at once
+
+
+def test_a_token_revoked_twice_at_once_is_revoked_and_audited_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both read it live, both stamped it and both were audited; the later time won."""
+    ana = Principal.web(world.user("ana@example.com"))
+    made = world.do(ana, tokens.create_token, "laptop", ["read"], 30)
+    both, asked = threading.Barrier(2), access.require
+
+    def meeting(*args: Any, **kwargs: Any) -> Any:
+        # Each has read the token before it checks who asks: wait there for the other.
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both.wait(2)
+        return asked(*args, **kwargs)
+
+    monkeypatch.setattr(access, "require", meeting)
+    revoke = lambda: world.do(ana, tokens.revoke_token, made.token.id)  # noqa: E731
+    outcomes = at_once([revoke, revoke])
+    assert all(isinstance(o, tokens.TokenView) for o in outcomes), outcomes
+    assert outcomes[0].revoked_at == outcomes[1].revoked_at
+    events = world.do(OPERATOR, audit.list_events, made.token.id, action="token.revoke")
+    assert len(events) == 1
