@@ -620,17 +620,23 @@ class RunNotification(Base):
     __tablename__ = "run_notifications"
     __table_args__ = (
         UniqueConstraint("run_id", "channel", name="uq_run_notifications_run_channel"),
+        # The webhook rounds look for what is due again on every worker process.
+        Index("ix_run_notifications_status", "status"),
     )
     id: Mapped[str] = _id()
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     user_id: Mapped[str] = _user_fk()
     channel: Mapped[str] = mapped_column(String(16))  # mail | webhook
-    # pending -> sending (claimed by one worker) -> sent | failed | dropped
+    # pending -> sending (claimed by one worker) -> sent | failed | dropped, or, for a webhook
+    # that failed in a way that may pass, retrying (until next_try_at) -> sending again
     status: Mapped[str] = mapped_column(String(16))
     outbox_id: Mapped[str | None] = mapped_column(String(40))  # the mail's outbox message
     detail: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
+    tries: Mapped[int] = mapped_column(default=0, server_default="0")  # webhook requests sent
+    claimed_at: Mapped[datetime | None]  # when a worker last claimed it to send
+    next_try_at: Mapped[datetime | None]  # when a retrying webhook is due again
 
 
 class RunSample(Base):

@@ -13,6 +13,7 @@ from typing import Any
 
 from benchgen.core.config import Settings
 from benchgen.jobs.handlers import WORKER
+from benchgen.jobs.webhooks import start_webhook_rounds
 from benchgen.jobs.worker import Worker, start_mailer
 from benchgen.services import queue
 from benchgen.services.runtime import Runtime, transaction
@@ -112,6 +113,7 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
     )
     sweeper.start()
     mailer = start_mailer(runtime) if runtime.settings.smtp_url else None
+    webhooks = start_webhook_rounds(runtime)
     consumer = app.Worker(
         # Celery's default node name is one per machine: a second worker there would answer
         # `celery inspect` and remote control under the first one's name.
@@ -128,6 +130,7 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
         stopping.set()
         if mailer is not None:
             mailer[0].stop()
+        webhooks[0].stop()
         dispatch.close()
     return int(consumer.exitcode or 0)
 

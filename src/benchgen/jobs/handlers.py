@@ -92,9 +92,14 @@ def _notify(runtime: Runtime, run_id: str) -> None:
     with transaction(runtime, WORKER) as ctx:
         deliveries = notifications.claim_deliveries(ctx, run_id)
     for delivery in deliveries:
-        error = notifications.send_delivery(runtime.settings, delivery)
-        with transaction(runtime, WORKER) as ctx:
-            notifications.record_delivery(ctx, delivery, error)
+        deliver(runtime, delivery)
+
+
+def deliver(runtime: Runtime, delivery: notifications.Delivery) -> None:
+    """Send one claimed notification outside any transaction, then record how it went."""
+    sent = notifications.send_delivery(runtime.settings, delivery)
+    with transaction(runtime, WORKER) as ctx:
+        notifications.record_delivery(ctx, delivery, sent)
 
 
 def _recorder(runtime: Runtime, job: Claimed, plan: RunPlan) -> Callable[[list[Answer]], None]:

@@ -17,6 +17,7 @@ from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import JobStatus
 from benchgen.jobs.handlers import HANDLERS, WORKER
+from benchgen.jobs.webhooks import WebhookRounds, start_webhook_rounds
 from benchgen.services import queue
 from benchgen.services.queue import Claimed
 from benchgen.services.runtime import Runtime, failure_text, transaction
@@ -300,26 +301,29 @@ def start_mailer(runtime: Runtime) -> tuple[Mailer, threading.Thread]:
     return mailer, thread
 
 
+Runner = Worker | Mailer | WebhookRounds
+
+
 def start_workers(
     runtime: Runtime, count: int, kinds: frozenset[str] | None = None
-) -> list[tuple[Worker | Mailer, threading.Thread]]:
+) -> list[tuple[Runner, threading.Thread]]:
     """Start `count` worker threads (the embedded pool of `benchgen serve`, or `benchgen
-    worker` without a broker) taking jobs of `kinds` (None: every kind), and with them, when
-    SMTP is configured, the mail thread."""
-    started: list[tuple[Worker | Mailer, threading.Thread]] = []
+    worker` without a broker) taking jobs of `kinds` (None: every kind), and with them the
+    webhook thread and, when SMTP is configured, the mail thread."""
+    started: list[tuple[Runner, threading.Thread]] = []
     for index in range(count):
         worker = Worker(runtime, kinds=kinds)
         thread = threading.Thread(target=worker.run_forever, name=f"worker-{index}", daemon=True)
         thread.start()
         started.append((worker, thread))
+    if count:
+        started.append(start_webhook_rounds(runtime))
     if count and runtime.settings.smtp_url:
         started.append(start_mailer(runtime))
     return started
 
 
-def stop_workers(
-    started: list[tuple[Worker | Mailer, threading.Thread]], timeout_s: float = 10
-) -> None:
+def stop_workers(started: list[tuple[Runner, threading.Thread]], timeout_s: float = 10) -> None:
     """Ask every worker to stop and wait for them to finish their jobs, `timeout_s` in all;
     the jobs of those still busy then (or when a second Ctrl-C ends the wait) go back to the
     queue, for another worker to take at once."""

@@ -40,29 +40,47 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
+@dataclass(frozen=True)
+class Sent:
+    """How one request went: the reply's status (None without a reply), "" or why it failed,
+    and whether sending it again later may go better (no reply, a 5xx, 408 or 429)."""
+
+    status: int | None
+    error: str
+    transient: bool = False
+
+
+# Statuses a receiver gives for a passing trouble: it asks to be tried again later.
+_TRY_LATER = frozenset({408, 425, 429})
+
+
 def send(
     webhook: Webhook,
     allowlist: frozenset[str],
     timeout_s: float = TIMEOUT_S,
     tls: ssl.SSLContext | None = None,
-) -> tuple[int | None, str]:
-    """POST once; returns the reply's status (None when there was none) and "" when it was a
-    2xx, else why it failed ("HTTP 500", a refused address, a timeout). Never raises."""
+) -> Sent:
+    """POST once and say how it went ("HTTP 500", a refused address, a timeout). Never raises.
+
+    A refused or unsendable address, a redirect and any other 4xx are final: sent again, the
+    same request would meet the same answer."""
     try:
         status = asyncio.run(_post(webhook, netguard.normalized(allowlist), timeout_s, tls))
     except FatalModelError as exc:  # a bad or unsendable URL, or an address the guard refused
-        return None, _without_address(str(exc), webhook.url)
+        return Sent(None, _without_address(str(exc), webhook.url))
     except TimeoutError:
-        return None, f"no reply within {timeout_s:g} s"
+        return Sent(None, f"no reply within {timeout_s:g} s", transient=True)
     except (OSError, h11.ProtocolError) as exc:  # ssl.SSLError is an OSError
-        return None, f"connection failed: {type(exc).__name__}"
+        return Sent(None, f"connection failed: {type(exc).__name__}", transient=True)
     except ValueError as exc:
         # parse_origin refuses what h11 cannot send; ssl still refuses some names as a value
         # (a server name with a leading dot), and a delivery must never raise.
-        return None, f"the address cannot be sent: {type(exc).__name__}"
+        return Sent(None, f"the address cannot be sent: {type(exc).__name__}")
+    if 200 <= status < 300:
+        return Sent(status, "")
     if 300 <= status < 400:
-        return status, f"HTTP {status}: redirect not followed"
-    return status, "" if 200 <= status < 300 else f"HTTP {status}"
+        return Sent(status, f"HTTP {status}: redirect not followed")
+    return Sent(status, f"HTTP {status}", transient=status >= 500 or status in _TRY_LATER)
 
 
 async def _post(

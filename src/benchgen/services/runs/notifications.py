@@ -1,16 +1,17 @@
 """Notifications when a run ends: the user's settings (mail, a signed webhook), and their delivery
-exactly once per run and channel — claimed in the database before anything is sent."""
+once per run and channel — claimed in the database before anything is sent; a webhook whose
+receiver was away is tried again later, a few times."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from secrets import token_urlsafe
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.config import Settings
@@ -34,7 +35,7 @@ from benchgen.services import _keyring, _model_specs, access, audit
 from benchgen.services.accounts import _mail_queue, mail
 from benchgen.services.accounts.mail import Letter
 from benchgen.services.runs import _log_writer, _webhook_delivery, leaderboards
-from benchgen.services.runs._webhook_delivery import Webhook
+from benchgen.services.runs._webhook_delivery import Sent, Webhook
 
 MAIL, WEBHOOK = "mail", "webhook"
 UNVERIFIED = (
@@ -47,6 +48,22 @@ KEY_CHANGED = (
 )
 MAX_URL = 2000
 EVENT = "run.finished"
+# How long a webhook that failed in a way that may pass (no reply, a 5xx, 429) waits before each
+# try after the first: a receiver restarting is back within minutes, one down for the night by
+# the morning. After the last, it is marked failed for good.
+RETRY_AFTER = (
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=30),
+    timedelta(hours=2),
+    timedelta(hours=6),
+)
+MAX_TRIES = len(RETRY_AFTER) + 1
+# A claim this old was left by a worker that died mid-send (one try takes TIMEOUT_S at most):
+# the webhook rounds send it again. They leave alone what is older than RETRY_WINDOW, whose
+# news is stale.
+CLAIM_TIMEOUT = timedelta(minutes=10)
+RETRY_WINDOW = timedelta(days=1)
 
 
 @dataclass(frozen=True)
@@ -255,7 +272,8 @@ class Delivery:
     webhook: Webhook | None = None
     letter: Letter | None = None
     allowlist: frozenset[str] = frozenset()
-    claimed_at: datetime | None = None  # the letter's claim in the outbox
+    claimed_at: datetime | None = None  # the claim: the letter's in the outbox, or the webhook's
+    tries: int = 0  # webhook requests sent, this one included
 
 
 def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
@@ -275,15 +293,65 @@ def claim_deliveries(ctx: Context, run_id: str) -> list[Delivery]:
     for row in rows:
         if row.channel == MAIL and not ctx.settings.smtp_url:
             continue  # stays queued in the outbox, where the operator reads or sends it
-        won = ctx.session.execute(
-            update(RunNotification)
-            .where(RunNotification.id == row.id, RunNotification.status == row.status)
-            .values(status="sending")
-            .execution_options(synchronize_session=False)
-        )
-        if won.rowcount == 1:  # type: ignore[attr-defined]
+        if _won(ctx, row, RunNotification.status == row.status):
             claimed.append(_delivery(ctx, row))
     return [delivery for delivery in claimed if delivery is not None]
+
+
+def claim_due_webhook(ctx: Context) -> Delivery | None:
+    """Take, for this caller alone, the next webhook due again: one that failed in a way that
+    may pass once its wait is over, or one whose sender died holding its claim (or before it
+    claimed it); None when none is. One past its last try is marked failed instead.
+
+    Raises:
+        PermissionDenied: the principal lacks the `run.execute` grant.
+    """
+    access.require(ctx, Action.RUN_EXECUTE)
+    now = ctx.now()
+    due = and_(
+        RunNotification.channel == WEBHOOK,
+        RunNotification.created_at >= now - RETRY_WINDOW,
+        _due_again(now),
+    )
+    oldest = select(RunNotification).where(due).order_by(RunNotification.created_at).limit(1)
+    while (row := ctx.session.scalars(oldest).first()) is not None:
+        if not _won(ctx, row, due):
+            continue  # another round took it meanwhile
+        if row.tries > MAX_TRIES:  # its last try's sender died: it is not sent once more
+            _mark(ctx, row.id, "failed", f"gave up after {MAX_TRIES} tries")
+            _log_writer.append(ctx, row.run_id, "Notification: webhook failed: no more tries")
+            continue
+        delivery = _delivery(ctx, row)
+        if delivery is not None:
+            return delivery
+    return None
+
+
+def _due_again(now: datetime) -> ColumnElement[bool]:
+    abandoned = now - CLAIM_TIMEOUT
+    return or_(
+        and_(RunNotification.status == "retrying", RunNotification.next_try_at <= now),
+        and_(
+            RunNotification.status.in_(("pending", "sending")),
+            func.coalesce(RunNotification.claimed_at, RunNotification.created_at) < abandoned,
+        ),
+    )
+
+
+def _won(ctx: Context, row: RunNotification, still: ColumnElement[bool]) -> bool:
+    """Claim `row` if it still meets `still`: a conditional update only one transaction wins.
+    The row is refreshed with the claim (its time, and one more try for a webhook)."""
+    claimed_at = ctx.now()
+    won = ctx.session.execute(
+        update(RunNotification)
+        .where(RunNotification.id == row.id, still)
+        .values(status="sending", claimed_at=claimed_at, tries=RunNotification.tries + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if won.rowcount != 1:  # type: ignore[attr-defined]
+        return False
+    ctx.session.refresh(row)
+    return True
 
 
 def _delivery(ctx: Context, row: RunNotification) -> Delivery | None:
@@ -312,7 +380,15 @@ def _delivery(ctx: Context, row: RunNotification) -> Delivery | None:
         return None
     webhook = _webhook(ctx, run, setting, secret)
     allowlist = _model_specs.allowlist(ctx)
-    return Delivery(row.id, row.run_id, WEBHOOK, webhook=webhook, allowlist=allowlist)
+    return Delivery(
+        row.id,
+        row.run_id,
+        WEBHOOK,
+        webhook=webhook,
+        allowlist=allowlist,
+        claimed_at=row.claimed_at,
+        tries=row.tries,
+    )
 
 
 def _webhook(ctx: Context, run: Run, setting: NotificationSetting, secret: str) -> Webhook:
@@ -336,37 +412,75 @@ def _webhook(ctx: Context, run: Run, setting: NotificationSetting, secret: str) 
     return Webhook(setting.webhook_url, body, headers)
 
 
-def send_delivery(settings: Settings, delivery: Delivery) -> str:
-    """Send one claimed notification, outside any transaction; "" or why it failed. Never
-    raises: a receiver that fails must not fail the run's job."""
+def send_delivery(settings: Settings, delivery: Delivery) -> Sent:
+    """Send one claimed notification, outside any transaction, and say how it went. Never
+    raises: a receiver that fails must not fail the run's job. (A letter that failed is the
+    outbox's to try again, never this.)"""
     if delivery.letter is not None:
-        return mail.send_letter(settings, delivery.letter)
+        return Sent(None, mail.send_letter(settings, delivery.letter))
     assert delivery.webhook is not None  # a delivery is a letter or a webhook
     # The operator's allow-list for model endpoints opens private addresses to webhooks too.
-    _, error = _webhook_delivery.send(delivery.webhook, delivery.allowlist)
-    return error
+    return _webhook_delivery.send(delivery.webhook, delivery.allowlist)
 
 
-def record_delivery(ctx: Context, delivery: Delivery, error: str) -> None:
-    """Mark a claimed notification sent or failed, and say so in the run's log.
+def record_delivery(ctx: Context, delivery: Delivery, sent: Sent) -> None:
+    """Mark a claimed notification sent, failed, or (a webhook whose failure may pass, with
+    tries left) to be tried again later; and say so in the run's log. A webhook's outcome is
+    written only while its claim stands: a sender that stalled past CLAIM_TIMEOUT lost it.
 
     Raises:
         PermissionDenied: the principal lacks the `run.execute` grant.
     """
     access.require(ctx, Action.RUN_EXECUTE)
+    error = sent.error
     status = "failed" if error else "sent"
-    _mark(ctx, delivery.id, status, error)
+    outcome = f"{delivery.channel} failed: {error}" if error else f"{delivery.channel} sent"
     if delivery.letter is not None:
         _mail_queue.record_try(ctx, delivery.letter.id, delivery.claimed_at, status, error)
-    outcome = f"{delivery.channel} failed: {error}" if error else f"{delivery.channel} sent"
+        _mark(ctx, delivery.id, status, error)
+    elif error and sent.transient and delivery.tries < MAX_TRIES:
+        wait = RETRY_AFTER[delivery.tries - 1]
+        again = ctx.now() + wait
+        if not _mark(ctx, delivery.id, "retrying", error, delivery.claimed_at, again):
+            return
+        outcome += f"; tried {delivery.tries} of {MAX_TRIES} times, again in {_spelled(wait)}"
+    elif not _mark(ctx, delivery.id, status, error, delivery.claimed_at):
+        return
     _log_writer.append(ctx, delivery.run_id, f"Notification: {outcome}")
 
 
-def _mark(ctx: Context, notification_id: str, status: str, detail: str) -> None:
-    row = ctx.session.get(RunNotification, notification_id)
-    if row is not None:
-        row.status, row.detail = status, detail[:2000]
-        row.sent_at = ctx.now() if status == "sent" else None
+def _spelled(wait: timedelta) -> str:
+    minutes = int(wait.total_seconds() // 60)
+    if minutes < 60:
+        return f"{minutes} minute{'s' if minutes > 1 else ''}"
+    return f"{minutes // 60} hour{'s' if minutes >= 120 else ''}"
+
+
+def _mark(
+    ctx: Context,
+    notification_id: str,
+    status: str,
+    detail: str,
+    claimed_at: datetime | None = None,
+    next_try_at: datetime | None = None,
+) -> bool:
+    """Write a notification's outcome, only while the claim made at `claimed_at` stands when
+    given; whether it was written."""
+    held = [RunNotification.id == notification_id]
+    if claimed_at is not None:
+        held += [RunNotification.status == "sending", RunNotification.claimed_at == claimed_at]
+    written = ctx.session.execute(
+        update(RunNotification)
+        .where(*held)
+        .values(
+            status=status,
+            detail=detail[:2000],
+            sent_at=ctx.now() if status == "sent" else None,
+            next_try_at=next_try_at,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(written.rowcount)  # type: ignore[attr-defined]
 
 
 def _view(row: NotificationSetting | None, secret: str | None = None) -> NotificationSettings:
