@@ -667,6 +667,19 @@ def test_concurrent_creations_three_per_minute(
 
 
 @pytest.mark.both_backends
+def test_the_reset_header_is_never_before_the_room_comes_back(
+    client: TestClient, auth: dict[str, str], clock: ManualClock
+) -> None:
+    clock.advance(seconds=0.4)
+    for _ in range(3):
+        response = create(client, auth)
+        assert response.status_code == 201, response.text
+    reset = int(response.headers["X-RateLimit-Reset"])
+    assert reset == int((clock.now() + timedelta(minutes=1)).timestamp()) + 1
+    clock.advance(seconds=reset - clock.now().timestamp())  # a client that slept until then
+    assert create(client, auth).status_code == 201
+
+
 def test_ten_per_day_then_retry_after_the_oldest(
     client: TestClient, auth: dict[str, str], clock: ManualClock
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -119,7 +120,9 @@ def quota_headers(ctx: Context, response: Response) -> None:
     quota = ratelimits.creation_quota(ctx)
     response.headers["X-RateLimit-Limit"] = str(quota.limit)
     response.headers["X-RateLimit-Remaining"] = str(quota.remaining)
-    response.headers["X-RateLimit-Reset"] = str(int(quota.reset_at.timestamp()))
+    # Rounded up, as Retry-After is: a client sleeping until a second rounded down came back
+    # just before the room did, and got a 429.
+    response.headers["X-RateLimit-Reset"] = str(math.ceil(quota.reset_at.timestamp()))
 
 
 @router.get("/{benchmark_id}", response_model=BenchmarkView, openapi_extra={"x-scope": "read"})

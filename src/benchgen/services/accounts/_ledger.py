@@ -49,15 +49,23 @@ def reserve_credits(ctx: Context, amount: int, reference: str) -> str:
 
     Raises:
         InsufficientCredits: the balance cannot cover `amount`; nothing is written.
+        Conflict: a balance that covers it, but more than MAX_AMOUNT held at once.
         InvalidInput: negative amount.
     """
-    if amount < 0 or amount > MAX_AMOUNT:
-        raise invalid(["amount"], f"must be between 0 and {MAX_AMOUNT:,} credits at once")
+    if amount < 0:
+        raise invalid(["amount"], "must not be negative")
     user_id = acting_user_id(ctx)
     users.lock_user(ctx, user_id)
     available = balance_of(ctx, user_id)
+    # The balance first: a run too dear for the user is a 402 that says how much is missing,
+    # not a refusal at an `amount` field their request never had.
     if amount > available:
         raise InsufficientCredits(amount, available)
+    if amount > MAX_AMOUNT:
+        raise Conflict(
+            f"At most {MAX_AMOUNT:,} credits can be held for one job, and this one would cost "
+            f"{amount:,}: ask for fewer questions or samples."
+        )
     return append_entry(ctx, user_id, "reserve", -amount, reference=reference).id
 
 
