@@ -37,3 +37,25 @@ def test_a_token_revoked_twice_at_once_is_revoked_and_audited_once(
     assert outcomes[0].revoked_at == outcomes[1].revoked_at
     events = world.do(OPERATOR, audit.list_events, made.token.id, action="token.revoke")
     assert len(events) == 1
+
+
+def test_a_token_pasted_twice_at_once_is_revoked_and_reported_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two chat messages carrying one secret: each told the user it had revoked it."""
+    ana = Principal.web(world.user("ana@example.com"))
+    made = world.do(ana, tokens.create_token, "laptop", ["read"], 30)
+    both, recorded = threading.Barrier(2), audit.record
+
+    def meeting(*args: Any, **kwargs: Any) -> Any:
+        # Each has found the token live before it writes the event: wait there for the other.
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both.wait(2)
+        return recorded(*args, **kwargs)
+
+    monkeypatch.setattr(audit, "record", meeting)
+    leak = lambda: world.do(OPERATOR, tokens.revoke_leaked, made.secret)  # noqa: E731
+    outcomes = at_once([leak, leak])
+    assert sorted(o is None for o in outcomes) == [False, True], outcomes
+    events = world.do(OPERATOR, audit.list_events, made.token.id, action="token.revoke_leaked")
+    assert len(events) == 1

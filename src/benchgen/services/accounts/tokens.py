@@ -224,7 +224,9 @@ def revoke_leaked(ctx: Context, secret: str) -> TokenView | None:
     """
     if token_prefix(secret) is None:
         return None
-    row = ctx.session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
+    # Locked: one secret pasted into two messages at once is revoked, audited and reported once.
+    found = select(ApiToken).where(ApiToken.token_hash == hash_token(secret)).with_for_update()
+    row = ctx.session.scalar(found)
     if row is None or row.revoked_at is not None:
         return None
     row.revoked_at = ctx.now()
