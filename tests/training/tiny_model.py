@@ -67,8 +67,9 @@ def build_tiny_llama(folder: Path, chat_template: bool = True) -> Path:
 
 
 def write_header_folder(folder: Path) -> Path:
-    """A Llama folder (config.json and one small F32 safetensors file, written by hand) that
-    reads as a trainable base without torch: for catalogue tests that never load weights."""
+    """A Llama folder (config.json, one small F32 safetensors file and a stub tokenizer.json,
+    written by hand) that reads as a trainable base without torch: for catalogue tests that
+    never load weights."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {"model_type": "llama", "hidden_size": 2, "num_hidden_layers": 1, "vocab_size": 4}
     (folder / "config.json").write_text(json.dumps(config))
@@ -78,6 +79,7 @@ def write_header_folder(folder: Path) -> Path:
     encoded = json.dumps(header).encode()
     body = len(encoded).to_bytes(8, "little") + encoded + bytes(32)
     (folder / "model.safetensors").write_bytes(body)
+    (folder / "tokenizer.json").write_text("{}")  # there, as a base needs; never loaded
     return folder
 
 

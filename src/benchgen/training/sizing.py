@@ -21,6 +21,19 @@ CAUSAL_LM_TYPES = frozenset(
         "stablelm", "gpt2", "gpt_neox", "falcon", "cohere", "nemotron", "bloom", "opt", "gptj",
     }
 )  # fmt: skip
+# Architectures with one learned embedding per position: a row longer than their context fails
+# training (an index past those embeddings), where rotary and ALiBi models go on.
+LEARNED_POSITIONS = frozenset({"gpt2", "opt"})
+# What transformers builds a tokenizer from: a fast tokenizer's file, a SentencePiece or tiktoken
+# model, or a BPE or WordPiece vocabulary (Mistral's tekken.json too).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "spiece.model",
+    "vocab.json",
+    "vocab.txt",
+    "tekken.json",
+)
 # GGUF architectures transformers can dequantise into a model, and the model type each becomes
 # (transformers' GGUF_SUPPORTED_ARCHITECTURES, less the encoder-decoder and state-space ones).
 GGUF_TYPES = {
@@ -121,14 +134,15 @@ def describe_base(base: BaseWeights) -> BaseInfo:
 
 
 def unreadable_folder(folder: Path) -> str:
-    """Why a Hugging Face folder's config.json or safetensors headers cannot be read, or ""
-    when they can: a cheap check (no tensor is read) before an operator registers it."""
+    """Why a Hugging Face folder's config.json or safetensors headers cannot be read, or it
+    has no tokenizer, or "": a cheap check (no tensor is read) before an operator registers
+    it."""
     try:
         _read_json(folder / "config.json")
         _safetensors_header(folder)
     except _Refused as refused:
         return str(refused)
-    return ""
+    return _tokenizer_refusal(folder)
 
 
 def estimate_peak_bytes(info: BaseInfo, job_type: JobType, hyper: Hyperparameters) -> int:
@@ -189,7 +203,7 @@ def _describe_folder(folder: Path) -> BaseInfo:
         vocab_size=int(text.get("vocab_size") or 0),
         intermediate_size=int(text.get("intermediate_size") or 0),
         heads=int(text.get("num_attention_heads") or text.get("n_head") or 0),
-        context_length=int(text.get("max_position_embeddings") or 0),
+        context_length=int(text.get("max_position_embeddings") or text.get("n_positions") or 0),
         modules=modules,
     )
     reason = _folder_refusal(folder, config, model_type, params)
@@ -205,7 +219,18 @@ def _folder_refusal(folder: Path, config: dict[str, Any], model_type: str, param
         )
     if params == 0:
         return "it has no *.safetensors weights (pickled .bin weights are never loaded)"
-    return ""
+    return _tokenizer_refusal(folder)
+
+
+def _tokenizer_refusal(folder: Path) -> str:
+    """Why the folder holds no tokenizer transformers could load, or "": without one a job
+    fails once queued, and a run at its first question."""
+    if any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return ""
+    return (
+        f"it has no tokenizer (none of {', '.join(TOKENIZER_FILES)}): copy the model's "
+        "tokenizer files beside its weights"
+    )
 
 
 def _safetensors_header(folder: Path) -> tuple[int, frozenset[str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import select
 
@@ -114,14 +115,26 @@ def _refusal(row: Model) -> str:
 
 def _described(weights: BaseWeights) -> BaseInfo:
     try:
-        stamp = os.stat(weights.path).st_mtime_ns
+        stamp = _stamp(Path(weights.path), weights.kind)
     except OSError:
         return BaseInfo("", 0, 0, 0, False, "its weights are missing on this server")
     return _describe_cached(weights, stamp)
 
 
+def _stamp(path: Path, kind: str) -> tuple[tuple[str, int, int], ...]:
+    """The name, mtime and size of a GGUF file, or of a folder and the files in it that
+    `describe_base` reads: a file rewritten in place leaves its folder's mtime as it was.
+
+    Raises:
+        OSError: the file or folder is missing.
+    """
+    inside = [] if kind == "gguf" else [*path.glob("config.json"), *path.glob("*.safetensors")]
+    stats = [(str(item), os.stat(item)) for item in [path, *sorted(inside)]]
+    return tuple((name, found.st_mtime_ns, found.st_size) for name, found in stats)
+
+
 @functools.lru_cache(maxsize=64)
-def _describe_cached(weights: BaseWeights, _stamp: int) -> BaseInfo:
-    # Reading a config or GGUF header is cheap but not free; the file's mtime keys the cache so
-    # an operator replacing the weights is seen.
+def _describe_cached(weights: BaseWeights, _stamp: tuple[tuple[str, int, int], ...]) -> BaseInfo:
+    # Reading a config or GGUF header is cheap but not free; the files' mtimes and sizes key
+    # the cache so an operator replacing or damaging the weights is seen.
     return describe_base(weights)

@@ -14,6 +14,7 @@ from benchgen.core.context import Context
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import TRAINING_FINAL, ModelStatus, TrainingStatus
+from benchgen.core.text import plural
 from benchgen.db.locks import lock_named
 from benchgen.db.tables import Dataset, Model, TrainingEvent, TrainingJob
 from benchgen.services import _model_specs, access, audit
@@ -66,7 +67,12 @@ def begin_training(
     if row is None or row.status in TRAINING_FINAL:
         return None
     if row.cancel_requested_at is not None:
-        close_job(ctx, row, TrainingStatus.CANCELLED, "Cancelled before it started")
+        # A job whose worker was lost mid-training ran steps, and pays for them.
+        if row.status == TrainingStatus.QUEUED:
+            line = "Cancelled before it started"
+        else:
+            line = f"Cancelled after {row.steps_done} steps"
+        close_job(ctx, row, TrainingStatus.CANCELLED, line)
         return None
     gone = _missing_input(ctx, row)
     if gone:
@@ -227,12 +233,19 @@ def _record(ctx: Context, row: TrainingJob, event: dict[str, Any]) -> None:
         _keep_checkpoint(ctx, row, int(event["step"]), Path(str(event["dir"])))
     elif kind == "started":
         _log(ctx, row.id, _started_line(event))
-        steps = event.get("total_steps")
-        if isinstance(steps, int) and 0 < steps < row.total_steps:
-            # Rows whose answer lies wholly past max_seq_length teach nothing and are skipped:
-            # the job is charged for the steps it really has.
-            _log(ctx, row.id, f"{event.get('skipped_rows', 0)} rows skipped: {steps} steps")
-            row.total_steps = steps
+        _skip_rows(ctx, row, event)
+
+
+def _skip_rows(ctx: Context, row: TrainingJob, event: dict[str, Any]) -> None:
+    """Rows whose answer lies wholly past max_seq_length teach nothing and are skipped: the
+    log says how many, even when the steps stay as many, and the job is charged for the
+    steps it really has."""
+    skipped, steps = event.get("skipped_rows"), event.get("total_steps")
+    if not (isinstance(skipped, int) and skipped > 0 and isinstance(steps, int)):
+        return
+    _log(ctx, row.id, f"{plural(skipped, 'row')} skipped past max_seq_length: {steps} steps")
+    if 0 < steps < row.total_steps:
+        row.total_steps = steps
 
 
 def _keep_checkpoint(ctx: Context, row: TrainingJob, step: int, folder: Path) -> None:

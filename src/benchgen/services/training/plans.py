@@ -22,7 +22,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.specs import BoundedTitle, finite_number, not_bool, parse
 from benchgen.services.training import bases, compute, durations
 from benchgen.services.training.bases import Base
-from benchgen.training.sizing import estimate_peak_bytes, matches_module
+from benchgen.training.sizing import LEARNED_POSITIONS, estimate_peak_bytes, matches_module
 from benchgen.training.spec import Hyperparameters, JobType, total_steps
 
 ModuleName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,63}$")]
@@ -191,6 +191,7 @@ def check_plan(ctx: Context, data: TrainingIn | dict[str, Any]) -> Planned:
     hyper = spec.hyperparameters.frozen()
     if spec.job_type == "lora":
         _require_targets(base, hyper)
+    _require_positions(base, hyper)
     memory = _memory_mib(base, spec.job_type, hyper, dataset)
     limit = ctx.settings.training_memory_mib
     if memory > limit:
@@ -265,6 +266,18 @@ def _require_targets(base: Base, hyper: Hyperparameters) -> None:
                 f"{target!r} names no module of {base.model.name}; its modules include "
                 f"{', '.join(known)}",
             )
+
+
+def _require_positions(base: Base, hyper: Hyperparameters) -> None:
+    """Refuse a max_seq_length past a base's learned positions, which the first row that long
+    would fail the job on once queued ("index out of range")."""
+    context = base.info.context_length
+    if base.info.model_type in LEARNED_POSITIONS and 0 < context < hyper.max_seq_length:
+        raise invalid(
+            ["hyperparameters", "max_seq_length"],
+            f"{base.model.name} reads at most {context} tokens (its positions are learned): "
+            f"set max_seq_length to {context} or less",
+        )
 
 
 def _memory_mib(base: Base, job_type: str, hyper: Hyperparameters, dataset: Dataset) -> int:
