@@ -103,6 +103,19 @@ def test_csv_with_mapped_columns(world: World) -> None:
     assert world.do(me, datasets.dataset_records, made.id) == PAIRS
 
 
+def test_a_csv_cell_past_the_csv_modules_default_limit_is_read_as_jsonl_would_be(
+    world: World,
+) -> None:
+    me = Principal.web(world.user("ana@example.com"))
+    document = "word " * 40_000  # 200,000 characters: a long source text to learn from
+    data = f'prompt,completion\n"{document}",Summary\n'.encode()
+    made = upload(world, me, data, "d.csv")
+    assert made.row_count == 1
+    assert world.do(me, datasets.dataset_records, made.id) == [
+        {"prompt": document, "completion": "Summary"}
+    ]
+
+
 def test_parquet_with_a_mapping_to_chat_messages(world: World) -> None:
     me = Principal.web(world.user("ana@example.com"))
     rows = [{"conversation": row["messages"], "id": n} for n, row in enumerate(CHAT)]

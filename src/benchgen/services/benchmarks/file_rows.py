@@ -18,6 +18,7 @@ FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
 # Decoded columns may be far larger than the compressed upload: past this many bytes in memory a
 # Parquet or Arrow file is refused, so a small file cannot expand into gigabytes.
 MAX_DECODED_BYTES = 200_000_000
+CSV_FIELD_LIMIT = 2**31 - 1  # the largest the csv module takes on every platform
 MAX_ROW_PROBLEMS = 100  # enough to fix a file by; a broken file of 10,000 rows lists 100
 _PARQUET, _ARROW_FILE, _ARROW_STREAM = b"PAR1", b"ARROW1", b"\xff\xff\xff\xff"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -353,6 +354,10 @@ def csv_records(
     lines = _Lines(content)
     rows: list[tuple[int, dict[str, Any]]] = []
     opened = 1  # the line the record being read starts on
+    # The csv module refuses a cell past 131,072 characters by default, where the same row as
+    # JSON lines passes: the upload's own size limit bounds a cell. (A process-wide setting,
+    # always set to this one value.)
+    csv.field_size_limit(CSV_FIELD_LIMIT)
     try:
         # Strict: an unclosed quote would otherwise swallow the rest of the file silently.
         reader = csv.DictReader(lines, strict=True, delimiter=DELIMITERS[kind])

@@ -145,7 +145,7 @@ class TrainingPlan:
                 f"of {self.memory_limit_mib} MiB allowed",
                 f"Compute: {self.compute.availability}",
                 f"Estimated duration: {durations.duration_words(self.estimated_seconds)}",
-                f"Estimated cost: {self.estimated_credits} credits "
+                f"Estimated cost: {plural(self.estimated_credits, 'credit')} "
                 f"({self.price_per_step} a step; balance {self.balance})",
             ]
         )
