@@ -119,3 +119,16 @@ def test_a_mapping_with_a_number_past_the_digit_limit_is_refused(
     problem = answer.json()["error"]["details"]["errors"][0]
     assert problem["loc"] == ["body", "mapping"] and "too many digits" in problem["msg"]
     assert client.get("/api/v1/datasets", headers=headers).json()["items"] == []
+
+
+def test_a_file_part_without_a_file_name_is_said_to_need_one(
+    client: TestClient, world: World
+) -> None:
+    """`curl -F 'file=<data.jsonl'` sends the file's text as a plain form field."""
+    headers = _auth(world, world.user("ana@example.com"), ["train"])
+    files = {"file": (None, b'{"prompt": "hi", "completion": "there"}\n')}
+    answer = client.post("/api/v1/datasets", headers=headers, files=files, data={"name": "D"})
+    assert answer.status_code == 422
+    [problem] = answer.json()["error"]["details"]["errors"]
+    assert problem["loc"] == ["body", "file"]
+    assert problem["msg"].startswith("must be a file: send it as a multipart part with a file name")

@@ -162,7 +162,16 @@ def _problem(error: Any) -> dict[str, Any]:
         return {"loc": ["body"], "msg": f"not valid JSON: {reason} at character {loc[-1]}"}
     if loc == ["body"] and error["type"] in _WHOLE_BODY:
         return {"loc": loc, "msg": _WHOLE_BODY[error["type"]]}
+    if error["type"] == "value_error" and "Expected UploadFile" in error["msg"]:
+        # A part sent without a file name (`curl -F 'file=<data.jsonl'`) arrives as text.
+        return {"loc": loc, "msg": _NOT_A_FILE.format(name=loc[-1])}
     return {"loc": loc, "msg": error["msg"]}
+
+
+_NOT_A_FILE = (
+    "must be a file: send it as a multipart part with a file name "
+    "(curl -F '{name}=@data.jsonl', not -F '{name}=<data.jsonl')"
+)
 
 
 def _at_places(errors: list[dict[str, Any]], body: Any) -> list[dict[str, Any]]:
