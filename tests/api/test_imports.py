@@ -14,7 +14,7 @@ from tests.support import World
 DEEP = "[" * 100_000 + "]" * 100_000
 HOSTILE = {
     "nested json": ("jsonl", '{"prompt": "2+2?", "answer": "4"}\n' + DEEP, 2),
-    "long csv field": ("csv", "prompt,answer\nOne?,1\nTwo?," + "x" * 200_000 + "\n", 3),
+    "bad csv record": ("csv", 'prompt,answer\nOne?,1\nTwo?,"x"y\n', 3),
 }
 
 

@@ -71,6 +71,23 @@ def test_every_bad_line_is_reported_whether_or_not_it_is_json(world: World) -> N
     assert stored(world) == 0
 
 
+@pytest.mark.parametrize("name", ["d.jsonl", "upload"])
+def test_csv_read_as_json_lines_is_said_to_look_like_csv(world: World, name: str) -> None:
+    ana = world.user("ana@example.com")
+    content = b"prompt,completion\nCapital of France?,Paris\n1+1,2\n"
+    with pytest.raises(InvalidInput) as caught:
+        upload(world, Principal.web(ana), content, name)
+    first = caught.value.errors[0]
+    assert first["loc"][:2] == ["file", 1]
+    assert first["msg"].startswith("not valid JSON") and "this looks like CSV" in first["msg"]
+    assert not any("looks like CSV" in problem["msg"] for problem in caught.value.errors[1:])
+    # A JSON lines file with a broken line is not called CSV.
+    broken = b'{"prompt": "hi", "completion": "there"}\nnot, json\n'
+    with pytest.raises(InvalidInput) as caught:
+        upload(world, Principal.web(ana), broken)
+    assert "CSV" not in caught.value.errors[0]["msg"]
+
+
 def test_chat_jsonl_is_counted_previewed_and_stored_normalised(
     world: World, runtime: Runtime
 ) -> None:

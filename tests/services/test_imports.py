@@ -40,18 +40,28 @@ def test_deeply_nested_json_is_refused_at_its_line(world: World, ana: Principal)
     assert refused_at(world, ana, spec(f"{GOOD_LINE}\n\n{nested_field}"), 3) == "nested too deeply"
 
 
-def test_a_csv_field_over_the_reader_limit_is_refused_at_its_line(
+def test_a_csv_field_past_the_csv_modules_limit_is_read_and_checked_as_a_field(
     world: World, ana: Principal
 ) -> None:
+    """The csv module refuses a cell past 131,072 characters unless told otherwise: the answer
+    is read, and refused as too long at its own field, as in JSON lines."""
     content = f"prompt,answer\nOne?,1\nTwo?,{'x' * 200_000}\n"
-    assert "field larger than field limit" in refused_at(world, ana, spec(content, "csv"), 3)
+    with pytest.raises(InvalidInput) as caught:
+        world.do(ana, imports.import_benchmark, spec(content, "csv"))
+    assert caught.value.errors[0]["loc"][:3] == ["content", 3, "answer"]
+    assert "field limit" not in caught.value.message
+
+
+def test_a_bad_csv_record_is_refused_at_its_line(world: World, ana: Principal) -> None:
+    content = 'prompt,answer\nOne?,1\nTwo?,"x"y\n'
+    assert "not valid CSV" in refused_at(world, ana, spec(content, "csv"), 3)
 
 
 def test_csv_lines_count_physical_lines_across_quoted_newlines(
     world: World, ana: Principal
 ) -> None:
-    # The first record spans lines 2-4, so the long field sits on line 5, record 3.
-    content = f'prompt,answer\n"One\nand\nmore?",1\nTwo?,{"x" * 200_000}\n'
+    # The first record spans lines 2-4, so the bad record sits on line 5, record 3.
+    content = 'prompt,answer\n"One\nand\nmore?",1\nTwo?,"x"y\n'
     refused_at(world, ana, spec(content, "csv"), 5)
 
 

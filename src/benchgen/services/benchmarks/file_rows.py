@@ -209,9 +209,22 @@ def jsonl_rows(content: str, field: str) -> list[tuple[int, dict[str, Any]]]:
                 break
         else:
             rows.append((number, item))
+    if problems and not rows and _looks_delimited(content):
+        first = problems[0]
+        first["msg"] += f"; {_LOOKS_DELIMITED}"
     if problems:
         raise UnreadableLines(problems, rows)
     return rows
+
+
+# Said when a file read as JSON lines has none, and its first line reads as a CSV header: a
+# file named .jsonl (or with no name, as a client's upload of bytes) holding CSV.
+_LOOKS_DELIMITED = "this looks like CSV: give the file a .csv name, or choose the CSV format"
+
+
+def _looks_delimited(content: str) -> bool:
+    first = content.lstrip().split("\n", 1)[0]
+    return not first.startswith(("{", "[")) and ("," in first or "\t" in first)
 
 
 def _json_object(line: str) -> dict[str, Any] | str:
