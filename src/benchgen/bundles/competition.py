@@ -63,6 +63,12 @@ _DATE = re.compile(
     r"\s*(?P<tz>[Zz]|[+-]\d{1,2}(?::?\d{2})?)?"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Each phase and task becomes rows written in one transaction at upload (every phase its task
+# links), each page a rendering, each column a leaderboard cell per run: published bundles
+# have a handful of each; these bounds keep a 1 MiB YAML from asking for tens of thousands.
+MAX_PHASES, MAX_TASKS, MAX_PAGES, MAX_COLUMNS = 100, 500, 100, 200
+# Docker's longest reference: a 255-character name, ':' and a 128-character tag, '@' and a digest.
+MAX_DOCKER_IMAGE = 255 + 1 + 128 + 1 + 71
 
 
 @dataclass(frozen=True)
@@ -289,13 +295,15 @@ class _Reader(NodeReader):
             self.error(loc, self.line_of(loc, s.line), msg)
         return path
 
-    def line(self, s: Section, key: str, *, required: bool = False) -> str | None:
+    def line(
+        self, s: Section, key: str, *, required: bool = False, limit: int = MAX_TITLE
+    ) -> str | None:
         """A title or name: one line, by the checks every stored name gets (core/text.py)."""
         text = self.text(s, key, required=required)
         if text is None or not text.strip():
             return None
         text = text.strip()
-        problem = line_problem(text) or _too_long(text, MAX_TITLE)
+        problem = line_problem(text) or _too_long(text, limit)
         if problem is None and is_blank(text):
             problem = "must hold something visible"
         return self._checked(s, key, text, problem)
@@ -325,8 +333,10 @@ class _Reader(NodeReader):
     def competition(self, root: Node) -> CompetitionSpec:
         top = self.section(root, (), _TOP_USED, KEPT_TOP_LEVEL_KEYS)
         self.version(top)
-        tasks = self.unique([self.task(loc, node) for loc, node in self.items(top, "tasks")])
-        phases = self.unique([self.phase(loc, node) for loc, node in self.items(top, "phases")])
+        listed_tasks = self.items(top, "tasks", MAX_TASKS)
+        tasks = self.unique([self.task(loc, node) for loc, node in listed_tasks])
+        listed_phases = self.items(top, "phases", MAX_PHASES)
+        phases = self.unique([self.phase(loc, node) for loc, node in listed_phases])
         solutions = [self.solution(loc, node) for loc, node in self.items(top, "solutions")]
         boards = self.leaderboards(top)
         self.require_some(top, "tasks", tasks, "at least one task is required")
@@ -338,9 +348,10 @@ class _Reader(NodeReader):
             title=self.line(top, "title", required=True) or "",
             description=self.prose(top, "description") or "",
             image=self.path(top, "image"),
-            docker_image=self.text(top, "docker_image"),
+            # Shown on the benchmark's pages: one line, checked as a name is.
+            docker_image=self.line(top, "docker_image", limit=MAX_DOCKER_IMAGE),
             terms=self.path(top, "terms"),
-            pages=tuple(self.page(loc, node) for loc, node in self.items(top, "pages")),
+            pages=tuple(self.page(loc, node) for loc, node in self.items(top, "pages", MAX_PAGES)),
             phases=_specs(phases),
             tasks=_specs(tasks),
             solutions=_specs(solutions),
@@ -465,12 +476,18 @@ class _Reader(NodeReader):
         found = [((key, 0), node)] if isinstance(node, MappingNode) else self.items(top, key)
         boards = self.unique([self.leaderboard(loc, n) for loc, n in found])
         self.require_some(top, key, boards, "at least one leaderboard is required")
+        if len(boards) > 1:
+            # Runs are scored and ranked on the first leaderboard only: say so, not drop them.
+            _, second = boards[1]
+            msg = "only the first leaderboard is used: this one and those after it are ignored"
+            self.warnings.append(Problem(second.loc, second.line, msg))
         return self.unique(boards, "key")
 
     def leaderboard(self, loc: Loc, node: Node) -> tuple[LeaderboardSpec, Section]:
         s = self.section(node, loc, _BOARD_USED, _BOARD_KNOWN)
         key = self.key(s)
-        found = [self.column(c_loc, c_node) for c_loc, c_node in self.items(s, "columns")]
+        listed = self.items(s, "columns", MAX_COLUMNS)
+        found = [self.column(c_loc, c_node) for c_loc, c_node in listed]
         columns = self.unique(self.unique(found), "key")
         if not columns:
             self.error(

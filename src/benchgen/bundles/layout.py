@@ -29,6 +29,9 @@ _YAML_NAMES = ("competition.yaml", "competition.yml")
 _METADATA_NAMES = ("metadata.yaml", "metadata.yml", "metadata")
 _MAX_METADATA_BYTES = 64 << 10
 _MAX_PAGE_BYTES = 2 << 20
+# Of all pages and the terms together: each page entry renders its file again (Markdown takes
+# seconds a megabyte), and a small zip can hold many large files that compress to nothing.
+MAX_PAGES_BYTES = 4 << 20
 # Finder and macOS zip leave these beside the real top folder; they never hold bundle content.
 _NOISE = {"__MACOSX", ".DS_Store"}
 
@@ -160,7 +163,12 @@ def _read_competition(base: Path) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _problem((path.name,), None, "competition.yaml must be UTF-8 text") from exc
+        # Where: an editor saving one accented letter as Latin-1 leaves one such byte. The
+        # offset is into `exc.object`, the text after any byte order mark.
+        text, start = exc.object, exc.start
+        msg = f"{path.name} must be UTF-8 text: byte 0x{text[start]:02x} on this line is not"
+        line = text.count(b"\n", 0, start) + 1
+        raise _problem((path.name,), line, msg) from exc
 
 
 def _metadata_home(folder: Path) -> tuple[Path, Path] | None:
@@ -208,6 +216,7 @@ class _Resolver:
         files = plain_files(root, limits.max_path_parts)
         self.bytes_left = limits.max_total_bytes - sum((root / f).lstat().st_size for f in files)
         self.files_left = limits.max_files - len(files)
+        self.page_bytes_left = MAX_PAGES_BYTES
 
     def problem(self, loc: Loc, msg: str) -> None:
         self.problems.append({"loc": list(loc), "line": self.lines.get(loc), "msg": msg})
@@ -296,4 +305,9 @@ class _Resolver:
         if len(raw) > _MAX_PAGE_BYTES:
             self.problem(loc, f"'{rel}' is larger than {_MAX_PAGE_BYTES} bytes")
             return ""
+        if len(raw) > self.page_bytes_left:
+            msg = f"'{rel}': the pages and terms together are larger than {MAX_PAGES_BYTES} bytes"
+            self.problem(loc, msg)
+            return ""
+        self.page_bytes_left -= len(raw)
         return render_page(rel, raw)

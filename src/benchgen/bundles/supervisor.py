@@ -101,10 +101,10 @@ def supervise(
         # Checked once more at the end: between two polls a program can nest thousands of
         # folders, or write a gigabyte (and then meet the file size limit instead).
         stopped = _tree_limit(limits, watched)
-    if stopped is None:
-        stopped = _exit_reason(code, stderr, limits)
-    exit_code = None if stopped is not None and code < 0 else _exit_status(code)
     seconds = time.monotonic() - started
+    if stopped is None:
+        stopped = _exit_reason(code, stderr, limits, seconds)
+    exit_code = None if stopped is not None and code < 0 else _exit_status(code)
     return Outcome(exit_code, out.text(), stderr, stopped, seconds)
 
 
@@ -326,13 +326,18 @@ def _bytes(info: os.stat_result) -> int:
     return max(info.st_size, info.st_blocks * 512)
 
 
-def _exit_reason(code: int, stderr: str, limits: Limits) -> str | None:
+def _exit_reason(code: int, stderr: str, limits: Limits, seconds: float) -> str | None:
     # Best effort: rlimits surface as signals (CPU, file size) or as allocation errors.
     if code == 0:
         return None
     signum = -code if code < 0 else code - 128
-    if signum in (signal.SIGXCPU, signal.SIGKILL):
+    # The CPU limit's last word is SIGKILL, but so is the kernel's out-of-memory killer's and a
+    # program's own `kill -9`: it is the CPU limit only if that much CPU time could have passed.
+    could_use = seconds * (os.cpu_count() or 1)
+    if signum == signal.SIGXCPU or (signum == signal.SIGKILL and could_use >= limits.cpu_seconds):
         return f"stopped: CPU time limit of {limits.cpu_seconds} s"
+    if signum == signal.SIGKILL:
+        return "stopped: killed by SIGKILL (by itself or the system, not at a limit)"
     if signum == signal.SIGXFSZ or "File too large" in stderr:
         return f"stopped: file size limit of {_size(limits.file_bytes)}"
     if any(mark in stderr for mark in _MEMORY_MARKS):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
+from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from benchgen.core.errors import InvalidInput
@@ -27,6 +27,7 @@ MAX_INTEGER = 2**31 - 1
 # text and JSON cannot hold.
 NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 NOT_TEXT_MSG = "holds a NUL (U+0000) or a lone surrogate (U+D800 to U+DFFF), which is not text"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:" + name for name in ("str", "int", "float", "bool", "null", "timestamp")
 }
@@ -130,8 +131,10 @@ class NodeReader:
         if not isinstance(node, MappingNode):
             self.error(loc, _line(node), "expected a mapping of keys to values")
             return Section(loc, _line(node), {})
+        merged = self._merge(node, loc)
         values: dict[str, Node] = {}
-        for key_node, value in node.value:
+        own: set[str] = set()  # keys written here, not merged in: they override merged ones
+        for position, (key_node, value) in enumerate(node.value):
             if not isinstance(key_node, ScalarNode):
                 self.error(loc, _line(key_node), "keys must be plain text")
                 continue
@@ -140,12 +143,28 @@ class NodeReader:
                 self.error(loc, _line(key_node), f"a key {NOT_TEXT_MSG}")
                 continue
             self.lines[(*loc, key)] = _line(key_node)
-            if key in values:
+            if key in own:
                 self.warn((*loc, key), key_node, f"'{key}' appears twice; the last one is used")
-            elif key not in used and key not in known:
+            elif key not in values and key not in used and key not in known:
                 self.warn((*loc, key), key_node, f"unknown key '{key}' is not used")
+            if position >= merged:
+                own.add(key)
             values[key] = value
         return Section(loc, _line(node), values)
+
+    def _merge(self, node: MappingNode, loc: Loc) -> int:
+        """Resolve YAML merge keys (`<<: *defaults`) in `node` as PyYAML, Codabench's loader,
+        does; the number of merged pairs, which come first (in the order that lets the last
+        win)."""
+        own = sum(1 for key, _ in node.value if key.tag != _MERGE_TAG)
+        try:
+            self._constructor.flatten_mapping(node)
+        except ConstructorError as exc:
+            mark = exc.problem_mark
+            line = mark.line + 1 if mark else _line(node)
+            self.error(loc, line, "a merge ('<<') must name a mapping or a list of mappings")
+            node.value = [pair for pair in node.value if pair[0].tag != _MERGE_TAG]
+        return len(node.value) - own
 
     def warn(self, loc: Loc, node: Node, msg: str) -> None:
         self.warnings.append(Problem(loc, _line(node), msg))
@@ -239,13 +258,15 @@ class NodeReader:
         self.error(loc, self.line_of(loc, s.line), f"must be one of: {', '.join(options)}")
         return None
 
-    def items(self, s: Section, key: str) -> list[tuple[Loc, Node]]:
+    def items(self, s: Section, key: str, most: int | None = None) -> list[tuple[Loc, Node]]:
         node, loc = self.value(s, key), (*s.loc, key)
         if node is None:
             return []
         if not isinstance(node, SequenceNode):
             self.error(loc, _line(node), "expected a list")
             return []
+        if most is not None and len(node.value) > most:
+            self.error(loc, _line(node), f"at most {most} are allowed (it has {len(node.value)})")
         for position, item in enumerate(node.value):
             self.lines[(*loc, position)] = _line(item)
         return [((*loc, position), item) for position, item in enumerate(node.value)]
@@ -258,11 +279,18 @@ class NodeReader:
                 self.error(loc, _line(node), "value nested too deeply or too large")
             return None
         if isinstance(node, MappingNode):
-            return {
-                str(k.value): self.plain(v, (*loc, str(k.value)), depth + 1)
-                for k, v in node.value
-                if isinstance(k, ScalarNode)
-            }
+            self._merge(node, loc)
+            found: dict[str, Any] = {}
+            for k, v in node.value:
+                if not isinstance(k, ScalarNode):
+                    continue
+                if NOT_TEXT.search(str(k.value)):
+                    # Kept, such a key could be neither stored nor sent back as JSON; the
+                    # problem's place is the mapping, since the key itself cannot be shown.
+                    self.error(loc, _line(k), f"a key {NOT_TEXT_MSG}")
+                    continue
+                found[str(k.value)] = self.plain(v, (*loc, str(k.value)), depth + 1)
+            return found
         if isinstance(node, SequenceNode):
             return [self.plain(v, (*loc, i), depth + 1) for i, v in enumerate(node.value)]
         return self.scalar(node, loc, "a plain value")[1]
