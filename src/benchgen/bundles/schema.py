@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchgen.bundles.competition import COMPUTATIONS, KEPT_TOP_LEVEL_KEYS, SORTINGS
+from benchgen.bundles.competition import (
+    COMPUTATIONS,
+    KEPT_TOP_LEVEL_KEYS,
+    MAX_COLUMNS,
+    MAX_DOCKER_IMAGE,
+    MAX_PAGES,
+    MAX_PHASES,
+    MAX_TASKS,
+    SORTINGS,
+)
 
 
 def bundle_json_schema() -> dict[str, Any]:
@@ -31,11 +40,15 @@ def bundle_json_schema() -> dict[str, Any]:
             "title": {"type": "string", "minLength": 1},
             "description": text,
             "image": path,
-            "docker_image": text,
+            "docker_image": {"type": "string", "maxLength": MAX_DOCKER_IMAGE},
             "terms": path,
-            "pages": {"type": ["array", "null"], "items": {"$ref": "#/$defs/page"}},
-            "phases": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/phase"}},
-            "tasks": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/task"}},
+            "pages": {
+                "type": ["array", "null"],
+                "maxItems": MAX_PAGES,
+                "items": {"$ref": "#/$defs/page"},
+            },
+            "phases": _listed("phase", MAX_PHASES),
+            "tasks": _listed("task", MAX_TASKS),
             "solutions": {"type": ["array", "null"], "items": {"$ref": "#/$defs/solution"}},
             "leaderboards": {"$ref": "#/$defs/leaderboards"},
             "leaderboard": {"$ref": "#/$defs/leaderboards"},
@@ -103,11 +116,7 @@ def bundle_json_schema() -> dict[str, Any]:
                     "index": whole,
                     "key": text,
                     "title": text,
-                    "columns": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {"$ref": "#/$defs/column"},
-                    },
+                    "columns": _listed("column", MAX_COLUMNS),
                 },
             },
             "column": {
@@ -126,3 +135,8 @@ def bundle_json_schema() -> dict[str, Any]:
             },
         },
     }
+
+
+def _listed(kind: str, most: int) -> dict[str, Any]:
+    """A list of one to `most` of the `kind` defined in `$defs`."""
+    return {"type": "array", "minItems": 1, "maxItems": most, "items": {"$ref": f"#/$defs/{kind}"}}
