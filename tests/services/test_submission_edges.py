@@ -131,3 +131,22 @@ def test_a_phase_closes_at_its_end_and_a_submission_goes_to_the_phase_open_now(
     assert _phase_of(world, ana, benchmark, send()) == "Final"
     clock.advance(days=30)
     assert _phase_of(world, ana, benchmark, send()) == "Final"
+
+
+def test_a_phase_number_past_the_last_lists_the_numbers_there_are(
+    world: World, clock: ManualClock
+) -> None:
+    """A bundle whose YAML indexes start at 1: phase 2 is no phase, and the refusal says how
+    they are numbered instead of leaving the author to guess."""
+    comp = _two_phases()
+    for index, phase in enumerate(comp["phases"], start=1):
+        phase["index"] = index
+    ana = world.user("ana@example.com")
+    benchmark = _upload(world, ana, comp)
+    with pytest.raises(InvalidInput) as caught:
+        world.do(Principal.web(ana), submissions.submit, benchmark, results(ANSWERS), "a.zip", 2)
+    [problem] = caught.value.errors
+    assert problem["loc"] == ["phase"]
+    assert problem["msg"] == (
+        "there is no phase 2; phases are numbered from 0 in order: 0 (Development), 1 (Final)"
+    )

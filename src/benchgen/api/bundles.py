@@ -121,7 +121,12 @@ def submit(
     submission: Annotated[UploadFile, File(description="A results zip or a code zip")],
     phase: Annotated[
         int | None,
-        Form(ge=0, le=MAX_INDEX, description="Phase index (default: the first phase open now)"),
+        Form(
+            ge=0,
+            le=MAX_INDEX,
+            description="The phase's number: 0 for the first in the bundle's order of phase "
+            "indexes, 1 for the next (default: the first phase open now)",
+        ),
     ] = None,
     kind: Annotated[str, Form(description="auto, results or code")] = "auto",
 ) -> RunView:

@@ -116,7 +116,12 @@ def submit(
     token: Token = None,
     phase: Annotated[
         int | None,
-        typer.Option(min=0, metavar="N", help="The phase's index (default: the open one)."),
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="The phase's number: 0 for the first in the bundle's order, 1 for the next "
+            "(default: the open one).",
+        ),
     ] = None,
     kind: Annotated[
         Kind,

@@ -154,8 +154,18 @@ def _phase(ctx: Context, benchmark: Benchmark, phase_index: int | None) -> Phase
         else None
     )
     if phase is None:
-        raise invalid(["phase"], f"there is no phase {phase_index}")
+        raise invalid(["phase"], f"there is no phase {phase_index}; {_numbered(ctx, benchmark)}")
     return launch.open_phase(ctx, benchmark, phase.id)
+
+
+def _numbered(ctx: Context, benchmark: Benchmark) -> str:
+    """The phases by the numbers a submission names them with: their YAML indexes may
+    start at 1, or leave gaps, where these never do."""
+    phases = ctx.session.scalars(
+        select(Phase).where(Phase.benchmark_id == benchmark.id).order_by(Phase.position)
+    ).all()
+    listed = ", ".join(f"{phase.position} ({phase.name})" for phase in phases)
+    return f"phases are numbered from 0 in order: {listed}"
 
 
 def _kind(ctx: Context, benchmark_id: str, names: list[str], kind: str) -> str:
