@@ -145,8 +145,12 @@ async def csrf_checked(request: Request) -> None:
             # A form sent after its session ended (idle, signed out in another tab): "expired
             # or sent from another site" hid that signing in again is the way on.
             raise SignInRequired(_form_page(request), _SESSION_ENDED)
+        # Reloading this answer sends the stale form again, and reloading the form loses what
+        # was typed; going back fetches the form afresh (pages are never cached) and the browser
+        # puts the typing back in it.
         raise PermissionDenied(
-            "This form has expired or was sent from another site. Reload the page and try again.",
+            "This form has expired or was sent from another site, so nothing changed. Go back"
+            " to it: the page loads afresh with what you typed, ready to send again.",
             {"reason": "csrf"},
         )
 

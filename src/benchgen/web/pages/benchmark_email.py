@@ -37,6 +37,7 @@ def email_submit(request: Request, ctx: WebContext, benchmark_id: str, form: For
     try:
         with undo_on_error(ctx):
             if step == "send":
+                _nothing_sent_since(ctx, benchmark_id, text_of(form, "sent_before"))
                 sent = outbox.send_participant_email(
                     ctx, benchmark_id, subject, body, tuple(statuses), shown
                 )
@@ -55,6 +56,17 @@ def email_submit(request: Request, ctx: WebContext, benchmark_id: str, form: For
     if changed:
         problems.add("", "", changed.message)
     return _page(request, ctx, benchmark_id, subject, body, statuses, preview, problems, status)
+
+
+def _nothing_sent_since(ctx: Context, benchmark_id: str, newest_then: str) -> None:
+    """Raise Conflict when a message went out after the preview was shown (`newest_then`: the
+    newest batch then): Back to the preview and Send again mailed everyone the same twice."""
+    newest = outbox.list_sent(ctx, benchmark_id, 1)
+    if (newest[0].batch_id if newest else "") != newest_then:
+        raise Conflict(
+            "A message went to the participants after this preview (see the record below): "
+            "check it was not this one before sending it again."
+        )
 
 
 def _page(

@@ -101,6 +101,7 @@ def question_delete_confirm(
         "benchmark_questions",
         number=position,
         stored=stored,
+        list_page=_page_of(position),
     )
 
 
@@ -160,8 +161,13 @@ def _row(form: FormData) -> Row:
 
 
 def _version(form: FormData) -> int | None:
+    """The version the editor was opened at (none sent: no check). One that is not a plain
+    number ("²" passes `isdigit` and fails `int`) is no version there ever was, so the change
+    is refused as a conflict rather than made unchecked."""
     text = text_of(form, "version")
-    return int(text) if text.isdigit() else None
+    if not text:
+        return None
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
 
 
 def _saved(note: str, warnings: list[dict[str, Any]]) -> str:
@@ -176,8 +182,13 @@ def _problem(message: str) -> Problems:
     return problems
 
 
+def _page_of(number: int) -> int:
+    """The page of the question list that shows question `number` (counted from 1)."""
+    return (number - 1) // PAGE_SIZE + 1
+
+
 def _to_page(request: Request, benchmark_id: str, number: int, flash: str) -> Response:
-    page = (number - 1) // PAGE_SIZE + 1
+    page = _page_of(number)
     return back_to(request, "benchmark_questions", flash, f"page={page}", benchmark_id=benchmark_id)
 
 
@@ -210,4 +221,6 @@ def _form(
         read_only=read_only,
         stored=stored,
         since=benchmark.version if since is None else since,
+        # Cancel goes back to the page the question is on, as Save does, not to page 1.
+        list_page=_page_of(number) if number else 1,
     )

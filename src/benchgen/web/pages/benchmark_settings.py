@@ -14,6 +14,7 @@ from benchgen.core.permissions import Action
 from benchgen.services.accounts import ratelimits
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runtime import undo_on_error
+from benchgen.web.confirmations import confirmed
 from benchgen.web.pages.benchmark_frame import back_to, is_owner, render_tab
 from benchgen.web.pages.question_form import Problems, problems_of
 from benchgen.web.session import WebContext, csrf_checked
@@ -103,7 +104,7 @@ def delete(
     """Delete it once its title is typed (the page asks for the same in the browser)."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.BENCHMARK_DELETE)
     # Checked here too: the browser's check is a convenience a forged or scripted form skips.
-    if confirm.strip() != found.title:
+    if not confirmed(confirm, found.title):
         problems = Problems()
         problems.add("confirm", "Confirmation", "type the benchmark's title exactly to delete it")
         return _page(request, ctx, benchmark_id, {"confirm": confirm}, problems, 422)

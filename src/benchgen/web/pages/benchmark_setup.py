@@ -37,13 +37,13 @@ def phase_add(request: Request, ctx: WebContext, benchmark_id: str, form: FormDe
     starts, ends = _moment(typed, "starts_at", problems), _moment(typed, "ends_at", problems)
     tasks = [value for value in form.getlist("task_ids") if isinstance(value, str)]
     if problems.summary:
-        return _phases(request, ctx, benchmark_id, typed, problems, 422)
+        return _phases(request, ctx, benchmark_id, typed, problems, 422, ticked=tasks)
     try:
         with undo_on_error(ctx):
             phases.add_phase(ctx, benchmark_id, typed["phase_name"], starts, ends, tasks)
     except (InvalidInput, NotFound) as exc:
         named = _named(exc, "phase_name")
-        return _phases(request, ctx, benchmark_id, typed, named, exc.http_status)
+        return _phases(request, ctx, benchmark_id, typed, named, exc.http_status, ticked=tasks)
     return back_to(request, PHASES, "Phase added.", benchmark_id=benchmark_id)
 
 
@@ -69,7 +69,8 @@ def task_add(request: Request, ctx: WebContext, benchmark_id: str, form: FormDep
         with undo_on_error(ctx):
             phases.add_task(ctx, benchmark_id, typed["task_name"], chosen)
     except (InvalidInput, NotFound) as exc:
-        return _phases(request, ctx, benchmark_id, typed, _named(exc, "task_name"), exc.http_status)
+        named = _named(exc, "task_name")
+        return _phases(request, ctx, benchmark_id, typed, named, exc.http_status, ticked=chosen)
     return back_to(request, PHASES, "Task added.", benchmark_id=benchmark_id)
 
 
@@ -117,7 +118,11 @@ def _phases(
     typed: dict[str, str],
     problems: Problems,
     status_code: int = 200,
+    *,
+    ticked: list[str] | None = None,
 ) -> Response:
+    """The phases page; a form shown again keeps the boxes that were ticked (`ticked`: the
+    task or phase ids sent), so fixing a name does not quietly add the phase without its tasks."""
     found = lifecycle.get_benchmark_for(ctx, benchmark_id, Action.PHASES_MANAGE)
     tasks = phases.list_tasks(ctx, benchmark_id)
     return render_tab(
@@ -131,6 +136,7 @@ def _phases(
         tasks=tasks,
         task_names={task.id: task.name for task in tasks},
         typed=typed,
+        ticked=set(ticked or []),
         problems=problems,
     )
 

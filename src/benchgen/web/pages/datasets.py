@@ -15,6 +15,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.datasets.datasets import DatasetView
 from benchgen.services.keysets import Newest
 from benchgen.services.runtime import undo_on_error
+from benchgen.web.confirmations import confirmed
 from benchgen.web.pages.benchmark_frame import FormDep
 from benchgen.web.pages.benchmarks import file_problems
 from benchgen.web.pages.question_form import Problems, text_of
@@ -134,7 +135,7 @@ def dataset_delete(
     """Delete it once its name is typed (the page asks for the same in the browser)."""
     found = datasets.get_dataset(ctx, dataset_id)
     # Checked here too: the browser's check is a convenience a forged or scripted form skips.
-    if confirm.strip() != found.name:
+    if not confirmed(confirm, found.name):
         problems = Problems()
         problems.add("confirm", "Confirmation", "type the dataset's name exactly to delete it")
         return _dataset_page(request, found, problems, 422)

@@ -12,6 +12,7 @@ from benchgen.core.errors import InvalidInput
 from benchgen.services import models
 from benchgen.services.models import USER_KINDS, ModelView
 from benchgen.services.training import jobs
+from benchgen.web.confirmations import confirmed
 from benchgen.web.places import plain
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
@@ -159,7 +160,7 @@ def model_delete(
     """Remove one of my models from the catalogue, once its name is typed to confirm."""
     model = models.get_model(ctx, model_id)
     # The page's script only disables the button; the typed words are checked here too.
-    if confirm.strip() != f"delete {model.name}":
+    if not confirmed(confirm, f"delete {model.name}"):
         problem = {"confirm": f"type “delete {model.name}” to confirm"}
         return _model_page(request, model, problem, 422)
     models.delete_model(ctx, model_id)

@@ -13,6 +13,7 @@ from benchgen.core.context import Context
 from benchgen.core.statuses import TRAINING_FINAL
 from benchgen.services.training import jobs
 from benchgen.services.training.jobs import TrainingJobView, TrainingLogLine
+from benchgen.web.confirmations import confirmed
 from benchgen.web.pages import training_form
 from benchgen.web.pages.question_form import Problems
 from benchgen.web.session import WebContext, csrf_checked
@@ -79,7 +80,7 @@ def training_delete(
     """Remove an ended job from my list once its name is typed; its Trained model stays."""
     job = jobs.get_training_job(ctx, training_id)
     # Checked here too: the browser's check is a convenience a forged or scripted form skips.
-    if confirm.strip() != job.name:
+    if not confirmed(confirm, job.name):
         problems = Problems()
         problems.add("confirm", "Confirmation", "type the job's name exactly to delete it")
         return _job_page(request, ctx, job, problems, 422)

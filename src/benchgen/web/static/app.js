@@ -2,12 +2,14 @@
 "use strict";
 
 // A typed confirmation: the danger button stays disabled until the expected words are typed.
+// Words, not characters: the page shows a run of spaces in a name as one (web/confirmations.py).
 function wireConfirmations(root) {
+  const words = (text) => text.trim().split(/\s+/).join(" ");
   root.querySelectorAll("[data-confirm-text]").forEach((form) => {
     const input = form.querySelector("[data-confirm-input]");
     const button = form.querySelector("button[type=submit]");
     if (!input || !button) return;
-    const check = () => { button.disabled = input.value.trim() !== form.dataset.confirmText; };
+    const check = () => { button.disabled = words(input.value) !== words(form.dataset.confirmText); };
     input.addEventListener("input", check);
     check();
   });
@@ -131,6 +133,22 @@ function wireTrainingProgress(root) {
   });
 }
 
+// The chat's answer brings its send form back, emptied (or holding a refused message). The
+// agent may take a while: what the person typed meanwhile goes into the new form, not away
+// with the old one.
+function noteSentMessage(event) {
+  const form = event.detail.elt;
+  if (form.id === "send-form") form.dataset.sentText = form.querySelector("textarea").value;
+}
+
+function keepTypingAfterSend(event) {
+  const old = event.detail.target;
+  if (old.id !== "send-form") return;
+  const typed = old.querySelector("textarea");
+  const fresh = event.detail.fragment.querySelector("textarea");
+  if (typed && fresh && typed.value !== old.dataset.sentText) fresh.textContent = typed.value;
+}
+
 function wireAll(root) {
   wireConfirmations(root);
   wireCopyButtons(root);
@@ -203,6 +221,8 @@ document.addEventListener("submit", sendOnce);
 window.addEventListener("pageshow", allowSendingAgain);
 if (window.navigation) window.navigation.addEventListener("navigateerror", allowSendingAgain);
 document.addEventListener("htmx:afterSwap", (event) => wireAll(event.target));
+document.addEventListener("htmx:beforeRequest", noteSentMessage);
+document.addEventListener("htmx:oobBeforeSwap", keepTypingAfterSend);
 document.addEventListener("htmx:responseError", sayRequestFailed);
 document.addEventListener("htmx:sendError", sayRequestFailed);
 // Once a request goes through again, what the last failure said no longer holds.
