@@ -88,3 +88,22 @@ def test_questions_at_the_caps_are_accepted(world: World, ana: Principal) -> Non
     assert world.do(ana, lifecycle.create_benchmark, spec).benchmark.question_count == 1
     deepest = qa(metadata=nested(MAX_METADATA_DEPTH))
     assert world.do(ana, lifecycle.create_benchmark, deepest).benchmark.question_count == 1
+
+
+INVISIBLE = {
+    "prompt": (qa(prompt="\u200b"), ["questions", 0, "prompt"]),
+    "answer": (qa(answer=["Paris", "\u200b\u2060"]), ["questions", 0, "answer"]),
+    "choice": (mcq(choices=["yes", "\ufeff"]), ["questions", 0, "choices", 1]),
+}
+
+
+@pytest.mark.parametrize(("data", "loc"), INVISIBLE.values(), ids=INVISIBLE)
+def test_a_text_of_invisible_characters_only_is_refused_at_its_field(
+    world: World, ana: Principal, data: dict[str, Any], loc: list[str | int]
+) -> None:
+    """An answer no reply can match, or a prompt or choice nobody can read, saved without a
+    word: whoever wrote it sees nothing wrong on the page."""
+    with pytest.raises(InvalidInput) as caught:
+        world.do(ana, lifecycle.create_benchmark, data)
+    [problem] = caught.value.errors
+    assert problem["loc"] == loc and "visible" in problem["msg"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchgen.core.errors import invalid_all
+from benchgen.core.text import is_blank
 from benchgen.services.specs import (
     MAX_ANSWER,
     MAX_ANSWERS,
@@ -25,6 +26,8 @@ from benchgen.services.specs import (
 LABELS = string.ascii_uppercase
 # Past this many pairs of questions to match, a change's diff compares them by position.
 MAX_MATCHED_PAIRS = 1_000_000
+# Said of a text made only of invisible characters (zero-width spaces and the like).
+INVISIBLE = "must hold something visible, not only invisible characters"
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,8 @@ def _validate_one(
     before = len(errors)
     if not item.prompt:
         errors.append({"loc": [*loc, "prompt"], "msg": "must not be empty"})
+    elif is_blank(item.prompt):
+        errors.append({"loc": [*loc, "prompt"], "msg": INVISIBLE})
     tags = tuple(dict.fromkeys(tag for tag in item.tags if tag))
     if any(len(tag) > MAX_TAG for tag in tags):
         errors.append({"loc": [*loc, "tags"], "msg": f"each tag at most {MAX_TAG} characters"})
@@ -160,6 +165,9 @@ def _check_qa(
     answers = [answer.strip() for answer in raw if answer.strip()]
     if not answers:
         errors.append({"loc": [*loc, "answer"], "msg": "give at least one accepted answer"})
+    elif any(is_blank(answer) for answer in answers):
+        # No reply can ever match it, and nobody reading the question would see why.
+        errors.append({"loc": [*loc, "answer"], "msg": f"each accepted answer {INVISIBLE}"})
     if any(len(answer) > MAX_ANSWER for answer in answers):
         errors.append({"loc": [*loc, "answer"], "msg": f"at most {MAX_ANSWER} characters each"})
     if len(answers) > MAX_ANSWERS:
@@ -183,6 +191,8 @@ def _check_mcq(
     for position, choice in enumerate(choices):
         if not choice:
             errors.append({"loc": [*loc, "choices", position], "msg": "must not be empty"})
+        elif is_blank(choice):
+            errors.append({"loc": [*loc, "choices", position], "msg": INVISIBLE})
         elif len(choice) > MAX_CHOICE:
             errors.append(
                 {"loc": [*loc, "choices", position], "msg": f"at most {MAX_CHOICE} characters"}
