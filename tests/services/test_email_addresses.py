@@ -69,7 +69,7 @@ def _doors(world: World) -> dict[str, tuple[Principal, Callable[..., object], li
     }
 
 
-@pytest.mark.parametrize("address", [*ENCODED, LOOK_ALIKE])
+@pytest.mark.parametrize("address", [*ENCODED, LOOK_ALIKE, "eve@ex\u0430mple.com"])
 @pytest.mark.parametrize(
     "door", ["sign-up", "create user", "invite", "collaborator", "whitelist", "reset"]
 )
@@ -90,6 +90,10 @@ def test_every_door_refuses_an_unsendable_or_look_alike_address(
         (ENCODED[0], "must not contain MIME encoded words (=?charset?q?…?=)"),
         ("ＡＮＡ@example.com", f"{LOOKS_LIKE}ana@example.com"),
         ("ﬁona@example.com", f"{LOOKS_LIKE}fiona@example.com"),
+        # A Cyrillic а among Latin letters: eve@example.com in every list of members.
+        ("eve@ex\u0430mple.com", "mixes look-alike alphabets (Cyrillic and Latin) in one part"),
+        ("\u0430na@example.com", "mixes look-alike alphabets (Cyrillic and Latin) in one part"),
+        ("b\u03bfb@example.com", "mixes look-alike alphabets (Greek and Latin) in one part"),
     ],
 )
 def test_the_refusal_says_why_under_the_email_field(typed: str, why: str) -> None:
@@ -104,6 +108,10 @@ def test_the_refusal_says_why_under_the_email_field(typed: str, why: str) -> Non
         ("Ana@Example.com", "ana@example.com"),
         ("ana@ｅｘａｍｐｌｅ.com", "ana@example.com"),
         ("ñandú@münchen.de", "ñandú@münchen.de"),
+        # One alphabet in each part, whichever it is, is anyone's own address.
+        ("иван@пример.рф", "иван@пример.рф"),
+        ("ivan@пример.рф", "ivan@пример.рф"),
+        ("δοκιμή@παράδειγμα.δοκιμή", "δοκιμή@παράδειγμα.δοκιμή"),
         ("o'neil+tag=x?y@example.com", "o'neil+tag=x?y@example.com"),
         ("a#b!c%d&e*f/g{h}|~^`@example.com", "a#b!c%d&e*f/g{h}|~^`@example.com"),
     ],

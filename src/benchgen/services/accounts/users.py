@@ -94,11 +94,33 @@ def normalize_email(raw: str) -> str:
         raise invalid(
             ["email"], f"has look-alike characters (full-width, ligatures): write {plain}"
         )
+    mixed = _mixed_scripts(address)
+    if mixed:
+        raise invalid(["email"], f"mixes look-alike alphabets ({mixed}) in one part")
     # Checked as stored (lower-cased): what is kept must be what the mail goes to.
     problem = mail.address_problem(address)
     if problem is not None:
         raise invalid(["email"], problem)
     return address
+
+
+# Alphabets with letters that look like one another's (Cyrillic а and Latin a, Greek ο and o): a
+# part of an address written in two of them reads as another person's address in every list.
+_LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
+
+
+def _mixed_scripts(address: str) -> str:
+    """The look-alike alphabets that one part of `address` (the local part, or a label of the
+    domain) mixes, as "Cyrillic and Latin"; "" when none does."""
+    for part in address.replace("@", ".").split("."):
+        scripts = {
+            name.split(" ", 1)[0]
+            for name in (unicodedata.name(char, "") for char in part if char.isalpha())
+        }
+        found = sorted(scripts.intersection(_LOOK_ALIKE_SCRIPTS))
+        if len(found) > 1:
+            return " and ".join(script.capitalize() for script in found)
+    return ""
 
 
 def lookup_email(raw: str) -> str:
