@@ -131,6 +131,25 @@ def test_launch_creates_exactly_one_job_and_goes_to_its_page(scene: Scene) -> No
     assert listing.find("a", href=path).text == job.name
 
 
+def test_back_to_the_plan_and_launch_again_asks_before_a_second_job(scene: Scene) -> None:
+    plan = scene.person.post("/training/plan", scene.fields())
+    fields = _launch_fields(plan.text)
+    assert fields["newest_job"] == ""
+    assert scene.person.post("/training/launch", fields).status_code == 303
+    [job] = scene.jobs()
+
+    again = scene.person.post("/training/launch", fields)  # the same page, sent again
+    assert again.status_code == 409
+    assert scene.jobs() == [job]  # nothing launched, nothing reserved
+    said = _soup(again.text).find(class_="problems").text
+    assert f"“{job.name}” was launched after this plan was shown" in said
+    # The plan shown again knows that job: Launch once more is a deliberate second job.
+    renewed = _launch_fields(again.text)
+    assert renewed["newest_job"] == job.id
+    assert scene.person.post("/training/launch", renewed).status_code == 303
+    assert len(scene.jobs()) == 2
+
+
 def test_invalid_hyperparameters_are_shown_in_place_and_nothing_is_made(scene: Scene) -> None:
     bad = scene.fields(epochs="0", batch_size="many", lora_dropout="0.9", target_modules="a b")
     for route in ("/training/plan", "/training/launch"):

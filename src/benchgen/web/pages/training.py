@@ -16,7 +16,7 @@ from benchgen.services.training import bases, compute, durations, jobs, plans
 from benchgen.services.training.plans import TrainingPlan
 from benchgen.web.pages import training_form
 from benchgen.web.pages.benchmark_frame import FormDep
-from benchgen.web.pages.question_form import Problems
+from benchgen.web.pages.question_form import Problems, text_of
 from benchgen.web.session import WebContext, csrf_checked
 from benchgen.web.templating import redirect, render
 
@@ -24,6 +24,9 @@ router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False
 JOBS_SHOWN = 100
 DATASETS_SHOWN = 200
 Picked = Annotated[str, Query(max_length=40)]
+# The plan's Launch form carries my newest job as it was then: Back to the plan and Launch again
+# started a second job, and spent its credits, without a word.
+NEWEST_JOB = "newest_job"
 
 
 @router.get("/training", name="training")
@@ -57,6 +60,17 @@ def training_launch(request: Request, ctx: WebContext, form: FormDep) -> Respons
     page. A refusal shows the form again and keeps nothing."""
     typed = training_form.typed_of(form)
     data = training_form.request_of(typed)
+    newest = _newest_job(ctx)
+    if NEWEST_JOB in form and text_of(form, NEWEST_JOB) != (newest.id if newest else ""):
+        assert newest is not None  # a job was launched since the plan was shown
+        problems = Problems()
+        said = (
+            f"“{newest.name}” was launched after this plan was shown: check it is not this one "
+            "(its page is in your jobs above). Launch again to start another."
+        )
+        problems.add("launch", "Launched already?", said)
+        plan = plans.plan_training(ctx, data)
+        return _page(request, ctx, typed, problems, status_code=409, plan=plan)
     try:
         with undo_on_error(ctx):
             made = jobs.start_training(ctx, data)
@@ -110,8 +124,14 @@ def _page(
         problems=problems,
         plan=plan,
         plan_fields=training_form.ALL_FIELDS,
+        newest_job=_newest_job(ctx) if plan else None,
         duration=durations.duration_words(plan.estimated_seconds) if plan else "",
     )
+
+
+def _newest_job(ctx: WebContext) -> jobs.TrainingJobView | None:
+    found = jobs.list_training_jobs(ctx, 1, None)
+    return found[0] if found else None
 
 
 def _key(ctx: WebContext, training_id: str) -> Newest | None:
