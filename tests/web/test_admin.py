@@ -236,6 +236,8 @@ def test_the_audit_log_filters(admin: WebUser, world: World, clock: ManualClock)
     assert unknown.status_code == 422 and "No account with email" in unknown.text
     bad_day = admin.get("/admin/audit?from=yesterday")
     assert bad_day.status_code == 422 and "must be a date" in bad_day.text
+    backwards = admin.get(f"/admin/audit?from={today}&to={before}")
+    assert backwards.status_code == 422 and "is before From" in backwards.text
     page = admin.page("/admin/audit?action=deployment.set")
     assert page.select_one("#f-action option[selected]")["value"] == "deployment.set"
 

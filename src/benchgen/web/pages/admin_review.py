@@ -97,6 +97,9 @@ def _filters(ctx: Context, typed: dict[str, str], problems: dict[str, str]) -> d
         except NotFound as exc:
             problems["user"] = exc.message
     first, last = _day(typed["from"], "from", problems), _day(typed["to"], "to", problems)
+    if first and last and first > last:
+        # Every event would be filtered out: an empty log looked like nothing had happened.
+        problems["to"] = "is before From: no day is in between"
     chosen["since"] = datetime.combine(first, time(), UTC) if first else None
     # "To" names a whole day: everything before the next midnight (the last day has none).
     until = last + timedelta(days=1) if last and last < date.max else None
