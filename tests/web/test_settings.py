@@ -157,6 +157,11 @@ def test_token_problems_show_beside_the_form(signed_in: WebUser) -> None:
     assert long.status_code == 422 and "expires_days-error" in long.text
     blank = signed_in.post("/settings/tokens", {"name": " ", "scopes": "read"})
     assert blank.status_code == 422 and "name-error" in blank.text
+    # Every field's problem at once: fixing one and sending again only to meet the next.
+    all_wrong = signed_in.post("/settings/tokens", {"name": " ", "expires_days": "999"})
+    assert all_wrong.status_code == 422
+    for field in ("name", "scopes", "expires_days"):
+        assert f"{field}-error" in all_wrong.text, field
     assert signed_in.page("/settings/tokens").find("td") is None  # nothing was made
 
 

@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
+from typing import Any
 
 from sqlalchemy import Select, bindparam, or_, select, update
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import NotFound, Unauthenticated, invalid
+from benchgen.core.errors import InvalidInput, NotFound, Unauthenticated, invalid, invalid_all
 from benchgen.core.ids import new_id, new_token, token_prefix
 from benchgen.core.permissions import DELEGATED_KINDS, Action, PrincipalKind, Scope
-from benchgen.core.text import require_line
+from benchgen.core.text import name_problem
 from benchgen.db.tables import ApiToken, User
 from benchgen.services import access, audit
 
@@ -81,13 +82,21 @@ def create_token(
     user_id = ctx.principal.user_id
     assert user_id is not None  # TOKENS_MANAGE is an own-account action: a user is acting
     label = name.strip()
+    problems: list[dict[str, Any]] = []  # every field's, so a form is fixed in one go
     if not 1 <= len(label) <= 200:
-        raise invalid(["name"], "must be 1 to 200 characters")
-    label = require_line(label, ["name"])
-    granted = parse_scopes(scopes)
+        problems.append({"loc": ["name"], "msg": "must be 1 to 200 characters"})
+    elif (problem := name_problem(label)) is not None:
+        problems.append({"loc": ["name"], "msg": problem})
+    try:
+        granted = parse_scopes(scopes)
+    except InvalidInput as exc:
+        problems += exc.errors
     days = ctx.settings.token_default_days if expires_days is None else expires_days
     if not 1 <= days <= ctx.settings.token_max_days:
-        raise invalid(["expires_days"], f"must be between 1 and {ctx.settings.token_max_days}")
+        said = f"must be between 1 and {ctx.settings.token_max_days}"
+        problems.append({"loc": ["expires_days"], "msg": said})
+    if problems:
+        raise invalid_all(problems)
     secret = new_token("bgp")
     row = _store(ctx, user_id, PERSONAL, label, secret, granted, ctx.now() + timedelta(days=days))
     audit.record(
