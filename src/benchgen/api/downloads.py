@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
@@ -26,7 +26,7 @@ router = APIRouter(
 def export_leaderboard(
     ctx: ContextDep,
     benchmark_id: str,
-    format: Annotated[str, Query(pattern="^(csv|json)$")] = "csv",
+    format: Annotated[Literal["csv", "json"], Query()] = "csv",
     phase_id: PhaseId = None,
 ) -> Response:
     """Download a phase's ranked leaderboard (the first phase by default) as CSV or JSON; text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
@@ -128,7 +128,7 @@ def read_log(
     responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
 )
 def export_results(
-    ctx: ContextDep, run_id: str, format: Annotated[str, Query(pattern="^(jsonl|csv)$")] = "jsonl"
+    ctx: ContextDep, run_id: str, format: Annotated[Literal["jsonl", "csv"], Query()] = "jsonl"
 ) -> Response:
     """Download predictions and the per-question breakdown as JSONL or CSV."""
     media, text = results.export_results(ctx, run_id, format)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 from sqlalchemy import ColumnElement, and_, false, or_, select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, invalid
+from benchgen.core.errors import Conflict, InvalidInput, NotFound, invalid, invalid_all
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import ModelStatus
@@ -186,8 +188,9 @@ def create_model(ctx: Context, data: ModelIn | dict[str, Any]) -> ModelView:
     spec = parse(ModelIn, data)
     if spec.kind not in USER_KINDS:
         raise invalid(["kind"], f"users may register {' or '.join(USER_KINDS)} models")
-    _require_own_name(ctx, spec.name)
-    row = _insert(ctx, spec, owner_id=ctx.principal.user_id)
+    problems = _Problems()
+    problems.check(partial(_require_own_name, ctx, spec.name))
+    row = _insert(ctx, spec, ctx.principal.user_id, problems)
     audit.record(
         ctx, audit.AuditAction.MODEL_CREATE, "model", row.id, kind=row.kind, base_url=row.base_url
     )
@@ -223,13 +226,18 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
         raise NotFound("No such model among yours.", {"id": model_id})
     if change == ModelChange():
         raise Conflict("The change changes nothing.", {"id": model_id})
+    problems, params = _Problems(), None
     if change.name is not None:
-        _require_own_name(ctx, change.name)
+        problems.check(partial(_require_own_name, ctx, change.name))
+    if change.params is not None:
+        params = problems.check(partial(_checked_params, change.params, row.kind))
+    problems.refuse_any()
+    if change.name is not None:
         row.name = change.name
     if change.api_key is not None:
         row.api_key_enc = _keyring.encrypt(ctx, change.api_key) if change.api_key else None
-    if change.params is not None:
-        row.params = _checked_params(change.params)
+    if params is not None:
+        row.params = params
     row.updated_at = ctx.now()
     fields = sorted(name for name, value in change.model_dump().items() if value is not None)
     audit.record(ctx, audit.AuditAction.MODEL_UPDATE, "model", row.id, fields=fields)
@@ -269,10 +277,43 @@ def is_platform_name(ctx: Context, name: str) -> bool:
     return name.casefold() in {platform.casefold() for platform in ctx.session.scalars(query)}
 
 
-def _insert(ctx: Context, spec: ModelIn, owner_id: str | None) -> Model:
-    base_url = _checked_url(ctx, spec) if spec.kind in USER_KINDS else None
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Problems:
+    """The broken rules of one request, gathered so that its refusal lists each of them (a
+    bad address and a bad parameter came back one refusal at a time)."""
+
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    def check(self, rule: Callable[[], _T]) -> _T | None:
+        """What `rule` returns, or None with its problems noted."""
+        try:
+            return rule()
+        except InvalidInput as refused:
+            self.errors.extend(refused.errors)
+            return None
+
+    def refuse_any(self) -> None:
+        """Refuse the request when a rule was broken.
+
+        Raises:
+            InvalidInput: with every problem noted.
+        """
+        if self.errors:
+            raise invalid_all(self.errors)
+
+
+def _insert(
+    ctx: Context, spec: ModelIn, owner_id: str | None, problems: _Problems | None = None
+) -> Model:
+    problems = problems or _Problems()
+    base_url = problems.check(partial(_checked_url, ctx, spec)) if spec.kind in USER_KINDS else None
     if spec.kind in _model_specs.LOCAL_KINDS:
-        _check_local_path(spec)
+        problems.check(partial(_check_local_path, spec))
+    params = problems.check(partial(_checked_params, spec.params, spec.kind))
+    problems.refuse_any()
     now = ctx.now()
     row = Model(
         id=new_id("mdl"),
@@ -282,7 +323,7 @@ def _insert(ctx: Context, spec: ModelIn, owner_id: str | None) -> Model:
         endpoint_model=spec.endpoint_model,
         base_url=base_url,
         api_key_enc=_keyring.encrypt(ctx, spec.api_key) if spec.api_key else None,
-        params=_checked_params(spec.params),
+        params=params,
         # Only a platform model has a price: a user's own key pays for theirs.
         price_per_question=spec.price_per_question if isinstance(spec, PlatformModelIn) else 0,
         price_per_1k_tokens=spec.price_per_1k_tokens if isinstance(spec, PlatformModelIn) else 0,
@@ -337,10 +378,14 @@ def _check_local_path(spec: ModelIn) -> None:
 PARAM_LIMITS = {"max_tokens": (1, 32768), "timeout_s": (1, 600), "seed": (0, 2**31 - 1)}
 
 
-def _checked_params(params: dict[str, Any]) -> dict[str, Any]:
+def _checked_params(params: dict[str, Any], kind: str) -> dict[str, Any]:
     unknown = sorted(set(params) - set(PARAM_LIMITS) - {"letter_logprobs"})
     if unknown:
         raise invalid(["params", unknown[0]], "unknown parameter")
+    if kind == "anthropic" and params.get("seed") is not None:
+        # The Messages API has no seed: saved, it was never sent, and runs meant to be seeded
+        # were not (a run's own seed is refused the same way, at the estimate).
+        raise invalid(["params", "seed"], "Anthropic models take no seed")
     for name, (low, high) in PARAM_LIMITS.items():
         value = params.get(name)
         # bool is an int to Python, but `true` is no token count: providers refuse it.

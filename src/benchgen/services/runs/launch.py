@@ -142,6 +142,10 @@ def _check_options(options: RunOptions, benchmark: Benchmark, model: Model) -> N
     check_supported(options.settings, model.kind, model.endpoint_model, benchmark.format, method)
     if benchmark.format == "custom" and options.subset is not None:
         raise invalid(["subset"], "a custom benchmark's tasks run whole")
+    if benchmark.format == "custom" and options.cache:
+        # Its programs' calls go through the run's proxy, which keeps no replies: the cache
+        # was dropped, and the run paid for every call it was asked to reuse.
+        raise invalid(["cache"], "a custom benchmark's programs ask the model afresh: no cache")
 
 
 def _asked(

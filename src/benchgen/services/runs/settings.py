@@ -8,7 +8,8 @@ import random
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from benchgen.core.errors import invalid
 from benchgen.core.text import line_problem, text_problem
@@ -72,6 +73,10 @@ class RunSettings(BaseModel):
         return text.strip()
 
 
+# The fields each kind of subset reads besides its kind.
+_TAKES = {"first": ("n",), "random": ("n", "seed"), "tags": ("tags",)}
+
+
 class Subset(BaseModel):
     """Part of the benchmark: its first `n` questions, `n` drawn at random with `seed`, or the
     questions holding any of `tags`. A subset run is partial: never on a leaderboard."""
@@ -84,6 +89,21 @@ class Subset(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=20)
 
     _whole = field_validator("n", "seed", mode="before")(not_bool)
+
+    @field_validator("n", "seed", "tags")
+    @classmethod
+    def _of_its_kind(cls, value: Any, info: ValidationInfo) -> Any:
+        # A field of another kind was dropped: {"kind": "first", "n": 5, "tags": ["hard"]}
+        # ran the first 5 questions, hard or not. Its default (what a form or a dump of a
+        # subset sends for fields it does not use) asks nothing and passes.
+        kind, field = info.data.get("kind"), info.field_name
+        if kind is not None and field not in _TAKES[kind] and value not in (None, 0, []):
+            raise PydanticCustomError(
+                "subset_field",
+                f"a {kind!r} subset takes no {field}: choose the first n, n at random with a "
+                "seed, or the questions with these tags",
+            )
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> Subset:
