@@ -97,6 +97,22 @@ def test_unsupported_or_out_of_range_settings_are_422(
     assert out_of_range.status_code == 422
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity"])
+@pytest.mark.parametrize("field", ["temperature", "top_p"])
+def test_a_sampling_setting_that_is_no_number_says_so(
+    client: TestClient, setup: tuple[dict[str, str], str], field: str, number: str
+) -> None:
+    """Python's JSON reads NaN: it was refused as above the bound, as if it were a number."""
+    auth, bm = setup
+    body = f'{{"benchmark_id": "{bm}", "model_id": "{FIRST}", "settings": {{"{field}": {number}}}}}'
+    headers = {**auth, "Content-Type": "application/json"}
+    refused = client.post("/api/v1/runs", content=body, headers=headers)
+    assert refused.status_code == 422
+    [problem] = refused.json()["error"]["details"]["errors"]
+    assert problem["loc"] == ["body", "settings", field]
+    assert "finite" in problem["msg"] or "NaN" in problem["msg"], problem
+
+
 def test_the_spending_cap_refuses_a_dearer_run(
     client: TestClient, world: World, setup: tuple[dict[str, str], str]
 ) -> None:

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 from benchgen.core.errors import invalid
 from benchgen.core.text import line_problem, text_problem
 from benchgen.evals.prompts import CHAIN_OF_THOUGHT, PROMPT_VERSION
-from benchgen.services.specs import not_bool
+from benchgen.services.specs import finite_number, not_bool
 
 # Questions an owner marks with this tag are public worked examples: anyone running the
 # benchmark may have them shown as few-shot examples (their answers are then no secret).
@@ -52,6 +52,8 @@ class RunSettings(BaseModel):
     samples: int = Field(1, ge=1, le=20, description="answers asked per question")
 
     _whole = field_validator("max_tokens", "few_shot", "seed", "samples", mode="before")(not_bool)
+    # NaN, which a JSON body may carry as Python reads it, failed the bound as if a number.
+    _real = field_validator("temperature", "top_p", mode="before")(finite_number)
 
     @field_validator("stop")
     @classmethod
