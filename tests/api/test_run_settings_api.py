@@ -181,3 +181,33 @@ def test_retry_makes_a_linked_run_of_the_errors(
     assert [row["position"] for row in rows] == [4] and rows[0]["error"] is None
     again = client.post(f"/api/v1/runs/{linked['id']}/retry", headers=auth)
     assert again.status_code == 409
+
+
+@pytest.mark.usefixtures("quick_retries")
+def test_a_retry_whose_own_settings_no_longer_fit_is_a_conflict(
+    client: TestClient, world: World, runtime: Runtime, setup: tuple[dict[str, str], str]
+) -> None:
+    """The scoring changed since to a method taking one sample: the retry sends no body, so a
+    422 at ["body", "settings", "samples"] named a place the client never wrote."""
+    auth, bm = setup
+    failing = StubOpenAI(
+        fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
+    )
+    with failing as stub:
+        spec = {
+            "name": "Flaky",
+            "kind": "openai_compat",
+            "endpoint_model": "stub",
+            "base_url": stub.base_url,
+        }
+        model = world.do(OPERATOR, models.create_platform_model, spec).id
+        body = {"benchmark_id": bm, "model_id": model, "settings": {"samples": 2}}
+        run = client.post("/api/v1/runs", json=body, headers=auth).json()
+        drain(runtime)
+        changed = client.put(
+            f"/api/v1/benchmarks/{bm}/scoring", json={"method": "choice_logprob"}, headers=auth
+        )
+        assert changed.status_code == 200, changed.text
+        retried = client.post(f"/api/v1/runs/{run['id']}/retry", headers=auth)
+    assert retried.status_code == 409, retried.text
+    assert "own settings no longer fit" in retried.json()["error"]["message"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from benchgen.core.context import Context
-from benchgen.core.errors import Conflict, NotFound, PermissionDenied
+from benchgen.core.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_ACTIVE, RunStatus
 from benchgen.db.tables import Run, RunResult, RunSample
@@ -30,7 +30,8 @@ def retry_errored(ctx: Context, run_id: str) -> RunView:
         PermissionDenied: the principal may not launch runs on the benchmark, or did not
             launch this run.
         Conflict: the run has not finished, has no errors, was no model run, the benchmark's
-            questions changed since, or an earlier retry of it has not finished; and whatever
+            questions changed since, an earlier retry of it has not finished, or its own
+            settings no longer fit the model or the benchmark's scoring; and whatever
             `start_run` raises (but the model's removal is this Conflict: the run is there).
     """
     run = access.require_run(ctx, run_id, Action.RUN_READ)
@@ -53,9 +54,17 @@ def retry_errored(ctx: Context, run_id: str) -> RunView:
         raise Conflict("This run has no errored questions to retry.", {"id": run.id})
     _require_model(ctx, run.model_id)
     options = RunOptions(settings=run_settings(run), cache=bool(run.settings.get("cache")))
-    return launch.launch_run(
-        ctx, run.benchmark_id, run.model_id, run.phase_id, options, errored, retry_of=run.id
-    )
+    try:
+        return launch.launch_run(
+            ctx, run.benchmark_id, run.model_id, run.phase_id, options, errored, retry_of=run.id
+        )
+    except InvalidInput as exc:
+        # The settings are the run's own, not the request's (a retry sends none): a 422 at a
+        # place in a body nobody sent left the client nothing to fix.
+        raise Conflict(
+            f"This run's own settings no longer fit ({exc.message}); start a new run.",
+            {"id": run.id},
+        ) from None
 
 
 def _require_model(ctx: Context, model_id: str) -> None:
