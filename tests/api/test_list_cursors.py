@@ -329,7 +329,7 @@ def pages_of(
 
 
 def _own_model(world: World, ana: str, name: str) -> str:
-    spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude"}
+    spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude", "api_key": "sk-x"}
     return world.do(Principal.web(ana), models.create_model, spec).id
 
 

@@ -150,3 +150,19 @@ def test_a_model_refusal_lists_each_broken_rule_and_saves_nothing(
     places = [error["loc"] for error in refused.json()["error"]["details"]["errors"]]
     assert places == [["body", "name"], ["body", "params", "timeout_s"]]
     assert client.get(f"/api/v1/models/{made['id']}", headers=auth).json()["name"] == MINE["name"]
+
+
+def test_an_anthropic_model_needs_its_key_and_keeps_it(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """Saved without a key, every run of it failed ("an Anthropic model needs an API key")."""
+    keyless = {key: value for key, value in MINE.items() if key != "api_key"}
+    problem = only_problem(client.post("/api/v1/models", json=keyless, headers=auth))
+    assert problem["loc"] == ["body", "api_key"] and "needs an API key" in problem["msg"]
+    made = client.post("/api/v1/models", json=MINE, headers=auth)
+    assert made.status_code == 201, made.text
+    path = f"/api/v1/models/{made.json()['id']}"
+    for removal in ("", "   "):
+        refused = client.patch(path, json={"api_key": removal}, headers=auth)
+        assert only_problem(refused)["loc"] == ["body", "api_key"]
+    assert client.get(path, headers=auth).json()["has_api_key"] is True

@@ -42,7 +42,7 @@ def test_models_and_compute_come_back_whole(
     monkeypatch.setattr(runtime.settings, "training_gpus", "L4=2,H200=1,A100=4")
     ana = world.user("ana@example.com")
     for name in ("M1", "M2", "M3"):
-        spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude"}
+        spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude", "api_key": "sk-x"}
         world.do(Principal.web(ana), models.create_model, spec)
     listed = [m.id for m in world.do(Principal.web(ana), models.list_models)]
     with connect(server, world.token(ana, ["read"])) as bg:
@@ -112,7 +112,7 @@ def test_training_bases_come_back_whole_a_page_at_a_time(
     """The client asked for one page of the server's size, and a longer list lost its end."""
     ana = world.user("ana@example.com")
     for name in ("M1", "M2", "M3"):
-        spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude"}
+        spec = {"name": name, "kind": "anthropic", "endpoint_model": "claude", "api_key": "sk-x"}
         world.do(Principal.web(ana), models.create_model, spec)
     listed = [base.id for base in world.do(Principal.web(ana), bases.list_training_bases)]
     limits: list[str | None] = []

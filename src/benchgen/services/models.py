@@ -37,6 +37,8 @@ from benchgen.services.specs import (
 from benchgen.training.sizing import unreadable_folder
 
 USER_KINDS = ("openai_compat", "anthropic")
+# Anthropic's API answers nothing without a key: saved without one, every run of it failed.
+NEEDS_KEY = "an Anthropic model needs an API key: Anthropic answers nothing without one"
 PLATFORM_KINDS = (*USER_KINDS, *_model_specs.LOCAL_KINDS, "builtin")
 
 
@@ -231,6 +233,8 @@ def update_model(ctx: Context, model_id: str, data: ModelChange | dict[str, Any]
         problems.check(partial(_require_own_name, ctx, change.name))
     if change.params is not None:
         params = problems.check(partial(_checked_params, change.params, row.kind))
+    if row.kind == "anthropic" and change.api_key == "":
+        problems.errors.append({"loc": ["api_key"], "msg": NEEDS_KEY})
     problems.refuse_any()
     if change.name is not None:
         row.name = change.name
@@ -313,6 +317,8 @@ def _insert(
     if spec.kind in _model_specs.LOCAL_KINDS:
         problems.check(partial(_check_local_path, spec))
     params = problems.check(partial(_checked_params, spec.params, spec.kind))
+    if spec.kind == "anthropic" and not spec.api_key:
+        problems.errors.append({"loc": ["api_key"], "msg": NEEDS_KEY})
     problems.refuse_any()
     now = ctx.now()
     row = Model(
