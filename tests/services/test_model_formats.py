@@ -26,7 +26,12 @@ def _formats(world: World, who: Principal, benchmark_id: str | None = None) -> d
 
 def test_every_baseline_says_what_it_answers(world: World) -> None:
     ana = Principal.web(world.user("ana@example.com"))
-    mine = {"name": "Mine", "kind": "anthropic", "endpoint_model": "claude-test", "api_key": "sk-test"}
+    mine = {
+        "name": "Mine",
+        "kind": "anthropic",
+        "endpoint_model": "claude-test",
+        "api_key": "sk-test",
+    }
     own = world.do(ana, models.create_model, mine)
     formats = _formats(world, ana)
     assert formats[FIRST] == ["mcq"]
