@@ -67,7 +67,8 @@ def receivers() -> Iterator[list[Receiver]]:
                 pass
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # Polled often: shutdown() waits out one poll, half a second each by default.
+        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
         thread.start()
         made.append((server, thread))
         receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
