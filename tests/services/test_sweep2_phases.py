@@ -30,13 +30,28 @@ def test_a_custom_phase_without_a_task_is_refused(
     assert [phase.name for phase in world.do(ana, phases.list_phases, bm)] == ["Development"]
 
 
-def test_the_only_task_of_a_custom_phase_stays(world: World, custom: tuple[Principal, str]) -> None:
+def test_the_only_task_of_a_custom_phase_stays(world: World) -> None:
     """Removing it left the phase with nothing to evaluate (another task kept the count up)."""
-    ana, bm = custom
-    (development,) = world.do(ana, phases.list_phases, bm)
-    (answer,) = world.do(ana, phases.list_tasks, bm)
-    extra = world.do(ana, phases.add_phase, bm, "Extra", None, None, [answer.id])
-    world.do(ana, phases.add_task, bm, "Second", [extra.id])
+    require_sandbox()
+    ana = Principal.web(world.user("ana@example.com"))
+    comp = competition()
+    second = {**comp["tasks"][0], "index": 1, "name": "Second"}
+    comp["tasks"].append(second)
+    comp["phases"].append({**comp["phases"][0], "index": 1, "name": "Extra", "tasks": [0, 1]})
+    bm = world.do(ana, bundles.upload_bundle, bundle(comp), "two.zip").benchmark.id
+    development = world.do(ana, phases.list_phases, bm)[0]
+    answer = next(task for task in world.do(ana, phases.list_tasks, bm) if task.name == "Answer")
     with pytest.raises(Conflict, match="only one phase 'Development' runs"):
         world.do(ana, phases.remove_task, bm, answer.id)
     assert world.do(ana, phases.list_phases, bm)[0].task_ids == development.task_ids
+
+
+def test_a_task_is_never_added_by_hand_to_a_custom_benchmark(
+    world: World, custom: tuple[Principal, str]
+) -> None:
+    """It had no scoring program: runs skipped it, and a phase of only such tasks ran none."""
+    ana, bm = custom
+    (development,) = world.do(ana, phases.list_phases, bm)
+    with pytest.raises(InvalidInput, match="tasks come from its bundle"):
+        world.do(ana, phases.add_task, bm, "By hand", [development.id])
+    assert [task.name for task in world.do(ana, phases.list_tasks, bm)] == ["Answer"]

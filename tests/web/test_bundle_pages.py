@@ -262,3 +262,18 @@ def test_lists_count_no_questions_for_a_custom_benchmark(people: People) -> None
     assert cells[:2] == ["custom", "—"], cells
     dashboard = people.ana.page("/").find("a", href=f"/benchmarks/{bm}").find_parent("li")
     assert "question" not in dashboard.get_text(), dashboard.get_text()
+
+
+def test_the_phases_page_of_a_custom_benchmark_sends_new_tasks_to_the_bundle(
+    people: People,
+) -> None:
+    """Its form made a task with no scoring program, which no run ever evaluated."""
+    bm = _created(people)
+    page = people.ana.page(f"/benchmarks/{bm}/settings/phases")
+    assert page.find("form", action=f"/benchmarks/{bm}/settings/tasks/add") is None
+    link = page.find("a", string="upload the bundle as a new version")
+    assert link is not None and link["href"] == f"/benchmarks/{bm}/settings/bundle"
+    sent = people.ana.post(
+        f"/benchmarks/{bm}/settings/tasks/add", {"task_name": "By hand", "phase_ids": "x"}
+    )
+    assert sent.status_code == 422 and "tasks come from its bundle" in sent.text

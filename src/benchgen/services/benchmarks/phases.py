@@ -160,16 +160,27 @@ def remove_phase(ctx: Context, benchmark_id: str, phase_id: str) -> None:
     audit.record(ctx, audit.AuditAction.PHASE_REMOVE, "benchmark", benchmark.id, phase_id=phase_id)
 
 
+BUNDLE_TASKS = (
+    "a custom benchmark's tasks come from its bundle, each with its scoring program: add the "
+    "task to competition.yaml and upload the bundle as a new version"
+)
+
+
 def add_task(ctx: Context, benchmark_id: str, name: str, phase_ids: list[str]) -> str:
     """Add a task (owner, web app or CLI only) and make it active in the given phases.
 
     Raises:
         NotFound: benchmark or a phase not found.
         PermissionDenied: not the owner, or a token or the agent asked.
-        InvalidInput: empty name (or one with control or invisible characters), or no phase.
+        InvalidInput: empty name (or one with control or invisible characters), no phase,
+            or a custom benchmark (its tasks come from its bundle).
     """
     # Held exclusively: a phase removed meanwhile left this task's link to it a broken key.
     benchmark = access.require_held(ctx, benchmark_id, Action.PHASES_MANAGE, exclusive=True)
+    if benchmark.format == "custom":
+        # A task made here has no scoring program: runs skipped it, and a phase with only such
+        # tasks evaluated nothing at all.
+        raise invalid(["name"], BUNDLE_TASKS)
     label = name.strip()
     if not 1 <= len(label) <= 200:
         raise invalid(["name"], "must be 1 to 200 characters")
