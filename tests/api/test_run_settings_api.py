@@ -48,6 +48,24 @@ def setup(world: World) -> tuple[dict[str, str], str]:
     return auth, world.benchmark(ana, TWELVE)
 
 
+def _failing_on_question_4() -> StubOpenAI:
+    return StubOpenAI(
+        fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
+    )
+
+
+def _stub_model(world: World, stub: StubOpenAI) -> str:
+    """A platform model answered by `stub`."""
+    spec = {
+        "name": "Flaky",
+        "kind": "openai_compat",
+        "endpoint_model": "stub",
+        "base_url": stub.base_url,
+        "params": {"max_tokens": 16},
+    }
+    return world.do(OPERATOR, models.create_platform_model, spec).id
+
+
 def drain(runtime: Runtime) -> None:
     worker = Worker(runtime)
     while worker.run_once():
@@ -155,18 +173,8 @@ def test_retry_makes_a_linked_run_of_the_errors(
     client: TestClient, world: World, runtime: Runtime, setup: tuple[dict[str, str], str]
 ) -> None:
     auth, bm = setup
-    failing = StubOpenAI(
-        fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
-    )
-    with failing as stub:
-        spec = {
-            "name": "Flaky",
-            "kind": "openai_compat",
-            "endpoint_model": "stub",
-            "base_url": stub.base_url,
-            "params": {"max_tokens": 16},
-        }
-        model = world.do(OPERATOR, models.create_platform_model, spec).id
+    with _failing_on_question_4() as stub:
+        model = _stub_model(world, stub)
         run = client.post(
             "/api/v1/runs", json={"benchmark_id": bm, "model_id": model}, headers=auth
         )
@@ -190,17 +198,8 @@ def test_a_retry_whose_own_settings_no_longer_fit_is_a_conflict(
     """The scoring changed since to a method taking one sample: the retry sends no body, so a
     422 at ["body", "settings", "samples"] named a place the client never wrote."""
     auth, bm = setup
-    failing = StubOpenAI(
-        fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
-    )
-    with failing as stub:
-        spec = {
-            "name": "Flaky",
-            "kind": "openai_compat",
-            "endpoint_model": "stub",
-            "base_url": stub.base_url,
-        }
-        model = world.do(OPERATOR, models.create_platform_model, spec).id
+    with _failing_on_question_4() as stub:
+        model = _stub_model(world, stub)
         body = {"benchmark_id": bm, "model_id": model, "settings": {"samples": 2}}
         run = client.post("/api/v1/runs", json=body, headers=auth).json()
         drain(runtime)

@@ -40,6 +40,16 @@ def _hooked(world: World, receiver: Receiver) -> tuple[str, str]:
     return ana, saved.webhook_secret
 
 
+def _hooked_run(
+    world: World, runtime: Runtime, hook: Receiver, status: int = 204
+) -> tuple[str, str]:
+    """A finished run of a user whose webhook is `hook`, answering `status`: the user's id and
+    the run's."""
+    hook.status = status
+    ana, _ = _hooked(world, hook)
+    return ana, _finished_run(world, runtime, ana)
+
+
 def _round(runtime: Runtime) -> int:
     return WebhookRounds(runtime).run_once()
 
@@ -80,9 +90,7 @@ def test_a_receiver_that_keeps_failing_is_given_up_on_after_the_last_try(
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
     hook = receivers[0]
-    hook.status = 500
-    ana, _ = _hooked(world, hook)
-    run_id = _finished_run(world, open_local, ana)
+    ana, run_id = _hooked_run(world, open_local, hook, 500)
     for wait in notifications.RETRY_AFTER:
         clock.advance(seconds=wait.total_seconds() - 1)
         assert _round(open_local) == 0
@@ -137,9 +145,7 @@ def test_a_webhook_removed_while_waiting_is_dropped(
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
     hook = receivers[0]
-    hook.status = 502
-    ana, _ = _hooked(world, hook)
-    run_id = _finished_run(world, open_local, ana)
+    ana, run_id = _hooked_run(world, open_local, hook, 502)
     world.do(Principal.web(ana), notifications.update_notification_settings, False, None)
     clock.advance(minutes=1)
     assert _round(open_local) == 0
@@ -166,8 +172,7 @@ def test_a_claim_left_by_a_dead_sender_is_taken_over_and_the_late_sender_writes_
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
     hook = receivers[0]
-    ana, _ = _hooked(world, hook)
-    run_id = _finished_run(world, open_local, ana)
+    ana, run_id = _hooked_run(world, open_local, hook)
     _left_sending(world, run_id)
     stalled = world.ctx_call(WORKER, lambda ctx: ctx.session.scalars(select(RunNotification)).one())
     late = notifications.Delivery(
@@ -190,8 +195,7 @@ def test_a_dead_senders_claim_on_the_last_try_is_not_sent_again(
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
     hook = receivers[0]
-    ana, _ = _hooked(world, hook)
-    run_id = _finished_run(world, open_local, ana)
+    _, run_id = _hooked_run(world, open_local, hook)
     _left_sending(world, run_id)
     world.ctx_call(
         WORKER,
@@ -208,10 +212,7 @@ def test_a_dead_senders_claim_on_the_last_try_is_not_sent_again(
 def test_two_rounds_never_send_the_same_try(
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
-    hook = receivers[0]
-    hook.status = 503
-    ana, _ = _hooked(world, hook)
-    _finished_run(world, open_local, ana)
+    _hooked_run(world, open_local, receivers[0], 503)
     clock.advance(minutes=1)
     first = world.do(WORKER, notifications.claim_due_webhook)
     assert first is not None and first.tries == 2
@@ -222,8 +223,7 @@ def test_old_news_is_not_sent_again(
     world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
 ) -> None:
     hook = receivers[0]
-    ana, _ = _hooked(world, hook)
-    run_id = _finished_run(world, open_local, ana)
+    _, run_id = _hooked_run(world, open_local, hook)
     _left_sending(world, run_id)
     clock.advance(days=1, seconds=1)
     assert _round(open_local) == 0
