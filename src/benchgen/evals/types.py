@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -59,6 +60,14 @@ class Completion:
     input_tokens: int = 0
     output_tokens: int = 0
     letter_logprobs: dict[str, float] | None = None  # only where the adapter offers them
+
+    def __post_init__(self) -> None:
+        # A model whose weights or precision broke gives NaN: the first letter won by chance,
+        # and PostgreSQL's JSON refuses NaN, which failed the run's batch at every retry.
+        if self.letter_logprobs and any(map(math.isnan, self.letter_logprobs.values())):
+            raise FatalModelError(
+                "the model's log-probs are not numbers (NaN): its weights or precision are broken"
+            )
 
 
 class RetryableError(Exception):

@@ -8,12 +8,17 @@ from benchgen.evals.adapters.transport import (
     DEFAULT_CONCURRENCY,
     MAX_REPLY_BYTES,
     HttpPool,
+    no_answer_text,
+    not_an_answer,
     token_count,
 )
+from benchgen.evals.redact import redact_answer
 from benchgen.evals.types import Completion, FatalModelError, Item, ModelSpec
 
 DEFAULT_MAX_TOKENS = 1024
 _SEEDS = 2**31  # seeds 0 to 2**31 - 1
+# Finish reasons that stop a reply early: with no text before them, there is no answer.
+_CUT_SHORT = ("length", "content_filter")  # a tuple: a server's reason may be unhashable
 
 
 class OpenAICompatAdapter:
@@ -37,11 +42,13 @@ class OpenAICompatAdapter:
         self._max_tokens = int(spec.params.get("max_tokens", DEFAULT_MAX_TOKENS))
         self._params = spec.params
         headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
+        # An endpoint that echoes the key in its reply must not put it in a stored answer.
+        self._secrets = (spec.api_key,) if spec.api_key else ()
         self._http = HttpPool(
             float(spec.params.get("timeout_s", 60)),
             int(spec.params.get("concurrency", DEFAULT_CONCURRENCY)),
             headers,
-            secrets=(spec.api_key,) if spec.api_key else (),
+            secrets=self._secrets,
             allowlist=spec.host_allowlist,
             max_reply_bytes=int(spec.params.get("max_reply_bytes", MAX_REPLY_BYTES)),
         )
@@ -58,7 +65,7 @@ class OpenAICompatAdapter:
         body = await self._http.post_json(self._url, payload)
         usage = body.get("usage")
         return Completion(
-            text=_message_text(body),
+            text=redact_answer(_message_text(body, self._secrets), self._secrets),
             input_tokens=token_count(usage, "prompt_tokens"),
             output_tokens=token_count(usage, "completion_tokens"),
         )
@@ -90,15 +97,43 @@ def sampling_fields(params: dict[str, Any], sample: int) -> dict[str, Any]:
     return fields
 
 
-def _message_text(body: dict[str, Any]) -> str:
+def _message_text(body: dict[str, Any], secrets: tuple[str, ...]) -> str:
+    """The answer in a chat completion: its text, or the model's own words for a refusal.
+
+    Raises:
+        RetryableError: the reply carries an error object instead.
+        FatalModelError: the reply is no chat completion, or its choice holds no answer: a
+            tool call, content that is not text, or none written before the length limit or a
+            content filter stopped it (each was once read as an empty answer, scored wrong).
+    """
     try:
-        content = body["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise FatalModelError("reply is not an OpenAI chat completion") from None
-    if isinstance(content, list):
-        # Content parts (Mistral's reasoning models): the text parts are the answer, as the
-        # Anthropic adapter reads its blocks; thinking parts are not.
-        parts = (part for part in content if isinstance(part, dict) and part.get("type") == "text")
-        return "".join(text for part in parts if isinstance(text := part.get("text"), str))
-    # A refusal or a tool-only reply has null content: that is an empty answer, not a failure.
-    return content if isinstance(content, str) else ""
+        choice = body["choices"][0]
+        message = choice["message"]
+        text = _content_text(message.get("content"))
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise not_an_answer(body, "an OpenAI chat completion", secrets) from None
+    if text:
+        return text
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    if message.get("tool_calls"):
+        raise FatalModelError("reply is a tool call, not an answer")
+    reason = choice.get("finish_reason")
+    if text == "" and reason not in _CUT_SHORT:
+        return text  # the model ended its turn at once: an empty answer, its own
+    raise no_answer_text("finish_reason", reason)
+
+
+def _content_text(content: object) -> str | None:
+    """The text of a message's content, None when it holds none (null, a number, no text
+    part)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    # Content parts (Mistral's reasoning models): the text parts are the answer, as the
+    # Anthropic adapter reads its blocks; thinking parts are not.
+    parts = (part for part in content if isinstance(part, dict) and part.get("type") == "text")
+    texts = [text for part in parts if isinstance(text := part.get("text"), str)]
+    return "".join(texts) if texts else None

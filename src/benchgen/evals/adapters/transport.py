@@ -88,7 +88,8 @@ class HttpPool:
 
         Raises:
             RateLimitedError: 429, with the Retry-After delay when the server sent one.
-            RetryableError: 408, 5xx, a timeout, a dropped connection or a garbled reply.
+            RetryableError: 408, 5xx (with the Retry-After delay when the server sent one), a
+                timeout, a dropped connection or a garbled reply.
             FatalModelError: a redirect (never followed), any other 4xx, a reply that is not
                 a JSON object or is larger than `max_reply_bytes`, a URL that is not http(s),
                 or an endpoint that resolves to an internal address the allow-list does not
@@ -101,7 +102,7 @@ class HttpPool:
         _raise_for_status(reply, self._secrets)
         if not reply.complete:
             raise FatalModelError(f"reply larger than {_size(self._max_reply_bytes)}")
-        return _json_object(reply.status, reply.body)
+        return _json_object(reply)
 
     async def aclose(self) -> None:
         """Close every idle connection."""
@@ -163,7 +164,10 @@ class HttpPool:
             connection.close()
             raise
         protocol = connection.protocol
-        if reply.complete and protocol.our_state is protocol.their_state is h11.DONE:
+        # Bytes past the reply's end (a server that sent it twice) would be read as the next
+        # question's reply, and every later one on the connection a question late.
+        done = protocol.our_state is protocol.their_state is h11.DONE
+        if reply.complete and done and not protocol.trailing_data[0]:
             protocol.start_next_cycle()
             connection.idle_since = time.monotonic()
             self._idle.setdefault((origin.scheme, origin.host, origin.port), []).append(connection)
@@ -193,17 +197,48 @@ def _size(count: int) -> str:
     return f"{count} bytes"
 
 
-def _json_object(status: int, body: bytes) -> dict[str, Any]:
+def _json_object(reply: Reply) -> dict[str, Any]:
     try:
-        # json.loads detects UTF-8, -16 and -32.
-        value = json.loads(body)
+        value = _loads(reply)
     except ValueError:  # UnicodeDecodeError included
-        raise RetryableError(f"HTTP {status} reply is not valid JSON") from None
+        raise RetryableError(f"HTTP {reply.status} reply is not valid JSON") from None
     except RecursionError:  # "[[[[…" a few thousand deep: valid JSON, but no reply
-        raise RetryableError(f"HTTP {status} reply nests too deeply to read") from None
+        raise RetryableError(f"HTTP {reply.status} reply nests too deeply to read") from None
     if not isinstance(value, dict):
         raise FatalModelError("reply is not a JSON object")
     return value
+
+
+def _loads(reply: Reply) -> Any:
+    try:
+        return json.loads(reply.body)  # it detects UTF-8, -16 and -32
+    except UnicodeDecodeError:
+        # Else the charset the reply declares (an old server's Latin-1 failed at every retry);
+        # not tried first, since servers that say Latin-1 often send UTF-8.
+        charset = _charset(reply.headers)
+        try:
+            text = reply.body.decode(charset)
+        except (LookupError, UnicodeError):  # a codec that is no charset ("hex") raises these
+            raise ValueError(charset) from None
+        return json.loads(text)
+
+
+def not_an_answer(body: dict[str, Any], what: str, secrets: tuple[str, ...]) -> Exception:
+    """The failure for a 2xx reply that is not `what` ("an OpenAI chat completion"): retryable
+    when it carries an error object instead, as gateways send for an upstream's failure
+    (OpenRouter answers 200 with `{"error": {"message": …, "code": 502}}`)."""
+    error = body.get("error")
+    if not error:
+        return FatalModelError(f"reply is not {what}")
+    detail = (error.get("message") or error) if isinstance(error, dict) else error
+    text = redact(str(detail), secrets)[:_BODY_EXCERPT].strip()
+    return RetryableError(f"the endpoint answered with an error: {text}")
+
+
+def no_answer_text(field: str, reason: object) -> FatalModelError:
+    """The failure for a reply with no text, naming why the server says it stopped."""
+    why = f" ({field} {str(reason)[:40]!r})" if reason is not None else ""
+    return FatalModelError(f"reply holds no answer text{why}")
 
 
 def token_count(usage: object, key: str) -> int:
@@ -224,11 +259,13 @@ def _raise_for_status(reply: Reply, secrets: tuple[str, ...]) -> None:
     text = _text(reply)
     detail = redact(text, secrets)[:_BODY_EXCERPT].strip()
     message = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
+    retry_after = _retry_after_s(reply.headers.get(b"retry-after", b"").decode("latin-1"))
     if status == 429:
-        retry_after = reply.headers.get(b"retry-after", b"").decode("latin-1")
-        raise RateLimitedError(message, _retry_after_s(retry_after))
+        raise RateLimitedError(message, retry_after)
     if status == 408 or status >= 500:
-        raise RetryableError(message)
+        # A 503 says when it will serve again (RFC 9110): the quick backoff spent every try
+        # of a question within seconds of an overload or a restart announced for a minute.
+        raise RetryableError(message, retry_after)
     if 300 <= status < 400:
         raise FatalModelError(f"HTTP {status}: redirect refused (endpoints must answer directly)")
     raise FatalModelError(message)
@@ -263,6 +300,6 @@ def _retry_after_s(value: str | None) -> float | None:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a year of eleven digits overflows
         return None
     return max(0.0, when.timestamp() - time.time())

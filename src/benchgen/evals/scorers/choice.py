@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -70,7 +71,7 @@ def score_choice_logprob(answer: Answer, key: Key, options: Mapping[str, Any]) -
     best: dict[str, float] = {}
     for label, logprob in (answer.letter_logprobs or {}).items():
         letter = label.strip().upper()
-        if letter in valid:
+        if letter in valid and not math.isnan(logprob):  # NaN (stored before) never wins
             best[letter] = max(logprob, best.get(letter, logprob))
     if not best:
         return verdict.no_answer(reasoning="no log-prob for any valid letter")
