@@ -170,8 +170,12 @@ def _through_engine(
     work = [(Item(i, prompt), prompt) for i, (_, prompt) in enumerate(rows)]
     answers: list[Answer] = []
     models = _ModelLoop(plan)
+    assert plan.model is not None  # only model runs reach here
+    # The model's key out of every error the predictions carry, as a questions run does.
+    secrets = (plan.model.api_key,) if plan.model.api_key else ()
     try:
-        models.call(run_items(models.adapter, work, on_batch=answers.extend), timeout=None)
+        asked = run_items(models.adapter, work, on_batch=answers.extend, secrets=secrets)
+        models.call(asked, timeout=None)
     finally:
         models.close()
     report.calls += len(answers)
