@@ -11,10 +11,16 @@ from pydantic_ai import Tool
 from benchgen.agent.state import TurnState, plain
 from benchgen.agent.tools import Deps, Id
 from benchgen.core.context import Context
+from benchgen.core.secrets import find_secrets
 from benchgen.services.runs import compare
 
 Position = Annotated[int, Field(ge=0, le=1_000_000)]
 MAX_CHANGED = 50
+# A result's long texts are cut to their start and end: a few-shot prompt of long questions,
+# sent and echoed back, made one result larger than a tool result may be, and this tool has no
+# smaller page to ask for.
+MAX_TEXT_CHARS = 8_000
+_TEXTS = ("prompt", "prompt_sent", "reply", "reasoning", "error")
 
 
 def compare_runs(ctx: Deps, run_a: Id, run_b: Id) -> Any:
@@ -53,10 +59,28 @@ def explain_result(ctx: Deps, run_id: Id, position: Position) -> Any:
     """
 
     def work(c: Context) -> dict[str, Any]:
-        return {"result": plain(compare.explain_result(c, run_id, position))}
+        found = plain(compare.explain_result(c, run_id, position))
+        return {"result": found | {name: _cut(found[name]) for name in _TEXTS if name in found}}
 
     args = {"run_id": run_id, "position": position}
     return ctx.deps.call("explain_result", args, work, write=False)
+
+
+def _cut(text: Any) -> Any:
+    """A long text as its start and end, saying how much was cut between them (the end of a
+    reply is often where its answer is); anything else as it is."""
+    if not isinstance(text, str) or len(text) <= MAX_TEXT_CHARS:
+        return text
+    head, tail = MAX_TEXT_CHARS // 2, len(text) - MAX_TEXT_CHARS // 2
+    # A secret across a cut is kept whole: in part, the screening of the result would miss it.
+    for found in find_secrets(text):
+        if found.start < head < found.end:
+            head = found.end
+        if found.start < tail < found.end:
+            tail = found.start
+    if head >= tail:
+        return text
+    return f"{text[:head]}\n[… {tail - head} characters cut …]\n{text[tail:]}"
 
 
 INSIGHT_TOOLS: list[Tool[TurnState]] = [

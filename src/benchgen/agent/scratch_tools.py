@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import Tool
 
-from benchgen.agent.state import TurnState, plain
+from benchgen.agent.state import TurnState, bounded, plain
 from benchgen.agent.tools import Deps, Id, Offset, propose_action
 from benchgen.core.context import Context
 from benchgen.services.chat import scratch
@@ -52,18 +52,24 @@ def read_scratch_file(
     state = ctx.deps
     args = {"benchmark_id": benchmark_id, "path": path, "offset": offset, "limit": limit}
 
-    def work(c: Context) -> dict[str, Any]:
-        text = scratch.read_scratch_file(c, state.conversation_id, benchmark_id, path)
-        end = min(len(text), offset + limit)
-        return {
-            "path": path,
-            "text": text[offset:end],
-            "offset": offset,
-            "total_chars": len(text),
-            "next_offset": end if end < len(text) else None,
-        }
+    def work(c: Context) -> str:
+        return scratch.read_scratch_file(c, state.conversation_id, benchmark_id, path)
 
-    return state.call("read_scratch_file", args, work, write=False)
+    read = state.call("read_scratch_file", args, work, write=False)
+    if not isinstance(read, str):
+        return read  # the refusal, for the brain to read
+    # Screened whole, then paged: a token cut across pages (or read a few characters at a
+    # time) was found in no page, and reached the brain live.
+    text = state.screened_text(read)
+    end = min(len(text), offset + limit)
+    page = {
+        "path": path,
+        "text": text[offset:end],
+        "offset": offset,
+        "total_chars": len(text),
+        "next_offset": end if end < len(text) else None,
+    }
+    return bounded(page)
 
 
 def write_scratch_file(ctx: Deps, benchmark_id: Id, path: Path, content: Content) -> Any:

@@ -205,6 +205,12 @@ class TurnState:
         self.notices.extend(screened.notices)
         return dict(screened.value)
 
+    def screened_text(self, text: str) -> str:
+        """A whole text as a brain may read it, screened as a tool result is (see `_screened`):
+        for a tool that shows it a page at a time, since pages scanned one by one would miss a
+        secret that a page boundary cuts in two."""
+        return str(self._screened({"text": text})["text"])
+
     def log(self, tool: str, args: dict[str, Any]) -> None:
         """Record a call that needed no service (it only shapes the turn's answer).
 

@@ -21,7 +21,7 @@ from benchgen.core.errors import Conflict, invalid
 from benchgen.core.permissions import Action
 from benchgen.db.tables import Question
 from benchgen.services import access
-from benchgen.services.benchmarks import bundles, lifecycle, questions
+from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
 from benchgen.services.chat import _bundle_kind, _run_kind, _training_kind, previews
 from benchgen.services.chat._versions import require_version
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
@@ -178,15 +178,18 @@ def _prepare_publish(ctx: Context, arguments: dict[str, Any]) -> Prepared:
     row = access.require_benchmark(ctx, spec.benchmark_id, Action.BENCHMARK_PUBLISH)
     if row.visibility == "published":
         raise Conflict("This benchmark is already published.", {"id": row.id})
-    count = int(
-        ctx.session.scalar(select(func.count()).where(Question.benchmark_id == row.id)) or 0
-    )
-    preview = {
-        "benchmark_id": row.id,
-        "title": row.title,
-        "question_count": count,
-        "text": previews.publish_text(row.title, row.id, count),
-    }
+    shown: dict[str, Any]
+    if row.format == "custom":
+        # Its tasks are in its bundle, not in questions: "0 questions" misstated what went public.
+        version = _bundle_versions.version_row(ctx, row.id, None).version
+        text = previews.publish_custom_text(row.title, row.id, version)
+        shown = {"bundle_version": version, "text": text}
+    else:
+        count = int(
+            ctx.session.scalar(select(func.count()).where(Question.benchmark_id == row.id)) or 0
+        )
+        shown = {"question_count": count, "text": previews.publish_text(row.title, row.id, count)}
+    preview = {"benchmark_id": row.id, "title": row.title, **shown}
     # The title is bound too: a rename is no new version, yet the preview named the benchmark.
     bound = {"benchmark_id": row.id, "version": row.version, "title": row.title}
     return Prepared(bound, preview)

@@ -116,6 +116,15 @@ def publish_text(title: str, benchmark_id: str, question_count: int) -> str:
     )
 
 
+def publish_custom_text(title: str, benchmark_id: str, bundle_version: int) -> str:
+    """The preview of publishing a custom benchmark, whose tasks are in its bundle."""
+    return (
+        f"Publish custom benchmark {quote(title)} ({benchmark_id}, bundle version "
+        f"{bundle_version}). Publishing makes it visible to everyone: every user can see it and "
+        "run models on it. Its reference data stays visible only to you and your collaborators."
+    )
+
+
 def run_text(preview: dict[str, Any]) -> str:
     """The preview of a run: the benchmark, the model (and whose pick it was), the credits, and
     the settings and subset when they differ from the defaults."""
