@@ -248,6 +248,26 @@ def test_a_reported_reply_reaches_the_admins(browser: Browser, world: World) -> 
     assert "<script>" not in admin.get("/admin/reports").text
 
 
+def test_a_token_in_a_refused_reports_note_is_revoked_and_not_shown_back(
+    browser: Browser, world: World
+) -> None:
+    """The refusal rolled back the revocation, and showed the note, token and all, again."""
+    ana = browser("ana@example.com")
+    conv = start(ana)
+    page = say(ana, conv, "list my benchmarks")
+    form = page.select_one("details.report form")
+    sent = ana.client.post(str(form["action"]), data={**form_fields(form), "note": "x"})
+    assert sent.status_code == 303
+    ana_id = user_id(world, "ana@example.com")
+    secret = world.do(Principal.web(ana_id), tokens.create_token, "laptop", ["read"]).secret
+    again = {**form_fields(form), "note": f"also this: {secret}"}
+    refused = ana.client.post(str(form["action"]), data=again)
+    assert refused.status_code == 409 and "already reported" in refused.text
+    assert secret not in refused.text
+    with pytest.raises(Unauthenticated):
+        world.do(Principal.cli(), tokens.authenticate_token, secret)
+
+
 def test_a_long_conversation_shows_its_latest_turns_and_older_ones_on_request(
     browser: Browser, monkeypatch: pytest.MonkeyPatch
 ) -> None:

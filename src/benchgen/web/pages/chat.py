@@ -20,6 +20,7 @@ from benchgen.agent.replies import printable
 from benchgen.agent.runner import TurnRunner
 from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput
+from benchgen.services.accounts import leaks
 from benchgen.services.accounts.sessions import LiveSession
 from benchgen.services.chat import conversations, reports
 from benchgen.services.runtime import transaction
@@ -150,18 +151,29 @@ def chat_choose(
 @router.post("/chat/{conversation_id}/turns/{turn_id}/report", name="chat_report")
 def chat_report(
     request: Request,
-    ctx: WebContext,
+    live: SessionDep,
     conversation_id: str,
     turn_id: str,
     note: Annotated[str, Form(max_length=10_000)] = "",
 ) -> Response:
-    """Report an agent reply to the operators, with a note saying what is wrong with it."""
+    """Report an agent reply to the operators, with a note saying what is wrong with it.
+
+    The note is screened in a transaction of its own first: a token pasted into it is revoked
+    (A15) even when the report is then refused, whose rollback took the revocation with it, and
+    the form shown again carries the note without the token."""
+    runtime = runtime_of(request)
+    with transaction(runtime, live.principal) as ctx:
+        note = leaks.screen_text(ctx, note).text
     try:
-        reports.report_reply(ctx, conversation_id, turn_id, note)
+        with transaction(runtime, live.principal) as ctx:
+            reports.report_reply(ctx, conversation_id, turn_id, note)
     except (InvalidInput, Conflict) as exc:
         report = {"turn_id": turn_id, "note": note, "error": exc.message}
-        before = _page_of(ctx, conversation_id, turn_id)
-        return _page(request, ctx, conversation_id, exc.http_status, report=report, before=before)
+        with _reading(request, live) as ctx:
+            before = _page_of(ctx, conversation_id, turn_id)
+            return _page(
+                request, ctx, conversation_id, exc.http_status, report=report, before=before
+            )
     return redirect(
         request,
         "conversation",
