@@ -46,8 +46,8 @@ def test_the_preview_is_the_platforms_plan_and_nothing_starts(tia: Trainer) -> N
     # A7: exactly the plan the platform computes from those arguments, rendered by code.
     assert turn.proposal.preview["text"] == plan.text() and plan.text() in turn.reply
     for shown in (
-        "lora of SmolLM2-135M-Instruct (local)",
-        "Dataset: Support replies (8 rows",
+        f"lora of 'SmolLM2-135M-Instruct (local)' ({plan.base_model_id},",
+        f"Dataset: 'Support replies' ({plan.dataset_id}, 8 rows",
         "epochs=3",
         "learning_rate=0.0001",
         "Compute: CPU: free now (1 of 1)",

@@ -57,7 +57,7 @@ def test_plan_start_list_show_cancel(
     model_id, dataset_id = base
     where = ["--base", model_id, "--dataset", dataset_id, "--set", "epochs=2", *HERE]
     plan = invoke("training", "plan", *where)
-    assert "lora of Smol" in plan and "epochs=2" in plan and "4 credits" in plan
+    assert "lora of 'Smol'" in plan and "epochs=2" in plan and "4 credits" in plan
     started = invoke("training", "start", *where, "--name", "Tuned")
     training_id = re.search(r"(tr_\w+)", started)
     assert training_id is not None, started

@@ -136,10 +136,12 @@ class TrainingPlan:
         hyper = ", ".join(f"{k}={_shown(v)}" for k, v in self.hyperparameters.items())
         return "\n".join(
             [
-                f"Train {self.name!r}: {self.job_type} of {self.base_model_name} "
-                f"({self.base_param_count / 1e6:.0f}M parameters)",
-                f"Dataset: {self.dataset_name} ({plural(self.dataset_rows, 'row')}, "
-                f"~{self.dataset_tokens} tokens)",
+                # Names quoted and ids beside them: two datasets (or bases) named alike, or a
+                # name with a character that prints as nothing, read as one in the preview.
+                f"Train {self.name!r}: {self.job_type} of {self.base_model_name!r} "
+                f"({self.base_model_id}, {self.base_param_count / 1e6:.0f}M parameters)",
+                f"Dataset: {self.dataset_name!r} ({self.dataset_id}, "
+                f"{plural(self.dataset_rows, 'row')}, ~{self.dataset_tokens} tokens)",
                 f"Hyperparameters: {hyper}",
                 f"Steps: {self.total_steps}; memory ~{self.memory_estimate_mib} MiB "
                 f"of {self.memory_limit_mib} MiB allowed",
