@@ -204,6 +204,8 @@ def test_a8_approving_after_the_benchmark_changed_does_nothing(
     world.do(Principal.web(ana), lifecycle.edit_benchmark, bm, change)
     done = say(world.rt, api, conv, Script().brain(), action=dict(turn.buttons[0]["action"]))
     assert "did not happen" in done.reply and "title changed after the preview" in done.reply
+    # Said once: the refusal's own "nothing was done" was followed by "Nothing was changed."
+    assert done.reply.lower().count("nothing was") == 1, done.reply
     assert world.do(Principal.web(ana), lifecycle.get_benchmark, bm).visibility == "private"
 
 

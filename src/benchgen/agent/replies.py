@@ -54,7 +54,10 @@ def executed_reply(proposal: ProposalView) -> str:
     """What an approved proposal did, or why it did not happen (A9 re-checks can refuse)."""
     if proposal.status == "executed" and proposal.result is not None:
         return _DONE[proposal.kind].format(**proposal.result)
-    return f"Approved, but it did not happen: {proposal.error} Nothing was changed."
+    error = proposal.error or ""
+    # Some refusals (a benchmark changed since the preview) say so themselves.
+    said = "" if "nothing was done" in error.lower() else " Nothing was changed."
+    return f"Approved, but it did not happen: {error}{said}"
 
 
 def declined_reply(proposal: ProposalView) -> str:
