@@ -42,6 +42,12 @@ from benchgen.evals.scorers.extract import extract_choice, extract_final_answer
         ("ANSWER: B) World War I", "B"),
         ("ANSWER: A. Paris, not Lyon", "A"),
         ("ANSWER: (C) or (C)", "C"),
+        # Compatibility forms read as what they show (they were no answer at all).
+        ("ANSWER：Ｂ", "B"),
+        ("ANSWER:\u00a0C", "C"),
+        ("**Answer:** \U0001d401", "B"),
+        ("ANSWER: B。", "B"),
+        ("Ｄ", "D"),
     ],
 )
 def test_extract_choice_finds_the_letter(raw: str, expected: str) -> None:

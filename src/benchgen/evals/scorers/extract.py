@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from itertools import accumulate
 
 from benchgen.evals.prompts import LABELS
@@ -90,6 +91,11 @@ def extract_choice(raw: str, n_choices: int) -> str | None:
     Returns:
         An upper-case letter within the first `n_choices`, or None.
     """
+    if not raw.isascii():
+        # Compatibility forms read as what they show: "ANSWER：Ｂ" (full-width, as models write
+        # in East Asian text), a no-break space after the label, a bold 𝐁. The ideographic
+        # full stop (NFKC keeps it) ends a sentence as "." does: "B。".
+        raw = unicodedata.normalize("NFKC", raw).replace("。", ".")
     candidate = _last_candidate(raw)
     body = _unwrap(raw if candidate is None else candidate)
     letter = _BARE_LETTERS.get(body) or _letter_in(body, labelled=candidate is not None)
