@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, console, open_runtime, say_error
+from benchgen.cli.common import cli_principal, console, one_place, open_runtime, say_error
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError
@@ -153,9 +153,7 @@ def chat_command(
     ] = None,
 ) -> None:
     """Chat with the agent (the command's help is HELP)."""
-    if (as_email is None) == (url is None):
-        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
-        raise typer.Exit(2)
+    one_place(as_email, url)
     _check_messages(message or [])
     door_of = _local(as_email) if as_email is not None else _remote(url or "", token)
     with door_of as door:

@@ -134,6 +134,17 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def one_place(as_email: str | None, url: str | None) -> None:
+    """Refuse, with exit status 2, anything but one of `--as` and `--url`: given both, it said
+    "give either --as or --url", which the user had."""
+    if as_email is not None and url is not None:
+        say_error("give --as EMAIL (this machine) or --url URL (remote), not both.")
+        raise typer.Exit(2)
+    if as_email is None and url is None:
+        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
+        raise typer.Exit(2)
+
+
 def say_error(message: str) -> None:
     """One "Error: …" line on stderr."""
     labelled("Error:", message)
@@ -167,7 +178,9 @@ def unopened(settings: Settings, exc: SQLAlchemyError | OSError) -> str:
     URL is shown without its password)."""
     if isinstance(exc, OSError):
         where = exc.filename or settings.data_dir
-        return f"cannot use {where}: {exc.strerror or exc}; check BENCHGEN_DATA_DIR."
+        # A file where the folder should be made said "File exists", as if that were fine.
+        why = "a file is there, not a folder" if isinstance(exc, FileExistsError) else None
+        return f"cannot use {where}: {why or exc.strerror or exc}; check BENCHGEN_DATA_DIR."
     cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     shown = make_url(settings.resolved_database_url()).render_as_string(hide_password=True)
     return f"cannot open the database {shown}: {cause}; check BENCHGEN_DATABASE_URL."

@@ -15,6 +15,7 @@ from benchgen.cli.common import (
     Url,
     cli_principal,
     console,
+    one_place,
     open_runtime,
     say_error,
     wrapping_table,
@@ -52,9 +53,7 @@ def compare_command(
     as_json: AsJson = False,
 ) -> None:
     """Print the comparison of two runs (the command's help is HELP)."""
-    if (as_email is None) == (url is None):
-        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
-        raise typer.Exit(2)
+    one_place(as_email, url)
     found = _here(as_email, run_a, run_b) if as_email else _remote(url or "", token, run_a, run_b)
     if as_json:
         console.print_json(json.dumps(found))

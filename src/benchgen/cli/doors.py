@@ -11,7 +11,14 @@ import typer
 from pydantic import TypeAdapter
 from rich.text import Text
 
-from benchgen.cli.common import cli_principal, console, errors, open_runtime, say_error
+from benchgen.cli.common import (
+    cli_principal,
+    console,
+    errors,
+    one_place,
+    open_runtime,
+    say_error,
+)
 from benchgen.cli.runs import follow_run, progress_bar
 from benchgen.core.errors import InvalidInput
 from benchgen.services.benchmarks import bundles, exports, imports, lifecycle
@@ -214,9 +221,7 @@ def plain(value: Any) -> Plain:
 @contextmanager
 def door(as_email: str | None, url: str | None, token: str | None) -> Iterator[Door]:
     """The door the options name; every refusal ends the command with its message."""
-    if (as_email is None) == (url is None):
-        say_error("give either --as EMAIL (this machine) or --url URL (remote).")
-        raise typer.Exit(2)
+    one_place(as_email, url)
     if as_email is not None:
         with open_runtime() as runtime, reported():
             yield LocalDoor(runtime, as_email)

@@ -48,11 +48,13 @@ def _parsed(options: list[str] | None) -> dict[str, bool | float]:
         name, sep, value = text.partition("=")
         if not sep or not name.strip():
             raise typer.BadParameter(f"{text!r}: expected NAME=VALUE", param_hint="--option")
-        parsed[name.strip()] = _value(value.strip())
+        parsed[name.strip()] = _value(text, value.strip())
     return parsed
 
 
-def _value(text: str) -> bool | float:
+def _value(option: str, text: str) -> bool | float:
+    """The value of `option` (NAME=VALUE as typed), named in a refusal: it said only "Invalid
+    value: 'maybe'", neither the option nor which of several was wrong."""
     if text.lower() in ("true", "yes", "on"):
         return True
     if text.lower() in ("false", "no", "off"):
@@ -60,7 +62,9 @@ def _value(text: str) -> bool | float:
     try:
         return float(text)
     except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected true, false or a number") from None
+        raise typer.BadParameter(
+            f"{option!r}: expected true, false or a number after =", param_hint="--option"
+        ) from None
 
 
 commands = App()

@@ -13,7 +13,13 @@ from urllib.parse import quote
 import httpx
 
 from benchgen import __version__
-from benchgen.client.errors import BadResponse, Unavailable, Unreachable, error_from_response
+from benchgen.client.errors import (
+    BadResponse,
+    InvalidInput,
+    Unavailable,
+    Unreachable,
+    error_from_response,
+)
 from benchgen.client.shapes import QuotaStatus
 
 API_PREFIX = "/api/v1"
@@ -24,6 +30,8 @@ FilePart = tuple[str, bytes, str]
 PAGE = 100
 GET_ATTEMPTS = 4  # a read answered 503 (busy, nothing changed) is asked up to this often
 MAX_RETRY_WAIT_S = 10
+# What OpenSSL says when the server answers a TLS greeting in plain HTTP (before 3.2; since).
+NOT_TLS = ("WRONG_VERSION_NUMBER", "record layer failure")
 
 
 class Connection:
@@ -51,7 +59,9 @@ class Connection:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         secret = checked_token(token or os.environ.get("BENCHGEN_TOKEN", ""))
-        root = base_url.rstrip("/")
+        # Blanks around it, as around the token: an address read from a file or pasted keeps
+        # its line end or a space, which httpx refused or sent as part of the path.
+        root = base_url.strip().rstrip("/")
         root = root.removesuffix(API_PREFIX)
         checked_address(root)
         self.base_url = root
@@ -106,6 +116,11 @@ class Connection:
                 response = self._http.request(method, path, params=params, json=json, **extra)
             except httpx.TransportError as exc:
                 raise unreachable(exc, self.base_url) from exc
+            except httpx.InvalidURL as exc:
+                # An id or search words tens of thousands of characters long: httpx refused
+                # to build the request, which the CLI printed as a traceback.
+                said = f"cannot send this request ({exc}): an id or search words are too long"
+                raise InvalidInput(0, "invalid_input", said) from None
             if response.is_redirect and not self._within_api(response):
                 raise self._redirected(response)
             if not response.is_error:
@@ -179,12 +194,23 @@ class Connection:
         if limit is not None:
             query["limit"] = limit
         while True:
-            page = self._json("GET", path, params=query)
+            page = self._page(path, query)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
                 return
             query["cursor"] = cursor
+
+    def _page(self, path: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """One page of a list: a JSON object whose `items` is a list. Anything else is
+        `BadResponse` (a server other than BenchGen answering JSON was a KeyError, a traceback
+        in the CLI)."""
+        response = self._send("GET", path, params=params)
+        page = self._object(response)
+        if not isinstance(page.get("items"), list):
+            said = f"{self.base_url} did not answer with a page of a list; is it a BenchGen server?"
+            raise BadResponse(response.status_code, "bad_response", said)
+        return page
 
     def _note_quota(self, response: httpx.Response) -> None:
         headers = response.headers
@@ -235,11 +261,20 @@ def checked_address(url: str) -> None:
             "Give the server's address without a user name or password (user:password@): "
             "the API token is what signs you in."
         )
+    if parsed.query or parsed.fragment:
+        # Copied from a browser's address bar (`/signin?next=…`): the calls' own queries went
+        # after it, and the server answered with a redirect to its sign-in page.
+        raise ValueError(
+            "Give the server's address without a ?… or #… part: the calls add their own."
+        )
 
 
 def segment(identifier: str) -> str:
-    """An id made safe to put in a URL path (ids never contain these, but input may)."""
-    return quote(identifier, safe="")
+    """An id made safe to put in a URL path (ids never contain these, but input may).
+
+    Dots are escaped too: an id of `.` or `..` was read as a path step and sent elsewhere
+    (`run(".")` answered the list of runs as if it were one run)."""
+    return quote(identifier, safe="").replace(".", "%2E")
 
 
 def unreachable(exc: httpx.TransportError, url: str) -> Unreachable:
@@ -248,6 +283,10 @@ def unreachable(exc: httpx.TransportError, url: str) -> Unreachable:
         said = f"cannot send to {url}: give an address that starts with http:// or https://"
     elif isinstance(exc, httpx.TimeoutException):
         said = f"no answer from {url} in time"
+    elif isinstance(exc, httpx.ConnectError) and any(said in str(exc) for said in NOT_TLS):
+        # TLS spoken to a server that answers plain HTTP (`benchgen serve` does, on its own).
+        plain = url.replace("https://", "http://", 1)
+        said = f"cannot connect to {url}: it does not speak https; give {plain} instead"
     elif isinstance(exc, httpx.ConnectError):
         said = f"cannot connect to {url} ({exc})"
     else:

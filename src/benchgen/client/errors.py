@@ -211,9 +211,8 @@ def error_from_response(response: httpx.Response) -> ClientError:
         message = str(error.get("message") or message)
         if isinstance(error.get("details"), dict):
             details = error["details"]
-    elif response.text.strip() and "html" not in response.headers.get("content-type", ""):
-        # A proxy's or another server's page says nothing a person needs: its status does.
-        message = response.text.strip()[:500]
+    else:
+        message = _not_the_api(response)
     kind = _BY_CODE.get(code) or _BY_STATUS.get(status)
     if kind is None:
         kind = ServerError if status >= 500 else ClientError
@@ -227,6 +226,28 @@ def error_from_response(response: httpx.Response) -> ClientError:
             wait = details["retry_after"]
         return Unavailable(status, code, message, details, wait)
     return kind(status, code, message, details)
+
+
+def _not_the_api(response: httpx.Response) -> str:
+    """A failure that is not BenchGen's error envelope, in words: where it came from, its
+    status, and what to check. It said only "Not Found" or "Internal Server Error" (the words
+    of a proxy, or of a `--url` copied from the browser with a page's path in it), which told
+    no one that the address was wrong or the server behind it down."""
+    try:
+        asked = str(response.request.url.copy_with(query=None))
+    except RuntimeError:  # a response made by hand, never sent
+        asked = "the server"
+    said = f"{asked} answered {response.status_code} {response.reason_phrase}".rstrip()
+    text = response.text.strip()
+    plain = "html" not in response.headers.get("content-type", "")
+    if text and plain and text.casefold() != response.reason_phrase.casefold():
+        # A proxy's own words (an HTML page's say nothing a person needs: its status does).
+        said += f" ({text[:500]})"
+    if response.status_code == 404:
+        return f"{said}; give the server's own address, without a page's path after it"
+    if response.status_code >= 500:
+        return f"{said}; the server, or a proxy in front of it, failed: try again later"
+    return said
 
 
 def _retry_after(response: httpx.Response) -> int | None:

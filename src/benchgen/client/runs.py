@@ -174,7 +174,7 @@ class RunCalls(Connection):
         lines: list[LogLine] = []
         path = f"/runs/{segment(run_id)}/log"
         while True:
-            page = self._json("GET", path, params={"after": after, "limit": _LOG_PAGE})
+            page = self._page(path, {"after": after, "limit": _LOG_PAGE})
             lines.extend(cast(list[LogLine], page["items"]))
             if not page.get("next_cursor") or not page["items"]:
                 return lines

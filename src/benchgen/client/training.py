@@ -84,7 +84,7 @@ class TrainingCalls(Connection):
         path = f"/training-jobs/{segment(training_id)}/log"
         lines: list[TrainingLogLine] = []
         while True:
-            page = self._json("GET", path, params={"after": after, "limit": _LOG_PAGE})["items"]
+            page = self._page(path, {"after": after, "limit": _LOG_PAGE})["items"]
             lines.extend(cast(list[TrainingLogLine], page))
             if len(page) < _LOG_PAGE:
                 return lines
