@@ -432,3 +432,11 @@ def test_names_are_printed_as_typed_never_read_as_markup(
         app, ["models", "list", "--as", "ana@example.com"], env={"COLUMNS": "300"}
     )
     assert listed.exit_code == 0 and name in listed.output
+
+
+def test_version_is_printed_without_loading_any_command() -> None:
+    """`benchgen --version` was "No such option", the first thing many people type."""
+    from benchgen import __version__
+
+    done = CliRunner().invoke(app, ["--version"])
+    assert done.exit_code == 0 and done.output == f"benchgen {__version__}\n"

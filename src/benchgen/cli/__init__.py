@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
+from benchgen import __version__
 from benchgen.cli.lazy import Entry, LazyGroup, preload
 
 # A command's module (and the services, web server or model libraries it needs) is imported only
@@ -102,8 +104,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"benchgen {__version__}")
+        raise typer.Exit
+
+
 @app.callback()
-def benchgen() -> None:
+def benchgen(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Typer makes a group, rather than a lone command, of an app with a callback."""
 
 
