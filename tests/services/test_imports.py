@@ -135,3 +135,25 @@ def test_a_header_with_another_separator_is_named_with_what_it_has(
         "the header needs the columns prompt, answer; it has 'prompt;answer' "
         "(columns must be separated by commas, not semicolons)"
     )
+
+
+@pytest.mark.parametrize("name", ["q.jsonl", "q.csv"])
+def test_a_file_whose_rows_hold_the_parts_under_other_names_says_how_to_map_them(
+    world: World, ana: Principal, name: str
+) -> None:
+    """Each line said "the field 'prompt' is missing", a hundred times, and no word of
+    mapping; a header said only which columns it lacked."""
+    data = {
+        "q.jsonl": b'{"question": "2+2?", "answer": "4"}\n{"question": "3+3?", "answer": "6"}\n',
+        "q.csv": b"question,answer\n2+2?,4\n3+3?,6\n",
+    }[name]
+    with pytest.raises(InvalidInput) as caught:
+        world.do(ana, imports.import_file, data, name, {"title": "Sums"})
+    [problem] = caught.value.errors
+    assert problem["loc"] == ["file", 1]
+    assert problem["msg"] == (
+        "no row has the field 'prompt'; rows have 'question', 'answer': map them: "
+        '"mapping": {"prompt": "question"} (CLI: --map prompt=question)'
+    )
+    mapped = {"title": "Sums", "mapping": {"prompt": "question"}}
+    assert world.do(ana, imports.import_file, data, name, mapped).benchmark.question_count == 2

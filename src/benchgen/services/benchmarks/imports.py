@@ -157,6 +157,7 @@ def _mapped(
         fields, forced_mcq = mapping.resolve(settings.preset, settings.mapping, rows[0][1], flat)
     except RowProblem as problem:
         raise invalid([problem.field], problem.message) from None
+    _require_mapped(fields, rows, kind)
     file_rows.require_columns(
         kind, rows[0][1], [name for name in (fields.prompt, fields.answer) if name]
     )
@@ -175,6 +176,46 @@ def _mapped(
     if problems or unreadable:
         raise file_rows.summary(file_rows.with_unreadable(problems, unreadable), kind)
     return fmt, questions
+
+
+# Fields datasets commonly hold a question's parts in, by the part they would be mapped to.
+_LIKELY = {
+    "prompt": ("question", "input", "query", "problem", "instruction", "text"),
+    "answer": ("answers", "target", "output", "label", "solution", "expected", "gold"),
+}
+
+
+def _require_mapped(fields: FieldMap, rows: list[tuple[int, dict[str, Any]]], kind: str) -> None:
+    """Refuse once, naming the mapping that would read the file, one whose rows never hold the
+    prompt or answer field: `{"question": …, "answer": …}` lines each got "the field 'prompt'
+    is missing", a hundred of them, and no word of `--map`. A CSV header with no field to map
+    is left to `file_rows.require_columns`, which says more about headers.
+
+    Raises:
+        InvalidInput: at the first row's line (a CSV's header's).
+    """
+    flat = kind in file_rows.DELIMITERS
+    wanted = {"prompt": fields.prompt, "answer": fields.answer}
+    missing = [
+        part for part, name in wanted.items() if name and all(name not in r for _, r in rows)
+    ]
+    line, first = rows[0]
+    line = 1 if flat else line  # a CSV's fields are named by its header
+    guesses = {
+        part: next((name for name in _LIKELY[part] if name in first), None) for part in missing
+    }
+    named = [f"{part}={name}" for part, name in guesses.items() if name]
+    if not missing or (flat and not named):
+        return
+    lacking = " and ".join(repr(wanted[part]) for part in missing)
+    has = ", ".join(repr(name) for name in list(first)[:20]) or "no fields"
+    if named:
+        mapping = ", ".join(f'"{p}": "{n}"' for p, n in guesses.items() if n)
+        how = f'map them: "mapping": {{{mapping}}} (CLI: --map {" --map ".join(named)})'
+    else:
+        how = 'map one of them: "mapping": {"prompt": "FIELD"} (CLI: --map prompt=FIELD)'
+    said = f"no row has the field {lacking}; rows have {has}: {how}"
+    raise file_rows.summary([{"loc": ["file", line], "msg": said}], kind)
 
 
 def _by_row(exc: InvalidInput, numbers: list[int], kind: str, field: str = "file") -> InvalidInput:
