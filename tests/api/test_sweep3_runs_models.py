@@ -166,3 +166,19 @@ def test_an_anthropic_model_needs_its_key_and_keeps_it(
         refused = client.patch(path, json={"api_key": removal}, headers=auth)
         assert only_problem(refused)["loc"] == ["body", "api_key"]
     assert client.get(path, headers=auth).json()["has_api_key"] is True
+
+
+def test_a_models_parameters_can_be_read_before_they_are_replaced(
+    client: TestClient, auth: dict[str, str]
+) -> None:
+    """A PATCH replaces them whole, and nothing showed what they were."""
+    made = client.post(
+        "/api/v1/models", json={**MINE, "params": {"max_tokens": 64}}, headers=auth
+    ).json()
+    path = f"/api/v1/models/{made['id']}"
+    assert made["params"] == {"max_tokens": 64}
+    changed = client.patch(path, json={"params": {"timeout_s": 30}}, headers=auth)
+    assert changed.json()["params"] == {"timeout_s": 30}
+    assert client.get(path, headers=auth).json()["params"] == {"timeout_s": 30}
+    listed = client.get("/api/v1/models", headers=auth).json()["items"]
+    assert [m["params"] for m in listed if m["id"] == made["id"]] == [{"timeout_s": 30}]

@@ -141,6 +141,7 @@ class Model(TypedDict):
     status: ModelStatus
     formats: list[str]
     training_job_id: NotRequired[str | None]
+    params: NotRequired[dict[str, Any]]
 
 
 class Dataset(TypedDict):

@@ -106,6 +106,9 @@ class ModelView:
     formats: list[str]  # the benchmark formats it can answer, sorted
     # A Trained model's job (its lineage: base model, dataset, hyperparameters); else None.
     training_job_id: str | None = None
+    # Its call parameters (max_tokens, timeout_s, seed): a PATCH replaces them whole, so they
+    # must be readable first. Nothing secret is ever among them (`_checked_params`).
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 # A model's place in the catalogue's order: platform models first (False), then by name and id.
@@ -418,6 +421,7 @@ def view(row: Model) -> ModelView:
         ModelStatus(row.status),
         sorted(_model_specs.answerable_formats(row)),
         row.training_job_id,
+        dict(row.params),
     )
 
 
