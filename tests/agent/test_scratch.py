@@ -4,12 +4,8 @@ the platform changes until the user approves, and approval uploads exactly what 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import yaml
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo
 
 from benchgen.agent.scratch_tools import PAGE_CHARS
 from benchgen.core.context import Principal
@@ -18,7 +14,8 @@ from benchgen.services.benchmarks import bundles, lifecycle
 from benchgen.services.chat import scratch
 from benchgen.services.chat.scratch import MAX_DIFF_LINES
 from benchgen.services.runs import launch, submissions
-from tests.agent.scripted import Script, last_returns, new_conversation, say, think_with
+from tests.agent.scratch_pages import read_in_pages
+from tests.agent.scripted import Script, new_conversation, say
 from tests.bundle_factory import SCORER, bundle, competition, require_sandbox, results
 from tests.services.test_runs import work_all
 from tests.support import World
@@ -50,25 +47,7 @@ def test_a_file_larger_than_one_result_is_read_a_page_at_a_time(
     took no page: it could never be read. Past 100,000 characters it was cut, and its last
     page and total said it ended there: written back, it would have lost the rest."""
     big = "".join(f"# line {n:05d} of a long scorer\n" for n in range(4000))
-    web = Principal.web(ana)
-    data = bundle(extra={"scoring_program/notes.py": big.encode()})
-    bm = world.do(web, bundles.upload_bundle, data, "b.zip").benchmark.id
-    where = {"benchmark_id": bm, "path": "scoring_program/notes.py"}
-    pages: list[dict[str, Any]] = []
-
-    def read_on(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returned = [part.content for part in last_returns(messages)] if len(messages) > 1 else []
-        pages.extend(page for page in returned if isinstance(page, dict) and "next_offset" in page)
-        if len(messages) == 1:
-            return ModelResponse(
-                parts=[ToolCallPart("copy_bundle_to_scratch", {"benchmark_id": bm})]
-            )
-        at = pages[-1]["next_offset"] if pages else 0
-        if at is None:
-            return ModelResponse(parts=[TextPart("read")])
-        return ModelResponse(parts=[ToolCallPart("read_scratch_file", {**where, "offset": at})])
-
-    say(world.rt, api, new_conversation(world.rt, api), think_with(read_on), "read the notes")
+    pages, _ = read_in_pages(world, ana, api, big.encode())
     assert len(pages) == -(-len(big) // PAGE_CHARS) and "".join(p["text"] for p in pages) == big
     assert pages[-1]["total_chars"] == len(big)
 

@@ -6,7 +6,6 @@ import csv as csv_module
 import io
 import re
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
 
-from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.core.permissions import Scope
 from benchgen.jobs.worker import Worker
@@ -23,6 +21,9 @@ from benchgen.services.accounts import credits, tokens
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import StubOpenAI
 from tests.support import MCQ, OPERATOR, QA, World
+
+# Model endpoints on 127.0.0.1 (the stubs) are allowed, as an operator's allow-list would.
+pytestmark = pytest.mark.usefixtures("local_models")
 
 FIRST = "mdl_builtin_first"
 RANDOM = "mdl_builtin_random"
@@ -35,14 +36,6 @@ TWELVE = {
         for i in range(12)
     ],
 }
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    # Model endpoints on 127.0.0.1 (the stub) are allowed, as an operator's allow-list would.
-    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

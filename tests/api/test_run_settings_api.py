@@ -3,18 +3,18 @@ provider's refusal as 422, the spending cap as 409, and retrying errors as a lin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
 from benchgen.core.permissions import Scope
 from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
 from tests.support import OPERATOR, World
+
+# Model endpoints on 127.0.0.1 (the stubs) are allowed, as an operator's allow-list would.
+pytestmark = pytest.mark.usefixtures("local_models")
 
 FIRST = "mdl_builtin_first"
 RANDOM = "mdl_builtin_random"
@@ -32,13 +32,6 @@ TWELVE = {
         for i in range(12)
     ],
 }
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -4,16 +4,16 @@ names what may be typed instead, and changes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from benchgen.app import create_app
 from benchgen.core.permissions import Scope
-from benchgen.services.runtime import Runtime
 from tests.support import World
+
+# Model endpoints on 127.0.0.1 (the stubs) are allowed, as an operator's allow-list would.
+pytestmark = pytest.mark.usefixtures("local_models")
 
 ALL_SCOPES = sorted(scope.value for scope in Scope)
 ECHO = "mdl_builtin_echo"
@@ -25,13 +25,6 @@ TAGGED = {
         for i in range(6)
     ],
 }
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    runtime.settings = runtime.settings.model_copy(update={"model_host_allowlist": "127.0.0.1"})
-    with TestClient(create_app(runtime.settings, runtime)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -17,19 +17,16 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from benchgen.services.runtime import build_runtime
 from tests.e2e.support import (
     CHROMIUM,
     LAUNCH_ARGS,
     VIEWPORT,
-    LiveServer,
     Person,
     Site,
+    served_site,
     sign_in,
-    site_settings,
     watch_console,
 )
-from tests.support import World
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -56,13 +53,8 @@ def pytest_runtest_makereport(
 @pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Site]:
     """BenchGen served by uvicorn on 127.0.0.1, on its own SQLite database."""
-    settings = site_settings(tmp_path_factory.mktemp("e2e") / "data", sqlite_template)
-    runtime = build_runtime(settings)
-    server = LiveServer(runtime)
-    server.start()
-    yield Site(server.url, runtime, World(runtime))
-    server.stop()
-    runtime.close()
+    with served_site(tmp_path_factory.mktemp("e2e") / "data", sqlite_template) as served:
+        yield served
 
 
 @pytest.fixture(scope="package")

@@ -22,21 +22,19 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 from benchgen.core.context import Principal
 from benchgen.services.accounts import credits, users
 from benchgen.services.runs import launch, leaderboards
-from benchgen.services.runtime import build_runtime
 from tests.e2e.support import (
     CHROMIUM,
     FIRST_CHOICE_ID,
     LAUNCH_ARGS,
     PASSWORD,
     VIEWPORT,
-    LiveServer,
     Site,
     say,
+    served_site,
     sign_in,
-    site_settings,
     start_conversation,
 )
-from tests.support import OPERATOR, QA, World
+from tests.support import OPERATOR, QA
 
 OUT = Path("docs/screenshots")
 EMAIL = "ana@example.com"
@@ -126,23 +124,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the PNGs go ({OUT})")
     out: Path = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as temp:
-        runtime = build_runtime(site_settings(Path(temp) / "data"))
-        server = LiveServer(runtime)
-        server.start()
-        try:
-            site = Site(server.url, runtime, World(runtime))
-            benchmark_id, run_id = seed(site)
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
-                )
-                context = browser.new_context(base_url=site.url, viewport=VIEWPORT)
-                tour(context.new_page(), out, benchmark_id, run_id)
-                browser.close()
-        finally:
-            server.stop()
-            runtime.close()
+    with tempfile.TemporaryDirectory() as temp, served_site(Path(temp) / "data") as site:
+        benchmark_id, run_id = seed(site)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS
+            )
+            context = browser.new_context(base_url=site.url, viewport=VIEWPORT)
+            tour(context.new_page(), out, benchmark_id, run_id)
+            browser.close()
 
 
 if __name__ == "__main__":

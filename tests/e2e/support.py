@@ -8,6 +8,8 @@ import shutil
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.jobs.worker import Worker
 from benchgen.services.runs import launch
-from benchgen.services.runtime import Runtime
+from benchgen.services.runtime import Runtime, build_runtime
 from tests.support import World
 
 PASSWORD = "password123"  # what tests.support.World gives every user
@@ -152,6 +154,20 @@ def site_settings(data_dir: Path, template: Path | None = None) -> Settings:
         create_limit_per_minute=1000,
         create_limit_per_day=1000,
     )
+
+
+@contextmanager
+def served_site(data_dir: Path, template: Path | None = None) -> Iterator[Site]:
+    """BenchGen served by uvicorn on 127.0.0.1 from `data_dir` (`site_settings`), until the
+    block ends."""
+    runtime = build_runtime(site_settings(data_dir, template))
+    server = LiveServer(runtime)
+    server.start()
+    try:
+        yield Site(server.url, runtime, World(runtime))
+    finally:
+        server.stop()
+        runtime.close()
 
 
 def watch_console(page: Page, found: list[str]) -> None:

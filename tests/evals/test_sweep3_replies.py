@@ -3,9 +3,7 @@ as an error (or the key redacted), never silently as an empty answer."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,40 +12,19 @@ from benchgen.evals.adapters.anthropic import AnthropicAdapter
 from benchgen.evals.adapters.openai_compat import OpenAICompatAdapter
 from benchgen.evals.engine import run_items
 from benchgen.evals.types import Adapter, Answer, FatalModelError, Item, ModelSpec, RetryableError
+from tests.evals.test_hostile_endpoints import Canned, canned
 
 pytestmark = pytest.mark.anyio
+__all__ = ["canned"]  # the loopback server's fixture, used by name
 
 KEY = "sk-sweep3-secret-key-0123456789"
 LOOPBACK = frozenset({"127.0.0.1"})
 TOOL_CALL = [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
 
 
-class Canned:
-    """A loopback server answering every request with one JSON body, status 200."""
-
-    def __init__(self) -> None:
-        self.body: dict[str, Any] = {}
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length:")
-        )
-        await reader.readexactly(length)
-        body = json.dumps(self.body).encode()
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
-        await writer.drain()
-        writer.close()
-
-
-@pytest.fixture
-async def canned() -> AsyncIterator[tuple[Canned, str]]:
-    stub = Canned()
-    server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
-    async with server:
-        yield stub, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+def _answers(stub: Canned, body: dict[str, Any]) -> None:
+    """Make `stub` answer every request with `body` as JSON, status 200."""
+    stub.answer("200 OK", json.dumps(body).encode())
 
 
 def _adapter(kind: str, url: str) -> Adapter:
@@ -84,7 +61,7 @@ async def test_an_openai_reply_without_an_answer_is_an_error_not_an_empty_answer
     canned: tuple[Canned, str], body: dict[str, Any], message: str
 ) -> None:
     stub, url = canned
-    stub.body = body
+    _answers(stub, body)
     with pytest.raises(FatalModelError, match=message):
         await _text("openai_compat", url)
 
@@ -102,7 +79,7 @@ async def test_an_anthropic_reply_without_an_answer_is_an_error_not_an_empty_ans
     canned: tuple[Canned, str], body: dict[str, Any], message: str
 ) -> None:
     stub, url = canned
-    stub.body = body
+    _answers(stub, body)
     with pytest.raises(FatalModelError, match=message):
         await _text("anthropic", url)
 
@@ -111,9 +88,9 @@ async def test_a_refusal_is_the_models_answer_and_an_empty_turn_stays_empty(
     canned: tuple[Canned, str],
 ) -> None:
     stub, url = canned
-    stub.body = _choice({"content": None, "refusal": "I cannot help with that."})
+    _answers(stub, _choice({"content": None, "refusal": "I cannot help with that."}))
     assert await _text("openai_compat", url) == "I cannot help with that."
-    stub.body = _choice({"content": ""})
+    _answers(stub, _choice({"content": ""}))
     assert await _text("openai_compat", url) == ""
 
 
@@ -130,7 +107,7 @@ async def test_an_error_object_in_a_200_reply_is_retryable_and_shown_without_the
     """OpenRouter answers 200 with an error object when its upstream fails: the question
     failed for good, "not an OpenAI chat completion", with the server's reason dropped."""
     stub, url = canned
-    stub.body = body
+    _answers(stub, body)
     with pytest.raises(RetryableError, match="the endpoint answered with an error") as raised:
         await _text(kind, url)
     assert KEY not in str(raised.value) and "[redacted]" in str(raised.value)
@@ -148,7 +125,7 @@ async def test_a_key_the_endpoint_echoes_in_its_answer_is_redacted(
 ) -> None:
     """The reply is stored and shown (to everyone, for a published run on a platform model)."""
     stub, url = canned
-    stub.body = body
+    _answers(stub, body)
     text = await _text(kind, url)
     assert KEY not in text and text.startswith("You sent the key [redacted]")
     assert text.endswith(("sk-example-1234", "[redacted]"))  # the answer's own examples stay
@@ -158,7 +135,7 @@ async def test_a_run_records_a_reply_without_an_answer_as_an_error(
     canned: tuple[Canned, str],
 ) -> None:
     stub, url = canned
-    stub.body = _choice({"content": None, "tool_calls": TOOL_CALL}, "tool_calls")
+    _answers(stub, _choice({"content": None, "tool_calls": TOOL_CALL}, "tool_calls"))
     adapter = _adapter("openai_compat", url)
     answers: list[Answer] = []
     try:
@@ -176,7 +153,7 @@ async def test_a_placeholder_key_for_a_local_server_is_left_in_the_answer(
 ) -> None:
     """Local servers take any key ("EMPTY", "ollama"): the answer that names one is the answer."""
     stub, url = canned
-    stub.body = _choice({"content": "ANSWER: ollama"})
+    _answers(stub, _choice({"content": "ANSWER: ollama"}))
     spec = ModelSpec("openai_compat", "m", url, "ollama", host_allowlist=LOOPBACK)
     adapter = OpenAICompatAdapter(spec)
     try:

@@ -54,6 +54,13 @@ def _round(runtime: Runtime) -> int:
     return WebhookRounds(runtime).run_once()
 
 
+def _nothing_more_sent(runtime: Runtime, clock: ManualClock, hook: Receiver, **wait: float) -> None:
+    """After `wait`, a round sends nothing: `hook` still has its first request only."""
+    clock.advance(**wait)
+    assert _round(runtime) == 0
+    assert len(hook.seen) == 1
+
+
 def _signed(secret: str, headers: dict[str, str], body: bytes) -> bool:
     signed = headers["x-benchgen-timestamp"].encode() + b"." + body
     expected = "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
@@ -147,9 +154,7 @@ def test_a_webhook_removed_while_waiting_is_dropped(
     hook = receivers[0]
     ana, run_id = _hooked_run(world, open_local, hook, 502)
     world.do(Principal.web(ana), notifications.update_notification_settings, False, None)
-    clock.advance(minutes=1)
-    assert _round(open_local) == 0
-    assert len(hook.seen) == 1
+    _nothing_more_sent(open_local, clock, hook, minutes=1)
     assert _claims(world, run_id) == [
         ("webhook", "dropped", "the webhook was removed before it was sent")
     ]
@@ -203,9 +208,7 @@ def test_a_dead_senders_claim_on_the_last_try_is_not_sent_again(
             update(RunNotification).values(tries=notifications.MAX_TRIES)
         ),
     )
-    clock.advance(minutes=11)
-    assert _round(open_local) == 0
-    assert len(hook.seen) == 1
+    _nothing_more_sent(open_local, clock, hook, minutes=11)
     assert _claims(world, run_id) == [("webhook", "failed", "gave up after 6 tries")]
 
 
@@ -225,6 +228,4 @@ def test_old_news_is_not_sent_again(
     hook = receivers[0]
     _, run_id = _hooked_run(world, open_local, hook)
     _left_sending(world, run_id)
-    clock.advance(days=1, seconds=1)
-    assert _round(open_local) == 0
-    assert len(hook.seen) == 1
+    _nothing_more_sent(open_local, clock, hook, days=1, seconds=1)

@@ -16,6 +16,7 @@ from benchgen.services.training import bases, plans
 from benchgen.training.sizing import describe_base
 from benchgen.training.spec import BaseWeights
 from tests.support import World
+from tests.training.header_base import header_request
 from tests.training.tiny_model import write_header_folder
 
 OPERATOR = Principal.cli(None)
@@ -25,21 +26,14 @@ ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in ra
 def test_weights_damaged_in_place_make_the_base_untrainable(world: World, tmp_path: Path) -> None:
     """The description was cached by the folder's mtime, which a file rewritten in place does
     not change: the damaged base stayed trainable, and its jobs failed once queued."""
-    ana = Principal.web(world.user("ana@example.com", credits_=1000))
-    folder = write_header_folder(tmp_path / "tiny")
-    spec = {"name": "Tiny", "kind": "local_hf", "endpoint_model": str(folder)}
-    base = world.do(OPERATOR, models.create_platform_model, spec)
-    data = world.do(ana, datasets.upload_dataset, ROWS, "d.jsonl", {"name": "QA"})
-    request = {
-        "base_model_id": base.id,
-        "dataset_id": data.id,
-        "hyperparameters": {"target_modules": ["embed_tokens"]},  # its one matrix
-    }
+    folder = tmp_path / "tiny"
+    ana, request = header_request(world, folder, 4)
     world.do(ana, plans.plan_training, request)  # judged, and cached, as trainable
     (folder / "model.safetensors").write_bytes(b"garbage\n")  # the same file, rewritten
     listed = {choice.id: choice for choice in world.do(ana, bases.list_training_bases)}
-    assert not listed[base.id].trainable
-    assert listed[base.id].reason.startswith("its weights could not be read (model.safetensors")
+    base = request["base_model_id"]
+    assert not listed[base].trainable
+    assert listed[base].reason.startswith("its weights could not be read (model.safetensors")
     with pytest.raises(InvalidInput) as exc:
         world.do(ana, plans.plan_training, request)
     assert exc.value.errors[0]["loc"] == ["base_model_id"]

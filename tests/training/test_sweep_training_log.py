@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchgen.core.context import Principal
 from benchgen.jobs.handlers import WORKER
-from benchgen.services import models
-from benchgen.services.datasets import datasets
 from benchgen.services.training import execution, jobs
 from tests.support import World
-from tests.training.tiny_model import write_header_folder
-
-OPERATOR = Principal.cli(None)
-ROWS = b"".join(b'{"prompt": "Q%d", "completion": "A%d"}\n' % (i, i) for i in range(10))
+from tests.training.header_base import header_request
 
 
 def test_skipped_rows_are_counted_in_the_log_whatever_the_steps(
@@ -22,16 +16,7 @@ def test_skipped_rows_are_counted_in_the_log_whatever_the_steps(
 ) -> None:
     """Ten rows in batches of four are three steps, and still three with one row skipped:
     the log, which the docs say counts the skipped rows, said nothing of it."""
-    ana = Principal.web(world.user("ana@example.com", credits_=1000))
-    folder = write_header_folder(tmp_path / "tiny")
-    spec = {"name": "Tiny", "kind": "local_hf", "endpoint_model": str(folder)}
-    base = world.do(OPERATOR, models.create_platform_model, spec)
-    data = world.do(ana, datasets.upload_dataset, ROWS, "d.jsonl", {"name": "QA"})
-    request = {
-        "base_model_id": base.id,
-        "dataset_id": data.id,
-        "hyperparameters": {"batch_size": 4, "target_modules": ["embed_tokens"]},
-    }
+    ana, request = header_request(world, tmp_path / "tiny", 10, batch_size=4)
     job = world.do(ana, jobs.start_training, request)
     assert job.total_steps == 3
     started = {"event": "started", "total_steps": 3, "skipped_rows": 1, "start_step": 0}
@@ -50,16 +35,7 @@ def test_a_job_cancelled_while_its_worker_was_lost_says_how_far_it_got(
 ) -> None:
     """A job whose worker died after two steps, cancelled before another worker took it over,
     ended "Cancelled before it started" while it was charged for its two steps."""
-    ana = Principal.web(world.user("ana@example.com", credits_=1000))
-    folder = write_header_folder(tmp_path / "tiny")
-    spec = {"name": "Tiny", "kind": "local_hf", "endpoint_model": str(folder)}
-    base = world.do(OPERATOR, models.create_platform_model, spec)
-    data = world.do(ana, datasets.upload_dataset, ROWS, "d.jsonl", {"name": "QA"})
-    request = {
-        "base_model_id": base.id,
-        "dataset_id": data.id,
-        "hyperparameters": {"batch_size": 2, "target_modules": ["embed_tokens"]},
-    }
+    ana, request = header_request(world, tmp_path / "tiny", 10, batch_size=2)
     job = world.do(ana, jobs.start_training, request)
     work = world.do(WORKER, execution.begin_training, job.id, tmp_path / "first")
     assert isinstance(work, execution.Work)

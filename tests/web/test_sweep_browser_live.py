@@ -13,17 +13,15 @@ from playwright.sync_api import Page, Route, expect, sync_playwright
 
 from benchgen.core.context import Principal
 from benchgen.services.benchmarks import lifecycle
-from benchgen.services.runtime import build_runtime
 from tests.e2e.support import (
     CHROMIUM,
     LAUNCH_ARGS,
-    LiveServer,
     Person,
     Site,
+    served_site,
     sign_in,
-    site_settings,
 )
-from tests.support import QA, World
+from tests.support import QA
 
 pytestmark = pytest.mark.browser
 PROMPT = "A question typed with care, not to be typed twice?"
@@ -37,13 +35,8 @@ def live(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Ite
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true requires Chromium: {reason}")
         pytest.skip(reason)
-    settings = site_settings(tmp_path_factory.mktemp("live") / "data", sqlite_template)
-    runtime = build_runtime(settings)
-    server = LiveServer(runtime)
-    server.start()
-    yield Site(server.url, runtime, World(runtime))
-    server.stop()
-    runtime.close()
+    with served_site(tmp_path_factory.mktemp("live") / "data", sqlite_template) as served:
+        yield served
 
 
 @pytest.fixture
