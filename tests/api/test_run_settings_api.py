@@ -11,6 +11,7 @@ from benchgen.jobs.worker import Worker
 from benchgen.services import models
 from benchgen.services.runtime import Runtime
 from tests.evals.stub_openai import Fault, StubOpenAI
+from tests.services.test_judge import stub_model
 from tests.support import OPERATOR, World
 
 # Model endpoints on 127.0.0.1 (the stubs) are allowed, as an operator's allow-list would.
@@ -45,18 +46,6 @@ def _failing_on_question_4() -> StubOpenAI:
     return StubOpenAI(
         fail=lambda n, prompt: Fault.server_error() if "Question 4:" in prompt else None
     )
-
-
-def _stub_model(world: World, stub: StubOpenAI) -> str:
-    """A platform model answered by `stub`."""
-    spec = {
-        "name": "Flaky",
-        "kind": "openai_compat",
-        "endpoint_model": "stub",
-        "base_url": stub.base_url,
-        "params": {"max_tokens": 16},
-    }
-    return world.do(OPERATOR, models.create_platform_model, spec).id
 
 
 def drain(runtime: Runtime) -> None:
@@ -167,7 +156,7 @@ def test_retry_makes_a_linked_run_of_the_errors(
 ) -> None:
     auth, bm = setup
     with _failing_on_question_4() as stub:
-        model = _stub_model(world, stub)
+        model = stub_model(world, stub)
         run = client.post(
             "/api/v1/runs", json={"benchmark_id": bm, "model_id": model}, headers=auth
         )
@@ -192,7 +181,7 @@ def test_a_retry_whose_own_settings_no_longer_fit_is_a_conflict(
     422 at ["body", "settings", "samples"] named a place the client never wrote."""
     auth, bm = setup
     with _failing_on_question_4() as stub:
-        model = _stub_model(world, stub)
+        model = stub_model(world, stub)
         body = {"benchmark_id": bm, "model_id": model, "settings": {"samples": 2}}
         run = client.post("/api/v1/runs", json=body, headers=auth).json()
         drain(runtime)
