@@ -20,7 +20,7 @@ from benchgen.core.errors import Conflict, invalid
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL
-from benchgen.core.text import require_line
+from benchgen.core.text import plural, require_line
 from benchgen.db.tables import (
     Benchmark,
     NotificationSetting,
@@ -451,9 +451,7 @@ def record_delivery(ctx: Context, delivery: Delivery, sent: Sent) -> None:
 
 def _spelled(wait: timedelta) -> str:
     minutes = int(wait.total_seconds() // 60)
-    if minutes < 60:
-        return f"{minutes} minute{'s' if minutes > 1 else ''}"
-    return f"{minutes // 60} hour{'s' if minutes >= 120 else ''}"
+    return plural(minutes, "minute") if minutes < 60 else plural(minutes // 60, "hour")
 
 
 def _mark(
