@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import socket
+import threading
+import time
 
 from sqlalchemy import select, update
 
@@ -14,6 +16,7 @@ from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.db.tables import RunNotification
 from benchgen.jobs.webhooks import WebhookRounds
+from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runs import notifications
 from benchgen.services.runtime import Runtime
 from tests.services.test_notifications import (
@@ -229,3 +232,28 @@ def test_old_news_is_not_sent_again(
     _, run_id = _hooked_run(world, open_local, hook)
     _left_sending(world, run_id)
     _nothing_more_sent(open_local, clock, hook, days=1, seconds=1)
+
+
+def test_every_process_with_workers_sends_due_webhooks_on_its_own(
+    world: World, open_local: Runtime, receivers: list[Receiver], clock: ManualClock
+) -> None:
+    """The rounds run on a thread beside the workers: nobody has to call them."""
+    started = start_workers(open_local, 1)
+    stop_workers(started)
+    assert any(isinstance(runner, WebhookRounds) for runner, _ in started)
+    hook = receivers[0]
+    _, run_id = _hooked_run(world, open_local, hook, 503)
+    hook.status = 204
+    clock.advance(minutes=1)
+    rounds = WebhookRounds(open_local, every_s=0.01)
+    thread = threading.Thread(target=rounds.run_forever, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(hook.seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        rounds.stop()
+        thread.join(5)
+    assert len(hook.seen) == 2 and not thread.is_alive()
+    assert _claims(world, run_id) == [("webhook", "sent", "")]
