@@ -157,3 +157,14 @@ def test_a_file_whose_rows_hold_the_parts_under_other_names_says_how_to_map_them
     )
     mapped = {"title": "Sums", "mapping": {"prompt": "question"}}
     assert world.do(ana, imports.import_file, data, name, mapped).benchmark.question_count == 2
+
+
+def test_rows_with_no_field_to_map_name_the_part_they_lack(world: World, ana: Principal) -> None:
+    data = b'{"prompt": "2+2?", "reply": "4"}\n'
+    with pytest.raises(InvalidInput) as caught:
+        world.do(ana, imports.import_file, data, "q.jsonl", {"title": "Sums"})
+    [problem] = caught.value.errors
+    assert problem["msg"] == (
+        "no row has the field 'answer'; rows have 'prompt', 'reply': map one of them: "
+        '"mapping": {"answer": "FIELD"} (CLI: --map answer=FIELD)'
+    )

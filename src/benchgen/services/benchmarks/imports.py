@@ -208,12 +208,14 @@ def _require_mapped(fields: FieldMap, rows: list[tuple[int, dict[str, Any]]], ki
     if not missing or (flat and not named):
         return
     lacking = " and ".join(repr(wanted[part]) for part in missing)
-    has = ", ".join(repr(name) for name in list(first)[:20]) or "no fields"
+    # Cut short: a hostile file's field names may be a hundred thousand characters long.
+    has = (", ".join(repr(name) for name in list(first)[:20]) or "no fields")[:300]
     if named:
         mapping = ", ".join(f'"{p}": "{n}"' for p, n in guesses.items() if n)
         how = f'map them: "mapping": {{{mapping}}} (CLI: --map {" --map ".join(named)})'
     else:
-        how = 'map one of them: "mapping": {"prompt": "FIELD"} (CLI: --map prompt=FIELD)'
+        part = missing[0]
+        how = f'map one of them: "mapping": {{"{part}": "FIELD"}} (CLI: --map {part}=FIELD)'
     said = f"no row has the field {lacking}; rows have {has}: {how}"
     raise file_rows.summary([{"loc": ["file", line], "msg": said}], kind)
 
