@@ -13,6 +13,7 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from benchgen.app import create_app
+from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.jobs.handlers import WORKER
 from benchgen.services import models
@@ -131,23 +132,33 @@ def test_launch_creates_exactly_one_job_and_goes_to_its_page(scene: Scene) -> No
     assert listing.find("a", href=path).text == job.name
 
 
-def test_back_to_the_plan_and_launch_again_asks_before_a_second_job(scene: Scene) -> None:
+def test_back_to_the_plan_and_launch_again_asks_before_a_second_job(
+    scene: Scene, clock: ManualClock
+) -> None:
     plan = scene.person.post("/training/plan", scene.fields())
     fields = _launch_fields(plan.text)
-    assert fields["newest_job"] == ""
+    clock.advance(seconds=5)
     assert scene.person.post("/training/launch", fields).status_code == 303
     [job] = scene.jobs()
+    clock.advance(seconds=5)
 
     again = scene.person.post("/training/launch", fields)  # the same page, sent again
     assert again.status_code == 409
     assert scene.jobs() == [job]  # nothing launched, nothing reserved
     said = _soup(again.text).find(class_="problems").text
     assert f"“{job.name}” was launched after this plan was shown" in said
-    # The plan shown again knows that job: Launch once more is a deliberate second job.
+    # The plan shown again is newer than that job: Launch once more is a deliberate second job.
     renewed = _launch_fields(again.text)
-    assert renewed["newest_job"] == job.id
+    clock.advance(seconds=5)
     assert scene.person.post("/training/launch", renewed).status_code == 303
     assert len(scene.jobs()) == 2
+    # A form without the time, or with one that is no time, is not held back.
+    for shown_at in ("", "yesterday", "2026-01-01T00:00:00"):
+        assert (
+            scene.person.post("/training/launch", {**fields, "plan_shown_at": shown_at}).status_code
+            == 303
+        )
+    assert len(scene.jobs()) == 5
 
 
 def test_invalid_hyperparameters_are_shown_in_place_and_nothing_is_made(scene: Scene) -> None:

@@ -3,11 +3,13 @@ plan (steps, memory, availability, duration, credits) before the job can be laun
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
+from benchgen.core.clock import iso_utc
 from benchgen.core.errors import InsufficientCredits, InvalidInput, NotFound
 from benchgen.services.datasets import datasets
 from benchgen.services.keysets import Newest
@@ -24,9 +26,9 @@ router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False
 JOBS_SHOWN = 100
 DATASETS_SHOWN = 200
 Picked = Annotated[str, Query(max_length=40)]
-# The plan's Launch form carries my newest job as it was then: Back to the plan and Launch again
+# The plan's Launch form carries when the plan was shown: Back to the plan and Launch again
 # started a second job, and spent its credits, without a word.
-NEWEST_JOB = "newest_job"
+SHOWN_AT = "plan_shown_at"
 
 
 @router.get("/training", name="training")
@@ -60,9 +62,8 @@ def training_launch(request: Request, ctx: WebContext, form: FormDep) -> Respons
     page. A refusal shows the form again and keeps nothing."""
     typed = training_form.typed_of(form)
     data = training_form.request_of(typed)
-    newest = _newest_job(ctx)
-    if NEWEST_JOB in form and text_of(form, NEWEST_JOB) != (newest.id if newest else ""):
-        assert newest is not None  # a job was launched since the plan was shown
+    newest = _launched_since(ctx, text_of(form, SHOWN_AT))
+    if newest is not None:
         problems = Problems()
         said = (
             f"“{newest.name}” was launched after this plan was shown: check it is not this one "
@@ -124,14 +125,22 @@ def _page(
         problems=problems,
         plan=plan,
         plan_fields=training_form.ALL_FIELDS,
-        newest_job=_newest_job(ctx) if plan else None,
+        plan_shown_at=iso_utc(ctx.now()),
         duration=durations.duration_words(plan.estimated_seconds) if plan else "",
     )
 
 
-def _newest_job(ctx: WebContext) -> jobs.TrainingJobView | None:
+def _launched_since(ctx: WebContext, shown_at: str) -> jobs.TrainingJobView | None:
+    """My newest job, when it was launched after the plan was shown at `shown_at` (a form
+    without the time, or with one that is no time, checks nothing)."""
+    try:
+        shown = datetime.fromisoformat(shown_at)
+    except ValueError:
+        return None
+    if shown.tzinfo is None:  # not a time this page wrote
+        return None
     found = jobs.list_training_jobs(ctx, 1, None)
-    return found[0] if found else None
+    return found[0] if found and found[0].created_at > shown else None
 
 
 def _key(ctx: WebContext, training_id: str) -> Newest | None:
