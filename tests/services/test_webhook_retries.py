@@ -163,14 +163,15 @@ def test_a_webhook_removed_while_waiting_is_dropped(
     ]
 
 
-def _left_sending(world: World, run_id: str) -> None:
-    """As if a worker claimed the webhook, then died before it sent or recorded anything."""
+def _left_sending(world: World, run_id: str, tries: int = 1) -> None:
+    """As if a worker claimed the webhook (its `tries`-th try), then died before it sent or
+    recorded anything."""
 
     def claim(ctx: Context) -> None:
         ctx.session.execute(
             update(RunNotification)
             .where(RunNotification.run_id == run_id)
-            .values(status="sending", claimed_at=ctx.now(), tries=1, next_try_at=None)
+            .values(status="sending", claimed_at=ctx.now(), tries=tries, next_try_at=None)
         )
 
     world.ctx_call(WORKER, claim)
@@ -204,13 +205,7 @@ def test_a_dead_senders_claim_on_the_last_try_is_not_sent_again(
 ) -> None:
     hook = receivers[0]
     _, run_id = _hooked_run(world, open_local, hook)
-    _left_sending(world, run_id)
-    world.ctx_call(
-        WORKER,
-        lambda ctx: ctx.session.execute(
-            update(RunNotification).values(tries=notifications.MAX_TRIES)
-        ),
-    )
+    _left_sending(world, run_id, tries=notifications.MAX_TRIES)
     _nothing_more_sent(open_local, clock, hook, minutes=11)
     assert _claims(world, run_id) == [("webhook", "failed", "gave up after 6 tries")]
 
