@@ -295,9 +295,47 @@ async def test_tls_verifies_the_certificate_for_the_name_and_sends_it_as_sni(
             with pytest.raises(RetryableError, match="HTTP 200 reply is not valid JSON"):
                 await pool.post_json(f"https://model.test:{port}/", {})
             assert sni == ["model.test"]
-            # The certificate is checked against the name asked for, not the address used.
-            with pytest.raises(RetryableError, match="certificate"):
+            # The certificate is checked against the name asked for, not the address used; a
+            # refused certificate is final, as asking again would meet the same one.
+            with pytest.raises(FatalModelError, match="certificate was refused: Hostname mismatch"):
                 await pool.post_json(f"https://other.test:{port}/", {})
+        finally:
+            await pool.aclose()
+
+
+async def test_a_private_ca_named_by_ssl_cert_file_is_trusted(
+    dns: Callable[..., Resolver], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only certifi's CAs were read: a model server behind the operator's own CA was refused
+    whatever SSL_CERT_FILE said, though the deploy guide names it for private CAs."""
+    ca_pem, key_pem, cert_pem = _certificates("model.test")
+    (tmp_path / "key.pem").write_bytes(key_pem)
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    (tmp_path / "ca.pem").write_bytes(ca_pem)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+
+    async def reply(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    dns({"model.test": [["127.0.0.1"]]})
+    server = await asyncio.start_server(reply, "127.0.0.1", 0, ssl=server_tls)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+        pool = HttpPool(10, 4, {}, (), allowlist=frozenset({"model.test"}))
+        try:
+            assert await pool.post_json(f"https://model.test:{port}/", {}) == {}
+        finally:
+            await pool.aclose()
+        monkeypatch.delenv("SSL_CERT_FILE")
+        pool = HttpPool(10, 4, {}, (), allowlist=frozenset({"model.test"}))
+        try:
+            with pytest.raises(FatalModelError, match="unable to get local issuer"):
+                await pool.post_json(f"https://model.test:{port}/", {})
         finally:
             await pool.aclose()
 

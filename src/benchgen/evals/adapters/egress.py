@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 from collections.abc import Callable, Coroutine
@@ -22,6 +23,16 @@ Connect = Callable[[str], Coroutine[Any, Any, Streams]]
 
 class ConnectFailed(OSError):
     """No connection: the name does not resolve, or no address accepted."""
+
+
+def trusted_tls() -> ssl.SSLContext:
+    """The certificate store for https endpoints: certifi's CAs, or the operator's own where
+    `SSL_CERT_FILE` or `SSL_CERT_DIR` names them (a model server behind a private CA)."""
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()  # reads those two, as OpenSSL does
+    import certifi  # only for https endpoints: local runs never load the store
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 async def open_guarded(

@@ -21,7 +21,7 @@ from typing import Any
 import h11
 
 from benchgen.evals import netguard
-from benchgen.evals.adapters.egress import open_guarded
+from benchgen.evals.adapters.egress import open_guarded, trusted_tls
 from benchgen.evals.adapters.http11 import (
     Connection,
     Origin,
@@ -90,10 +90,10 @@ class HttpPool:
             RateLimitedError: 429, with the Retry-After delay when the server sent one.
             RetryableError: 408, 5xx (with the Retry-After delay when the server sent one), a
                 timeout, a dropped connection or a garbled reply.
-            FatalModelError: a redirect (never followed), any other 4xx, a reply that is not
-                a JSON object or is larger than `max_reply_bytes`, a URL that is not http(s),
-                or an endpoint that resolves to an internal address the allow-list does not
-                open.
+            FatalModelError: a redirect (never followed), any other 4xx, a TLS certificate
+                that does not verify, a reply that is not a JSON object or is larger than
+                `max_reply_bytes`, a URL that is not http(s), or an endpoint that resolves to
+                an internal address the allow-list does not open.
         """
         origin = self._origin(url)
         body = _encode(payload)
@@ -131,6 +131,11 @@ class HttpPool:
                 return await self._exchange(connection, origin, body, reused=False)
         except TimeoutError:
             raise RetryableError(f"no reply in time ({self._timeout_s:g} s)") from None
+        except ssl.SSLCertVerificationError as exc:
+            # Asking again meets the same certificate: every question would wait out its
+            # retries and back-offs for an error that only the endpoint's owner can fix.
+            reason = exc.verify_message or exc.reason or "not trusted"
+            raise FatalModelError(f"the endpoint's TLS certificate was refused: {reason}") from None
         except (OSError, h11.RemoteProtocolError) as exc:
             message = redact(f"connection failed: {type(exc).__name__}: {exc}", self._secrets)
             raise RetryableError(message) from None
@@ -149,7 +154,7 @@ class HttpPool:
         tls = None
         if origin.scheme == "https":
             if self._tls is None:
-                self._tls = ssl.create_default_context(cafile=_certificates())
+                self._tls = trusted_tls()
             tls = self._tls
         reader, writer = await open_guarded(origin.host, origin.port, self._allowed, tls)
         return Connection(reader, writer, h11.Connection(h11.CLIENT))
@@ -182,12 +187,6 @@ def _encode(payload: dict[str, Any]) -> bytes:
     except ValueError as exc:
         raise FatalModelError(f"the request cannot be sent as JSON: {exc}") from None
     return text.encode()
-
-
-def _certificates() -> str:
-    import certifi  # only for https endpoints: local runs never load the store
-
-    return str(certifi.where())
 
 
 def _size(count: int) -> str:

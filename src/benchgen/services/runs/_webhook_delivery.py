@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import h11
 
 from benchgen.evals import netguard
-from benchgen.evals.adapters.egress import open_guarded
+from benchgen.evals.adapters.egress import open_guarded, trusted_tls
 from benchgen.evals.adapters.http11 import parse_origin
 from benchgen.evals.types import FatalModelError
 
@@ -90,7 +90,7 @@ async def _post(
     async with asyncio.timeout(timeout_s):
         context = None
         if origin.scheme == "https":
-            context = tls or ssl.create_default_context(cafile=_certificates())
+            context = tls or trusted_tls()
         # Resolved and checked here, at connect time: a name that now points inside is refused
         # even if it pointed outside when the user saved it.
         reader, writer = await open_guarded(origin.host, origin.port, allowed, context)
@@ -130,9 +130,3 @@ def _without_address(reason: str, url: str) -> str:
     except ValueError:
         host = url
     return reason.replace(repr(url), HIDDEN).replace(repr(host), HIDDEN)
-
-
-def _certificates() -> str:
-    import certifi  # only for https receivers
-
-    return str(certifi.where())
