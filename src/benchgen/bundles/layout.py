@@ -22,6 +22,7 @@ from benchgen.bundles.yaml_nodes import (
     BoundedLoader,
     Lines,
     Loc,
+    Problem,
 )
 from benchgen.core.errors import InvalidInput
 
@@ -96,7 +97,7 @@ def load_bundle(
         )
     return LoadedBundle(
         root=base,
-        competition=spec,
+        competition=replace(spec, warnings=spec.warnings + _layout_warnings(base, spec, lines)),
         tasks={k: v for k, v in tasks.items() if v is not None},
         solutions={k: v for k, v in solutions.items() if v is not None},
         pages=pages,
@@ -152,6 +153,18 @@ def _find_base(root: Path) -> Path:
             return base
     msg = "no competition.yaml at the top of the bundle or in its single top folder"
     raise _problem(("competition.yaml",), None, msg)
+
+
+def _layout_warnings(base: Path, spec: CompetitionSpec, lines: Lines) -> tuple[Problem, ...]:
+    """What loads as Codabench loads it, yet is likely a slip: a second YAML file, a lost logo."""
+    found = []
+    if all(_is_plain(base / name, stat.S_IFREG) for name in _YAML_NAMES):
+        msg = "competition.yml is ignored: competition.yaml is read, as Codabench does"
+        found.append(Problem(("competition.yml",), None, msg))
+    if spec.image is not None and not _is_plain(base / spec.image, stat.S_IFREG):
+        msg = f"'{spec.image}' is not a file of the bundle; the competition has no logo"
+        found.append(Problem(("image",), lines.get(("image",)), msg))
+    return tuple(found)
 
 
 def _read_competition(base: Path) -> str:
