@@ -75,11 +75,13 @@ def api_schema(runtime: Runtime, world: World) -> Any:
                 "body.model_id": {"dictionary": "models", "probability": 0.8},
             },
             # Schema-valid is not always valid: rules the schema cannot express (mcq answers
-            # among the choices, a cursor this API issued, the credit balance) refuse with 422
-            # or 402, as documented.
+            # among the choices, a cursor this API issued, the credit balance, an If-Match
+            # naming the state now) refuse with 422, 402 or 412, as documented.
             "checks": {
                 "positive_data_acceptance": {
-                    "expected-statuses": ["2xx", "401", "402", "403", "404", "409", "422", "429"]
+                    "expected-statuses": [
+                        *("2xx", "401", "402", "403", "404", "409", "412", "422", "429")
+                    ]
                 },
                 # Off: the request shapes strip whitespace before checking `max_length`, so a
                 # string over `maxLength` only by surrounding whitespace (say U+0085 × 20,001)

@@ -6,10 +6,10 @@ import math
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 
 from benchgen.api.deps import ContextDep
-from benchgen.api.errors import COMMON, placed, responses
+from benchgen.api.errors import COMMON, ErrorEnvelope, placed, responses
 from benchgen.api.paging import Cursor, Keyset, by_position, newest, page, standings
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import (
@@ -21,7 +21,7 @@ from benchgen.api.schemas import (
 )
 from benchgen.core.context import Context
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import imports, lifecycle
+from benchgen.services.benchmarks import edit_tags, imports, lifecycle
 from benchgen.services.benchmarks.imports import ImportIn
 from benchgen.services.benchmarks.lifecycle import BenchmarkView, ChangePreview, Created
 from benchgen.services.keysets import Newest
@@ -50,6 +50,30 @@ BENCHMARKS: Keyset[BenchmarkView, Newest] = newest(
 )
 QUESTIONS = by_position("questions")
 STANDINGS = standings("leaderboard")
+# The state a read saw, sent back with a change so it cannot overwrite what others saved since.
+_ETAG: dict[str, Any] = {
+    "ETag": {
+        "description": "The benchmark's title, description and questions version as read: send "
+        "it back in If-Match with a change",
+        "schema": {"type": "string"},
+        "required": True,
+    }
+}
+TAGGED: dict[int | str, dict[str, Any]] = {200: {"headers": _ETAG}}
+IfMatch = Annotated[
+    str | None,
+    Header(
+        max_length=1000,
+        description="The ETag of the read this change was made from; a stale one is a 412",
+    ),
+]
+STALE: dict[int | str, dict[str, Any]] = {
+    412: {
+        "model": ErrorEnvelope,
+        "description": "If-Match names a state the benchmark has left: `details.changed` says "
+        "what changed, `details.etag` is the tag now; nothing was saved",
+    }
+}
 # Phase ids are BenchGen's (`ph_` and 20 characters): a longer one names none, and is not echoed.
 PhaseId = Annotated[str | None, Query(max_length=64)]
 # A leaderboard's cursor carries the last row's score in every column: longer than others.
@@ -125,22 +149,42 @@ def quota_headers(ctx: Context, response: Response) -> None:
     response.headers["X-RateLimit-Reset"] = str(math.ceil(quota.reset_at.timestamp()))
 
 
-@router.get("/{benchmark_id}", response_model=BenchmarkView, openapi_extra={"x-scope": "read"})
-def get_benchmark(ctx: ContextDep, benchmark_id: str) -> BenchmarkView:
-    """One benchmark; 404 when it does not exist or you may not see it."""
-    return lifecycle.get_benchmark(ctx, benchmark_id)
+@router.get(
+    "/{benchmark_id}",
+    response_model=BenchmarkView,
+    responses=TAGGED,
+    openapi_extra={"x-scope": "read"},
+)
+def get_benchmark(ctx: ContextDep, benchmark_id: str, response: Response) -> BenchmarkView:
+    """One benchmark, its ETag in the header; 404 when it does not exist or you may not see it."""
+    view = lifecycle.get_benchmark(ctx, benchmark_id)
+    _tag(response, view)
+    return view
+
+
+def _tag(response: Response, view: BenchmarkView) -> None:
+    """The benchmark's entity tag, for a change made from this read to send back."""
+    response.headers["ETag"] = edit_tags.tag_of(view.version, view.title, view.description)
 
 
 @router.get(
-    "/{benchmark_id}/questions", response_model=Page[Question], openapi_extra={"x-scope": "read"}
+    "/{benchmark_id}/questions",
+    response_model=Page[Question],
+    responses=TAGGED,
+    openapi_extra={"x-scope": "read"},
 )
 def list_questions(
     ctx: ContextDep,
     benchmark_id: str,
+    response: Response,
     limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
     cursor: Cursor = None,
 ) -> dict[str, Any]:
-    """The questions in order; `answer` only for the owner and collaborators."""
+    """The questions in order; `answer` only for the owner and collaborators. The ETag is the
+    benchmark's: the same on every page when no change came between them."""
+    # Read before the questions: a change committed between the two reads then makes the tag
+    # older than the list, so a change made from the list is refused, never let through.
+    response.headers["ETag"] = edit_tags.current_tag(ctx, benchmark_id)
     return page(
         QUESTIONS,
         lambda n, after: lifecycle.list_questions(ctx, benchmark_id, limit=n, after=after),
@@ -191,27 +235,39 @@ def get_leaderboard(
 @router.patch(
     "/{benchmark_id}",
     response_model=EditedBenchmark,
-    responses=responses(409),
+    responses={**TAGGED, **responses(409), **STALE},
     openapi_extra={"x-scope": "edit"},
 )
 def edit_benchmark(
-    ctx: ContextDep, benchmark_id: str, body: BenchmarkChange, request: Request
+    ctx: ContextDep,
+    benchmark_id: str,
+    body: BenchmarkChange,
+    request: Request,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> dict[str, Any]:
-    """Change title, description and/or the full question list (409 once questions froze)."""
-    view, change = lifecycle.edit_benchmark(ctx, benchmark_id, body)
+    """Change title, description and/or the full question list (409 once questions froze).
+    Send the ETag of the read the change was made from in `If-Match`: if anyone changed the
+    benchmark since, nothing is saved (412). Without `If-Match` the change is made whatever
+    changed since."""
+    view, change = lifecycle.edit_benchmark(ctx, benchmark_id, body, if_match)
+    _tag(response, view)
     return {"benchmark": view, "change": _placed_change(request, change)}
 
 
 @router.post(
     "/{benchmark_id}/preview-change",
     response_model=ChangePreview,
-    responses=responses(409),
+    responses={**TAGGED, **responses(409)},
     openapi_extra={"x-scope": "read"},
 )
 def preview_change(
-    ctx: ContextDep, benchmark_id: str, body: BenchmarkChange, request: Request
+    ctx: ContextDep, benchmark_id: str, body: BenchmarkChange, request: Request, response: Response
 ) -> ChangePreview:
-    """What a change would do, validated against the benchmark now; applies nothing."""
+    """What a change would do, validated against the benchmark now; applies nothing. The ETag
+    names the state it was previewed on: a change sent with it applies what was previewed."""
+    # Read first, as for the questions: a change between the reads makes the tag stale.
+    response.headers["ETag"] = edit_tags.current_tag(ctx, benchmark_id)
     preview = lifecycle.preview_benchmark_change(ctx, benchmark_id, body)
     return _placed_change(request, preview)
 

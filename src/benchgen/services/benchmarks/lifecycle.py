@@ -20,7 +20,7 @@ from benchgen.core.text import name_problem
 from benchgen.db.tables import Benchmark, Question, Run
 from benchgen.services import access, audit
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import _question_store, phases, questions
+from benchgen.services.benchmarks import _question_store, edit_tags, phases, questions
 from benchgen.services.keysets import Newest, newest_first
 from benchgen.services.specs import (
     MAX_LIST,
@@ -261,9 +261,14 @@ def preview_benchmark_change(
 
 
 def edit_benchmark(
-    ctx: Context, benchmark_id: str, change: BenchmarkChange | dict[str, Any]
+    ctx: Context,
+    benchmark_id: str,
+    change: BenchmarkChange | dict[str, Any],
+    if_match: str | None = None,
 ) -> tuple[BenchmarkView, ChangePreview]:
     """Apply a change (metadata and/or the full new question list); questions bump the version.
+    With `if_match` (an HTTP If-Match value) only while the benchmark is still in the state that
+    names (`edit_tags`); without it, whatever was stored meanwhile.
 
     Raises:
         NotFound: not visible to the principal.
@@ -272,9 +277,13 @@ def edit_benchmark(
         Frozen: questions of a qa/mcq benchmark cannot change after its first run.
         Conflict: the change changes nothing, or would leave a published benchmark with no
             questions.
+        Stale: `if_match` names a state the benchmark has left.
     """
-    # Held: a run accepted meanwhile froze the questions, and this edit must see that.
+    # Held: a run accepted meanwhile froze the questions, and this edit must see that; an
+    # edit committed meanwhile is seen by the tag check, which a read before the lock missed.
     row = access.require_held(ctx, benchmark_id, Action.BENCHMARK_EDIT, exclusive=True)
+    if if_match is not None:
+        edit_tags.require_current(row, if_match)
     preview, new_questions = _plan_change(ctx, row, parse(BenchmarkChange, change))
     if not preview.metadata and preview.questions is None:
         raise Conflict("The change changes nothing.", {"id": benchmark_id})
