@@ -8,6 +8,7 @@ import hashlib
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from benchgen.db.session import forget_memo
 from benchgen.db.tables import Benchmark
 
 
@@ -44,4 +45,8 @@ def lock_benchmark(session: Session, benchmark_id: str, exclusive: bool) -> Benc
         .with_for_update(read=shared, key_share=shared)
         .execution_options(populate_existing=True)
     )
-    return session.scalars(locking).first()
+    row = session.scalars(locking).first()
+    # Membership facts remembered from before the wait (a collaborator checked, then removed
+    # by a change this lock waited for) would let the caller act on a right it has lost.
+    forget_memo(session)
+    return row

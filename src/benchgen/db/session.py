@@ -130,9 +130,14 @@ def read_memo(session: Session) -> dict[Hashable, Any]:
     return memo
 
 
+def forget_memo(session: Session) -> None:
+    """Empty `read_memo`: after a lock was waited for, the facts read before it may be stale."""
+    session.info.pop(_MEMO, None)
+
+
 def _forget_memo_on_writes(factory: sessionmaker[Session]) -> None:
     def forget(session: Session, *_: Any) -> None:
-        session.info.pop(_MEMO, None)
+        forget_memo(session)
 
     def forget_after_write(state: ORMExecuteState) -> None:
         if not state.is_select:
