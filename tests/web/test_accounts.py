@@ -255,7 +255,9 @@ def test_reset_sets_the_password_once_and_signs_out_everywhere(
     )
     assert done.status_code == 303 and done.headers["location"] == "/"
     assert "bg_session=" in done.headers["set-cookie"]
-    assert app_client.get("/").status_code == 200  # signed in with a fresh session
+    dashboard = app_client.get("/")
+    assert dashboard.status_code == 200  # signed in with a fresh session
+    assert "API tokens keep working" in dashboard.text  # sessions end; tokens are not sessions
     assert signed_in.get("/").status_code == 303  # the old session is dead
     assert app_client.get(path).status_code == 404  # single use
     again = submit(app_client, path, {"password": "other-pass-1", "password_again": "other-pass-1"})

@@ -140,7 +140,7 @@ async def csrf_checked(request: Request) -> None:
     if sent is None and "form" in request.headers.get("content-type", ""):
         value = (await request.form()).get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
-    if not expected or not sent or not secrets.compare_digest(expected, sent):
+    if not expected or not sent or not _same_token(expected, sent):
         if live is None and _needs_session(request) and "hx-request" not in request.headers:
             # A form sent after its session ended (idle, signed out in another tab): "expired
             # or sent from another site" hid that signing in again is the way on.
@@ -153,6 +153,12 @@ async def csrf_checked(request: Request) -> None:
             " to it: the page loads afresh with what you typed, ready to send again.",
             {"reason": "csrf"},
         )
+
+
+def _same_token(expected: str, sent: str) -> bool:
+    """Compare in constant time. As bytes: the client writes both the form's value and the
+    pre-session cookie, and `compare_digest` raises TypeError on a str outside ASCII."""
+    return secrets.compare_digest(expected.encode(), sent.encode())
 
 
 def _route_name(request: Request) -> str | None:
@@ -173,10 +179,14 @@ def _depends_on(dependant: Dependant, call: object) -> bool:
 def _form_page(request: Request) -> str:
     """The page the form was sent from (its Referer on this site), to go back to after signing
     in; the dashboard when the browser did not say. The sign-in page checks it is local."""
-    referer = urlsplit(request.headers.get("referer", ""))
+    dashboard = str(request.app.url_path_for("dashboard"))
+    try:
+        referer = urlsplit(request.headers.get("referer", ""))
+    except ValueError:  # the client wrote what no browser sends ('http://[x')
+        return dashboard
     if referer.netloc == request.url.netloc and referer.path:
         return referer.path + (f"?{referer.query}" if referer.query else "")
-    return str(request.app.url_path_for("dashboard"))
+    return dashboard
 
 
 class _Refused(Exception):

@@ -79,6 +79,12 @@ def _deliver(runtime: Runtime, to_email: str) -> None:
             mail.record_outcome(ctx, letter.id, error)
 
 
+# Sessions end with a new password; API tokens do not (scripts and CI hold them), so say so.
+TOKENS_STAY = (
+    " API tokens keep working: revoke any you do not recognise under Settings → API tokens."
+)
+
+
 def open_browser_session(request: Request, ctx: Context, user: users.UserView) -> str:
     """A fresh session for `user` on this browser, in the caller's unit of work; returns the
     cookie's secret. The session the browser had before (if any) ends: rotation."""
@@ -114,7 +120,8 @@ def signin_page(request: Request, live: OptionalSession, next: str = "") -> Resp
     target = safe_next(next, path_for(request, "dashboard"))
     if live is not None:
         return redirect_to(request, target)
-    return _signin_form(request, target, "", "")
+    # `next` may be a page whose address is its secret (a collaborator invitation).
+    return no_referrer(_signin_form(request, target, "", ""))
 
 
 def _signin_form(
@@ -180,7 +187,9 @@ def signup_page(request: Request, live: OptionalSession, invite: str = "") -> Re
     with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
         mode = signup.signup_mode(ctx)
         invited = signup.invite_email(ctx, invite[:200]) if invite else None
-    return _signup_form(request, mode, invite, invited, {"email": invited or ""}, {})
+    page = _signup_form(request, mode, invite, invited, {"email": invited or ""}, {})
+    # An invite's address is its secret, as a reset link's is.
+    return no_referrer(page) if invite else page
 
 
 def _signup_form(

@@ -13,6 +13,7 @@ from benchgen.services.runtime import transaction
 from benchgen.web.addresses import client_address
 from benchgen.web.pages.accounts import (
     ANONYMOUS,
+    TOKENS_STAY,
     field_problems,
     open_browser_session,
     send_mail_after,
@@ -85,4 +86,5 @@ def reset_submit(
     except NotFound:
         return render(request, "accounts/dead_link.html", 404, purpose="reset")
     flash = "Your password is changed, and every other session of this account is signed out."
+    flash += TOKENS_STAY
     return signed_in_redirect(request, secret, path_for(request, "dashboard"), flash)

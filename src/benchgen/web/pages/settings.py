@@ -14,9 +14,15 @@ from benchgen.core.permissions import Scope
 from benchgen.services.accounts import credits, links, passwords, tokens, users
 from benchgen.web.addresses import client_address
 from benchgen.web.pages import shown_once
-from benchgen.web.pages.accounts import field_problems, send_mail_after
+from benchgen.web.pages.accounts import (
+    TOKENS_STAY,
+    field_problems,
+    open_browser_session,
+    send_mail_after,
+    signed_in_redirect,
+)
 from benchgen.web.session import WebContext, csrf_checked
-from benchgen.web.templating import redirect, render
+from benchgen.web.templating import path_for, redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
 LEDGER_PAGE = 50
@@ -62,7 +68,8 @@ def password_change(
     new_password: Annotated[str, Form(max_length=1024)] = "",
     new_password_again: Annotated[str, Form(max_length=1024)] = "",
 ) -> Response:
-    """Change my password; my other sessions and agent turns end, this one stays."""
+    """Change my password; my other sessions and agent turns end, this one goes on under a new
+    id."""
     if new_password != new_password_again:
         return _account(request, ctx, {"new_password_again": "does not match"}, 422)
     try:
@@ -80,8 +87,13 @@ def password_change(
         # Returned, not raised: the page must commit so the failed guess is counted.
         wrong = {"current_password": "is not your current password"}
         return _account(request, ctx, wrong, 422, keep_writes=True)
+    # A stolen cookie is why people change passwords: a copy of this browser's cookie (and the
+    # CSRF token read with it) must end with the other sessions, so this one gets a new id.
+    secret = open_browser_session(request, ctx, users.get_me(ctx))
     others = f" {ended} other session(s) were signed out." if ended else ""
-    return redirect(request, "account", flash=f"Your password is changed.{others}")
+    target = path_for(request, "account")
+    flash = f"Your password is changed.{others}{TOKENS_STAY}"
+    return signed_in_redirect(request, secret, target, flash)
 
 
 @router.post("/settings/account/verify", name="verification_resend")
