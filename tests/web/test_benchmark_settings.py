@@ -299,3 +299,26 @@ def test_the_invitation_page_names_its_address_to_no_other(site: Site) -> None:
     assert [answer.status_code for answer in answers] == [200, 403, 403, 404, 200, 303, 409]
     assert {answer.headers["referrer-policy"] for answer in answers} == {"no-referrer"}
     assert site.cy.get(f"/benchmarks/{bm}").headers["referrer-policy"] == "same-origin"
+
+
+def test_a_save_from_a_page_opened_before_another_save_keeps_both(site: Site) -> None:
+    """The form sent no state: of two editors who opened the page, the second to save
+    replaced the first's title without a word to either."""
+    bm = _fresh(site, "Opened twice")
+    first = site.ana.page(f"/benchmarks/{bm}/settings")
+    tag = first.find("input", attrs={"name": "etag"})["value"]  # type: ignore[index]
+    site.world.do(Principal.web(site.ana_id), lifecycle.edit_benchmark, bm, {"title": "Theirs"})
+    form = {"title": "Mine", "description": "typed", "etag": str(tag)}
+    late = site.ana.post(f"/benchmarks/{bm}/settings", form)
+    assert late.status_code == 409
+    soup = BeautifulSoup(late.text, "html.parser")
+    alert = soup.find(attrs={"role": "alert"})
+    assert alert is not None and "Someone changed the title" in alert.get_text()
+    assert soup.find("input", id="title")["value"] == "Mine"  # type: ignore[index]
+    assert soup.find("textarea", id="description").get_text() == "typed"  # type: ignore[union-attr]
+    assert site.world.do(Principal.web(site.ana_id), lifecycle.get_benchmark, bm).title == "Theirs"
+    # Saving again from the page as shown now replaces theirs, knowingly.
+    fresh = soup.find("input", attrs={"name": "etag"})["value"]  # type: ignore[index]
+    again = site.ana.post(f"/benchmarks/{bm}/settings", {**form, "etag": str(fresh)})
+    assert again.status_code == 303
+    assert site.world.do(Principal.web(site.ana_id), lifecycle.get_benchmark, bm).title == "Mine"

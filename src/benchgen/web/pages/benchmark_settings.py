@@ -12,7 +12,8 @@ from benchgen.core.context import Context
 from benchgen.core.errors import Conflict, InvalidInput
 from benchgen.core.permissions import Action
 from benchgen.services.accounts import ratelimits
-from benchgen.services.benchmarks import lifecycle
+from benchgen.services.benchmarks import edit_tags, lifecycle
+from benchgen.services.benchmarks.edit_tags import Stale
 from benchgen.services.runtime import undo_on_error
 from benchgen.web.confirmations import confirmed
 from benchgen.web.pages.benchmark_frame import back_to, is_owner, render_tab
@@ -41,14 +42,18 @@ def settings_save(
     benchmark_id: str,
     title: Title = "",
     description: Description = "",
+    etag: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
-    """Change the title and description (allowed even once the questions are frozen)."""
+    """Change the title and description (allowed even once the questions are frozen), unless
+    someone changed them since this form was shown: then the form comes back as typed."""
     change = {"title": title, "description": description}
     try:
         with undo_on_error(ctx):
-            lifecycle.edit_benchmark(ctx, benchmark_id, change)
+            lifecycle.edit_benchmark(ctx, benchmark_id, change, etag or None)
     except InvalidInput as exc:
         return _page(request, ctx, benchmark_id, change, problems_of(exc, {}), 422)
+    except Stale as exc:
+        return _page(request, ctx, benchmark_id, change, _overtaken(exc), 409)
     except Conflict as exc:
         return back_to(request, SETTINGS, exc.message, benchmark_id=benchmark_id)
     return back_to(request, SETTINGS, "Saved.", benchmark_id=benchmark_id)
@@ -112,6 +117,18 @@ def delete(
     return redirect(request, "benchmarks", flash=f"Deleted “{found.title}”.")
 
 
+def _overtaken(stale: Stale) -> Problems:
+    """Say that another save came first, and what it changed; the typed text is kept."""
+    changed = " and ".join(stale.details["changed"]) or "benchmark"
+    problems = Problems()
+    message = (
+        f"Someone changed the {changed} since you opened this page; nothing was saved. Your "
+        "text is below: save again to replace theirs."
+    )
+    problems.add("", "", message)
+    return problems
+
+
 def _page(
     request: Request,
     ctx: Context,
@@ -135,6 +152,7 @@ def _page(
             "runs_per_day", str(quota.runs_per_day or "") if quota is not None else ""
         ),
         confirm=typed.get("confirm", ""),
+        etag=edit_tags.tag_of(found.version, found.title, found.description),
         quota=quota,
         problems=problems,
     )
