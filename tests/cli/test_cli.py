@@ -112,7 +112,7 @@ def test_the_operator_grants_and_revokes_admin_rights(world: World) -> None:
 
 def test_errors_are_clear_and_exit_nonzero() -> None:
     result = runner.invoke(app, ["admin", "create-user", "--email", "bad", "--password", "x" * 9])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "email" in result.output
     result = runner.invoke(
         app, ["admin", "create-token", "--email", "nobody@example.com", "--scopes", "read"]
@@ -203,7 +203,7 @@ def test_run_takes_every_setting_the_api_takes(world: World) -> None:
         refused = runner.invoke(
             app, ["run", "--benchmark", bm, "--model", model, *zero, "--as", "ana@example.com"]
         )
-        assert refused.exit_code == 1, refused.output
+        assert refused.exit_code == 2, refused.output
         assert refused.output.startswith(f"Error: {zero[0]}: "), refused.output
     # A retry takes the run's own settings: a cap or a subset beside it was dropped silently.
     retried = runner.invoke(

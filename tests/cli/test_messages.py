@@ -41,7 +41,7 @@ def test_a_local_model_refusal_names_the_option_typed() -> None:
     shown = runner.invoke(
         app, ["admin", "add-local-model", "--name", "x", "--path", "/nonexistent"], env=WIDE
     )
-    assert shown.exit_code == 1
+    assert shown.exit_code == 2
     assert "Error: --path: must be a Hugging Face model folder" in shown.output, shown.output
     assert "endpoint_model" not in shown.output
 

@@ -27,5 +27,5 @@ def test_models_for_a_benchmark_and_a_refused_run(world: World) -> None:
     refused = runner.invoke(
         app, ["run", "--benchmark", capitals, "--model", "mdl_builtin_first", *AS]
     )
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert "answers only mcq benchmarks; this benchmark is qa" in " ".join(refused.output.split())

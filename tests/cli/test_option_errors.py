@@ -15,7 +15,7 @@ LOOPBACK = "http://127.0.0.1:9/v1"  # refused before anything is asked of it
 
 def _refusal(*args: str) -> str:
     result = runner.invoke(app, list(args))
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # a refused option value is a usage error
     return " ".join(result.output.split())
 
 

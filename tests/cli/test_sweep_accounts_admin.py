@@ -26,7 +26,7 @@ def _said(*args: str, code: int = 1) -> str:
 def test_a_bad_display_name_is_said_by_its_option(world: World) -> None:
     said = _said(
         "admin", "create-user", "--email", "b@example.com", "--password", "password123",
-        "--name", "\x1b[2Jred",
+        "--name", "\x1b[2Jred", code=2,
     )  # fmt: skip
     assert "--name: must not contain U+001B" in said
     assert "display_name" not in said
@@ -40,7 +40,9 @@ def test_a_too_large_grant_is_said_by_its_argument(world: World) -> None:
 
 def test_a_bad_grant_note_is_said_by_its_option(world: World) -> None:
     world.user("ana@example.com")
-    said = _said("admin", "grant-credits", "--email", "ana@example.com", "5", "--note", "a\x1bb")
+    said = _said(
+        "admin", "grant-credits", "--email", "ana@example.com", "5", "--note", "a\x1bb", code=2
+    )
     assert said.startswith("Error: --note: must not contain U+001B")
 
 
@@ -59,7 +61,7 @@ NOT_UTF8 = "pass\udcff\udcfeword"
 
 
 def test_a_password_of_bytes_that_are_not_utf8_is_refused_by_its_option() -> None:
-    said = _said("admin", "create-user", "--email", "b@example.com", "--password", NOT_UTF8)
+    said = _said("admin", "create-user", "--email", "b@example.com", "--password", NOT_UTF8, code=2)
     assert said == "Error: --password: holds bytes that are not UTF-8 text; type it again"
 
 

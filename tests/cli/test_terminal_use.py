@@ -59,7 +59,7 @@ def test_refusals_name_the_option_typed_not_the_service_field(world: World) -> N
     }
     for given, said in cases.items():
         shown = runner.invoke(app, [*run, *given])
-        assert shown.exit_code == 1, shown.output
+        assert shown.exit_code == 2, shown.output
         assert _error_lines(shown.output)[0].startswith(said), shown.output
     qa = world.benchmark(ana, QA)
     shown = runner.invoke(app, ["run", "--benchmark", qa, "--model", "mdl_builtin_first", *HERE])

@@ -114,7 +114,7 @@ def test_bad_values_are_refused_with_their_place(world: World, base: tuple[str, 
     rate = runner.invoke(app, ["training", "plan", *where, "--set", "learning_rate=x"], env=WIDE)
     assert rate.exit_code == 2 and "'x' is not a number." in rate.output
     wrong = runner.invoke(app, ["training", "start", *where, "--set", "epochs=0"], env=WIDE)
-    assert wrong.exit_code == 1 and "Error: --set epochs: " in wrong.output
+    assert wrong.exit_code == 2 and "Error: --set epochs: " in wrong.output
     assert world.do(Principal.web(world.user("x@example.com")), jobs.list_training_jobs) == []
 
 
@@ -130,18 +130,18 @@ def test_a_gpu_count_is_asked_with_gpus(
     [job] = world.ctx_call(OPERATOR, lambda ctx: ctx.session.scalars(select(TrainingJob)).all())
     assert job.id in started and (job.compute_pool, job.compute_count) == ("gpu:H200", 2)
     untyped = runner.invoke(app, ["training", "plan", *where, "--gpus", "2"], env=WIDE)
-    assert untyped.exit_code == 1 and "2 GPUs need a gpu_type" in untyped.output
+    assert untyped.exit_code == 2 and "2 GPUs need a gpu_type" in untyped.output
     too_many = runner.invoke(
         app, ["training", "plan", *where, "--gpu", "H200", "--gpus", "3"], env=WIDE
     )
-    assert too_many.exit_code == 1 and "--gpus: gpu:H200 has 2, not 3" in too_many.output
+    assert too_many.exit_code == 2 and "--gpus: gpu:H200 has 2, not 3" in too_many.output
 
 
 def test_the_operator_names_only_real_weights(world: World, tmp_path: object) -> None:
     missing = runner.invoke(
         app, ["admin", "add-local-model", "--name", "X", "--path", "/nowhere/model"], env=WIDE
     )
-    assert missing.exit_code == 1 and "config.json" in missing.output
+    assert missing.exit_code == 2 and "config.json" in missing.output
     remote = runner.invoke(
         app, ["admin", "add-local-model", "--name", "B", "--kind", "builtin", "--path", "x"]
     )
@@ -162,7 +162,7 @@ def test_a_folder_whose_weights_do_not_read_is_refused(
     refused = runner.invoke(
         app, ["admin", "add-local-model", "--name", "X", "--path", str(folder)], env=WIDE
     )
-    assert refused.exit_code == 1, refused.output
+    assert refused.exit_code == 2, refused.output
     assert "--path: is not a readable model folder: its weights could not be read" in " ".join(
         refused.output.split()
     )

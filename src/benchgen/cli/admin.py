@@ -76,7 +76,13 @@ def create_user(
     admin: Annotated[bool, typer.Option("--admin", help="Give admin powers.")] = False,
     initial: Annotated[int, typer.Option("--credits", min=0, help="Credits to grant.")] = 0,
 ) -> None:
-    """Create an account, optionally an admin, optionally with credits."""
+    """Create an account, optionally an admin, optionally with credits.
+
+    \b
+    Examples:
+      $ benchgen admin create-user --email ana@example.com --credits 500
+      $ benchgen admin create-user --email ops@example.com --admin
+    """
     with open_runtime() as runtime, as_operator(runtime) as ctx, by_option(USER_OPTIONS):
         user = users.create_user(ctx, email, password, name, is_admin=admin)
         if initial:
@@ -90,7 +96,12 @@ def grant_credits(
     amount: Annotated[int, typer.Argument(min=1, help="Whole credits to add.")],
     note: Annotated[str, typer.Option(help="Why (kept in the ledger).")] = "",
 ) -> None:
-    """Add credits to an account; prints the new balance."""
+    """Add credits to an account; prints the new balance.
+
+    \b
+    Examples:
+      $ benchgen admin grant-credits --email ana@example.com 250 --note 'course'
+    """
     with open_runtime() as runtime, as_operator(runtime) as ctx, by_option(GRANT_OPTIONS):
         user = users.get_user_by_email(ctx, email)
         balance = credits.grant_credits(ctx, user.id, amount, note)
@@ -100,25 +111,45 @@ def grant_credits(
 @app.command("disable-user")
 def disable_user(email: Email) -> None:
     """Disable an account: its sign-ins, sessions, tokens, agent turns, runs and training jobs
-    stop at once."""
+    stop at once.
+
+    \b
+    Examples:
+      $ benchgen admin disable-user --email ana@example.com
+    """
     _set_active(email, active=False)
 
 
 @app.command("enable-user")
 def enable_user(email: Email) -> None:
-    """Enable a disabled account again (its old sessions and tokens do not come back)."""
+    """Enable a disabled account again (its old sessions and tokens do not come back).
+
+    \b
+    Examples:
+      $ benchgen admin enable-user --email ana@example.com
+    """
     _set_active(email, active=True)
 
 
 @app.command("grant-admin")
 def grant_admin(email: Email) -> None:
-    """Make an account an administrator: users, invites, settings, reports and the audit log."""
+    """Make an account an administrator: users, invites, settings, reports and the audit log.
+
+    \b
+    Examples:
+      $ benchgen admin grant-admin --email ana@example.com
+    """
     _set_admin(email, admin=True)
 
 
 @app.command("revoke-admin")
 def revoke_admin(email: Email) -> None:
-    """Make an administrator an ordinary user again (from their next request)."""
+    """Make an administrator an ordinary user again (from their next request).
+
+    \b
+    Examples:
+      $ benchgen admin revoke-admin --email ana@example.com
+    """
     _set_admin(email, admin=False)
 
 
@@ -155,7 +186,12 @@ def add_local_model(
 ) -> None:
     """Offer a model whose weights lie on this server to everyone: runs use it, and training
     jobs may use it as their base. Only the operator registers paths: a user never names a
-    file on the server."""
+    file on the server.
+
+    \b
+    Examples:
+      $ benchgen admin add-local-model --name 'Qwen2.5 0.5B' --kind local_hf --path /models/qwen
+    """
     if path != "smollm2":
         # Stored as the server will look for it: a relative path meant this shell's folder,
         # and a server started elsewhere found nothing there.
@@ -180,7 +216,12 @@ def create_token(
     ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise it by.")] = "cli",
 ) -> None:
-    """Mint a personal API token for a user. Prints only the token, once, on stdout."""
+    """Mint a personal API token for a user. Prints only the token, once, on stdout.
+
+    \b
+    Examples:
+      $ benchgen admin create-token --email ana@example.com --scopes read,runs --expires-days 30
+    """
     with open_runtime() as runtime, as_user(runtime, email) as ctx, by_option(TOKEN_OPTIONS):
         made = tokens.create_token(ctx, name, scopes.split(","), expires_days)
     typer.echo(made.secret)
@@ -188,7 +229,12 @@ def create_token(
 
 @app.command("list-tokens")
 def list_tokens(email: Email) -> None:
-    """A user's personal tokens (never the secrets: only their last four characters)."""
+    """A user's personal tokens (never the secrets: only their last four characters).
+
+    \b
+    Examples:
+      $ benchgen admin list-tokens --email ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, email) as ctx:
         rows = tokens.list_tokens(ctx)
     table = wrapping_table("name", "scopes", "ends with", "expires", "last used", "revoked")
@@ -208,7 +254,12 @@ def list_tokens(email: Email) -> None:
 
 @app.command("revoke-token")
 def revoke_token(token_id: Annotated[str, typer.Argument(help="The token's id (tok_…).")]) -> None:
-    """Revoke a personal token now."""
+    """Revoke a personal token now.
+
+    \b
+    Examples:
+      $ benchgen admin revoke-token tok_…
+    """
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         row = tokens.revoke_token(ctx, token_id)
     console.print(f"Revoked {row.id} ({row.name}).")
@@ -217,7 +268,12 @@ def revoke_token(token_id: Annotated[str, typer.Argument(help="The token's id (t
 @app.command("settings")
 def show_settings() -> None:
     """The run-time deployment settings in force, and the agent's brain, which only the
-    environment sets (of its API key, only whether one is set)."""
+    environment sets (of its API key, only whether one is set).
+
+    \b
+    Examples:
+      $ benchgen admin settings
+    """
     with open_runtime() as runtime, as_operator(runtime) as ctx:
         values = deployment.list_settings(ctx)
     for key, value in values.items():
@@ -251,7 +307,12 @@ def set_setting(
         str, typer.Argument(help="true/false, a whole number or, for signup_mode, a word.")
     ],
 ) -> None:
-    """Override a deployment setting (takes effect at once, for every process)."""
+    """Override a deployment setting (takes effect at once, for every process).
+
+    \b
+    Examples:
+      $ benchgen admin set agent_allow_publish false
+    """
     if key in BRAIN:
         # Shown by `settings` beside the others, but read from the environment at start-up.
         say_error(
@@ -276,6 +337,11 @@ def set_run_quota(
 
     Every run's aggregate score tells its launcher a little about the answer key; this bounds
     how fast an outsider can learn it. 'default' returns to BENCHGEN_STRANGER_RUNS_PER_DAY.
+
+    \b
+    Examples:
+      $ benchgen admin set-run-quota bm_… 20 --as ana@example.com
+      $ benchgen admin set-run-quota bm_… default --as ana@example.com
     """
     quota = _quota_argument(runs_per_day)
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
@@ -306,7 +372,13 @@ def show_outbox(
     """Mail the platform recorded (participants, verification, password resets) and its
     delivery status (queued, sending, sent, failed: retried; bounced, expired: given up);
     without SMTP, `--show ID` is how to read a message. With SMTP the workers send and retry
-    mail by themselves; `--deliver` pushes everything waiting now, failed mail included."""
+    mail by themselves; `--deliver` pushes everything waiting now, failed mail included.
+
+    \b
+    Examples:
+      $ benchgen admin outbox
+      $ benchgen admin outbox --show out_…
+    """
     with open_runtime() as runtime:
         if show:
             with as_operator(runtime) as ctx:

@@ -97,6 +97,12 @@ def import_file(
     with its line (JSONL, CSV) or row (Parquet, Arrow) and exits with status 1. On success it
     prints the new benchmark's id and any warnings; the benchmark stays private until
     published.
+
+    \b
+    Examples:
+      $ benchgen benchmarks import questions.jsonl --as ana@example.com
+      $ benchgen benchmarks import mmlu.parquet --preset lm_eval_mcq --title 'MMLU sample' --url https://bench.example
+      $ benchgen benchmarks import quiz.csv --map prompt=q --map answer=key --as ana@example.com
     """
     spec: Plain = {
         "title": title or questions.stem,
@@ -106,9 +112,8 @@ def import_file(
         "preset": preset.value,
         "mapping": _mapping(maps or []),
     }
-    data = questions.read_bytes()
     with door(as_email, url, token) as where:
-        created = where.import_file(data, questions.name, spec)
+        created = where.import_file(questions, spec)
     made = created["benchmark"]
     console.print(
         Text.assemble(
@@ -168,7 +173,13 @@ def export(
 ) -> None:
     """Save a qa or mcq benchmark with its answer key (its owner and collaborators only), to
     run it unchanged in Inspect AI or lm-evaluation-harness: the task folders read the
-    questions from a dataset.jsonl, and their code holds none of the benchmark's text."""
+    questions from a dataset.jsonl, and their code holds none of the benchmark's text.
+
+    \b
+    Examples:
+      $ benchgen benchmarks export bm_… --format inspect --as ana@example.com
+      $ benchgen benchmarks export bm_… -o - --url https://bench.example | head
+    """
     with door(as_email, url, token) as where:
         name, data = where.export(benchmark_id, format.value)
     save_download(output or Path(name), data, force)

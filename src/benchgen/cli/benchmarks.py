@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchgen.cli import benchmark_files, bundle_commands
-from benchgen.cli.common import AsHere, Token, Url, print_table, wrapping_table
+from benchgen.cli.common import AsHere, Token, Url, cell, print_table, wrapping_table
 from benchgen.cli.doors import WHERE, door
 from benchgen.cli.helptext import App
 
@@ -48,9 +48,9 @@ def list_benchmarks(
     table.add_column("id", no_wrap=True, min_width=23)
     for row in rows:
         # A custom benchmark has tasks scored by its bundle's program, not questions.
-        count = "—" if row["format"] == "custom" else str(row["question_count"])
-        shown = (row["format"], count, row["visibility"], row["id"])
-        table.add_row(row["title"], *shown)
+        count = "—" if row.get("format") == "custom" else cell(row, "question_count")
+        shown = (cell(row, "format"), count, cell(row, "visibility"), cell(row, "id"))
+        table.add_row(cell(row, "title"), *shown)
     made = "`benchgen benchmarks import FILE` or `benchgen benchmarks upload FILE` makes one"
     print_table(table, "No benchmark matches." if mine or search else f"No benchmarks yet: {made}.")
 

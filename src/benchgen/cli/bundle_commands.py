@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from benchgen.cli.common import AsHere, Token, Url, console, save_download, wrapping_table
+from benchgen.cli.common import (
+    AsHere,
+    Token,
+    Url,
+    cell,
+    console,
+    save_download,
+    wrapping_table,
+)
 from benchgen.cli.doors import Kind, Plain, door, place
 
 ZipFile = Annotated[
@@ -41,11 +49,15 @@ def upload(
     scores. When the bundle is invalid it prints every problem with its place in
     competition.yaml and its line, and exits with status 1. A new benchmark stays private
     until published, which a failing solution prevents.
+
+    \b
+    Examples:
+      $ benchgen benchmarks upload competition.zip --as ana@example.com
+      $ benchgen benchmarks upload changed.zip --to bm_… --url https://bench.example
     """
-    data = bundle.read_bytes()
     with door(as_email, url, token) as where:
         if to is None:
-            created, view = where.upload(data, bundle.name)
+            created, view = where.upload(bundle)
             made = created["benchmark"]
             console.print(
                 Text.assemble(
@@ -53,7 +65,7 @@ def upload(
                 )
             )
         else:
-            view = where.upload_version(to, data, bundle.name)
+            view = where.upload_version(to, bundle)
         console.print(f"Bundle version {view['version']} ({view['size']} bytes).")
     _show_bundle(view)
 
@@ -67,11 +79,13 @@ def _show_bundle(view: Plain) -> None:
         return
     table = wrapping_table("solution", "result", "scores", title="Solutions")
     for solution in solutions:
-        result = Text("ok", "green") if solution["ok"] else Text("failed", "red")
-        scores = ", ".join(f"{key} {value:g}" for key, value in solution["scores"].items())
-        table.add_row(
-            f"{solution['index']} {solution['name']}", result, scores or solution["error"]
+        result = Text("ok", "green") if solution.get("ok") else Text("failed", "red")
+        scores = ", ".join(
+            f"{key} {value:g}" if isinstance(value, float | int) else f"{key} {value}"
+            for key, value in (solution.get("scores") or {}).items()
         )
+        named = f"{cell(solution, 'index')} {cell(solution, 'name')}".strip()
+        table.add_row(named, result, scores or cell(solution, "error"))
     console.print(table)
     for solution in solutions:
         if solution.get("output"):
@@ -102,7 +116,12 @@ def download_bundle(
     force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
 ) -> None:
     """Save a custom benchmark's bundle exactly as it was uploaded (its owner and collaborators
-    only: it holds the reference data and the solutions)."""
+    only: it holds the reference data and the solutions).
+
+    \b
+    Examples:
+      $ benchgen benchmarks download-bundle bm_… --version 1 -o bundle.zip --as ana@example.com
+    """
     with door(as_email, url, token) as where:
         name, data = where.download(benchmark_id, version)
     save_download(output or Path(name), data, force)
@@ -140,10 +159,14 @@ def submit(
 
     With --wait the command follows the run (here, it works on it in this process) and prints
     its scores; it exits with status 1 when the run did not complete.
+
+    \b
+    Examples:
+      $ benchgen benchmarks submit bm_… predictions.zip --phase 0 --wait --as ana@example.com
+      $ benchgen benchmarks submit bm_… code.zip --kind code --url https://bench.example
     """
-    data = submission.read_bytes()
     with door(as_email, url, token) as where:
-        run = where.submit(benchmark_id, data, submission.name, phase, kind.value)
+        run = where.submit(benchmark_id, submission, phase, kind.value)
         console.print(Text.assemble("Submission queued as run ", (run["id"], "bold"), "."))
         if wait:
             run = where.follow(run)

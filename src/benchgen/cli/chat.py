@@ -40,8 +40,12 @@ HELP = (
     "command polls until the turn ends).\n\n"
     "[bold]Scripts:[/] --message TEXT (repeatable) sends each message in order, prints each "
     "reply and exits; numbers and a/approve work there too. --conversation ID continues an "
-    "earlier conversation (its last buttons still apply); otherwise a new one starts and its id "
-    "is printed."
+    "earlier conversation (its last buttons still apply); otherwise a new one starts with the "
+    "first message sent, and its id is printed.\n\n"
+    "\b\nExamples:\n"
+    "  $ benchgen chat --as ana@example.com\n"
+    "  $ benchgen chat --url https://bench.example -m 'Make a quiz on capitals'\n"
+    "  $ benchgen chat --conversation conv_… -m approve --as ana@example.com"
 )
 QUIT = frozenset({"/quit", "/exit"})
 APPROVE_WORDS = frozenset({"a", "approve"})
@@ -210,26 +214,36 @@ def _remote(url: str, token: str | None) -> Iterator[Door]:
 
 
 def _converse(door: Door, conversation_id: str | None, messages: list[str]) -> None:
-    conv, last = door.open(conversation_id)
-    console.print(Text(f"Conversation {conv}", style="bold"))
-    buttons: Buttons = []
-    if last is not None:
-        buttons = _show(door, conv, last)
-    for line in messages:
-        buttons = _show(door, conv, door.send(conv, interpret(line, buttons)))
     if messages:
+        conv, buttons = _open(door, conversation_id)
+        for line in messages:
+            buttons = _show(door, conv, door.send(conv, interpret(line, buttons)))
         return
+    # A new conversation is made with the first message: `echo -n | benchgen chat` (or Ctrl-D
+    # at once) left an empty one behind in the user's list.
+    opened = _open(door, conversation_id) if conversation_id is not None else None
     console.print("Type a message; a number presses a button; /quit or Ctrl-D leaves.")
+    sent = False
     while True:
         try:
             line = Prompt.ask(Text("you", style="bold"), console=console.rich).strip()
         except (EOFError, KeyboardInterrupt):
             console.print()
-            return
+            break
         if line in QUIT:
-            return
+            break
         if line:
-            buttons = _exchange(door, conv, line, buttons)
+            conv, buttons = opened or _open(door, None)
+            opened, sent = (conv, _exchange(door, conv, line, buttons)), True
+    if not sent:
+        console.print("Nothing was sent" + ("." if opened else "; no conversation was made."))
+
+
+def _open(door: Door, conversation_id: str | None) -> tuple[str, Buttons]:
+    """The conversation to talk in, named, and the buttons its last turn left."""
+    conv, last = door.open(conversation_id)
+    console.print(Text(f"Conversation {conv}", style="bold"))
+    return conv, _show(door, conv, last) if last is not None else []
 
 
 def _exchange(door: Door, conv: str, line: str, buttons: Buttons) -> Buttons:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from sqlalchemy import make_url
@@ -74,6 +76,8 @@ Token = Annotated[
 # at 80 columns it broke mid-sentence, and a long path or id in two).
 errors = LazyConsole(soft_wrap=True, stderr=True)
 OPERATOR = Principal.cli()
+# What `json.dumps` leaves unescaped that a terminal acts on (it escapes the C0 controls).
+RAW_IN_JSON = re.compile("[\x7f-\x9f]")
 
 
 def wrapping_table(*headers: str, title: str | None = None) -> Table:
@@ -84,9 +88,42 @@ def wrapping_table(*headers: str, title: str | None = None) -> Table:
     return Table(*(Column(header, overflow="fold") for header in headers), title=title)
 
 
+def cell(row: Mapping[str, Any], key: str) -> str:
+    """A row's `key` as a table shows it: blank when missing or None. A server of another
+    version may send rows without a field the table has (a KeyError, a traceback, before)."""
+    value = row.get(key)
+    return "" if value is None else str(value)
+
+
+def print_json(value: Any) -> None:
+    """`value` as indented JSON on stdout, valid whatever its texts hold. Rich's `print_json`
+    showed DEL and C1 controls (U+007F to U+009F, which JSON leaves raw) as `\\x85`, an escape
+    JSON does not have: a name holding one made `--json` output that no parser reads. Here
+    they are `\\u0085`, valid JSON that no terminal acts on."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    typer.echo(RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text))
+
+
 def print_table(table: Table, empty: str) -> None:
-    """`table`, or `empty` when it has no rows: a grid of headers alone read as a failure."""
-    console.print(table if table.row_count else empty)
+    """`table`, or `empty` when it has no rows: a grid of headers alone read as a failure.
+
+    In a terminal narrower than the table's least width the table keeps that width, and the
+    terminal wraps its lines: fitted, Rich cut the unwrapped columns, ids included, and gave a
+    wrapping one no room at all (at 50 columns `benchmarks list` showed no titles, and ids one
+    character short)."""
+    if not table.row_count:
+        console.print(empty)
+        return
+    from rich.measure import Measurement
+
+    from benchgen.cli.widths import UNBOUNDED, PipeWideConsole
+
+    least = Measurement.get(console.rich, console.options.update_width(UNBOUNDED), table).minimum
+    if least <= console.width:
+        console.print(table)
+        return
+    # Rich renders nothing wider than its console: a console of that width, on the same stream.
+    PipeWideConsole(file=console.file, width=least, markup=False).print(table)
 
 
 def labelled(label: str, message: str, style: str = "red", to: LazyConsole = errors) -> None:
@@ -119,19 +156,51 @@ def save_download(target: Path, data: bytes, force: bool) -> None:
     console.print(f"Wrote {len(data)} bytes to {target}.")
 
 
+def read_within(path: Path, limit: int, setting: str) -> bytes:
+    """The bytes of `path`, refused (one line, exit 1) when over `limit`: by its size before a
+    byte is read, and by what was read for a file whose size the system does not know (a
+    pipe). A 5 GB file was read whole into memory, to be refused by its length afterwards."""
+    if path.stat().st_size > limit:
+        _say_too_large(path, limit, setting)
+    with path.open("rb") as source:
+        data = source.read(limit + 1)
+    if len(data) > limit:
+        _say_too_large(path, limit, setting)
+    return data
+
+
+def _say_too_large(path: Path, limit: int, setting: str) -> NoReturn:
+    say_error(f"{path} is larger than the limit of {limit:,} bytes (set by {setting}).")
+    raise typer.Exit(1)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is, so a command stops the same way: with exit status 143."""
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    raise Terminated
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Read SIGTERM (systemd, `docker stop`) as Ctrl-C in the block, so that a command stops
-    as it would on Ctrl-C: by default the signal ended the process at once, mid-job. Only
+    as it would on Ctrl-C: by default the signal ended the process at once, mid-job. The
+    exception is `Terminated`, so the command can exit 143 rather than Ctrl-C's 130. Only
     the main thread may set a handler; in another (a test's) the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def interrupted_status(stop: KeyboardInterrupt) -> int:
+    """The shell's exit status for an interrupt: 143 (128 + 15) for SIGTERM, 130 for Ctrl-C."""
+    return 143 if isinstance(stop, Terminated) else 130
 
 
 def one_place(as_email: str | None, url: str | None) -> None:
@@ -189,7 +258,10 @@ def unopened(settings: Settings, exc: SQLAlchemyError | OSError) -> str:
 @contextmanager
 def by_option(options: dict[str, str]) -> Iterator[None]:
     """Refusals in the block placed by the option the operator typed rather than the service's
-    field: `options` maps a field's dotted place (`settings.samples`) to its option."""
+    field: `options` maps a field's dotted place (`settings.samples`) to its option.
+
+    A refused option value is a usage error, exit status 2 as Click gives its own (`--samples
+    0` exited 1, while `--version 0`, which Click checks, exited 2); other refusals go on."""
     try:
         yield
     except InvalidInput as exc:
@@ -199,6 +271,9 @@ def by_option(options: dict[str, str]) -> Iterator[None]:
         first = problems[0] if problems else {}
         where = ".".join(str(part) for part in first.get("loc", []))
         message = f"{where}: {first.get('msg', '')}" if where else exc.message
+        if where.startswith("--"):
+            say_error(message)
+            raise typer.Exit(2) from None
         raise InvalidInput(message, problems) from None
 
 

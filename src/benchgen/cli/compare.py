@@ -3,7 +3,6 @@ question, here (`--as`) or on a server (`--url`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -13,10 +12,12 @@ from benchgen.cli.common import (
     AsHere,
     Token,
     Url,
+    cell,
     cli_principal,
     console,
     one_place,
     open_runtime,
+    print_json,
     say_error,
     wrapping_table,
 )
@@ -40,7 +41,9 @@ HELP = (
     "each run's accuracy, the difference B − A with a paired bootstrap 95% interval, the "
     "exact McNemar test, and how many questions both got right, both wrong, only A or only B "
     "got right. Per-tag differences (and, with --json, the per-question table) only for the "
-    "benchmark's owner and collaborators." + WHERE
+    "benchmark's owner and collaborators." + WHERE + "\n\n\b\nExamples:\n"
+    "  $ benchgen compare run_… run_… --as ana@example.com\n"
+    "  $ benchgen compare run_… run_… --json --url https://bench.example > comparison.json"
 )
 
 
@@ -56,7 +59,7 @@ def compare_command(
     one_place(as_email, url)
     found = _here(as_email, run_a, run_b) if as_email else _remote(url or "", token, run_a, run_b)
     if as_json:
-        console.print_json(json.dumps(found))
+        print_json(found)
     else:
         show(found)
 
@@ -127,29 +130,29 @@ def show(found: Plain) -> None:
 
 
 def _show_tags(found: Plain) -> None:
-    if not found["tags"]:
+    if not found.get("tags"):
         return
     columns = ("tag", "questions", "A", "B", "B − A", "only A", "only B")
     table = wrapping_table(*columns, title="By tag")
     for tag in found["tags"]:
         table.add_row(
-            tag["tag"],
-            str(tag["n"]),
-            _percent(tag["accuracy_a"]),
-            _percent(tag["accuracy_b"]),
-            _points(tag["difference"]),
-            str(tag["only_a"]),
-            str(tag["only_b"]),
+            cell(tag, "tag"),
+            cell(tag, "n"),
+            _percent(tag.get("accuracy_a")),
+            _percent(tag.get("accuracy_b")),
+            _points(tag.get("difference")),
+            cell(tag, "only_a"),
+            cell(tag, "only_b"),
         )
     console.print(table)
 
 
 def _percent(value: Any) -> str:
-    return f"{float(value) * 100:.1f}%"
+    return "" if value is None else f"{float(value) * 100:.1f}%"
 
 
 def _points(value: Any) -> str:
-    return f"{float(value) * 100:+.1f} points"
+    return "" if value is None else f"{float(value) * 100:+.1f} points"
 
 
 commands = App()

@@ -12,6 +12,11 @@ commands.add_typer(app, name="db")
 
 @app.command("upgrade")
 def db_upgrade() -> None:
-    """Create the database or migrate it to the newest schema (safe to repeat)."""
+    """Create the database or migrate it to the newest schema (safe to repeat).
+
+    \b
+    Examples:
+      $ benchgen db upgrade
+    """
     with open_runtime() as runtime:
         labelled("Database is up to date:", runtime.database.safe_url, "bold", console)

@@ -17,6 +17,7 @@ from benchgen.cli.common import (
     errors,
     open_runtime,
     print_table,
+    read_within,
     wrapping_table,
 )
 from benchgen.cli.doors import reported
@@ -77,11 +78,19 @@ def upload(
 ) -> None:
     """Upload a dataset as a user. Nothing is stored unless every row is valid: otherwise each
     problem is printed with its line (JSONL, CSV) or row (Parquet) and the exit status is 1.
-    The token count is an estimate (characters / 4)."""
+    The token count is an estimate (characters / 4).
+
+    \b
+    Examples:
+      $ benchgen datasets upload support.jsonl --name 'Support replies' --as ana@example.com
+      $ benchgen datasets upload faq.csv --map prompt=q --map completion=a --as ana@example.com
+    """
     spec = {"name": name or data_file.stem, "format": format.value, "mapping": _mapping(maps)}
-    data = data_file.read_bytes()
-    with open_runtime() as runtime, reported(), as_user(runtime, as_email) as ctx:
-        made = datasets.upload_dataset(ctx, data, data_file.name, spec)
+    with open_runtime() as runtime:
+        limit = runtime.settings.max_dataset_bytes
+        data = read_within(data_file, limit, "BENCHGEN_MAX_DATASET_BYTES")
+        with reported(), as_user(runtime, as_email) as ctx:
+            made = datasets.upload_dataset(ctx, data, data_file.name, spec)
     console.print(
         Text.assemble(
             "Uploaded dataset ",
@@ -107,7 +116,12 @@ def _mapping(given: list[str] | None) -> dict[str, str]:
 
 @app.command("list")
 def list_datasets(as_email: As) -> None:
-    """The user's datasets, newest first (the 200 newest)."""
+    """The user's datasets, newest first (the 200 newest).
+
+    \b
+    Examples:
+      $ benchgen datasets list --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = datasets.list_datasets(ctx, 200)
     table = wrapping_table("name", "format", "rows", "tokens (≈)")
@@ -124,7 +138,12 @@ def delete(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
 ) -> None:
     """Delete one of the user's datasets and its stored file (training jobs that used it keep
-    their record)."""
+    their record).
+
+    \b
+    Examples:
+      $ benchgen datasets delete ds_… --yes --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         shown = datasets.get_dataset(ctx, dataset_id)
     if not yes:

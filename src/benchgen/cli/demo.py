@@ -42,7 +42,13 @@ def seed_demo(
         ),
     ] = None,
 ) -> None:
-    """Create (once) the demo account and its benchmarks; print how to get in and a new token."""
+    """Create (once) the demo account and its benchmarks; print how to get in and a new token.
+
+    \b
+    Examples:
+      $ benchgen demo
+      $ benchgen demo --url https://bench.example
+    """
     if url is not None and not WEB_ADDRESS.fullmatch(url):
         # Refused before a token is made: it was printed beside a `curl` line that cannot work.
         raise typer.BadParameter(

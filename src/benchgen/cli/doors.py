@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import typer
@@ -17,6 +18,7 @@ from benchgen.cli.common import (
     errors,
     one_place,
     open_runtime,
+    read_within,
     say_error,
 )
 from benchgen.cli.runs import follow_run, progress_bar
@@ -63,24 +65,22 @@ class Door(Protocol):
     def list_benchmarks(self, mine: bool, search: str) -> list[Plain]:
         """Every benchmark the user may see (only their own with `mine`), newest first."""
 
-    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+    def import_file(self, file: Path, spec: Plain) -> Plain:
         """A new benchmark from a file of questions, with its warnings."""
 
     def export(self, benchmark_id: str, fmt: str) -> tuple[str, bytes]:
         """A benchmark's export: its file name and bytes."""
 
-    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+    def upload(self, file: Path) -> tuple[Plain, Plain]:
         """A new custom benchmark: (the created benchmark with warnings, its bundle)."""
 
-    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+    def upload_version(self, benchmark_id: str, file: Path) -> Plain:
         """The bundle after a new version."""
 
     def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
         """A bundle version's file name and bytes."""
 
-    def submit(
-        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
-    ) -> Plain:
+    def submit(self, benchmark_id: str, file: Path, phase: int | None, kind: str) -> Plain:
         """The queued run of a submission."""
 
     def follow(self, run: Plain) -> Plain:
@@ -88,7 +88,8 @@ class Door(Protocol):
 
 
 class LocalDoor:
-    """This machine's database, acting as a user through the cli door."""
+    """This machine's database, acting as a user through the cli door. A file over this
+    machine's limit for it is refused by its size, before it is read."""
 
     def __init__(self, runtime: Runtime, email: str) -> None:
         self.runtime, self.email = runtime, email
@@ -103,9 +104,11 @@ class LocalDoor:
                 if len(page) < MAX_LIST:
                     return found
 
-    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+    def import_file(self, file: Path, spec: Plain) -> Plain:
+        limit = self.runtime.settings.max_import_bytes
+        data = read_within(file, limit, "BENCHGEN_MAX_IMPORT_BYTES")
         with transaction(self.runtime, self.principal) as ctx:
-            created = imports.import_file(ctx, data, filename, spec)
+            created = imports.import_file(ctx, data, file.name, spec)
         return {"benchmark": plain(created.benchmark), "warnings": created.warnings}
 
     def export(self, benchmark_id: str, fmt: str) -> tuple[str, bytes]:
@@ -113,7 +116,8 @@ class LocalDoor:
             found = exports.export_benchmark(ctx, benchmark_id, fmt)
         return found.filename, found.data
 
-    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
+    def upload(self, file: Path) -> tuple[Plain, Plain]:
+        data, filename = self._bundle(file), file.name
         # The programs run between the two units of work: a write one would hold SQLite's
         # write lock, and stop the server's every write, for as long as they take.
         with transaction(self.runtime, self.principal, write=False) as ctx:
@@ -124,7 +128,8 @@ class LocalDoor:
             view = bundles.get_bundle(ctx, created.benchmark.id)
         return {"benchmark": plain(created.benchmark), "warnings": created.warnings}, plain(view)
 
-    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
+    def upload_version(self, benchmark_id: str, file: Path) -> Plain:
+        data, filename = self._bundle(file), file.name
         # As `upload`: checked, then inspected with no unit of work open, then stored.
         with transaction(self.runtime, self.principal, write=False) as ctx:
             pending = bundles.check_bundle(ctx, data, filename, benchmark_id)
@@ -133,23 +138,28 @@ class LocalDoor:
             view = bundles.upload_bundle_version(ctx, benchmark_id, data, filename, checked)
         return plain(view)
 
+    def _bundle(self, file: Path) -> bytes:
+        limit = self.runtime.settings.max_bundle_bytes
+        return read_within(file, limit, "BENCHGEN_MAX_BUNDLE_BYTES")
+
     def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
         with transaction(self.runtime, self.principal, write=False) as ctx:
             found = bundles.download_bundle(ctx, benchmark_id, version)
         return found.filename, found.data
 
-    def submit(
-        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
-    ) -> Plain:
+    def submit(self, benchmark_id: str, file: Path, phase: int | None, kind: str) -> Plain:
+        limit = self.runtime.settings.max_submission_bytes
+        data = read_within(file, limit, "BENCHGEN_MAX_SUBMISSION_BYTES")
         with transaction(self.runtime, self.principal) as ctx:
-            return plain(submissions.submit(ctx, benchmark_id, data, filename, phase, kind))
+            return plain(submissions.submit(ctx, benchmark_id, data, file.name, phase, kind))
 
     def follow(self, run: Plain) -> Plain:
         return plain(follow_run(self.runtime, self.email, run["id"], run["question_count"]))
 
 
 class RemoteDoor:
-    """A server's API, through the Python client and a personal token."""
+    """A server's API, through the Python client and a personal token. Files are sent as
+    they are read, never held whole: the server refuses one over its limit by its length."""
 
     def __init__(self, client: BenchGen) -> None:
         self.client = client
@@ -157,16 +167,15 @@ class RemoteDoor:
     def list_benchmarks(self, mine: bool, search: str) -> list[Plain]:
         return [dict(row) for row in self.client.list_benchmarks(mine, search)]
 
-    def import_file(self, data: bytes, filename: str, spec: Plain) -> Plain:
+    def import_file(self, file: Path, spec: Plain) -> Plain:
         created = self.client.import_file(
-            data,
+            file,
             spec["title"],
             spec["format"],
             spec["file_format"],
             spec["preset"],
             spec["mapping"],
             spec["description"],
-            filename,
         )
         return dict(created)
 
@@ -177,23 +186,20 @@ class RemoteDoor:
             return f"{benchmark_id}.jsonl", data
         return f"{exports.task_name(benchmark_id)}_{fmt}.zip", data
 
-    def upload(self, data: bytes, filename: str) -> tuple[Plain, Plain]:
-        created = self.client.upload_bundle(data, filename)
+    def upload(self, file: Path) -> tuple[Plain, Plain]:
+        created = self.client.upload_bundle(file)
         return dict(created), dict(self.client.get_bundle(created["benchmark"]["id"]))
 
-    def upload_version(self, benchmark_id: str, data: bytes, filename: str) -> Plain:
-        return dict(self.client.upload_bundle_version(benchmark_id, data, filename))
+    def upload_version(self, benchmark_id: str, file: Path) -> Plain:
+        return dict(self.client.upload_bundle_version(benchmark_id, file))
 
     def download(self, benchmark_id: str, version: int | None) -> tuple[str, bytes]:
         # Named as the server names it, which needs the version even when the newest is asked.
         number = version or self.client.get_bundle(benchmark_id)["version"]
         return f"{benchmark_id}-v{number}.zip", self.client.download_bundle(benchmark_id, number)
 
-    def submit(
-        self, benchmark_id: str, data: bytes, filename: str, phase: int | None, kind: str
-    ) -> Plain:
-        sent = self.client.submit(benchmark_id, data, phase, Kind(kind).value, filename)
-        return dict(sent)
+    def submit(self, benchmark_id: str, file: Path, phase: int | None, kind: str) -> Plain:
+        return dict(self.client.submit(benchmark_id, file, phase, Kind(kind).value))
 
     def follow(self, run: Plain) -> Plain:
         try:

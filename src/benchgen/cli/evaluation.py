@@ -31,6 +31,9 @@ from benchgen.services.runs import launch, leaderboards, rejudging, rescoring
 from benchgen.services.runtime import Runtime, transaction
 
 WAIT_POLL_S = 0.25  # how often `judge again` looks whether the judge is done
+# Each worker thread takes a job at a time and a database connection while it works: 100000
+# were accepted, as many threads started against a pool of a few connections.
+MAX_THREADS = 64
 models_app = App(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
 # The services' fields as `models add` and `judge set` name them.
@@ -52,7 +55,13 @@ def rescore(
         str, typer.Option(help='Other settings as JSON, e.g. {"method": "f1"}.')
     ] = "",
 ) -> None:
-    """Re-apply scoring to a run's saved answers without calling any model."""
+    """Re-apply scoring to a run's saved answers without calling any model.
+
+    \b
+    Examples:
+      $ benchgen rescore run_… --as ana@example.com
+      $ benchgen rescore run_… --scoring '{"method": "f1"}' --apply --as ana@example.com
+    """
     settings = _scoring_settings(scoring)
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         result = rescoring.rescore_run(ctx, run_id, settings, apply)
@@ -100,7 +109,14 @@ def add_model(
         typer.Option(help="The environment variable holding its API key (never typed here)."),
     ] = None,
 ) -> None:
-    """Register your own model endpoint; its key is stored encrypted and never shown again."""
+    """Register your own model endpoint; its key is stored encrypted and never shown again.
+
+    \b
+    Examples:
+      $ read -rs MY_KEY; export MY_KEY
+      $ benchgen models add --name 'My vLLM' --endpoint-model qwen2.5-7b \\
+          --base-url https://…/v1 --api-key-env MY_KEY --as ana@example.com
+    """
     spec: dict[str, object] = {"name": name, "kind": kind, "endpoint_model": endpoint_model}
     if base_url:
         spec["base_url"] = base_url
@@ -132,7 +148,13 @@ def list_models(
     ] = None,
 ) -> None:
     """Platform models and your own, with prices; a model that answers only one format (a
-    baseline) says which."""
+    baseline) says which.
+
+    \b
+    Examples:
+      $ benchgen models list --as ana@example.com
+      $ benchgen models list --benchmark bm_… --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = models.list_models(ctx, benchmark_id=benchmark)
     table = wrapping_table("name", "kind", "credits", "status")
@@ -148,7 +170,12 @@ def list_models(
 
 @leaderboard_app.command("add")
 def leaderboard_add(run_id: Annotated[str, typer.Argument(help="Run id.")], as_email: As) -> None:
-    """Put a completed, scored run on its phase's leaderboard."""
+    """Put a completed, scored run on its phase's leaderboard.
+
+    \b
+    Examples:
+      $ benchgen leaderboard add run_… --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         leaderboards.add_to_leaderboard(ctx, run_id)
     console.print(f"Added {run_id} to the leaderboard.")
@@ -158,14 +185,21 @@ def leaderboard_add(run_id: Annotated[str, typer.Argument(help="Run id.")], as_e
 def leaderboard_remove(
     run_id: Annotated[str, typer.Argument(help="Run id.")], as_email: As
 ) -> None:
-    """Take a run off its leaderboard."""
+    """Take a run off its leaderboard.
+
+    \b
+    Examples:
+      $ benchgen leaderboard remove run_… --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         leaderboards.remove_from_leaderboard(ctx, run_id)
     console.print(f"Removed {run_id} from the leaderboard.")
 
 
 def worker(
-    threads: Annotated[int, typer.Option(min=1, help="Worker threads in this process.")] = 2,
+    threads: Annotated[
+        int, typer.Option(min=1, max=MAX_THREADS, help="Worker threads in this process.")
+    ] = 2,
     queues: Annotated[
         str,
         typer.Option(
@@ -181,6 +215,11 @@ def worker(
     Ctrl-C or SIGTERM stops them after the jobs in hand: Celery waits for those to finish;
     polling workers wait up to a minute, then give what is left back to the queue (the runs
     go on with another worker, this attempt not counted).
+
+    \b
+    Examples:
+      $ benchgen worker
+      $ benchgen worker --threads 8 --queues runs
     """
     chosen = [name.strip() for name in queues.split(",") if name.strip()]
     unknown = sorted(set(chosen) - set(queue.QUEUES))
@@ -265,6 +304,11 @@ def judge_set(
     """Score a benchmark with an AI judge from now on; your API key pays for judging.
 
     The key is read from an environment variable so it never lands in shell history.
+
+    \b
+    Examples:
+      $ benchgen judge set bm_… --model gpt-4o-mini --base-url https://…/v1 \\
+          --api-key-env JUDGE_KEY --as ana@example.com
     """
     key = _key_in(api_key_env) if api_key_env else None
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx, by_option(ENDPOINT_OPTIONS):
@@ -288,6 +332,10 @@ def judge_again(
     Only the judge is asked, as in the run's own judging: the model is not asked again and the
     run costs nothing more. Its scores change once the judge has answered (a score corrected by
     hand stays); with --no-wait a worker judges them (`benchgen worker`, or a server's own).
+
+    \b
+    Examples:
+      $ benchgen judge again run_… --as ana@example.com
     """
     with open_runtime() as runtime:
         with as_user(runtime, as_email) as ctx:

@@ -14,8 +14,10 @@ from benchgen.cli.common import (
     by_option,
     cli_principal,
     console,
+    interrupted_status,
     open_runtime,
     say_error,
+    sigterm_as_interrupt,
 )
 from benchgen.cli.helptext import App
 from benchgen.core.errors import Conflict
@@ -117,7 +119,19 @@ def run(
     Give --benchmark and --model for a new run, or --retry with a finished run's id to ask its
     errored questions again. The options are those of docs/run-settings.md; one the model's
     provider cannot take is refused before anything starts. Followed, a run that does not
-    complete (it failed, or was cancelled) exits with status 1."""
+    complete (it failed, or was cancelled) exits with status 1.
+
+    The run is worked on in this process: Ctrl-C or SIGTERM (`kill`, `docker stop`, a CI
+    job's timeout) cancels it, keeping the answers it has (and their cost), says where it
+    stands and exits with status 130 (Ctrl-C) or 143 (SIGTERM). With --no-wait the run is
+    queued for `benchgen serve` or `benchgen worker` and the command returns at once.
+
+    \b
+    Examples:
+      $ benchgen run --as ana@example.com --benchmark bm_… --model mdl_builtin_echo
+      $ benchgen run --as ana@example.com --benchmark bm_… --model mdl_… --first 20 --samples 3
+      $ benchgen run --as ana@example.com --retry run_…
+    """
     settings = {
         "samples": samples,
         "temperature": temperature,
@@ -224,22 +238,26 @@ def follow_run(
 ) -> launch.RunView:
     """Work on a queued run in this process, with a progress bar under `heading`, until it ends.
 
-    Ctrl-C cancels the run: the worker stops between answers and the run keeps (and is charged
-    for) the answers it has; the command then says so and exits 130. A second Ctrl-C leaves at
-    once, and the run, asked to stop, ends when a worker next takes it."""
+    Ctrl-C, or SIGTERM, cancels the run: the worker stops between answers and the run keeps
+    (and is charged for) the answers it has; the command then says so and exits 130, or 143
+    for SIGTERM (which ended the process at once, mid-answer, the run left "running" with no
+    worker). A second one leaves at once, and the run, asked to stop, ends when a worker next
+    takes it."""
     # Read-only polls as a principal resolved once: the worker thread shares this process (and
     # its interpreter lock) with the progress bar, which should cost it next to nothing. For the
     # same reason nothing is printed (nor Rich loaded) until the worker has had a poll's time to
     # send its first model requests.
     principal = cli_principal(runtime, email)
-    workers = start_workers(runtime, 1)
-    try:
-        return _watch(runtime, principal, run_id, total, heading)
-    except KeyboardInterrupt:
-        _cancel(runtime, principal, run_id)
-    finally:
-        stop_workers(workers)
-    _say_cancelled(runtime, principal, run_id)
+    with sigterm_as_interrupt():
+        workers = start_workers(runtime, 1)
+        try:
+            return _watch(runtime, principal, run_id, total, heading)
+        except KeyboardInterrupt as stop:
+            status = interrupted_status(stop)
+            _cancel(runtime, principal, run_id, status)
+        finally:
+            stop_workers(workers)
+    _say_cancelled(runtime, principal, run_id, status)
 
 
 def _watch(
@@ -259,22 +277,24 @@ def _watch(
             time.sleep(POLL_S)
 
 
-def _cancel(runtime: Runtime, principal: Principal, run_id: str) -> None:
-    console.print(f"Cancelling run {run_id} (Ctrl-C again to leave now)…")
+def _cancel(runtime: Runtime, principal: Principal, run_id: str, status: int) -> None:
+    why = "Terminated: cancelling" if status == 143 else "Cancelling"
+    console.print(f"{why} run {run_id} (Ctrl-C again to leave now)…")
     # It may have ended in the meantime: then there is nothing to cancel.
     with contextlib.suppress(Conflict), transaction(runtime, principal) as ctx:
         launch.cancel_run(ctx, run_id)
 
 
-def _say_cancelled(runtime: Runtime, principal: Principal, run_id: str) -> NoReturn:
-    """After Ctrl-C: where the run stands, then exit 130 (the shell's code for an interrupt)."""
+def _say_cancelled(runtime: Runtime, principal: Principal, run_id: str, status: int) -> NoReturn:
+    """After Ctrl-C or SIGTERM: where the run stands, then exit `status` (the shell's code for
+    that interrupt)."""
     with transaction(runtime, principal, write=False) as ctx:
         current = launch.get_run(ctx, run_id)
     if current.status in RUN_ACTIVE:
         console.print(f"Run {run_id} stops when a worker next takes it (`benchgen worker`).")
     else:
         say_outcome(current)
-    raise typer.Exit(130)
+    raise typer.Exit(status)
 
 
 def progress_bar() -> Progress:

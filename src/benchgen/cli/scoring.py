@@ -31,6 +31,11 @@ def scoring_command(
     Options not given keep their values, unless --method changes the method: then they start
     from the new method's defaults. Past runs keep their scoring until rescored (`benchgen
     rescore RUN --apply`).
+
+    \b
+    Examples:
+      $ benchgen scoring bm_… --as ana@example.com
+      $ benchgen scoring bm_… --method includes --option number_words=true --as ana@example.com
     """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         current = scoring.get_scoring(ctx, benchmark)

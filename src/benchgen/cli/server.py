@@ -29,6 +29,11 @@ def serve(
     Each process also runs BENCHGEN_WORKER_THREADS job workers (default 2) that run models,
     scoring programs and training, unless BENCHGEN_BROKER_URL is set or the variable is 0: then
     `benchgen worker` processes do that work.
+
+    \b
+    Examples:
+      $ benchgen serve
+      $ benchgen serve --host 0.0.0.0 --port 8080 --workers 2
     """
     import uvicorn
     from uvicorn.importer import import_from_string

@@ -143,7 +143,12 @@ def plan(
     name: Name = None,
 ) -> None:
     """Show the full plan of a training job (steps, memory, compute, duration, credits)
-    without launching it."""
+    without launching it.
+
+    \b
+    Examples:
+      $ benchgen training plan --base mdl_… --dataset ds_… --set epochs=3 --as ana@example.com
+    """
     request = _request(base, dataset, sets, job_type, gpu, gpus, name)
     with _planning(as_email) as ctx:
         shown = plans.plan_training(ctx, request)
@@ -169,7 +174,13 @@ def start(
     ] = False,
 ) -> None:
     """Launch a training job; its estimated credits are reserved. A worker trains it
-    (`benchgen serve` or `benchgen worker`)."""
+    (`benchgen serve` or `benchgen worker`).
+
+    \b
+    Examples:
+      $ benchgen training start --base mdl_… --dataset ds_… --set epochs=3 --wait \\
+          --as ana@example.com
+    """
     request = _request(base, dataset, sets, job_type, gpu, gpus, name)
     with _planning(as_email) as ctx:
         job = jobs.start_training(ctx, request)
@@ -218,7 +229,12 @@ def _print_end(job: TrainingJobView) -> None:
 
 @app.command("list")
 def list_jobs(as_email: As) -> None:
-    """Your training jobs, newest first (the 200 newest)."""
+    """Your training jobs, newest first (the 200 newest).
+
+    \b
+    Examples:
+      $ benchgen training list --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         rows = jobs.list_training_jobs(ctx, 200)
     table = wrapping_table("name", "status", "steps", "loss", "credits")
@@ -234,7 +250,12 @@ def list_jobs(as_email: As) -> None:
 def show(
     training_id: Annotated[str, typer.Argument(help="The job's id (tr_…).")], as_email: As
 ) -> None:
-    """One job's status and its log (each step's loss, learning rate and throughput)."""
+    """One job's status and its log (each step's loss, learning rate and throughput).
+
+    \b
+    Examples:
+      $ benchgen training show tr_… --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         job = jobs.get_training_job(ctx, training_id)
         lines = _whole_log(ctx, training_id)
@@ -260,7 +281,12 @@ def _whole_log(ctx: Context, training_id: str) -> list[jobs.TrainingLogLine]:
 def cancel(
     training_id: Annotated[str, typer.Argument(help="The job's id (tr_…).")], as_email: As
 ) -> None:
-    """Cancel a queued job (nothing charged) or stop a running one after its current step."""
+    """Cancel a queued job (nothing charged) or stop a running one after its current step.
+
+    \b
+    Examples:
+      $ benchgen training cancel tr_… --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         job = jobs.cancel_training_job(ctx, training_id)
     console.print(f"{job.id}: {job.status if job.status in TRAINING_FINAL else 'stopping'}")
@@ -268,7 +294,12 @@ def cancel(
 
 @app.command("compute")
 def show_compute(as_email: As) -> None:
-    """The compute pools offered for training and what is free right now."""
+    """The compute pools offered for training and what is free right now.
+
+    \b
+    Examples:
+      $ benchgen training compute --as ana@example.com
+    """
     with open_runtime() as runtime, as_user(runtime, as_email) as ctx:
         pools = compute.compute_inventory(ctx)
     table = wrapping_table("pool", "total", "in use", "free", "waiting")

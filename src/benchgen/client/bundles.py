@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from os import PathLike
-from pathlib import Path
 from typing import Literal, cast
 
-from benchgen.client.connection import Connection, FilePart, segment
+from benchgen.client.connection import Connection, Source, file_part, segment
 from benchgen.client.shapes import Bundle, CreatedBenchmark, Run
 
-Source = str | PathLike[str] | bytes
-"""A zip to send: a path to it, or its bytes."""
+ZIP = "application/zip"
 SubmissionKind = Literal["auto", "results", "code"]
 # The server unpacks a bundle and scores its solutions in the sandbox before it answers, which
 # takes far longer than an ordinary request.
@@ -41,8 +38,10 @@ class BundleCalls(Connection):
             TooLarge: The bundle is over the server's limit.
             RateLimited: Too many creations; wait `retry_after` seconds.
         """
-        files = {"bundle": _part(bundle, filename, "bundle.zip")}
-        response = self._send("POST", "/benchmarks/bundles", files=files, timeout=timeout)
+        with file_part(bundle, filename, "bundle.zip", ZIP) as part:
+            response = self._send(
+                "POST", "/benchmarks/bundles", files={"bundle": part}, timeout=timeout
+            )
         return cast(CreatedBenchmark, self._object(response))
 
     def get_bundle(self, benchmark_id: str) -> Bundle:
@@ -83,9 +82,10 @@ class BundleCalls(Connection):
             Conflict: Not a custom benchmark, or a dropped phase has runs.
             InvalidInput: The bundle is invalid; `errors` says where.
         """
-        files = {"bundle": _part(bundle, filename, "bundle.zip")}
         path = f"/benchmarks/{segment(benchmark_id)}/bundle"
-        return cast(Bundle, self._object(self._send("POST", path, files=files, timeout=timeout)))
+        with file_part(bundle, filename, "bundle.zip", ZIP) as part:
+            response = self._send("POST", path, files={"bundle": part}, timeout=timeout)
+        return cast(Bundle, self._object(response))
 
     def download_bundle(self, benchmark_id: str, version: int | None = None) -> bytes:
         """A bundle zip exactly as it was uploaded (owner and collaborators only).
@@ -133,12 +133,13 @@ class BundleCalls(Connection):
             RateLimited: The phase's submissions per day are used; wait `retry_after` seconds.
             InvalidInput: Not a zip, no such phase, or an unknown kind.
         """
-        files = {"submission": _part(submission, filename, "submission.zip")}
         fields: dict[str, str] = {"kind": kind}
         if phase is not None:
             fields["phase"] = str(phase)
         path = f"/benchmarks/{segment(benchmark_id)}/submissions"
-        return cast(Run, self._object(self._send("POST", path, files=files, data=fields)))
+        with file_part(submission, filename, "submission.zip", ZIP) as part:
+            response = self._send("POST", path, files={"submission": part}, data=fields)
+        return cast(Run, self._object(response))
 
     def program_output(self, run_id: str) -> dict[str, str]:
         """What the bundle's programs printed for each task of a run (the benchmark's owner and
@@ -152,10 +153,3 @@ class BundleCalls(Connection):
         """
         body = self._json("GET", f"/runs/{segment(run_id)}/program-output")
         return {str(task): str(text) for task, text in body.items()}
-
-
-def _part(source: Source, filename: str | None, fallback: str) -> FilePart:
-    if isinstance(source, bytes):
-        return (filename or fallback, source, "application/zip")
-    path = Path(source)
-    return (filename or path.name, path.read_bytes(), "application/zip")

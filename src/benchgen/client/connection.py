@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from os import PathLike
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, BinaryIO, Self
 from urllib.parse import quote
 
 import httpx
@@ -23,8 +26,10 @@ from benchgen.client.errors import (
 from benchgen.client.shapes import QuotaStatus
 
 API_PREFIX = "/api/v1"
-FilePart = tuple[str, bytes, str]
-"""One file of a multipart body: its name, its bytes and its media type."""
+Source = str | PathLike[str] | bytes
+"""A file to send: a path to it, or its bytes."""
+FilePart = tuple[str, bytes | BinaryIO, str]
+"""One file of a multipart body: its name, its bytes (or the open file) and its media type."""
 # Page sizes below each route's maximum: the server fetches one row more than asked to learn
 # whether another page follows, and some services refuse that extra row at the maximum.
 PAGE = 100
@@ -222,6 +227,22 @@ class Connection:
             )
         except (KeyError, ValueError):
             self.quota = None
+
+
+@contextmanager
+def file_part(
+    source: Source, filename: str | None, fallback: str, media_type: str
+) -> Iterator[FilePart]:
+    """`source` as one file of a multipart body, named `filename` (default: the path's name,
+    or `fallback` for bytes). A path is sent open, read as it goes out: the body declares its
+    length, so a server refuses a file over its limit before reading it, where a 5 GB file
+    was first read whole into memory."""
+    if isinstance(source, bytes):
+        yield (filename or fallback, source, media_type)
+        return
+    path = Path(source)
+    with path.open("rb") as opened:
+        yield (filename or path.name, opened, media_type)
 
 
 def checked_token(secret: str) -> str:

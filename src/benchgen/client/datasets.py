@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from os import PathLike
-from pathlib import Path
 from typing import Literal, cast
 
-from benchgen.client.connection import PAGE, Connection, segment
+from benchgen.client.connection import PAGE, Connection, Source, file_part, segment
 from benchgen.client.shapes import Dataset
 
-Source = str | PathLike[str] | bytes
-"""A file to send: a path to it, or its bytes."""
 DatasetFormat = Literal["auto", "chat", "prompt_completion", "csv", "parquet"]
 # A large file takes the server a while to check row by row.
 UPLOAD_TIMEOUT_S = 300.0
@@ -50,16 +46,11 @@ class DatasetCalls(Connection):
             PermissionDenied: The token lacks the `train` scope.
             TooLarge: The file is over the server's dataset limit.
         """
-        if isinstance(source, bytes):
-            sent, data = filename or "data.jsonl", source
-        else:
-            path = Path(source)
-            sent, data = filename or path.name, path.read_bytes()
         fields = {"name": name, "format": format, "mapping": json.dumps(dict(mapping or {}))}
-        files = {"file": (sent, data, "application/octet-stream")}
-        response = self._send(
-            "POST", "/datasets", files=files, data=fields, timeout=UPLOAD_TIMEOUT_S
-        )
+        with file_part(source, filename, "data.jsonl", "application/octet-stream") as part:
+            response = self._send(
+                "POST", "/datasets", files={"file": part}, data=fields, timeout=UPLOAD_TIMEOUT_S
+            )
         return cast(Dataset, self._object(response))
 
     def datasets(self) -> list[Dataset]:

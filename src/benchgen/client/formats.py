@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from os import PathLike
-from pathlib import Path
 from typing import Any, Literal, cast
 
-from benchgen.client.connection import Connection, segment
+from benchgen.client.connection import Connection, Source, file_part, segment
 from benchgen.client.shapes import CreatedBenchmark, Format
 
-Source = str | PathLike[str] | bytes
-"""A file to send: a path to it, or its bytes."""
 FileFormat = Literal["auto", "jsonl", "csv", "parquet", "hf"]
 Preset = Literal["none", "inspect", "lm_eval_mcq"]
 ExportFormat = Literal["jsonl", "inspect", "lm_eval"]
@@ -62,11 +58,6 @@ class FormatCalls(Connection):
             TooLarge: The file is over the server's import limit.
             RateLimited: Too many creations; wait `retry_after` seconds.
         """
-        if isinstance(source, bytes):
-            name, data = filename or "questions.jsonl", source
-        else:
-            path = Path(source)
-            name, data = filename or path.name, path.read_bytes()
         fields = {
             "title": title,
             "description": description,
@@ -75,10 +66,14 @@ class FormatCalls(Connection):
             "preset": preset,
             "mapping": json.dumps(dict(mapping or {})),
         }
-        files = {"file": (name, data, "application/octet-stream")}
-        response = self._send(
-            "POST", "/benchmarks/import/file", files=files, data=fields, timeout=IMPORT_TIMEOUT_S
-        )
+        with file_part(source, filename, "questions.jsonl", "application/octet-stream") as part:
+            response = self._send(
+                "POST",
+                "/benchmarks/import/file",
+                files={"file": part},
+                data=fields,
+                timeout=IMPORT_TIMEOUT_S,
+            )
         self._note_quota(response)
         return cast(CreatedBenchmark, self._object(response))
 
