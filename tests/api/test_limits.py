@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from benchgen.api.limits import BodyLimit
 from benchgen.app import create_app
 from benchgen.core.config import Settings
 from benchgen.services.runtime import Runtime
+from tests.e2e.support import LiveServer
 from tests.support import World
 
 SMALL = 64 * 1024
@@ -198,3 +200,28 @@ async def test_the_middleware_passes_bodies_within_the_limit_and_per_path_limits
     limits = BodyLimit(echo_length, 2500, {"/api/v1/anything": 5000})
     await limits(larger.scope, larger.receive, larger.send)
     assert (larger.status, larger.body) == (200, {"length": 5000})
+
+
+def test_a_refused_body_ends_the_connection_instead_of_being_read_to_its_end(
+    runtime: Runtime,
+) -> None:
+    """The 413 left the connection open: the server then read the rest of the body, all of a
+    5 GB upload, before the client (sending it whole first) saw the refusal."""
+    runtime.settings = runtime.settings.model_copy(update={"max_body_bytes": SMALL})
+    server = LiveServer(runtime)
+    server.start()
+    try:
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            head = (
+                "POST /api/v1/benchmarks HTTP/1.1\r\nHost: x\r\n"
+                "Content-Type: application/json\r\nContent-Length: 5000000000\r\n\r\n"
+            )
+            sock.sendall(head.encode() + b"{" * 1024)
+            answer = b""
+            while chunk := sock.recv(65536):  # b"" once the server has closed its end
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 413 ")
+        assert b"\r\nconnection: close\r\n" in answer.lower()
+    finally:
+        server.stop()
