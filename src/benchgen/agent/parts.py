@@ -71,9 +71,11 @@ def propose_next(state: TurnState, executed: proposals.ProposalView) -> str | No
     return f"Part {number} of {count}: questions {done + 1}–{upto} of {total}, added to it."
 
 
-# Parts that ended without being decided: `continue` proposes them again, unchanged.
+# Parts that ended without being decided, or approved in a turn that stopped before carrying
+# them out (nothing carries them out later): `continue` proposes them again, unchanged.
 _PROPOSE_AGAIN = frozenset(
     {
+        ProposalStatus.APPROVED,
         ProposalStatus.EXPIRED,
         ProposalStatus.CANCELLED,
         ProposalStatus.SUPERSEDED,

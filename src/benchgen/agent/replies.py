@@ -60,6 +60,20 @@ def executed_reply(proposal: ProposalView) -> str:
     return f"Approved, but it did not happen: {error}{said}"
 
 
+def not_carried_out(proposal: ProposalView, lost_access: bool, cap_s: int) -> str:
+    """An approved proposal whose turn stopped before carrying it out (A12): it never will be."""
+    why = (
+        "your access ended during this turn"
+        if lost_access
+        else f"this turn reached its time limit ({_duration(cap_s)}) before it could start"
+    )
+    return (
+        f"What you approved was not carried out: {why}. The {proposal.kind.replace('_', ' ')} "
+        f"({proposal.id}) did not happen, and nothing was done. Ask me again, or reply "
+        "`continue` if it was a part of a benchmark written in parts."
+    )
+
+
 def declined_reply(proposal: ProposalView) -> str:
     """The user declined with the control."""
     return f"Declined. Nothing was done ({proposal.kind.replace('_', ' ')} {proposal.id})."

@@ -109,9 +109,9 @@ def begin_turn(
         started = Started(runtime, turn, TurnCredential(runtime, secret), text, cap_s)
         started.notices = list(screened.notices)
         started.plan = conversations.get_plan(ctx, conversation_id)
-        _decide(ctx, started, message)
         earlier = conversations.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
         started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
+        _decide(ctx, started, message)
     return started
 
 
@@ -147,8 +147,13 @@ def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
     """Settle the pending proposal by the user's message: approve, decline, or leave none."""
     conversation_id, text = started.turn.conversation_id, started.request
     pending = proposals.pending_for(ctx, conversation_id)
+    # A8: only what the latest reply showed is approved. A pending proposal it did not show
+    # (a `continue` that stopped before showing its part again) waits to be shown again.
+    unseen = pending is not None and pending.id != _shown_last(started)
     action = message.action
     if isinstance(action, Approve):
+        if unseen and pending is not None and action.proposal_id == pending.id:
+            raise Conflict(_UNSEEN, {"id": pending.id})
         started.approved = proposals.decide(
             ctx, conversation_id, action.proposal_id, action.preview_hash, True
         )
@@ -158,7 +163,7 @@ def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
     elif isinstance(action, Choose):
         if pending is not None:
             started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
-    elif pending is not None and is_assent(text):
+    elif pending is not None and is_assent(text) and not unseen:
         started.approved = proposals.decide(
             ctx, conversation_id, pending.id, pending.preview_hash, True
         )
@@ -169,6 +174,20 @@ def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
     elif pending is not None:
         # Anything but assent or the approve control declines what is pending (A8).
         started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
+
+
+_UNSEEN = (
+    "Not approved, and nothing will run: the latest reply in this conversation did not show "
+    "this proposal. Reply `continue` to see it again, or ask for something else."
+)
+
+
+def _shown_last(started: Started) -> str | None:
+    """The proposal the conversation's latest reply showed for the user to decide, if any."""
+    last = started.history[-1] if started.history else None
+    if last is None or last.status != TurnStatus.AWAITING_APPROVAL or last.proposal is None:
+        return None
+    return last.proposal.id
 
 
 def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:
@@ -318,14 +337,22 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
     """Run the approved proposal under the turn's own credential: every rule is checked again."""
     try:
         done = state.call("execute", {"proposal_id": approved.id}, _execute(approved.id))
-        if not isinstance(done, proposals.ProposalView):
-            message = done["error"]["message"]
-            reply = f"Approved, but it did not happen: {message}"
-            return TurnOutcome("completed", reply, proposal_id=approved.id)
-        reply = replies.executed_reply(done)
+    except TurnOver:
+        # Stopped before it ran: the turn waited past its cap for a free thread, or access
+        # ended. Nothing will carry the approval out later, so the user hears it did not happen.
+        reply = replies.not_carried_out(approved, state.lost_access, state.cap_s)
+        return TurnOutcome(_ended(state).status, reply)
+    if not isinstance(done, proposals.ProposalView):
+        message = done["error"]["message"]
+        reply = f"Approved, but it did not happen: {message}"
+        return TurnOutcome("completed", reply, proposal_id=approved.id)
+    reply = replies.executed_reply(done)
+    try:
         lead = parts.propose_next(state, done) if state.plan is not None else None
     except TurnOver:
-        return _ended(state)
+        # What was approved did happen: the user is told so above why the turn stopped.
+        ended = _ended(state)
+        return TurnOutcome(ended.status, f"{reply}\n\n{ended.reply}", proposal_id=approved.id)
     if state.proposal is not None:
         text = replies.proposal_reply(state.proposal, f"{reply}\n\n{lead}")
         return _waiting(state, state.proposal.id, text)

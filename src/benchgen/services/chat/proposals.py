@@ -23,7 +23,7 @@ from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.core.secrets import find_secrets
 from benchgen.core.statuses import ProposalStatus
 from benchgen.db.session import rows_changed
-from benchgen.db.tables import Proposal
+from benchgen.db.tables import ChatTurn, Proposal
 from benchgen.services import access, audit
 from benchgen.services.benchmarks import _bundle_versions, bundles
 from benchgen.services.chat import _proposal_kinds
@@ -124,7 +124,8 @@ def check_proposal(
     block every other write meanwhile), and `propose` with what it found, in a short write.
 
     Raises:
-        PermissionDenied: not an agent turn, or the agent may not do this now.
+        PermissionDenied: not an agent turn, another conversation than the turn's, or the
+            agent may not do this now.
         Unauthenticated: the account or turn credential is no longer valid.
         InvalidInput: unknown kind, bad arguments or conversation id.
         NotFound: the benchmark, conversation or scratch copy is not visible.
@@ -132,6 +133,7 @@ def check_proposal(
     """
     _require_agent(ctx)
     _require_conversation_id(conversation_id)
+    _require_turns_conversation(ctx, conversation_id)
     return Pending(_proposal_kinds.check(ctx, kind, arguments))
 
 
@@ -154,7 +156,8 @@ def propose(
     `checked`, from `check_proposal` and `Pending.inspect`: its programs never run here.
 
     Raises:
-        PermissionDenied: not an agent turn, or the agent may not do this now.
+        PermissionDenied: not an agent turn, another conversation than the turn's, or the
+            agent may not do this now.
         Unauthenticated: the account or turn credential is no longer valid.
         InvalidInput: unknown kind (A13 actions have none), bad arguments or conversation id.
         NotFound: the benchmark, model or dataset is not visible to the principal.
@@ -168,6 +171,7 @@ def propose(
     """
     user_id = _require_agent(ctx)
     _require_conversation_id(conversation_id)
+    _require_turns_conversation(ctx, conversation_id)
     bundle = checked.ran() if checked is not None else None
     prepared = _proposal_kinds.prepare(ctx, kind, arguments, agent_pick, bundle)
     _refuse_secrets(prepared)
@@ -196,6 +200,24 @@ def propose(
 def _require_conversation_id(conversation_id: str) -> None:
     if not 1 <= len(conversation_id) <= MAX_CONVERSATION_ID:
         raise invalid(["conversation_id"], f"must be 1 to {MAX_CONVERSATION_ID} characters")
+
+
+def _require_turns_conversation(ctx: Context, conversation_id: str) -> None:
+    """A turn proposes only in the conversation it answers (A8): one made elsewhere would
+    supersede what waits there, and wait there for a "yes" though it was shown, if at all,
+    in another chat (the user's own other one, or someone else's).
+
+    Raises:
+        PermissionDenied: the turn's credential names another conversation.
+    """
+    # Every turn credential is minted beside its recorded turn; one whose turn was never
+    # recorded is no chat's (a script's), and has no conversation to keep to.
+    turn = ctx.session.get(ChatTurn, ctx.principal.turn_id) if ctx.principal.turn_id else None
+    if turn is not None and turn.conversation_id != conversation_id:
+        raise PermissionDenied(
+            f"This turn answers in conversation {turn.conversation_id}: it cannot propose in "
+            "another conversation. Nothing was proposed."
+        )
 
 
 def _refuse_secrets(prepared: _proposal_kinds.Prepared) -> None:
