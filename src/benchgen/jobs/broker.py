@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from benchgen.core.config import Settings
+from benchgen.core.errors import BenchGenError
 from benchgen.jobs.handlers import WORKER
 from benchgen.jobs.webhooks import start_webhook_rounds
 from benchgen.jobs.worker import Worker, start_mailer
@@ -28,6 +29,10 @@ RETRY_S = 1.0  # a message whose job could not be claimed yet comes back this mu
 # How long a publisher waits for Redis to connect or answer before the message is left to the
 # sweeper (RabbitMQ's client gives up after its own 4 s).
 PUBLISH_TIMEOUT_S = 3.0
+# After a publish fails, this process's next ones fail at once for this long (their jobs are
+# sent by the sweeper): each waited for the broker again, 4 to 6 s for one that accepts
+# connections but does not answer, and held every request that queued a job meanwhile.
+AWAY_AFTER_FAILURE_S = 10.0
 # The longest gap, in sweep periods, between two sendings of a job that stays overdue.
 MAX_RESEND_PERIODS = 8
 
@@ -35,8 +40,16 @@ MAX_RESEND_PERIODS = 8
 def celery_app(settings: Settings) -> Any:
     """A Celery app on BENCHGEN_BROKER_URL: JSON messages only, acknowledged late (after the
     job), one message prefetched at a time, broker timeouts sized for training jobs."""
-    from celery import Celery
-    from kombu.entity import Queue
+    try:
+        from celery import Celery
+        from kombu.entity import Queue
+    except ImportError:
+        # Without it, `benchgen worker` and `benchgen serve` ended in a traceback of
+        # ModuleNotFoundError that named no setting and no extra.
+        raise BenchGenError(
+            "BENCHGEN_BROKER_URL is set, but Celery is not installed here: "
+            "pip install 'benchgen[celery]' (or unset BENCHGEN_BROKER_URL)"
+        ) from None
 
     url = settings.broker_url or ""
     app = Celery("benchgen", broker=url, set_as_current=False)
@@ -67,11 +80,17 @@ def _queue(kind: Any, name: str, arguments: dict[str, int]) -> Any:
     return kind(name, routing_key=name, queue_arguments=arguments)
 
 
+class BrokerAway(Exception):
+    """A message not sent: a publish failed moments ago (the sweeper sends its job)."""
+
+
 class CeleryDispatch:
-    """Publishes a message naming each committed job on its kind's queue."""
+    """Publishes a message naming each committed job on its kind's queue; for a while after a
+    publish fails, fails at once (`AWAY_AFTER_FAILURE_S`)."""
 
     def __init__(self, settings: Settings) -> None:
         self.app = celery_app(settings)
+        self.away_until = 0.0  # monotonic seconds: until then, publishing fails at once
         if not _is_amqp(settings.broker_url or ""):  # py-amqp's own connect timeout bounds it
             # Redis's client waits for ever by default: a broker that accepted connections but
             # did not answer (paused, overloaded) held the request that queued a job past its
@@ -84,8 +103,16 @@ class CeleryDispatch:
             }
 
     def __call__(self, job_id: str, kind: str, countdown: float | None = None) -> None:
+        if time.monotonic() < self.away_until:
+            raise BrokerAway(f"a publish failed less than {AWAY_AFTER_FAILURE_S:g} s ago")
         name = queue.QUEUE_OF.get(kind, "runs")
-        self.app.send_task(TASK, args=[job_id], queue=name, routing_key=name, countdown=countdown)
+        try:
+            self.app.send_task(
+                TASK, args=[job_id], queue=name, routing_key=name, countdown=countdown
+            )
+        except Exception:
+            self.away_until = time.monotonic() + AWAY_AFTER_FAILURE_S
+            raise
 
     def close(self) -> None:
         """Release the broker connection pool."""
@@ -138,11 +165,14 @@ def run_celery_worker(runtime: Runtime, queues: list[str], threads: int) -> int:
 def handle_message(
     runtime: Runtime, kinds: frozenset[str], dispatch: CeleryDispatch, job_id: str
 ) -> None:
-    """One message: run its job if it can be claimed, then send the next job its user waits
-    with (a slot is free now); if another worker held it for a moment, ask again shortly."""
-    if Worker(runtime, kinds=kinds).run_once(job_id):
+    """One message: a turn in its queue, taken by its job unless a user with fewer executing
+    runs waits there too (`queue.claim`); then send the next job the user of the job that ran
+    waits with (a slot is free now). If nothing could be claimed while the message's job waits
+    (another worker held its row for a moment), ask again shortly."""
+    worker = Worker(runtime, kinds=kinds)
+    if worker.run_once(job_id):
         with transaction(runtime, WORKER, write=False) as ctx:
-            waiting = queue.next_for_user(ctx, job_id)
+            waiting = queue.next_for_user(ctx, worker.claimed or job_id)
         if waiting is not None:
             dispatch(*waiting)
         return

@@ -52,6 +52,7 @@ class Worker:
         self.name = f"{socket.gethostname()}:{os.getpid()}:{new_id('w')}"
         self.stopping = threading.Event()
         self.job: Claimed | None = None  # the job its handler is working on
+        self.claimed: str | None = None  # the id of the job the last `run_once` claimed
 
     def run_forever(self) -> None:
         """Work until `stop()`; waits up to `poll_s` whenever the queue is empty. A busy or
@@ -101,13 +102,16 @@ class Worker:
             log.warning("job %s: not handed back (%s)", job.id, type(exc).__name__)
 
     def run_once(self, job_id: str | None = None) -> bool:
-        """Claim and handle at most one job (only `job_id` when given, as a broker's message
-        names it); False when none was due or it was not this worker's to take."""
+        """Claim and handle at most one job (`job_id`: the one a broker's message names, which
+        takes its turn unless a less busy user's job waits: `queue.claim`); False when none
+        was due or it was not this worker's to take."""
         with transaction(self.runtime, WORKER) as ctx:
             job = queue.claim(ctx, self.name, self.lease, self.kinds, job_id)
+        self.claimed = job.id if job is not None else None
         if job is None:
             return False
         handler = HANDLERS[job.kind]
+        _log_takeover(job)
         if job.exhausted:
             self._give_up(job, "gave up: the worker holding it stopped answering")
             return True
@@ -152,6 +156,23 @@ class Worker:
     def _finish(self, job: Claimed, status: JobStatus, error: str = "") -> None:
         with transaction(self.runtime, WORKER) as ctx:
             queue.finish(ctx, job.id, self.name, status, error)
+
+
+def _log_takeover(job: Claimed) -> None:
+    """Say that the job's last worker died holding it, and what becomes of it: taken over
+    silently, a crash was seen only as a run that took longer."""
+    if not job.taken_over_from:
+        return
+    if job.exhausted:
+        then = "its attempts ran out: giving it up"
+    else:
+        then = f"taking it over (attempt {job.attempt})"
+    log.warning(
+        "job %s: worker %s stopped answering (its lease ran out); %s",
+        job.id,
+        job.taken_over_from,
+        then,
+    )
 
 
 class _Heartbeat:

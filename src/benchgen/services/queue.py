@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Subquery, and_, func, or_, select
+from sqlalchemy import ColumnElement, Select, Subquery, and_, case, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from benchgen.core.config import Settings
@@ -64,7 +64,8 @@ class Claimed:
     (a crashed worker): the worker must only record the failure. `lease_lost` is set once a
     heartbeat, or a write that checks `holds`, finds another worker took the job over (this one
     stalled past its lease): from then on the job is theirs, and this worker must stop without
-    recording anything. `worker` is the name of the worker that claimed it."""
+    recording anything. `worker` is the name of the worker that claimed it; `taken_over_from`
+    the worker whose lease on it ran out (it died), if any."""
 
     id: str
     kind: str
@@ -72,6 +73,7 @@ class Claimed:
     attempt: int
     exhausted: bool
     worker: str = ""
+    taken_over_from: str = ""
     lease_lost: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
 
@@ -144,34 +146,66 @@ def claim(
     users in turn: the user with the fewest executing runs first, then the oldest job; a user
     who already holds `user_slots` executing runs waits, so one user cannot starve the rest
     (training jobs take no slot: the compute pools limit them).
-    `kinds` narrows the kinds (a worker's queues); `job_id` asks for that job only (a broker's
-    message names it), under the same rules.
+    `kinds` narrows the kinds (a worker's queues). `job_id` is the job a broker's message names:
+    the message is a turn in that job's queue, which the job takes unless a user with fewer
+    executing runs waits there too (`_in_turn`).
 
     PostgreSQL: `FOR UPDATE SKIP LOCKED`, so workers never wait on each other's rows. SQLite:
     the write transaction holds the database lock from its first statement.
     """
     now, slots = ctx.now(), user_slots(ctx.settings)
-    executing, busy = _executing_per_user(now)
-    query = (
-        select(Job)
-        .outerjoin(executing, executing.c.user_id == Job.user_id)
-        .where(Job.kind.in_(_allowed_kinds(ctx, kinds)), _due(now), _within_slots(busy, slots))
-    )
-    if job_id is not None:
-        query = query.where(Job.id == job_id)
-    locked = query.order_by(busy, Job.run_after, Job.id).limit(1)
-    job = ctx.session.scalar(locked.with_for_update(skip_locked=True, of=Job))
+    candidates = _in_turn(ctx, now, slots, kinds, job_id)
+    if candidates is None:
+        return None
+    job = ctx.session.scalar(candidates.limit(1).with_for_update(skip_locked=True, of=Job))
     if job is None:
         return None
     exhausted = job.status == JobStatus.RUNNING and job.attempts >= job.max_attempts
     takes_slot = job.kind in SLOT_KINDS and not exhausted
     if takes_slot and not _slot_still_free(ctx, job.user_id, slots, now):
         return None
+    dead = (job.lease_owner or "") if job.status == JobStatus.RUNNING else ""
     job.status, job.lease_owner, job.updated_at = JobStatus.RUNNING, worker, now
     job.lease_expires_at = now + lease
     if not exhausted:
         job.attempts += 1
-    return Claimed(job.id, job.kind, dict(job.payload), job.attempts, exhausted, worker)
+    return Claimed(job.id, job.kind, dict(job.payload), job.attempts, exhausted, worker, dead)
+
+
+def _in_turn(
+    ctx: Context, now: datetime, slots: int, kinds: frozenset[str] | None, job_id: str | None
+) -> Select[Job] | None:
+    """The jobs `claim` may take, in the order it takes them; None when there is none to look
+    for (`job_id` names no job, or one waiting for its user's slot).
+
+    A message's job goes first among the jobs of users as busy as its own, not alone: the
+    broker hands messages out in the order they were sent, and when each message claimed only
+    its own job, every thread one user's runs freed took her next message, so another user's
+    run sent after her 200 waited for all of them. The job passed over is taken by a later
+    message (each job sends one, and each job that ends its user's next).
+    """
+    named: list[ColumnElement[int]] = []
+    if job_id is not None:
+        job = ctx.session.execute(
+            select(Job.kind, Job.user_id, _waiting(now).label("waiting")).where(Job.id == job_id)
+        ).first()
+        if job is None or job.kind not in QUEUE_OF:
+            return None
+        capped = job.waiting and job.kind in SLOT_KINDS
+        if capped and _executing_count(ctx, job.user_id, now) >= slots:
+            # The job that frees the slot sends it (`next_for_user`). Looked for among every due
+            # job instead, each message of a flood cost a scan of the whole queue.
+            return None
+        served = QUEUES[QUEUE_OF[job.kind]]  # the message's queue: a turn there, not elsewhere
+        kinds = served if kinds is None else kinds & served
+        named.append(case((Job.id == job_id, 0), else_=1))
+    executing, busy = _executing_per_user(now)
+    return (
+        select(Job)
+        .outerjoin(executing, executing.c.user_id == Job.user_id)
+        .where(Job.kind.in_(_allowed_kinds(ctx, kinds)), _due(now), _within_slots(busy, slots))
+        .order_by(busy, *named, Job.run_after, Job.id)
+    )
 
 
 def heartbeat(ctx: Context, job_id: str, worker: str, lease: timedelta) -> bool:
@@ -300,11 +334,15 @@ def overdue_jobs(
 
 def postpone(ctx: Context, job_id: str, worker: str, seconds: float) -> None:
     """Put a held job back in the queue for later without spending an attempt (a no-op when
-    the lease was lost)."""
+    the lease was lost). Due again at once (`seconds` 0, a stopping worker's), it keeps its
+    place: stamped with the moment it came back, a half-done run went behind every run its user
+    had queued after it, and stayed "running", untouched, until they had all run."""
     job = _held(ctx, job_id, worker)
     if job is None:
         return
-    job.status, job.run_after = JobStatus.QUEUED, ctx.now() + timedelta(seconds=seconds)
+    job.status = JobStatus.QUEUED
+    if seconds:
+        job.run_after = ctx.now() + timedelta(seconds=seconds)
     job.attempts = max(job.attempts - 1, 0)
     job.lease_owner = job.lease_expires_at = None
     job.updated_at = ctx.now()
@@ -346,6 +384,11 @@ def _within_slots(busy: ColumnElement[int], slots: int) -> ColumnElement[bool]:
     """A job its user's slots let start now (`busy`: `_executing_per_user`): no user's,
     not a run, out of attempts (only its failure is recorded), or its user has a slot free."""
     return or_(Job.user_id.is_(None), Job.kind.not_in(SLOT_KINDS), _exhausted(), busy < slots)
+
+
+def _waiting(now: datetime) -> ColumnElement[bool]:
+    """Due, and with attempts left: to run when its user's slots let it (`_exhausted` aside)."""
+    return and_(_due(now), Job.attempts < Job.max_attempts)
 
 
 def _exhausted() -> ColumnElement[bool]:
