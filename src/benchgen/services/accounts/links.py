@@ -9,8 +9,9 @@ from enum import StrEnum
 from sqlalchemy import func, select, update
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import Conflict, NotFound, RateLimited
+from benchgen.core.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from benchgen.core.ids import new_id
+from benchgen.core.permissions import SESSION_KINDS
 from benchgen.db.tables import AccountLink, User
 from benchgen.services import audit
 from benchgen.services.accounts import _mail_queue, users
@@ -32,8 +33,13 @@ LIFETIMES = {
     Purpose.INVITE: timedelta(days=7),
 }
 VERIFY_PATH = "/account/verify/{token}"
+FORGOT_PATH = "/password/forgot"
 VERIFICATIONS_PER_HOUR = 3
 DEAD_LINK = "This link is not valid: it was already used, it expired, or it was mistyped."
+NOT_YOURS = (
+    "Sign in to the account this link was sent for to confirm its email. Did someone else make "
+    "an account with your address? Ask for a password reset for it to take the account over."
+)
 
 
 def issue_link(
@@ -143,33 +149,50 @@ def mail_verification(ctx: Context, user: User) -> None:
     """
     retire_links(ctx, Purpose.VERIFY, user.email)
     secret, _ = issue_link(ctx, Purpose.VERIFY, user.email, user.id)
+    # Not `link_text`: its note on paths is in the mail already, under the first link.
+    forgot = ctx.settings.link(FORGOT_PATH)
     body = (
         "Someone, hopefully you, made a BenchGen account with this email address.\n\n"
-        "To confirm the address is yours, open this link within 48 hours:\n\n"
+        "To confirm the address is yours, open this link within 48 hours, signed in to that "
+        "account:\n\n"
         f"{link_text(ctx, VERIFY_PATH.format(token=secret))}\n\n"
         "Until then, benchmark whitelists and collaborator invitations do not count this "
-        "address. If you did not sign up, ignore this message."
+        "address. If you did not sign up, ignore this message, or take the account over by "
+        f"asking for a password reset for this address at {forgot}"
     )
     _mail_queue.record_mail(ctx, user.email, "Confirm your email for BenchGen", body)
 
 
 def verification_is_live(ctx: Context, secret: str) -> bool:
-    """Whether `secret` is a verification link that can still be used (anyone holding it)."""
-    return live_link(ctx, Purpose.VERIFY, secret) is not None
+    """Whether `secret` is a verification link that can still be used."""
+    return _verification_target(ctx, secret) is not None
+
+
+def verification_is_mine(ctx: Context, secret: str) -> bool:
+    """Whether `secret` is a live verification link for the acting person's own account, as
+    `verify_email` needs it."""
+    user = _verification_target(ctx, secret)
+    return user is not None and _is_own(ctx, user)
 
 
 def verify_email(ctx: Context, secret: str) -> users.UserView:
-    """Follow a verification link: the account's email counts from now on (anyone holding the
-    link: it was mailed to that address, so holding it is the proof).
+    """Follow a verification link, signed in to the account it was mailed for: the account's
+    email counts from now on.
+
+    The link alone is not enough. It proves the mailbox, not the account: whoever signed up
+    with someone else's address had that mailbox's owner sent the link, and one click of
+    theirs on "confirm" made the stranger's account count as theirs in every whitelist.
 
     Raises:
         NotFound: the link is unknown, used, expired, or the account's email changed since.
+        PermissionDenied: not signed in to the account the link was mailed for.
     """
-    link = live_link(ctx, Purpose.VERIFY, secret)
-    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
-    if link is None or user is None or user.email != link.email or not user.is_active:
+    user = _verification_target(ctx, secret)
+    if user is None:
         raise NotFound(DEAD_LINK)
-    link.used_at = ctx.now()
+    if not _is_own(ctx, user):
+        raise PermissionDenied(NOT_YOURS)
+    retire_links(ctx, Purpose.VERIFY, user.email)
     if user.email_verified_at is None:
         user.email_verified_at = ctx.now()
         audit.record(
@@ -180,3 +203,16 @@ def verify_email(ctx: Context, secret: str) -> users.UserView:
             email=user.email,
         )
     return users.view(user)
+
+
+def _verification_target(ctx: Context, secret: str) -> User | None:
+    """The active account a live verification link is for, while its address is the link's."""
+    link = live_link(ctx, Purpose.VERIFY, secret)
+    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
+    if link is None or user is None or user.email != link.email or not user.is_active:
+        return None
+    return user
+
+
+def _is_own(ctx: Context, user: User) -> bool:
+    return ctx.principal.kind in SESSION_KINDS and ctx.principal.user_id == user.id

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound, Unauthenticated
-from benchgen.db.tables import User
+from benchgen.db.tables import NotificationSetting, User
 from benchgen.services import audit
 from benchgen.services.accounts import _mail_queue, _signouts, attempts, links, users
 from benchgen.services.accounts.links import Purpose
@@ -47,9 +47,13 @@ def change_password(ctx: Context, current: str, new: str, address: str = "") -> 
 
 
 def request_password_reset(ctx: Context, email: str, address: str) -> None:
-    """Mail a reset link valid 30 minutes, when `email` is an active account's verified
-    address. Whatever the case, the caller must answer the same: nothing here tells whether
-    the account exists (the count below is kept for every request alike).
+    """Mail a reset link valid 30 minutes, when `email` is an active account's address.
+    Whatever the case, the caller must answer the same: nothing here tells whether the
+    account exists (the count below is kept for every request alike).
+
+    An address never verified gets a link too, saying so: whoever made the account may not
+    own the mailbox (open sign-up takes any address), and the mailbox's owner must be able
+    to take it back (`reset_password`).
 
     Raises:
         InvalidInput: not an email address.
@@ -61,47 +65,92 @@ def request_password_reset(ctx: Context, email: str, address: str) -> None:
     attempts.require_room(ctx, key, address, RESETS_PER_WINDOW)
     attempts.count_attempt(ctx, key, address)
     user = ctx.session.scalar(select(User).where(User.email == account))
-    if user is None or not user.is_active or user.email_verified_at is None:
-        # Unverified: the address may not be the account holder's, and a reset link would
-        # hand the account to whoever really owns that mailbox, or back to a squatter.
+    if user is None or not user.is_active:
         return
     links.retire_links(ctx, Purpose.RESET, account)
     secret, _ = links.issue_link(ctx, Purpose.RESET, account, user.id)
-    body = (
+    link = links.link_text(ctx, RESET_PATH.format(token=secret))
+    _mail_queue.record_mail(ctx, account, "Reset your BenchGen password", _reset_letter(user, link))
+
+
+def _reset_letter(user: User, link: str) -> str:
+    """The reset mail; for an address never verified it says what choosing a password does."""
+    if user.email_verified_at is None:
+        outcome = (
+            "This address was never confirmed for that account. If you did not make it, "
+            "choosing a password takes it over: it confirms the address as yours and signs "
+            "out, everywhere, whoever made the account (their API tokens and run webhook stop "
+            "working too)."
+        )
+    else:
+        outcome = "Choosing a new password signs the account out everywhere."
+    return (
         "Someone, hopefully you, asked to reset the password of the BenchGen account for this "
         "email address.\n\nTo choose a new password, open this link within 30 minutes (it "
-        f"works once):\n\n{links.link_text(ctx, RESET_PATH.format(token=secret))}\n\n"
-        "Choosing a new password signs the account out everywhere. If you did not ask, ignore "
-        "this message: your password stays as it is."
+        f"works once):\n\n{link}\n\n{outcome} If you did not ask, ignore this message: the "
+        "password stays as it is."
     )
-    _mail_queue.record_mail(ctx, account, "Reset your BenchGen password", body)
 
 
 def reset_is_live(ctx: Context, secret: str) -> bool:
     """Whether `secret` is a reset link that can still be used."""
-    return links.live_link(ctx, Purpose.RESET, secret) is not None
+    return _reset_target(ctx, secret) is not None
+
+
+def reset_claims_address(ctx: Context, secret: str) -> bool:
+    """Whether using this live reset link also takes the account over: its address was never
+    verified, so whoever made the account may not be the mailbox's owner who holds the link."""
+    target = _reset_target(ctx, secret)
+    return target is not None and target.email_verified_at is None
 
 
 def reset_password(ctx: Context, secret: str, new: str) -> users.UserView:
     """Set a new password through a reset link (anyone holding it), once. Every session and
     running agent turn of the account ends: whoever knew the old password is out.
 
+    An address never verified is verified by it (the link reached the mailbox), and the
+    account's API tokens and run webhook are removed as well: whoever made the account may
+    have taken an address that was not theirs, and must keep no way in or out of it.
+
     Raises:
         NotFound: the link is unknown, used, expired, or its account is disabled.
         InvalidInput: the new password is shorter than 8 or longer than 1024 characters.
     """
-    link = links.live_link(ctx, Purpose.RESET, secret)
-    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
-    if link is None or user is None or user.email != link.email or not user.is_active:
+    user = _reset_target(ctx, secret)
+    if user is None:
         raise NotFound(links.DEAD_LINK)
     user.password_hash = users.hash_password(ctx.settings, new)
+    claimed = user.email_verified_at is None
+    as_owner = links.as_person(ctx, user.id)
+    if claimed:
+        _hand_over(ctx, user)
+        audit.record(as_owner, audit.AuditAction.EMAIL_VERIFY, "user", user.id, email=user.email)
     links.retire_links(ctx, Purpose.RESET, user.email)
-    ended = _signouts.end_sessions_of(ctx, user.id)
+    ended = _signouts.end_sessions_of(ctx, user.id, personal_tokens=claimed)
     audit.record(
-        links.as_person(ctx, user.id),
+        as_owner,
         audit.AuditAction.PASSWORD_RESET,
         "user",
         user.id,
         sessions_ended=ended,
+        claimed=claimed,
     )
     return users.view(user)
+
+
+def _hand_over(ctx: Context, user: User) -> None:
+    """Give an account whose address was never verified to the mailbox's owner: the address
+    counts as verified, and the run webhook whoever made the account set is removed (left,
+    it would post the new holder's run results to them)."""
+    user.email_verified_at = ctx.now()
+    links.retire_links(ctx, Purpose.VERIFY, user.email)
+    ctx.session.execute(delete(NotificationSetting).where(NotificationSetting.user_id == user.id))
+
+
+def _reset_target(ctx: Context, secret: str) -> User | None:
+    """The active account a live reset link is for, while the link's address is still its."""
+    link = links.live_link(ctx, Purpose.RESET, secret)
+    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
+    if link is None or user is None or user.email != link.email or not user.is_active:
+        return None
+    return user

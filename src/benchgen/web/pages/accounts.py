@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
 
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError, InvalidInput, NotFound, RateLimited
+from benchgen.core.errors import (
+    BenchGenError,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+)
 from benchgen.core.permissions import Action
 from benchgen.services.accounts import links, mail, sessions, signup, users
 from benchgen.services.runtime import Runtime, transaction
@@ -120,8 +127,9 @@ def signin_page(request: Request, live: OptionalSession, next: str = "") -> Resp
     target = safe_next(next, path_for(request, "dashboard"))
     if live is not None:
         return redirect_to(request, target)
+    page = _signin_form(request, target, "", "")
     # `next` may be a page whose address is its secret (a collaborator invitation).
-    return no_referrer(_signin_form(request, target, "", ""))
+    return no_referrer(page) if next else page
 
 
 def _signin_form(
@@ -262,22 +270,37 @@ def signup_submit(
 
 
 @router.get("/account/verify/{token}", name="verify_email")
-def verify_page(request: Request, token: str) -> Response:
-    """A button to confirm the email (a link followed by a mail scanner changes nothing)."""
-    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
-        live = links.verification_is_live(ctx, token)
-    if not live:
+def verify_page(request: Request, token: str, live: OptionalSession) -> Response:
+    """A button to confirm the email (a link followed by a mail scanner changes nothing), for
+    the account the link was sent for, signed in; anyone else is told to sign in to it."""
+    acting = live.principal if live is not None else ANONYMOUS
+    with transaction(runtime_of(request), acting, write=False) as ctx:
+        alive = links.verification_is_live(ctx, token)
+        mine = alive and links.verification_is_mine(ctx, token)
+    if not alive:
         return render(request, "accounts/dead_link.html", 404, purpose="verify")
-    return no_referrer(render(request, "accounts/verify.html", token=token))
+    return _verify_form(request, token, "" if mine else links.NOT_YOURS)
+
+
+def _verify_form(request: Request, token: str, refusal: str, status_code: int = 200) -> Response:
+    """The confirm button, or why it is not offered and where to sign in (coming back here)."""
+    here = path_for(request, "verify_email", token=token)
+    signin = f"{path_for(request, 'signin')}?next={quote(here, safe='')}"
+    page = render(
+        request, "accounts/verify.html", status_code, token=token, refusal=refusal, signin=signin
+    )
+    return no_referrer(page)
 
 
 @router.post("/account/verify/{token}", name="verify_email_submit")
 def verify_submit(request: Request, token: str, live: OptionalSession) -> Response:
-    """Verify the email the link was sent to."""
+    """Verify the email the link was sent to, when it is the signed-in person's own."""
+    acting = live.principal if live is not None else ANONYMOUS
     try:
-        with transaction(runtime_of(request), ANONYMOUS) as ctx:
+        with transaction(runtime_of(request), acting) as ctx:
             user = links.verify_email(ctx, token)
     except NotFound:
         return render(request, "accounts/dead_link.html", 404, purpose="verify")
-    flash = f"Thank you: {user.email} is verified."
-    return redirect(request, "account" if live is not None else "signin", flash=flash)
+    except PermissionDenied as exc:
+        return _verify_form(request, token, exc.message, exc.http_status)
+    return redirect(request, "account", flash=f"Thank you: {user.email} is verified.")

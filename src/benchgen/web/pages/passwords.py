@@ -23,6 +23,11 @@ from benchgen.web.session import csrf_checked, runtime_of
 from benchgen.web.templating import no_referrer, path_for, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
+# After a reset that took over an account whose address was never verified.
+CLAIMED = (
+    " The address is now verified as yours; the account's API tokens and run webhook are"
+    " removed. Check its models and benchmarks for anything you did not make."
+)
 
 
 @router.get("/password/forgot", name="password_forgot")
@@ -58,7 +63,19 @@ def reset_page(request: Request, token: str) -> Response:
         live = passwords.reset_is_live(ctx, token)
     if not live:
         return render(request, "accounts/dead_link.html", 404, purpose="reset")
-    return no_referrer(render(request, "accounts/reset.html", token=token, problems={}))
+    return _reset_form(request, token, {})
+
+
+def _reset_form(
+    request: Request, token: str, problems: dict[str, str], status_code: int = 200
+) -> Response:
+    """The new-password form; it warns when the link takes an unverified account over."""
+    with transaction(runtime_of(request), ANONYMOUS, write=False) as ctx:
+        claims = passwords.reset_claims_address(ctx, token)
+    page = render(
+        request, "accounts/reset.html", status_code, token=token, claims=claims, problems=problems
+    )
+    return no_referrer(page)
 
 
 @router.post("/password/reset/{token}", name="password_reset_submit")
@@ -71,20 +88,17 @@ def reset_submit(
     """Set the password, sign the account out everywhere, and in here with a fresh session."""
     if password != password_again:
         problems = {"password_again": "does not match the password"}
-        return no_referrer(
-            render(request, "accounts/reset.html", 422, token=token, problems=problems)
-        )
+        return _reset_form(request, token, problems, 422)
     try:
         with transaction(runtime_of(request), ANONYMOUS) as ctx:
+            # Asked before the reset, which verifies the address.
+            claims = passwords.reset_claims_address(ctx, token)
             user = passwords.reset_password(ctx, token, password)
             secret = open_browser_session(request, ctx, user)
     except InvalidInput as exc:
-        problems = field_problems(exc, ("password",))
-        return no_referrer(
-            render(request, "accounts/reset.html", 422, token=token, problems=problems)
-        )
+        return _reset_form(request, token, field_problems(exc, ("password",)), 422)
     except NotFound:
         return render(request, "accounts/dead_link.html", 404, purpose="reset")
     flash = "Your password is changed, and every other session of this account is signed out."
-    flash += TOKENS_STAY
+    flash += CLAIMED if claims else TOKENS_STAY
     return signed_in_redirect(request, secret, path_for(request, "dashboard"), flash)
