@@ -98,3 +98,20 @@ def test_a_service_loc_is_placed_by_the_routes_own_parameters(
     request = Request({"type": "http", "route": route, "headers": []})
     problem = {"loc": loc, "msg": "wrong", "line": 3}
     assert placed(request, [problem]) == [{"loc": expected, "msg": "wrong", "line": 3}]
+
+
+def test_a_rule_of_the_request_shape_is_said_without_the_frameworks_prefix(
+    client: TestClient, auth: dict[str, str], world: World
+) -> None:
+    """Rules checked while the body was parsed read "Value error, must not contain U+0007":
+    the framework's name for the check, in front of the rule a person needs."""
+    ana = world.user("bo@example.com")
+    bm = world.benchmark(ana, MCQ)
+    body = {"benchmark_id": bm, "model_id": FIRST, "settings": {"system_prompt": "a\x07b"}}
+    answer = client.post("/api/v1/runs", json=body, headers=auth)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    [problem] = error["details"]["errors"]
+    assert problem["loc"] == ["body", "settings", "system_prompt"]
+    assert problem["msg"].startswith("must not contain U+0007")
+    assert error["message"] == f"body.settings.system_prompt: {problem['msg']}"

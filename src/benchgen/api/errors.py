@@ -165,6 +165,9 @@ def _problem(error: Any) -> dict[str, Any]:
     if error["type"] == "value_error" and "Expected UploadFile" in error["msg"]:
         # A part sent without a file name (`curl -F 'file=<data.jsonl'`) arrives as text.
         return {"loc": loc, "msg": _NOT_A_FILE.format(name=loc[-1])}
+    if error["type"] == "value_error":
+        # The framework names its kind of check first ("Value error, must not contain …").
+        return {"loc": loc, "msg": error["msg"].removeprefix("Value error, ")}
     return {"loc": loc, "msg": error["msg"]}
 
 
