@@ -11,6 +11,9 @@ from benchgen.evals.types import Adapter, Completion, Item, Key, Scored
 # Final answers are short; a reply without an ANSWER line is sent whole, so cap what the judge
 # reads (and is billed for). The end is kept because that is where a conclusion sits.
 MAX_ANSWER_CHARS = 4000
+# Anything a reader could take for an <answer> marker: spaced ("< /answer>"), self-closing, or
+# in full-width brackets, as a judge model reads them alike.
+_MARKER = re.compile(r"[<\uff1c]\s*[/\uff0f]?\s*answer\s*/?\s*[>\uff1e]", re.IGNORECASE)
 
 _PROMPT = """You are grading another model's answer to a question.
 
@@ -47,7 +50,7 @@ def judge_prompt(item: Item, answer: str, key: Key) -> str:
     if len(answer) > MAX_ANSWER_CHARS:
         answer = "…" + answer[-MAX_ANSWER_CHARS:]
     # The answer must not be able to close its own block and speak to the judge as the prompt.
-    answer = re.sub(r"</?\s*answer\s*>", "[answer marker removed]", answer, flags=re.IGNORECASE)
+    answer = _MARKER.sub("[answer marker removed]", answer)
     accepted = "\n".join(f"- {a}" for a in key.answers)
     return _PROMPT.format(question=item.prompt.strip(), accepted=accepted, answer=answer)
 

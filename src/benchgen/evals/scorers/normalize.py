@@ -50,6 +50,13 @@ def normalize_unicode(text: str) -> str:
     return " ".join(word for word in recomposed.split() if word not in _ARTICLES)
 
 
+def as_written(text: str) -> str:
+    """`text` as a reply that normalises to nothing is compared: case and a final full stop
+    aside. Normalising drops articles and punctuation, so "the" or "?" would otherwise equal
+    every accepted answer that is itself only an article or a symbol ("A", "%")."""
+    return unicodedata.normalize("NFKC", text).strip().removesuffix(".").rstrip().casefold()
+
+
 def _is_punctuation(ch: str) -> bool:
     return ch in _ASCII_PUNCTUATION or unicodedata.category(ch).startswith("P")
 

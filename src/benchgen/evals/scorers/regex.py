@@ -8,21 +8,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchgen.evals.scorers import verdict
+from benchgen.evals.scorers._overlap import end_of_class, overlapping_repeats
 from benchgen.evals.scorers.extract import extract_final_answer
 from benchgen.evals.types import Key, Scored
 
 MAX_PATTERN_CHARS = 500
 MAX_ANSWER_CHARS = 1000
+MAX_OVERLAPPING_REPEATS = 2  # `_overlap.overlapping_repeats`: three take polynomial time
 DEFAULT_CASE_INSENSITIVE = True
 _REPEAT = re.compile(r"[*+]|\{\d*,?\d*\}")
+# Inside a repeated group an optional atom is a repeat too: `(a?){30}` tries 2**30 ways.
+_INNER_REPEAT = re.compile(r"[*+?]|\{\d*,?\d*\}")
 
 
 def check_pattern(pattern: str) -> None:
     """Refuse a pattern that is too long, invalid, or prone to catastrophic backtracking.
 
     Python's `re` has no time limit, so a pattern such as `(a+)+b` could stall a worker for
-    hours on a short answer. Refused: a repeated group that itself holds a repeat or an
-    alternation. This is a heuristic, conservative guard; lengths are capped as well.
+    hours on a short answer. Refused: a repeated group that itself holds a repeat (an optional
+    `?` too) or an alternation, and more than MAX_OVERLAPPING_REPEATS unbounded repeats that
+    can take the same characters (`.*a.*a.*a`). This is a heuristic, conservative guard;
+    lengths are capped as well.
 
     Raises:
         ValueError: the pattern is refused; the message says why.
@@ -37,6 +43,12 @@ def check_pattern(pattern: str) -> None:
         raise ValueError(
             f"pattern {pattern!r} repeats a group that itself repeats or alternates, "
             "which can take exponential time; rewrite it without nesting"
+        )
+    if overlapping_repeats(pattern) > MAX_OVERLAPPING_REPEATS:
+        raise ValueError(
+            f"pattern {pattern!r} has more than {MAX_OVERLAPPING_REPEATS} unbounded repeats "
+            "(such as .* or \\d+) that can take the same characters, which can take "
+            "polynomial time on a long answer; bound them ({0,20}) or use fewer"
         )
 
 
@@ -88,28 +100,18 @@ def _has_nested_repeat(pattern: str) -> bool:
             pos += 2
             continue
         if ch == "[":
-            pos = _end_of_class(pattern, pos)
+            pos = end_of_class(pattern, pos)
             continue
         if ch == "(":
             risky.append(False)
+            if pattern.startswith("?", pos + 1):
+                pos += 1  # "(?:", "(?P<name>", "(?=": group syntax, not an optional atom
         elif ch == ")" and len(risky) > 1:
             inner = risky.pop()
             if inner and _REPEAT.match(pattern, pos + 1):
                 return True
             risky[-1] = risky[-1] or inner
-        elif ch == "|" or _REPEAT.match(pattern, pos):
+        elif ch == "|" or _INNER_REPEAT.match(pattern, pos):
             risky[-1] = True
         pos += 1
     return False
-
-
-def _end_of_class(pattern: str, start: int) -> int:
-    """The index just past the character class opening at `start`."""
-    pos = start + 1
-    if pattern.startswith("^", pos):
-        pos += 1
-    if pattern.startswith("]", pos):
-        pos += 1  # a "]" first in a class is a literal
-    while pos < len(pattern) and pattern[pos] != "]":
-        pos += 2 if pattern[pos] == "\\" else 1
-    return pos + 1

@@ -22,7 +22,7 @@ from benchgen.core.permissions import Action
 from benchgen.core.statuses import RunStatus
 from benchgen.db.json_rows import json_rows
 from benchgen.db.session import connection_apart
-from benchgen.db.tables import Benchmark, Question, Run, RunResult
+from benchgen.db.tables import Benchmark, LeaderboardEntry, Question, Run, RunResult
 from benchgen.evals.aggregate import Tally
 from benchgen.evals.scorers import registry
 from benchgen.evals.scorers.registry import StoredScorer
@@ -77,13 +77,16 @@ def rescore_run(
 
     Raises:
         NotFound: the run is not visible.
-        PermissionDenied: other settings from someone outside the benchmark's team.
+        PermissionDenied: other settings from someone outside the benchmark's team, or an
+            apply from them to a run on a leaderboard.
         InvalidInput: bad settings.
         Conflict: the run has not finished, has no saved answer, is on a custom benchmark or
             has answers being judged again, the settings need a model (AI judge), the run has
             answers to questions the benchmark no longer has, or another apply took over.
     """
     run, chosen, detail = _checked(ctx, run_id, settings, lock=apply)
+    if apply:
+        _require_board_manager(ctx, run)
     before = dict(run.summary)
     with _collector_paused():
         rescored = _rescore(ctx, run, chosen, apply, chunk_rows)
@@ -170,6 +173,23 @@ def _checked(
     if chosen.get("method") == "judge":
         raise Conflict("Rescoring with the AI judge would call a model; rescoring never does.")
     return run, chosen, access.can(ctx, Action.RUN_READ_DETAIL, benchmark, run)
+
+
+def _require_board_manager(ctx: Context, run: Run) -> None:
+    """Refuse applying to a ranked run unless the principal manages the leaderboard: after a
+    scorer changes, its launcher could dry-run, apply only what raises their rank, and leave
+    the runs ranked beside theirs scored the old way."""
+    listed = select(LeaderboardEntry.id).where(LeaderboardEntry.run_id == run.id)
+    if ctx.session.scalar(listed) is None:
+        return
+    benchmark = ctx.session.get(Benchmark, run.benchmark_id)
+    if not access.can(ctx, Action.LEADERBOARD_MANAGE, benchmark, run):
+        raise PermissionDenied(
+            "This run is on a leaderboard: only the benchmark's owner and collaborators may "
+            "apply a rescoring to it, so that every run ranked there is scored alike. A dry "
+            "run (without apply) shows what it would change.",
+            {"id": run.id},
+        )
 
 
 def _has_answers(ctx: Context, run_id: str) -> bool:
