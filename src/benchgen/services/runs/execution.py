@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from benchgen.core.context import Context
 from benchgen.core.permissions import Action
 from benchgen.core.statuses import RUN_FINAL, RunStatus
+from benchgen.core.text import plural
 from benchgen.db.inserts import insert_new
 from benchgen.db.tables import Model, Run, RunResult, RunSample
 from benchgen.evals.prompts import compose_prompt, letter_only_prompt, render_prompt
@@ -74,10 +75,10 @@ def begin_run(ctx: Context, run_id: str) -> RunPlan | None:
     keys = {position: scoring.key_for(question) for position, question in enumerate(stored)}
     if run.status == RunStatus.QUEUED:
         run.status, run.started_at = RunStatus.RUNNING, ctx.now()
-        _log_writer.append(ctx, run.id, f"Started: {len(asked)} questions")
+        _log_writer.append(ctx, run.id, f"Started: {plural(len(asked), 'question')}")
     else:
         left = len({item.index for item, _ in work})
-        _log_writer.append(ctx, run.id, f"Resumed: {left} questions left")
+        _log_writer.append(ctx, run.id, f"Resumed: {plural(left, 'question')} left")
     spec = _model_specs.model_spec(ctx, model)
     spec = replace(spec, params={**spec.params, **provider_params(settings)})
     if run.scoring.get("method") == LOGPROB:
