@@ -22,13 +22,14 @@ def require_room(
     ctx: Context,
     key: str,
     address: str,
-    per_key: int,
+    per_key: int | None,
     tried: str = "attempts",
     key_is: str = "request",
 ) -> None:
-    """Refuse when `key` (an account, or `reset:<email>`…) has `per_key` recent attempts, or the
-    client address has used its budget. Holds the key's and the address's locks until the
-    caller's transaction ends, so the attempt it then counts is seen by the next caller.
+    """Refuse when `key` (an account, or `signup:<client>`…) has `per_key` recent attempts, or
+    the client address has used its budget (only that, when `per_key` is None). Holds the key's
+    and the address's locks until the caller's transaction ends, so the attempt it then counts
+    is seen by the next caller.
 
     Raises:
         RateLimited: a window is full; `retry_at` is when its oldest attempt leaves it.
@@ -41,14 +42,11 @@ def require_room(
     lock_named(ctx.session, f"benchgen-attempts:address:{address}")
     window = timedelta(minutes=ctx.settings.signin_window_minutes)
     since = ctx.now() - window
-    limits = (
-        (SigninAttempt.account == key[:320], per_key, key_is),
-        (
-            SigninAttempt.address == address,
-            ctx.settings.signin_failures_per_address,
-            "address",
-        ),
-    )
+    limits = [
+        (SigninAttempt.address == address, ctx.settings.signin_failures_per_address, "address")
+    ]
+    if per_key is not None:
+        limits.insert(0, (SigninAttempt.account == key[:320], per_key, key_is))
     for condition, limit, what in limits:
         count, oldest = ctx.session.execute(
             select(func.count(), func.min(SigninAttempt.at))

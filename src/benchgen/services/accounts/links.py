@@ -12,7 +12,7 @@ from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import SESSION_KINDS
-from benchgen.db.tables import AccountLink, User
+from benchgen.db.tables import AccountLink, AuditEvent, User
 from benchgen.services import audit
 from benchgen.services.accounts import _mail_queue, users
 from benchgen.services.accounts.tokens import hash_token
@@ -88,6 +88,42 @@ def retire_links(ctx: Context, purpose: Purpose, email: str) -> None:
             AccountLink.used_at.is_(None),
         )
         .values(used_at=ctx.now())
+    )
+
+
+def live_count(ctx: Context, purpose: Purpose, email: str) -> int:
+    """How many unused, unexpired links of this purpose `email` holds."""
+    return (
+        ctx.session.scalar(
+            select(func.count()).where(
+                AccountLink.purpose == purpose.value,
+                AccountLink.email == email,
+                AccountLink.used_at.is_(None),
+                AccountLink.expires_at > ctx.now(),
+            )
+        )
+        or 0
+    )
+
+
+def withdraw_invites_of(ctx: Context, user_id: str) -> None:
+    """End the open invites `user_id` made (they were disabled, or are no admin any more):
+    whoever they invited comes in on their word, which no longer counts. The audit log names
+    who made each invite, in the invite's own transaction, so every invite ever made is found.
+    They show as expired, and another admin may invite the address again."""
+    made = select(AuditEvent.object_id).where(
+        AuditEvent.action == audit.AuditAction.INVITE_CREATE,
+        AuditEvent.user_id == user_id,
+    )
+    ctx.session.execute(
+        update(AccountLink)
+        .where(
+            AccountLink.id.in_(made),
+            AccountLink.purpose == Purpose.INVITE.value,
+            AccountLink.used_at.is_(None),
+            AccountLink.expires_at > ctx.now(),
+        )
+        .values(expires_at=ctx.now())
     )
 
 

@@ -12,8 +12,12 @@ from benchgen.services.accounts import _mail_queue, _signouts, attempts, links, 
 from benchgen.services.accounts.links import Purpose
 
 RESET_PATH = "/password/reset/{token}"
-# Reset mails one address may be sent per sign-in window, whoever asks: no mail-bombing.
-RESETS_PER_WINDOW = 3
+# Live reset links one account holds at most. A new request adds a link rather than replacing
+# the last: every request, a stranger's too, mails the owner's own mailbox, and retiring the
+# older links let anyone kill the one the owner was about to use. Once the account holds this
+# many, nothing more is mailed (the answer stays the same): no mail-bombing past this many
+# links per 30 minutes, and no lock-out either, since the owner's mailbox holds working links.
+LIVE_RESETS = 3
 
 
 def change_password(ctx: Context, current: str, new: str, address: str = "") -> int | None:
@@ -47,9 +51,10 @@ def change_password(ctx: Context, current: str, new: str, address: str = "") -> 
 
 
 def request_password_reset(ctx: Context, email: str, address: str) -> None:
-    """Mail a reset link valid 30 minutes, when `email` is an active account's address.
-    Whatever the case, the caller must answer the same: nothing here tells whether the
-    account exists (the count below is kept for every request alike).
+    """Mail a reset link valid 30 minutes, when `email` is an active account's address holding
+    fewer than LIVE_RESETS live ones. Whatever the case, the caller must answer the same:
+    nothing here tells whether the account exists. Earlier links keep working until one of
+    them is used (or the password changes).
 
     An address never verified gets a link too, saying so: whoever made the account may not
     own the mailbox (open sign-up takes any address), and the mailbox's owner must be able
@@ -57,17 +62,20 @@ def request_password_reset(ctx: Context, email: str, address: str) -> None:
 
     Raises:
         InvalidInput: not an email address.
-        RateLimited: three requests for this address in the window, or this client address
-            has used its budget.
+        RateLimited: this client address has used its budget.
     """
     account = users.normalize_email(email)
     key = f"reset:{account}"
-    attempts.require_room(ctx, key, address, RESETS_PER_WINDOW)
+    # Only the asker's own budget is refused. A budget per account refused the owner too, for
+    # the whole window, once a stranger had used it; the cap on live links does its work.
+    # The key's lock still makes two requests at once count the live links one after another.
+    attempts.require_room(ctx, key, address, None)
     attempts.count_attempt(ctx, key, address)
     user = ctx.session.scalar(select(User).where(User.email == account))
     if user is None or not user.is_active:
         return
-    links.retire_links(ctx, Purpose.RESET, account)
+    if links.live_count(ctx, Purpose.RESET, account) >= LIVE_RESETS:
+        return
     secret, _ = links.issue_link(ctx, Purpose.RESET, account, user.id)
     link = links.link_text(ctx, RESET_PATH.format(token=secret))
     _mail_queue.record_mail(ctx, account, "Reset your BenchGen password", _reset_letter(user, link))
@@ -87,8 +95,9 @@ def _reset_letter(user: User, link: str) -> str:
     return (
         "Someone, hopefully you, asked to reset the password of the BenchGen account for this "
         "email address.\n\nTo choose a new password, open this link within 30 minutes (it "
-        f"works once):\n\n{link}\n\n{outcome} If you did not ask, ignore this message: the "
-        "password stays as it is."
+        "works once; any other reset link sent here stops working when one is used):"
+        f"\n\n{link}\n\n{outcome} If you did not ask, ignore this message: the password "
+        "stays as it is."
     )
 
 

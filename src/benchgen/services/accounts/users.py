@@ -27,7 +27,7 @@ from benchgen.core.statuses import RUN_ACTIVE, TRAINING_ACTIVE
 from benchgen.core.text import require_line
 from benchgen.db.tables import Run, TrainingJob, User
 from benchgen.services import access, audit
-from benchgen.services.accounts import _signouts, mail
+from benchgen.services.accounts import _signouts, lookalikes, mail
 from benchgen.services.specs import check_window
 
 MIN_PASSWORD = 8
@@ -71,9 +71,9 @@ def normalize_email(raw: str) -> str:
     """A syntactically valid, lower-cased address (no DNS lookups: no network at run time).
 
     Raises:
-        InvalidInput: not an email address, longer than 320 characters, one holding
-            look-alike characters (full-width letters), or one that mail could not be sent to
-            as it is written (an encoded word `=?utf-8?b?…?=` in it).
+        InvalidInput: not an email address, longer than 320 characters, one that reads as
+            another (full-width letters, mixed alphabets, stray marks: `lookalikes`), or one
+            that mail could not be sent to as it is written (an encoded word `=?utf-8?b?…?=`).
     """
     # Imported here: its RFC tables take a few percent of a command's start to load, and most
     # commands (every one that resolves `--as`) only look an address up.
@@ -94,33 +94,14 @@ def normalize_email(raw: str) -> str:
         raise invalid(
             ["email"], f"has look-alike characters (full-width, ligatures): write {plain}"
         )
-    mixed = _mixed_scripts(address)
-    if mixed:
-        raise invalid(["email"], f"mixes look-alike alphabets ({mixed}) in one part")
+    look_alike = lookalikes.problem(address)
+    if look_alike:
+        raise invalid(["email"], look_alike)
     # Checked as stored (lower-cased): what is kept must be what the mail goes to.
     problem = mail.address_problem(address)
     if problem is not None:
         raise invalid(["email"], problem)
     return address
-
-
-# Alphabets with letters that look like one another's (Cyrillic а and Latin a, Greek ο and o): a
-# part of an address written in two of them reads as another person's address in every list.
-_LOOK_ALIKE_SCRIPTS = ("LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE")
-
-
-def _mixed_scripts(address: str) -> str:
-    """The look-alike alphabets that one part of `address` (the local part, or a label of the
-    domain) mixes, as "Cyrillic and Latin"; "" when none does."""
-    for part in address.replace("@", ".").split("."):
-        scripts = {
-            name.split(" ", 1)[0]
-            for name in (unicodedata.name(char, "") for char in part if char.isalpha())
-        }
-        found = sorted(scripts.intersection(_LOOK_ALIKE_SCRIPTS))
-        if len(found) > 1:
-            return " and ".join(script.capitalize() for script in found)
-    return ""
 
 
 def lookup_email(raw: str) -> str:
@@ -326,9 +307,10 @@ def get_me(ctx: Context) -> UserView:
 
 def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
     """Disable or re-enable an account; disabling revokes its tokens and reset links, ends its
-    sessions and running agent turns, and stops its unfinished runs and training jobs as if
-    cancelled (re-enabling it brings none of them back: the person signs in, makes new tokens
-    and launches again). An account already so is returned as it is, and nothing is recorded.
+    sessions and running agent turns, withdraws the invites it made, and stops its unfinished
+    runs and training jobs as if cancelled (re-enabling it brings none of them back: the person
+    signs in, makes new tokens and launches again). An account already so is returned as it
+    is, and nothing is recorded.
 
     Raises:
         PermissionDenied: not an admin.
@@ -344,10 +326,12 @@ def set_active(ctx: Context, user_id: str, active: bool) -> UserView:
         # Imported here because it builds on this module (a link finds its account here).
         from benchgen.services.accounts import links
 
-        # Personal tokens and reset links too: an account is disabled when it may be in the
-        # wrong hands, and enabling it again must not bring back what may have leaked with it.
+        # Personal tokens and links too: an account is disabled when it may be in the wrong
+        # hands, and enabling it again must not bring back what may have leaked with it (an
+        # admin's invites among them: they let a stranger make an account).
         _signouts.end_sessions_of(ctx, user.id, personal_tokens=True)
         links.retire_links(ctx, links.Purpose.RESET, user.email)
+        links.withdraw_invites_of(ctx, user.id)
         _stop_jobs_of(ctx, user.id)
     audit.record(
         ctx,
@@ -381,7 +365,8 @@ def _stop_jobs_of(ctx: Context, user_id: str) -> None:
 
 def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
     """Make an account an administrator, or an ordinary user again; it holds or loses the
-    admin pages and commands from its next request.
+    admin pages and commands from its next request, and an ordinary user again, the invites
+    it made as an admin (granting admin again brings none of them back).
 
     Raises:
         PermissionDenied: not an admin.
@@ -392,6 +377,11 @@ def set_admin(ctx: Context, user_id: str, admin: bool) -> UserView:
     user = _account_to_manage(ctx, user_id, own, "benchgen admin revoke-admin")
     if user.is_admin != admin:
         user.is_admin = admin
+        if not admin:
+            # Imported here because it builds on this module (a link finds its account here).
+            from benchgen.services.accounts import links
+
+            links.withdraw_invites_of(ctx, user.id)
         action = (
             audit.AuditAction.USER_GRANT_ADMIN if admin else audit.AuditAction.USER_REVOKE_ADMIN
         )

@@ -237,7 +237,7 @@ def signup_submit(
     display_name: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
     password_again: Annotated[str, Form()] = "",
-    invite: Annotated[str, Form(max_length=200)] = "",
+    invite: Annotated[str, Form()] = "",
 ) -> Response:
     """Make the account and sign it in; a self-made one gets a link to verify its email."""
     typed = {"email": email, "display_name": display_name}

@@ -75,9 +75,10 @@ def _users_page(
 def user_create(
     request: Request,
     ctx: WebContext,
-    email: Annotated[str, Form(max_length=320)],
-    password: Annotated[str, Form(max_length=1024)],
-    display_name: Annotated[str, Form(max_length=1000)] = "",
+    # No length limits here: a refused field would lose the form; the service checks them.
+    email: Annotated[str, Form()],
+    password: Annotated[str, Form()],
+    display_name: Annotated[str, Form()] = "",
     is_admin: Annotated[bool, Form()] = False,
 ) -> Response:
     """Create an account; its owner signs in with the password given here."""
@@ -117,8 +118,8 @@ def grant(
     request: Request,
     ctx: WebContext,
     user_id: str,
-    amount: Annotated[str, Form(max_length=20)] = "",
-    note: Annotated[str, Form(max_length=500)] = "",
+    amount: Annotated[str, Form()] = "",
+    note: Annotated[str, Form()] = "",
 ) -> Response:
     """Add credits to an account; a refusal shows beside that account's fields, as typed."""
     # What is not a whole number goes to the service as 0, which it refuses with the message

@@ -37,7 +37,11 @@ def forgot_page(request: Request) -> Response:
 
 
 @router.post("/password/forgot", name="password_forgot_submit")
-def forgot_submit(request: Request, email: Annotated[str, Form(max_length=320)] = "") -> Response:
+def forgot_submit(
+    request: Request,
+    # No length limit here: a refused field would lose the form; the service checks it.
+    email: Annotated[str, Form()] = "",
+) -> Response:
     """The same answer whether or not an account (or a verified one) has this email."""
     try:
         with transaction(runtime_of(request), ANONYMOUS) as ctx:
@@ -82,8 +86,9 @@ def _reset_form(
 def reset_submit(
     request: Request,
     token: str,
-    password: Annotated[str, Form(max_length=1024)] = "",
-    password_again: Annotated[str, Form(max_length=1024)] = "",
+    # No length limits here: a refused field would lose the form; the service checks them.
+    password: Annotated[str, Form()] = "",
+    password_again: Annotated[str, Form()] = "",
 ) -> Response:
     """Set the password, sign the account out everywhere, and in here with a fresh session."""
     if password != password_again:
