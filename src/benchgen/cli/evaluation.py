@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from benchgen.cli.common import (
     by_option,
     cli_principal,
     console,
+    interrupted_status,
     labelled,
     open_runtime,
     say_error,
@@ -24,7 +26,7 @@ from benchgen.cli.common import (
 from benchgen.cli.helptext import App
 from benchgen.core.context import Principal
 from benchgen.core.text import plural
-from benchgen.jobs.worker import Worker, start_workers, stop_workers
+from benchgen.jobs.worker import Runner, Worker, start_workers, stop_workers
 from benchgen.services import deployment, models, queue
 from benchgen.services.benchmarks import judges
 from benchgen.services.runs import launch, leaderboards, rejudging, rescoring
@@ -262,15 +264,26 @@ def _poll_workers(runtime: Runtime, threads: int, kinds: frozenset[str], chosen:
         while all(thread.is_alive() for _, thread in started):
             time.sleep(1)
     except KeyboardInterrupt:
-        console.print("Stopping after the current jobs…")
+        console.print("Stopping after the current jobs (Ctrl-C again to leave now)…")
         return
     finally:
-        stop_workers(started, timeout_s=60)
+        _stop_or_leave(started)
     say_error(
         "a worker thread stopped unexpectedly; start the worker again "
         "(a supervisor with Restart=on-failure does)."
     )
     raise typer.Exit(1)
+
+
+def _stop_or_leave(started: list[tuple[Runner, threading.Thread]]) -> None:
+    """Wait for the workers to finish their jobs; a second Ctrl-C or SIGTERM leaves at once,
+    their jobs back in the queue, exiting 130 or 143. It ended silently (or in Click's
+    "Aborted!" and status 1), leaving the operator to guess what became of the jobs."""
+    try:
+        stop_workers(started, timeout_s=60)
+    except KeyboardInterrupt as again:
+        console.print("Left without waiting: the jobs still in hand went back to the queue.")
+        raise typer.Exit(interrupted_status(again)) from None
 
 
 def _warn_of_another_key(runtime: Runtime) -> None:

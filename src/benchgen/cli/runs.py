@@ -27,9 +27,12 @@ from benchgen.services.runs import launch, retries
 from benchgen.services.runtime import Runtime, transaction
 
 if TYPE_CHECKING:
+    import threading
+
     from rich.progress import Progress
 
     from benchgen.core.context import Principal
+    from benchgen.jobs.worker import Runner
 
 POLL_S = 0.25
 # The run's fields as its options name them; "subset.n" by whichever of --first and --random
@@ -241,8 +244,8 @@ def follow_run(
     Ctrl-C, or SIGTERM, cancels the run: the worker stops between answers and the run keeps
     (and is charged for) the answers it has; the command then says so and exits 130, or 143
     for SIGTERM (which ended the process at once, mid-answer, the run left "running" with no
-    worker). A second one leaves at once, and the run, asked to stop, ends when a worker next
-    takes it."""
+    worker). A second one leaves at once, exiting 130 or 143 as well, and the run, asked to
+    stop, ends when a worker next takes it."""
     # Read-only polls as a principal resolved once: the worker thread shares this process (and
     # its interpreter lock) with the progress bar, which should cost it next to nothing. For the
     # same reason nothing is printed (nor Rich loaded) until the worker has had a poll's time to
@@ -251,13 +254,20 @@ def follow_run(
     with sigterm_as_interrupt():
         workers = start_workers(runtime, 1)
         try:
-            return _watch(runtime, principal, run_id, total, heading)
+            current = _watch(runtime, principal, run_id, total, heading)
         except KeyboardInterrupt as stop:
             status = interrupted_status(stop)
-            _cancel(runtime, principal, run_id, status)
-        finally:
+            try:
+                _cancel(runtime, principal, run_id, status)
+                stop_workers(workers)
+                _say_cancelled(runtime, principal, run_id, status)
+            except KeyboardInterrupt as again:
+                _leave_at_once(workers, run_id, interrupted_status(again))
+        except BaseException:
             stop_workers(workers)
-    _say_cancelled(runtime, principal, run_id, status)
+            raise
+        stop_workers(workers)
+    return current
 
 
 def _watch(
@@ -283,6 +293,20 @@ def _cancel(runtime: Runtime, principal: Principal, run_id: str, status: int) ->
     # It may have ended in the meantime: then there is nothing to cancel.
     with contextlib.suppress(Conflict), transaction(runtime, principal) as ctx:
         launch.cancel_run(ctx, run_id)
+
+
+def _leave_at_once(
+    workers: list[tuple[Runner, threading.Thread]], run_id: str, status: int
+) -> NoReturn:
+    """A second Ctrl-C or SIGTERM while cancelling: the job goes back to the queue unwaited
+    for, and the command exits `status`. It ended in Click's "Aborted!" and exit status 1,
+    which a script read as the run's failure, not as the interrupt it was."""
+    stop_workers(workers, timeout_s=0)
+    console.print(
+        f"Left without waiting: run {run_id} may still be finishing its cancel, which a "
+        "worker completes when it next takes the run (`benchgen worker`)."
+    )
+    raise typer.Exit(status)
 
 
 def _say_cancelled(runtime: Runtime, principal: Principal, run_id: str, status: int) -> NoReturn:

@@ -45,12 +45,13 @@ class BenchmarkCalls(Connection):
             benchmark_id: Its id (`bm_…`).
 
         Returns:
-            The benchmark.
+            The benchmark; its entity tag is then in `etag`, for `change_benchmark`'s
+            `if_match`.
 
         Raises:
             NotFound: It does not exist or you may not see it.
         """
-        return cast(Benchmark, self._json("GET", f"/benchmarks/{segment(benchmark_id)}"))
+        return cast(Benchmark, self._tagged("GET", f"/benchmarks/{segment(benchmark_id)}"))
 
     def questions(self, benchmark_id: str) -> list[Question]:
         """All questions of a benchmark, in order (answers only for its team).
@@ -59,10 +60,18 @@ class BenchmarkCalls(Connection):
             benchmark_id: The benchmark's id.
 
         Returns:
-            The questions, every page.
+            The questions, every page; the benchmark's entity tag is then in `etag`, for
+            `change_benchmark`'s `if_match`.
         """
         path = f"/benchmarks/{segment(benchmark_id)}/questions"
-        return cast(list[Question], list(self._pages(path, {}, _QUESTIONS_PAGE)))
+        tags: list[str | None] = []
+        found = list(
+            self._pages(path, {}, _QUESTIONS_PAGE, lambda sent: tags.append(sent.get("ETag")))
+        )
+        # The first page's: should a change come between two pages, it is older than the list
+        # read, so a change made from that list is refused rather than saved over the other.
+        self.etag = tags[0]
+        return cast(list[Question], found)
 
     def create_benchmark(
         self,
@@ -139,6 +148,8 @@ class BenchmarkCalls(Connection):
         title: str | None = None,
         description: str | None = None,
         questions: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        if_match: str | None = None,
     ) -> EditedBenchmark:
         """Change the title, description and/or the full question list (None: unchanged).
 
@@ -147,16 +158,23 @@ class BenchmarkCalls(Connection):
             title: A new title.
             description: A new description.
             questions: The complete new question list (replaces the old one).
+            if_match: The `etag` of the read the change was made from (`get_benchmark`,
+                `questions`, `preview_change`): the change is saved only if nobody changed
+                the benchmark since. None: saved whatever changed since (the last save wins).
 
         Returns:
-            The changed benchmark and what the change did.
+            The changed benchmark and what the change did; its new entity tag is then in
+            `etag`, for a next change.
 
         Raises:
             Frozen: Questions cannot change once a run was accepted.
+            Stale: `if_match` names a state the benchmark has left; nothing was saved.
+            ValueError: `if_match` holds characters no tag has (nothing was sent).
         """
         body = _change_body(title, description, questions)
         path = f"/benchmarks/{segment(benchmark_id)}"
-        return cast(EditedBenchmark, self._json("PATCH", path, json=body))
+        headers = None if if_match is None else {"If-Match": _checked_tag(if_match)}
+        return cast(EditedBenchmark, self._tagged("PATCH", path, json=body, headers=headers))
 
     def preview_change(
         self,
@@ -174,11 +192,13 @@ class BenchmarkCalls(Connection):
             questions: The complete new question list.
 
         Returns:
-            The diff, the versions before and after, and warnings.
+            The diff, the versions before and after, and warnings; the entity tag of the
+            state it was previewed on is then in `etag`: `change_benchmark` sent with it as
+            `if_match` saves what was previewed, or nothing.
         """
         body = _change_body(title, description, questions)
         path = f"/benchmarks/{segment(benchmark_id)}/preview-change"
-        return cast(ChangePreview, self._json("POST", path, json=body))
+        return cast(ChangePreview, self._tagged("POST", path, json=body))
 
     def publish(self, benchmark_id: str) -> Benchmark:
         """Make a benchmark visible to everyone (its questions, never the answer key).
@@ -234,6 +254,17 @@ def as_input(question: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(choices, Mapping):
         made["choices"] = [choices[letter] for letter in sorted(choices)]
     return made
+
+
+def _checked_tag(tag: str) -> str:
+    """`tag` as a header can carry it: a line end or an accent was httpx's UnicodeEncodeError,
+    or a connection "broken off", rather than a word on what was wrong."""
+    if not tag.isascii() or not tag.isprintable():
+        raise ValueError(
+            "if_match holds characters no ETag has (accents, line ends or other controls); "
+            "give the etag of a read as it came, e.g. bg.etag after bg.get_benchmark(id)."
+        )
+    return tag
 
 
 def _change_body(

@@ -41,5 +41,6 @@ class BenchGen(
         transport: An httpx transport to use instead of the network (tests, proxies).
 
     Raises:
-        ValueError: No token was given and `BENCHGEN_TOKEN` is empty.
+        ValueError: No token was given and `BENCHGEN_TOKEN` is empty, or `base_url` is not an
+            http:// or https:// address (see `Connection`).
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from os import PathLike
@@ -51,8 +51,8 @@ class Connection:
 
     Raises:
         ValueError: No token was given and `BENCHGEN_TOKEN` is empty, the token holds
-            characters no token has, or `base_url` is not an address or holds a user name or
-            password.
+            characters no token has, or `base_url` is not an http:// or https:// address or
+            holds a user name or password.
     """
 
     def __init__(
@@ -73,6 +73,11 @@ class Connection:
         self._timeout = timeout
         self.quota: QuotaStatus | None = None
         """Creation quota reported by the last successful create or import, if any."""
+        self.etag: str | None = None
+        """The benchmark's entity tag answered by the last successful `get_benchmark`,
+        `questions`, `preview_change` or `change_benchmark`: the state that call read, for
+        `change_benchmark(..., if_match=...)` to send back. A failed call leaves it as it was:
+        None would make such a change unconditional, where an older tag only gets it refused."""
         self._http = httpx.Client(
             base_url=root + API_PREFIX,
             headers={
@@ -108,10 +113,13 @@ class Connection:
         timeout: float | None = None,
         files: Mapping[str, FilePart] | None = None,
         data: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         # Passed only when set: httpx reads an explicit `timeout=None` as "wait for ever", and
         # `files`/`data` make the body multipart/form-data instead of JSON.
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        if headers is not None:
+            extra["headers"] = dict(headers)
         if files is not None:
             extra["files"] = dict(files)
             extra["data"] = dict(data or {})
@@ -163,6 +171,19 @@ class Connection:
     ) -> dict[str, Any]:
         return self._object(self._send(method, path, params, json, timeout))
 
+    def _tagged(
+        self,
+        method: str,
+        path: str,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """A call on one benchmark whose answer carries its entity tag, kept in `etag`."""
+        response = self._send(method, path, json=json, headers=headers)
+        found = self._object(response)
+        self.etag = response.headers.get("ETag")
+        return found
+
     def _object(self, response: httpx.Response) -> dict[str, Any]:
         """A success's JSON object; anything else is `BadResponse` (it was a JSONDecodeError
         from the calls that send files, a traceback in the CLI)."""
@@ -193,13 +214,21 @@ class Connection:
         return response
 
     def _pages(
-        self, path: str, params: Mapping[str, Any], limit: int | None
+        self,
+        path: str,
+        params: Mapping[str, Any],
+        limit: int | None,
+        on_page: Callable[[httpx.Headers], None] | None = None,
     ) -> Iterator[dict[str, Any]]:
+        """Every item of a list, page after page; `on_page` sees each page's headers."""
         query = dict(params)
         if limit is not None:
             query["limit"] = limit
         while True:
-            page = self._page(path, query)
+            response = self._send("GET", path, params=query)
+            if on_page is not None:
+                on_page(response.headers)
+            page = self._items(response)
             yield from page["items"]
             cursor = page.get("next_cursor")
             if not cursor:
@@ -210,7 +239,9 @@ class Connection:
         """One page of a list: a JSON object whose `items` is a list. Anything else is
         `BadResponse` (a server other than BenchGen answering JSON was a KeyError, a traceback
         in the CLI)."""
-        response = self._send("GET", path, params=params)
+        return self._items(self._send("GET", path, params=params))
+
+    def _items(self, response: httpx.Response) -> dict[str, Any]:
         page = self._object(response)
         if not isinstance(page.get("items"), list):
             said = f"{self.base_url} did not answer with a page of a list; is it a BenchGen server?"
@@ -266,9 +297,10 @@ def checked_token(secret: str) -> str:
 
 def checked_address(url: str) -> None:
     """Refuse a server address that cannot be parsed (httpx's own error came out as a
-    traceback) or that holds credentials: httpx sends those as Basic credentials in place of
-    the token (every call then failed with "Send a personal API token"), and every error
-    message names the address, so they are refused without being repeated.
+    traceback), that is not an http:// or https:// address with a host, or that holds
+    credentials: httpx sends those as Basic credentials in place of the token (every call then
+    failed with "Send a personal API token"), and every error message names the address, so
+    they are refused without being repeated.
 
     Raises:
         ValueError: Why, in words.
@@ -288,6 +320,17 @@ def checked_address(url: str) -> None:
         raise ValueError(
             "Give the server's address without a ?… or #… part: the calls add their own."
         )
+    if parsed.scheme not in ("http", "https"):
+        # `127.0.0.1:8000` was accepted, and every call then failed as "unreachable".
+        raise ValueError(
+            "Give the server's address with http:// or https:// at its start "
+            "(http://127.0.0.1:8000, say)."
+        )
+    if not parsed.host:
+        raise ValueError(
+            "Give the server's address with a host after http:// or https:// "
+            "(http://127.0.0.1:8000, say)."
+        )
 
 
 def segment(identifier: str) -> str:
@@ -300,9 +343,7 @@ def segment(identifier: str) -> str:
 
 def unreachable(exc: httpx.TransportError, url: str) -> Unreachable:
     """What failed, in words: httpx's class names (`ConnectError`) mean little to a reader."""
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        said = f"cannot send to {url}: give an address that starts with http:// or https://"
-    elif isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpx.TimeoutException):
         said = f"no answer from {url} in time"
     elif isinstance(exc, httpx.ConnectError) and any(said in str(exc) for said in NOT_TLS):
         # TLS spoken to a server that answers plain HTTP (`benchgen serve` does, on its own).

@@ -52,6 +52,29 @@ class Frozen(Conflict):
     """409 `frozen`: a benchmark's questions cannot change once a run was accepted."""
 
 
+class Stale(Conflict):
+    """412 `conflict`: a change sent with `if_match` was made from a state the benchmark has
+    left (someone changed it since): nothing was saved. Read it again, apply the change to what
+    is there now, and send it with the new tag.
+
+    Attributes:
+        details: `changed` (which of `questions`, `title`, `description` changed), `etag` (the
+            tag now), and the `title`, `description` and `version` now.
+    """
+
+    @property
+    def changed(self) -> list[str]:
+        """What changed since the tag sent: `questions`, `title` and/or `description`."""
+        found = self.details.get("changed", [])
+        return [str(part) for part in found] if isinstance(found, list) else []
+
+    @property
+    def etag(self) -> str | None:
+        """The benchmark's tag now (what a read now would answer)."""
+        value = self.details.get("etag")
+        return value if isinstance(value, str) else None
+
+
 class TooLarge(ClientError):
     """413: the request body is over the route's limit (2 MiB; 32 MiB for imports)."""
 
@@ -177,12 +200,16 @@ _BY_CODE: dict[str, type[ClientError]] = {
     "insufficient_credits": InsufficientCredits,
     "unavailable": Unavailable,
 }
+# A code the server sends with more than one status: `conflict` is a 409, or a 412 when the
+# change's If-Match names a state the benchmark has left.
+_BY_CODE_AND_STATUS: dict[tuple[str, int], type[ClientError]] = {("conflict", 412): Stale}
 _BY_STATUS: dict[int, type[ClientError]] = {
     401: Unauthenticated,
     402: InsufficientCredits,
     403: PermissionDenied,
     404: NotFound,
     409: Conflict,
+    412: Stale,
     413: TooLarge,
     422: InvalidInput,
     429: RateLimited,
@@ -213,7 +240,7 @@ def error_from_response(response: httpx.Response) -> ClientError:
             details = error["details"]
     else:
         message = _not_the_api(response)
-    kind = _BY_CODE.get(code) or _BY_STATUS.get(status)
+    kind = _BY_CODE_AND_STATUS.get((code, status)) or _BY_CODE.get(code) or _BY_STATUS.get(status)
     if kind is None:
         kind = ServerError if status >= 500 else ClientError
     if kind is RateLimited:
