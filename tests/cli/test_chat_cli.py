@@ -138,3 +138,16 @@ def test_the_default_offline_brain_creates_after_approval(world: World) -> None:
     assert result.exit_code == 0, result.output
     assert "awaiting_approval" in result.output and "Created benchmark bm_" in result.output
     assert _titles(world, ana) == ["Sums"]
+
+
+def test_a_running_turn_shows_what_it_says_it_is_doing() -> None:
+    """A turn waiting for a free agent thread said so in its reply; the spinner said only
+    "The agent is still working…"."""
+    from benchgen.agent.replies import printable
+    from benchgen.cli.chat import _working
+
+    waiting = {"status": "running", "reply": "Waiting for a free agent thread.\x1b[2J"}
+    assert _working(waiting, printable).plain.startswith("Waiting for a free agent thread.")  # type: ignore[arg-type]
+    assert "\x1b" not in _working(waiting, printable).plain  # type: ignore[arg-type]
+    working = {"status": "running", "reply": ""}
+    assert _working(working, printable).plain == "The agent is still working…"  # type: ignore[arg-type]

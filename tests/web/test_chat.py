@@ -16,11 +16,13 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo
 
 from benchgen.agent.brains import Brain
+from benchgen.agent.turn import RECORDER
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.services.accounts import tokens, users
 from benchgen.services.benchmarks import lifecycle
+from benchgen.services.chat import conversations
 from benchgen.services.chat._proposal_kinds import KINDS
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime
@@ -420,3 +422,19 @@ def test_signing_out_ends_the_turn_it_started(browser: Browser, runtime: Runtime
 
 def test_every_kind_of_proposal_has_a_card_heading() -> None:
     assert set(PROPOSAL_TITLES) == set(KINDS)
+
+
+def test_a_running_turn_shows_what_it_says_it_is_doing(browser: Browser, world: World) -> None:
+    """A turn waiting for a free agent thread said so in its reply, but the page showed only
+    "The agent is working…", as if the agent were thinking."""
+    ana = browser("ana@example.com")
+    conv = start(ana)
+    user_id = world.do(OPERATOR, users.get_user_by_email, "ana@example.com").id
+
+    turn = world.do(Principal.web(user_id), conversations.begin_turn, conv, "hello", None)
+    note = "Waiting <b>for</b> a free agent thread."
+    world.do(RECORDER, conversations.note_running, turn.id, note)
+    status = ana.page(f"/chat/{conv}").find(attrs={"role": "status"})
+    assert status is not None
+    assert "Waiting <b>for</b> a free agent thread." in status.get_text()
+    assert "The agent is working" not in status.get_text()

@@ -23,19 +23,26 @@ NEVER: dict[Action, str] = {
     Action.LEADERBOARD_MANAGE: "add a run to a leaderboard or take it off",
     Action.NOTIFICATIONS_MANAGE: "set up run notifications (mail or a webhook)",
 }
+# Never either, though A13 does not list them (docs/permissions.md does): what a person does on
+# a benchmark's own pages, and the credential cannot carry (session-only).
+SESSION_ONLY: dict[Action, str] = {
+    Action.BENCHMARK_JOIN: "join a benchmark",
+    Action.RUN_QUOTA_MANAGE: "change a benchmark's run quota",
+}
+_PHRASES = {**NEVER, **SESSION_ONLY}
 
 
 def refusal(settings: Settings, action: Action, object_id: str = "") -> str:
-    """The agent's answer to a request for an A13 action: it cannot, and where the user can."""
+    """The agent's answer to a request for a never-action: it cannot, and where the user can."""
     link = settings.link(page_for(action, object_id))
     return (
-        f"I can't {NEVER[action]}: that is outside what the agent can ever do, "
+        f"I can't {_PHRASES[action]}: that is outside what the agent can ever do, "
         f"whatever the request. You can do it yourself in the web app at {link}"
     )
 
 
 def never_list(settings: Settings) -> str:
-    """The A13 list with its pages, one line each, for a brain's instructions and the docs."""
+    """The never-actions with their pages, one line each, for a brain's instructions."""
     return "\n".join(
-        f"- {phrase}: {settings.link(page_for(action))}" for action, phrase in NEVER.items()
+        f"- {phrase}: {settings.link(page_for(action))}" for action, phrase in _PHRASES.items()
     )

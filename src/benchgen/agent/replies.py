@@ -112,6 +112,14 @@ def capped_reply(cap_s: int) -> str:
     )
 
 
+def waiting_for_thread(cap_s: int) -> str:
+    """A turn queued behind others: nothing has started, and its time limit has not either."""
+    return (
+        "Waiting for a free agent: all of them are busy with other turns. I start on this as "
+        f"soon as one is free, and this turn's time limit ({_duration(cap_s)}) counts from then."
+    )
+
+
 LOST_ACCESS = (
     "I had to stop: your access ended during this turn (the token you chat with was revoked, "
     "or the account was disabled). Nothing more was done."

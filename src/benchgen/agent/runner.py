@@ -7,10 +7,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as WaitExpired
 
+from benchgen.agent import replies
 from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import RECORDER, Started, begin_turn, complete_turn
+from benchgen.agent.turn import RECORDER, Claimed, claim_turn, run_turn
 from benchgen.core.context import Principal
+from benchgen.services import overrides
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import TurnView
 from benchgen.services.runtime import Runtime, transaction
@@ -30,6 +32,7 @@ class TurnRunner:
     def __init__(self, runtime: Runtime, brain: Brain, threads: int) -> None:
         self.runtime = runtime
         self.brain = brain
+        self._threads = threads
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="benchgen-turn")
         self._closed = False
         self._lock = threading.Lock()
@@ -48,7 +51,8 @@ class TurnRunner:
         """Start a turn and wait up to `wait_s` seconds for it to end.
 
         The turn is claimed, screened and decided in the caller's thread, so refusals come back
-        to the caller at once; only the thinking and acting run on the pool.
+        to the caller at once; the thinking and acting run on the pool, and the turn's cap and
+        credential start only when a thread of the pool takes it up.
 
         Args:
             principal: The user chatting (web, API token or CLI door).
@@ -65,26 +69,40 @@ class TurnRunner:
             InvalidInput: the message is too long, or a choice names no option.
             PermissionDenied: the principal may not chat.
         """
-        started = begin_turn(self.runtime, principal, conversation_id, message)
-        future = self._submit(started)
+        claimed = claim_turn(self.runtime, principal, conversation_id, message)
+        future = self._submit(claimed)
         try:
             return future.result(timeout=wait_s)
         except WaitExpired:
-            return self._stored(principal, started.turn)
+            return self._stored(principal, claimed.turn)
 
-    def _submit(self, started: Started) -> Future[TurnView]:
+    def _submit(self, claimed: Claimed) -> Future[TurnView]:
+        turn_id = claimed.turn.id
         with self._lock:
             if not self._closed:
-                self._running.add(started.turn.id)
-                future = self._pool.submit(complete_turn, started, self.brain)
+                if len(self._running) >= self._threads:
+                    self._note_waiting(claimed)  # before the pool may start it and clear it
+                self._running.add(turn_id)
+                future = self._pool.submit(run_turn, claimed, self.brain)
                 future.add_done_callback(_log_failure)
-                future.add_done_callback(lambda _: self._running.discard(started.turn.id))
+                future.add_done_callback(lambda _: self._running.discard(turn_id))
                 return future
         # Shutting down: the turn is already claimed, so finish it here rather than leave the
         # conversation locked until the stale-turn margin releases it.
         done: Future[TurnView] = Future()
-        done.set_result(complete_turn(started, self.brain))
+        done.set_result(run_turn(claimed, self.brain))
         return done
+
+    def _note_waiting(self, claimed: Claimed) -> None:
+        """Tell whoever reads the turn that it waits for a thread, not that it is working."""
+        try:
+            with transaction(self.runtime, RECORDER) as ctx:
+                cap_s = int(overrides.effective(ctx, "agent_turn_cap_s"))
+                conversations.note_running(ctx, claimed.turn.id, replies.waiting_for_thread(cap_s))
+            claimed.waiting = True
+        except Exception as exc:  # only a note: the turn still runs when a thread is free
+            name = type(exc).__name__
+            log.warning("chat turn %s: noting that it waits failed: %s", claimed.turn.id, name)
 
     def _stored(self, principal: Principal, turn: TurnView) -> TurnView:
         with transaction(self.runtime, principal, write=False) as ctx:

@@ -1,5 +1,6 @@
-"""One chat turn: screen the message, settle any pending proposal, mint a credential, think and
-act with it, revoke it — whatever happens — and record how the turn ended."""
+"""One chat turn: screen the message, settle any pending proposal; once a thread takes the turn
+up, mint a credential, think and act with it, revoke it — whatever happens — and record how the
+turn ended."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import contextlib
 import logging
 import threading
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
@@ -36,7 +37,7 @@ from benchgen.agent.state import Staged, TurnOver, TurnState
 from benchgen.agent.tools import TOOLS
 from benchgen.agent.training_tools import TRAINING_TOOLS
 from benchgen.core.context import Context, Principal
-from benchgen.core.errors import BenchGenError, Conflict, Unauthenticated
+from benchgen.core.errors import BenchGenError, Conflict, PermissionDenied, Unauthenticated
 from benchgen.core.permissions import Action
 from benchgen.core.secrets import find_secrets, split_token
 from benchgen.core.statuses import TurnStatus
@@ -63,14 +64,13 @@ CANCEL_GRACE_S = 1.0
 
 
 @dataclass
-class Started:
-    """A turn that has been claimed, its message screened and decided, its credential minted."""
+class Claimed:
+    """A turn that has been claimed, its message screened and decided: it waits for a thread."""
 
     runtime: Runtime
+    principal: Principal
     turn: TurnView
-    credential: TurnCredential
     request: str
-    cap_s: int  # the turn cap in force when the turn began (an admin may change it at run time)
     approved: proposals.ProposalView | None = None
     declined: proposals.ProposalView | None = None
     continued: bool = False
@@ -78,14 +78,41 @@ class Started:
     notices: list[str] = field(default_factory=list)
     plan: dict[str, Any] | None = None
     history: list[TurnView] = field(default_factory=list)
+    waiting: bool = False  # its reply says it waits for a free thread, until the thread starts
+
+
+@dataclass(kw_only=True)
+class Started(Claimed):
+    """A claimed turn that a thread has taken up: its cap runs and its credential is minted."""
+
+    credential: TurnCredential
+    cap_s: int  # the turn cap in force when the turn began (an admin may change it at run time)
+    deadline: datetime
 
 
 def begin_turn(
     runtime: Runtime, principal: Principal, conversation_id: str, message: MessageIn
 ) -> Started:
+    """Claim a turn and start it at once, for a caller that then works on it itself.
+
+    Raises:
+        As `claim_turn`; and Unauthenticated / PermissionDenied: access ended as it started.
+    """
+    claimed = claim_turn(runtime, principal, conversation_id, message)
+    try:
+        return start_turn(claimed)
+    except Exception as exc:
+        _give_up(claimed, exc)  # the conversation must not stay held by a turn that never began
+        raise
+
+
+def claim_turn(
+    runtime: Runtime, principal: Principal, conversation_id: str, message: MessageIn
+) -> Claimed:
     """Everything that must happen before the request can be answered `running`.
 
-    Runs as the user's own door: only here are proposals decided (never by the agent).
+    Runs as the user's own door: only here are proposals decided (never by the agent). Neither
+    the cap nor the credential starts here: a turn may wait for a thread (see `start_turn`).
 
     Raises:
         Conflict: a turn is already running, or the approval is stale, replayed or altered.
@@ -103,16 +130,61 @@ def begin_turn(
             # The chosen label is what the user said this turn: stored, and read by the brain.
             text = _chosen(ctx, conversation_id, message.action)
         turn = conversations.begin_turn(ctx, conversation_id, text, action)
+        claimed = Claimed(runtime, principal, turn, text)
+        claimed.notices = list(screened.notices)
+        claimed.plan = conversations.get_plan(ctx, conversation_id)
+        earlier = conversations.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
+        claimed.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
+        _decide(ctx, claimed, message)
+    return claimed
+
+
+def start_turn(claimed: Claimed) -> Started:
+    """Start the turn's cap and mint its credential, on the thread that works on the turn: a
+    turn that waited for a free thread still gets its whole cap, and its credential, whose
+    expiry is the cap plus a short margin, does not lapse while it waits.
+
+    Raises:
+        Unauthenticated / PermissionDenied: the user's access ended while the turn waited.
+    """
+    runtime = claimed.runtime
+    with transaction(runtime, claimed.principal) as ctx:
         cap_s = int(overrides.effective(ctx, "agent_turn_cap_s"))
         lifetime = timedelta(seconds=cap_s) + EXPIRY_MARGIN
-        secret = tokens.mint_turn_credential(ctx, turn.id, access.agent_scopes(ctx), lifetime)
-        started = Started(runtime, turn, TurnCredential(runtime, secret), text, cap_s)
-        started.notices = list(screened.notices)
-        started.plan = conversations.get_plan(ctx, conversation_id)
-        earlier = conversations.recent_turns(ctx, conversation_id, limit=HISTORY_TURNS + 1)
-        started.history = [past for past in earlier if past.id != turn.id][-HISTORY_TURNS:]
-        _decide(ctx, started, message)
-    return started
+        secret = tokens.mint_turn_credential(
+            ctx, claimed.turn.id, access.agent_scopes(ctx), lifetime
+        )
+        deadline = ctx.now() + timedelta(seconds=cap_s)
+    if claimed.waiting:
+        with transaction(runtime, RECORDER) as ctx:
+            conversations.note_running(ctx, claimed.turn.id, "")
+    held = {f.name: getattr(claimed, f.name) for f in fields(Claimed)}
+    return Started(
+        **held, credential=TurnCredential(runtime, secret), cap_s=cap_s, deadline=deadline
+    )
+
+
+def run_turn(claimed: Claimed, brain: Brain) -> TurnView:
+    """Start a claimed turn and complete it: what a thread of the pool does."""
+    try:
+        started = start_turn(claimed)
+    except Exception as exc:
+        return _give_up(claimed, exc)
+    return complete_turn(started, brain)
+
+
+def _give_up(claimed: Claimed, error: Exception) -> TurnView:
+    """Record a turn that could not start, saying why, and release its conversation."""
+    lost = isinstance(error, (Unauthenticated, PermissionDenied))
+    if lost and claimed.approved is not None:
+        reply = replies.not_carried_out(claimed.approved, lost_access=True, cap_s=0)
+    elif lost:
+        reply = replies.LOST_ACCESS
+    else:
+        log.error("chat turn %s could not start", claimed.turn.id, exc_info=error)
+        reply = replies.INTERNAL_ERROR
+    with transaction(claimed.runtime, RECORDER) as ctx:
+        return conversations.finish_turn(ctx, claimed.turn.id, TurnOutcome("failed", reply))
 
 
 def _screened(
@@ -143,7 +215,7 @@ def _refuse_own_leak(runtime: Runtime, principal: Principal, screened: leaks.Scr
         raise Unauthenticated(" ".join(screened.notices))
 
 
-def _decide(ctx: Context, started: Started, message: MessageIn) -> None:
+def _decide(ctx: Context, started: Claimed, message: MessageIn) -> None:
     """Settle the pending proposal by the user's message: approve, decline, or leave none."""
     conversation_id, text = started.turn.conversation_id, started.request
     pending = proposals.pending_for(ctx, conversation_id)
@@ -182,7 +254,7 @@ _UNSEEN = (
 )
 
 
-def _shown_last(started: Started) -> str | None:
+def _shown_last(started: Claimed) -> str | None:
     """The proposal the conversation's latest reply showed for the user to decide, if any."""
     last = started.history[-1] if started.history else None
     if last is None or last.status != TurnStatus.AWAITING_APPROVAL or last.proposal is None:
@@ -256,7 +328,7 @@ def _state(started: Started, brain: Brain) -> TurnState:
         conversation_id=started.turn.conversation_id,
         request=started.request,
         clock=runtime.clock,
-        deadline=started.turn.started_at + timedelta(seconds=started.cap_s),
+        deadline=started.deadline,
         part_size=runtime.settings.agent_part_size,
         cap_s=started.cap_s,
         plan=started.plan,
@@ -338,8 +410,9 @@ def _carry_out(approved: proposals.ProposalView, state: TurnState) -> TurnOutcom
     try:
         done = state.call("execute", {"proposal_id": approved.id}, _execute(approved.id))
     except TurnOver:
-        # Stopped before it ran: the turn waited past its cap for a free thread, or access
-        # ended. Nothing will carry the approval out later, so the user hears it did not happen.
+        # Stopped before it ran: access ended, or the cap passed first (the cap starts when a
+        # thread takes the turn up, not while it waits). Nothing will carry the approval out
+        # later, so the user hears it did not happen.
         reply = replies.not_carried_out(approved, state.lost_access, state.cap_s)
         return TurnOutcome(_ended(state).status, reply)
     if not isinstance(done, proposals.ProposalView):

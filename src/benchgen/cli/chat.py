@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
@@ -272,14 +272,21 @@ def interpret(line: str, buttons: Buttons) -> dict[str, Any]:
     return {"text": word}
 
 
+def _working(turn: Turn, printable: Callable[[str], str]) -> Text:
+    """What a running turn says it is doing (waiting for a free agent thread, say), as text."""
+    return Text(printable(turn["reply"]) if turn["reply"] else "The agent is still working…")
+
+
 def _show(door: Door, conv: str, turn: Turn) -> Buttons:
     """Print a turn once it is no longer running; its buttons are the next choices."""
+    from benchgen.agent.replies import printable
+
     if turn["status"] == "running":
-        with console.status("The agent is still working…"):
+        with console.status(_working(turn, printable)) as shown:
             while turn["status"] == "running":
                 time.sleep(1)
                 turn = door.turn(conv, turn["turn_id"])
-    from benchgen.agent.replies import printable
+                shown.update(_working(turn, printable))
 
     status = printable(turn["status"])
     # Replies are plain Text: words from the agent or the user are never read as Rich markup,

@@ -18,7 +18,7 @@ from benchgen.db.tables import ScratchCopy
 from benchgen.services import access
 from benchgen.services.benchmarks import bundles
 from benchgen.services.chat import previews, scratch
-from benchgen.services.chat._versions import require_version
+from benchgen.services.chat._versions import hold_version, require_version
 from benchgen.services.specs import parse
 
 FILENAME = "scratch.zip"
@@ -112,7 +112,7 @@ def perform(ctx: Context, arguments: dict[str, Any], checked: bundles.Checked) -
         BenchGenError: whatever `bundles.upload_bundle_version` raises.
         Conflict: the benchmark or the scratch copy changed after the preview.
     """
-    require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    hold_version(ctx, arguments, Action.BENCHMARK_EDIT)
     benchmark_id = arguments["benchmark_id"]
     data = _approved_bytes(ctx, arguments)
     view = bundles.upload_bundle_version(ctx, benchmark_id, data, FILENAME, checked)

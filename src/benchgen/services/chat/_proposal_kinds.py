@@ -23,7 +23,7 @@ from benchgen.db.tables import Question
 from benchgen.services import access
 from benchgen.services.benchmarks import _bundle_versions, bundles, lifecycle, questions
 from benchgen.services.chat import _bundle_kind, _run_kind, _training_kind, previews
-from benchgen.services.chat._versions import require_version
+from benchgen.services.chat._versions import hold_version
 from benchgen.services.specs import BenchmarkChange, BenchmarkIn, parse
 
 # Everything the agent may ask to do. A13 actions (delete, unpublish, judge, tokens…) are not
@@ -253,13 +253,13 @@ def _perform_create(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _perform_edit(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    require_version(ctx, arguments, Action.BENCHMARK_EDIT)
+    hold_version(ctx, arguments, Action.BENCHMARK_EDIT)
     edited, _ = lifecycle.edit_benchmark(ctx, arguments["benchmark_id"], arguments["change"])
     return {"benchmark_id": edited.id, "version": edited.version}
 
 
 def _perform_publish(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
-    require_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
+    hold_version(ctx, arguments, Action.BENCHMARK_PUBLISH)
     published = lifecycle.publish_benchmark(ctx, arguments["benchmark_id"])
     return {"benchmark_id": published.id, "visibility": published.visibility}
 

@@ -11,7 +11,7 @@ from benchgen.core.errors import Conflict
 from benchgen.core.permissions import Action
 from benchgen.services import access
 from benchgen.services.chat import previews
-from benchgen.services.chat._versions import require_version
+from benchgen.services.chat._versions import hold_version
 from benchgen.services.runs import launch
 from benchgen.services.runs.settings import RunOptions, RunSettings, Subset
 from benchgen.services.specs import parse
@@ -83,7 +83,7 @@ def perform(ctx: Context, arguments: dict[str, Any]) -> dict[str, Any]:
             the estimate shown.
     """
     if "version" in arguments:  # proposals from before runs were bound to it lack the key
-        require_version(ctx, arguments, Action.RUN_LAUNCH)
+        hold_version(ctx, arguments, Action.RUN_LAUNCH, exclusive=False)
     benchmark_id, model_id = arguments["benchmark_id"], arguments["model_id"]
     # Proposals made before runs had settings lack these keys: they ran with the defaults.
     approved = {k: v for k, v in arguments.items() if k not in ("max_credits", "version")}

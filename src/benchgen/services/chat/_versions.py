@@ -37,3 +37,17 @@ def require_version(ctx: Context, arguments: dict[str, Any], action: Action) -> 
                 f"{now!r}); nothing was done.",
                 {"id": row.id, name: now},
             )
+
+
+def hold_version(
+    ctx: Context, arguments: dict[str, Any], action: Action, exclusive: bool = True
+) -> None:
+    """`require_version` under the benchmark's row lock, held until the unit of work ends: on
+    PostgreSQL a change committed between a check made before the lock and the write was
+    overwritten unseen, or (a run) started on questions no preview showed.
+
+    Raises:
+        As `require_version`.
+    """
+    access.require_held(ctx, arguments["benchmark_id"], action, exclusive)
+    require_version(ctx, arguments, action)

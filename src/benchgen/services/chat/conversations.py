@@ -308,6 +308,22 @@ def beat_turns(ctx: Context, turn_ids: list[str]) -> None:
         )
 
 
+def note_running(ctx: Context, turn_id: str, reply: str) -> None:
+    """Say what a running turn is doing (e.g. waiting for a free agent thread), in its reply
+    until it ends; an empty reply takes the note away.
+
+    Raises:
+        PermissionDenied: the principal lacks the `chat.record` grant.
+    """
+    access.require(ctx, Action.CHAT_RECORD)
+    ctx.session.execute(
+        update(ChatTurn)
+        .where(ChatTurn.id == turn_id, ChatTurn.status == TurnStatus.RUNNING)
+        .values(reply=reply)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def _is_alive(ctx: Context, turn: ChatTurn, now: datetime) -> bool:
     """A turn whose process beats within the lease (a row from before heartbeats were kept,
     never stamped: within its cap)."""

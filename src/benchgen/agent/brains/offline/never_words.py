@@ -35,12 +35,37 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
         ),
     ),
     (
+        Action.RUN_QUOTA_MANAGE,
+        re.compile(
+            r"\bquotas?\b"
+            # A run's credit limit ("a run limit of 50 credits") is a run setting, not a quota.
+            r"|^(?!.*\bcredits?\b).*\b(?:change|set|raise|increase|lower|decrease|reduce|lift"
+            r"|remove|bump|adjust|update|double|halve|reset|edit|modify|allow|let|limit|cap)\b.*"
+            r"(?:\bruns?\s+(?:per|a|each|every)\s+day\b|\btimes\s+(?:per|a|each|every)\s+day\b"
+            r"|\bdaily\s+(?:run\s+)?(?:limit|cap)s?\b|\brun\s+(?:limit|cap)s?\b)"
+        ),
+    ),
+    (
         Action.ACCESS_MANAGE,
         re.compile(
             r"\b(?:collaborators?|co-?owners?|whitelist\w*|white-list\w*|allow-?list\w*)\b"
             r"|\b(?:invite|kick|ban)\b|\b(?:add|remove|approve|reject|accept)\b.*\bparticipants?\b"
             r"|\bshare\b.*\bwith\s+(?!everyone|everybody|the public|all\b|the world)\S+"
             r"|\b(?:give|grant|revoke)\b.*\baccess\b"
+        ),
+    ),
+    (
+        Action.BENCHMARK_JOIN,
+        re.compile(
+            # The user's own wish: "a quiz on how to join tables" or "how many participate in
+            # Sums?" asks for something else.
+            r"(?:^|\b(?:i\s+(?:want|would\s+like|wish|need)\s+to|i'?d\s+like\s+to|let\s+me"
+            r"|can\s+i|could\s+i|may\s+i|how\s+(?:do|can)\s+i)\s+)"
+            r"(?:(?:re-?)?join|participate\s+in|take\s+part\s+in|compete\s+in)\b"
+            r"|\bjoin\s+(?:the\s+|this\s+|that\s+)?(?:benchmark|competition|challenge)\b"
+            r"|\bsign\s+(?:me|us)\s+up\b"
+            r"|\b(?:enrol|enroll|register)\s+(?:me|us|myself)\s+(?:in|for|to|on)\b"
+            r"|\b(?:become|make\s+me|be)\s+an?\s+participant\b"
         ),
     ),
     (
@@ -88,7 +113,8 @@ _NEVER: list[tuple[Action, re.Pattern[str]]] = [
     (
         Action.BENCHMARK_UNPUBLISH,
         re.compile(
-            r"\bun-?publish\w*|\bmake\b.*\b(?:private|not public|unlisted)\s*(?:again)?[.!?]*$"
+            r"\bun-?publish\w*|\bstop\s+publishing\b"
+            r"|\bmake\b.*\b(?:private|not public|unlisted)\s*(?:again)?[.!?]*$"
             r"|\btake\b.*\b(?:down|offline|off the public)\b|\bhide\b.*\b(?:from|public)\b"
         ),
     ),

@@ -161,7 +161,9 @@ def step_never(ask: Ask, intent: Intent) -> Step:
     if object_id is None and kind == "bm":
         listed = ask.result("list_benchmarks")
         if listed is None:
-            return [("list_benchmarks", {"mine_only": True})]
+            # The benchmark one joins is someone else's: published, or one the user is invited to.
+            mine_only = intent.action is not Action.BENCHMARK_JOIN
+            return [("list_benchmarks", {"mine_only": mine_only})]
         named = mentioned(ask.text, listed.get("benchmarks", []), ("title",))
         object_id = named[0]["id"] if len(named) == 1 else None
     return refusal(ask.settings, intent.action, object_id or "")
