@@ -142,6 +142,8 @@ def _signin_form(
         next_path=target,
         email=email,
         error=error,
+        # Too many tries is no fault of what was typed: the fields are not marked wrong.
+        fields_wrong=status_code in (401, 422),
         can_sign_up=_signup_mode(request) == "open",
     )
 

@@ -88,9 +88,9 @@ def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Respon
         problems = Problems()
         problems.add("format", "Format", "choose Question and answer or Multiple choice")
         return _editor(request, "qa", title, description, rows, problems, 422)
-    if action == "add":
-        rows = [*rows, Row()][:MAX_ROWS]
-        return _editor(request, fmt, title, description, rows, Problems())
+    if action == "add" or action.startswith("remove-"):
+        rows, focus = _edit_rows(rows, action)
+        return _editor(request, fmt, title, description, rows, Problems(), focus=focus)
     switch_to = action.removeprefix("format-") if action.startswith("format-") else ""
     if switch_to in FORMATS:  # a format tab: the same editor in that format, nothing lost
         return _editor(request, switch_to, title, description, rows, Problems())
@@ -111,6 +111,20 @@ def benchmark_create(request: Request, ctx: WebContext, form: FormDep) -> Respon
     return _created(request, created, {n: index + 1 for n, (index, _) in enumerate(filled)})
 
 
+def _edit_rows(rows: list[Row], action: str) -> tuple[list[Row], int]:
+    """The rows after "Add question" or "Remove question N" (`remove-<index>`), and the row whose
+    prompt takes the focus: the new one, or the one now in the removed one's place. Without it a
+    keyboard user started again from the top of the page."""
+    if action == "add":
+        rows = [*rows, Row()][:MAX_ROWS]
+        return rows, len(rows) - 1
+    index = action.removeprefix("remove-")
+    if index.isdigit() and int(index) < len(rows):
+        rows = rows[: int(index)] + rows[int(index) + 1 :]
+        return rows, min(int(index), max(len(rows) - 1, 0))
+    return rows, 0
+
+
 def _editor(
     request: Request,
     fmt: str,
@@ -119,6 +133,7 @@ def _editor(
     rows: list[Row],
     problems: Problems,
     status_code: int = 200,
+    focus: int | None = None,
 ) -> Response:
     return render(
         request,
@@ -130,6 +145,7 @@ def _editor(
         rows=rows or [Row()],
         problems=problems,
         max_rows=MAX_ROWS,
+        focus=focus,
     )
 
 
@@ -150,6 +166,7 @@ _TEXT_FIELDS = ("title", "description", "format", "file_format", "preset", "cont
 # The mapping's text inputs: `map_choices` names one column, or several separated by commas.
 _MAP_FIELDS = ("prompt", "answer", "choices", "tags", "id")
 _ANSWER_IS = ("auto", "index", "letter", "text")
+_PASTED = "pasted"  # the name pasted text is imported under, before its type's suffix
 
 
 @router.get(IMPORT_PAGE, name="benchmark_import")
@@ -180,7 +197,10 @@ def benchmark_import_submit(request: Request, ctx: WebContext, form: FormDep) ->
         with undo_on_error(ctx):
             created = imports.import_file(ctx, found[0], found[1], spec)
     except InvalidInput as exc:
-        return _import_form(request, typed, file_problems(exc), 422)
+        problems = file_problems(exc)
+        if typed["content"].strip():  # pasted, as a file and pasted text are refused together
+            problems = _at_pasted_text(problems)
+        return _import_form(request, typed, problems, 422)
     return _created(request, created)
 
 
@@ -197,10 +217,34 @@ def _upload(form: FormData, typed: dict[str, str], problems: Problems) -> tuple[
         if data:
             return data, upload.filename.rsplit("/", 1)[-1]
     elif typed["content"].strip():
-        pasted = "pasted.csv" if typed["file_format"] == "csv" else "pasted.jsonl"
-        return typed["content"].encode(), pasted
+        return typed["content"].encode(), _pasted_name(typed)
     problems.add("file", "File", "choose a file or paste its content")
     return None
+
+
+def _pasted_name(typed: dict[str, str]) -> str:
+    """A name for pasted text that tells its type: CSV when chosen, or, left to BenchGen, when it
+    does not start as JSON does (pasted CSV was read as JSONL: "Line 1: not valid JSON")."""
+    chosen = typed["file_format"]
+    if chosen == "csv" or (chosen in ("", "auto") and typed["content"].lstrip()[:1] not in "{["):
+        return f"{_PASTED}.csv"
+    return f"{_PASTED}.jsonl"
+
+
+def _at_pasted_text(problems: Problems) -> Problems:
+    """The file's problems put at the box the text was pasted in, where the person must look
+    and where the cursor goes, rather than at the empty file field."""
+    moved = Problems(summary=[_pasted_place(problem) for problem in problems.summary])
+    for key, messages in problems.fields.items():
+        moved.fields.setdefault("content" if key == "file" else key, []).extend(messages)
+    return moved
+
+
+def _pasted_place(problem: str) -> str:
+    """ "Line 3: …" of the pasted text as "Pasted content, line 3: …"."""
+    if problem.startswith(("Line ", "Row ")):
+        return f"Pasted content, {problem[0].lower()}{problem[1:]}"
+    return problem
 
 
 def _mapping(typed: dict[str, str]) -> dict[str, object]:

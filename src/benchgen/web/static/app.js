@@ -72,7 +72,8 @@ function wireLiveLogs(root) {
       const data = JSON.parse(event.data);
       if (bar) { bar.max = data.total || 1; bar.value = data.done; }
       if (label) label.textContent = `${data.percent}%`;
-      if (status) status.textContent = data.status;
+      // The status is a live region: written only when it changes, so each change is read once.
+      if (status && status.textContent !== data.status) status.textContent = data.status;
       if (badge) {
         badge.textContent = data.status;
         badge.className = `status status-${data.status}`;
@@ -139,6 +140,64 @@ function wireTrainingProgress(root) {
 function noteSentMessage(event) {
   const form = event.detail.elt;
   if (form.id === "send-form") form.dataset.sentText = form.querySelector("textarea").value;
+}
+
+// Sending a message or pressing a card's button swaps out the control that had the focus (the
+// button is disabled meanwhile), which dropped a keyboard user back at the top of the page. A
+// sent message brings the focus back to the new message box; Approve, Decline or a choice moves
+// it to the turn they started, so a screen reader reads what came of it (htmx keeps the focus on
+// that turn, by its id, while the page polls it).
+let focusAfterSwap = null;
+
+function noteWhereFocusGoes(event) {
+  const asker = event.detail.elt;
+  if (asker.id === "send-form") {
+    focusAfterSwap = { asker, find: () => document.getElementById("message-text") };
+  } else if (asker.closest("#transcript")) {
+    focusAfterSwap = { asker, find: () => lastTurn(document) };
+  }
+}
+
+function lastTurn(root) {
+  const turns = root.querySelectorAll("#transcript article.turn");
+  return turns.length ? turns[turns.length - 1] : null;
+}
+
+// Only the answer to the request that was noted: an earlier one settling late must not take
+// the focus from where the person has moved since.
+function putFocusBack(event) {
+  const asker = event.detail.requestConfig ? event.detail.requestConfig.elt : null;
+  if (!focusAfterSwap || asker !== focusAfterSwap.asker) return;
+  const place = focusAfterSwap.find();
+  focusAfterSwap = null;
+  const lost = !document.activeElement || document.activeElement === document.body;
+  if (lost && place) place.focus();
+}
+
+// The agent's reply replaces the whole transcript, and a live region that is itself new is not
+// read out: the page's one lasting region says when a reply has come, and when a card waits.
+let turnAnnounced = "";
+
+function finishedTurn() {
+  const turn = lastTurn(document);
+  return turn && !turn.querySelector("[role=status]") ? turn : null;
+}
+
+function rememberShownReply() {
+  const turn = finishedTurn();
+  if (turn) turnAnnounced = turn.id;
+}
+
+function announceReply() {
+  const news = document.getElementById("agent-news");
+  const turn = finishedTurn();
+  if (!news || !turn || turn.id === turnAnnounced) return;
+  turnAnnounced = turn.id;
+  const reply = turn.querySelector(".message.agent");
+  const card = turn.querySelector(".proposal, .choices");
+  let text = `The agent replied: ${reply ? reply.textContent.trim() : ""}`;
+  if (card) text += " It waits for your answer: its buttons are above the message box.";
+  news.textContent = text;
 }
 
 function keepTypingAfterSend(event) {
@@ -216,12 +275,16 @@ function focusFirstProblem() {
 document.addEventListener("DOMContentLoaded", () => {
   wireAll(document);
   focusFirstProblem();
+  rememberShownReply();
 });
 document.addEventListener("submit", sendOnce);
 window.addEventListener("pageshow", allowSendingAgain);
 if (window.navigation) window.navigation.addEventListener("navigateerror", allowSendingAgain);
 document.addEventListener("htmx:afterSwap", (event) => wireAll(event.target));
 document.addEventListener("htmx:beforeRequest", noteSentMessage);
+document.addEventListener("htmx:beforeRequest", noteWhereFocusGoes);
+document.addEventListener("htmx:afterSettle", putFocusBack);
+document.addEventListener("htmx:afterSettle", announceReply);
 document.addEventListener("htmx:oobBeforeSwap", keepTypingAfterSend);
 document.addEventListener("htmx:responseError", sayRequestFailed);
 document.addEventListener("htmx:sendError", sayRequestFailed);
