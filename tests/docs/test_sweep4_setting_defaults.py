@@ -31,7 +31,7 @@ STATED = [
     ("agent.md", "the 10/day and 3/minute creation limits", "create_limit_per_day", 10),
     ("agent.md", "the 10/day and 3/minute creation limits", "create_limit_per_minute", 3),
     ("agent.md", "answering `running`, 60)", "agent_wait_s", 60),
-    ("agent.md", "`BENCHGEN_AGENT_THREADS` (turns at once, 4)", "agent_threads", 4),
+    ("agent.md", "`BENCHGEN_AGENT_THREADS` (turns at once, 4;", "agent_threads", 4),
     ("agent.md", "`offline` (default)", "agent_model", "offline"),
     ("training.md", "`BENCHGEN_TRAINING_MAX_HOURS`, 24 h by default", "training_max_hours", 24),
     (

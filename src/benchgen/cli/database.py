@@ -12,7 +12,10 @@ commands.add_typer(app, name="db")
 
 @app.command("upgrade")
 def db_upgrade() -> None:
-    """Create the database or migrate it to the newest schema (safe to repeat).
+    """Create the database's tables or migrate them to the newest schema (safe to repeat).
+
+    A PostgreSQL database must exist already (`createdb`); SQLite's file is made. Processes
+    that migrate at once take turns. A database a newer BenchGen upgraded is refused.
 
     \b
     Examples:
