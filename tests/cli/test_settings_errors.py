@@ -146,6 +146,8 @@ def test_each_problem_names_its_variable_and_value(
         # Each of these was a traceback from every command.
         ({"BENCHGEN_DATABASE_URL": "garbage"}, "BENCHGEN_DATABASE_URL: must be sqlite:///PATH"),
         ({"BENCHGEN_DATABASE_URL": "mysql://u@h/db"}, "BENCHGEN_DATABASE_URL: must be sqlite"),
+        ({"BENCHGEN_DATABASE_URL": "sqlite://"}, "BENCHGEN_DATABASE_URL: names no file"),
+        ({"BENCHGEN_DATABASE_URL": "sqlite:///:memory:"}, "BENCHGEN_DATABASE_URL: names no file"),
         (
             {"BENCHGEN_DATABASE_URL": "postgresql+psycopg://u@h:port/db"},
             "BENCHGEN_DATABASE_URL: has a port that is not a number",

@@ -294,6 +294,10 @@ class Settings(BaseSettings):
             urlsplit(value).port  # noqa: B018 - read for its check: a port must be a number
         except ValueError:
             raise ValueError("has a port that is not a number") from None
+        if scheme.lower().startswith("sqlite") and urlsplit(value).path in ("", "/", "/:memory:"):
+            # Each connection would open a database of its own: the tables made by migrating
+            # on one were missing on the next (and the pool settings were a TypeError first).
+            raise ValueError("names no file: an in-memory SQLite database is not supported")
         return value
 
     @field_validator("artifact_url")
