@@ -50,7 +50,8 @@ def test_a_local_model_refusal_names_the_option_typed() -> None:
     ("url", "said"),
     [
         ("http://127.0.0.1:9", "cannot connect to http://127.0.0.1:9 ("),
-        ("ftp://127.0.0.1", "cannot send to ftp://127.0.0.1: give an address that starts with"),
+        # Refused before anything is sent: a usage error (exit 2).
+        ("ftp://127.0.0.1", "Give the server's address with http:// or https:// at its start"),
     ],
 )
 def test_a_remote_failure_says_what_failed(tmp_path: Path, url: str, said: str) -> None:
@@ -58,7 +59,7 @@ def test_a_remote_failure_says_what_failed(tmp_path: Path, url: str, said: str) 
     path.write_bytes(_zip({"competition.yaml": "title: x\n"}))
     command = ["benchmarks", "upload", str(path), "--url", url, "--token", "bgp_x"]
     shown = runner.invoke(app, command, env=WIDE)
-    assert shown.exit_code == 1
+    assert shown.exit_code == (1 if url.startswith("http") else 2)
     assert f"Error: {said}" in shown.output, shown.output
 
 

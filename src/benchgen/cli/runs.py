@@ -22,6 +22,7 @@ from benchgen.cli.common import (
 from benchgen.cli.helptext import App
 from benchgen.core.errors import Conflict
 from benchgen.core.statuses import RUN_ACTIVE, RunStatus
+from benchgen.core.text import plural
 from benchgen.jobs.worker import start_workers, stop_workers
 from benchgen.services.runs import launch, retries
 from benchgen.services.runtime import Runtime, transaction
@@ -180,7 +181,8 @@ def run(
 def say_outcome(current: launch.RunView) -> None:
     """The run's status line: its scores, errors and what it cost, and how much of it was
     done when it ended early (a cancelled run's accuracy read as the whole benchmark's)."""
-    totals = f"{current.error_count} errors, {current.cost} credits"
+    # "errors" alone read as a score where a custom benchmark has an `errors` column.
+    totals = f"{plural(current.error_count, 'question')} failed, {current.cost} credits"
     done, total = current.done_count, current.question_count
     part = f" ({done}/{total} answered)" if done < total else ""
     console.print(f"{current.status}{part}: {_scores(current)}, {totals}")
