@@ -36,12 +36,13 @@ def load_examples(path: str, tokenizer: Any, max_seq_length: int) -> Dataset:
     """
     examples: list[Example] = []
     skipped = 0
+    keep = max_seq_length * _longest_token(tokenizer)
     with Path(path).open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             row = _parse(line, number)
-            example = _truncate(_encode_row(tokenizer, row, max_seq_length), max_seq_length)
+            example = _truncate(_encode_row(tokenizer, row, max_seq_length, keep), max_seq_length)
             if any(label != IGNORE for label in example.labels):
                 examples.append(example)
             else:
@@ -93,11 +94,21 @@ def _is_chat(messages: object) -> bool:
     return valid and any(m["role"] == "assistant" for m in messages)
 
 
-def _encode_row(tokenizer: Any, row: dict[str, Any], max_seq_length: int) -> Example:
+def _longest_token(tokenizer: Any) -> int:
+    """The most characters one token stands for (its vocabulary's longest entry, whose byte or
+    word-start markers only make it longer)."""
+    return max(map(len, tokenizer.get_vocab()), default=1) or 1
+
+
+def _encode_row(tokenizer: Any, row: dict[str, Any], max_seq_length: int, keep: int) -> Example:
+    """The row's tokens, from at most `keep` characters of each text: a text's first
+    max_seq_length tokens lie within them, and tokenizing costs ~200 bytes a character (a 60 MB
+    row, which an upload may hold, took ~12 GB and failed the job)."""
     if "messages" in row:
-        return _encode_chat(tokenizer, row["messages"], max_seq_length)
-    prompt = _encoder(tokenizer, special=True)(row["prompt"])
-    completion = _encoder(tokenizer)(row["completion"])
+        messages = [{**m, "content": m["content"][:keep]} for m in row["messages"]]
+        return _encode_chat(tokenizer, messages, max_seq_length)
+    prompt = _encoder(tokenizer, special=True)(row["prompt"][:keep])
+    completion = _encoder(tokenizer)(row["completion"][:keep])
     if tokenizer.eos_token_id is not None:
         completion.append(int(tokenizer.eos_token_id))
     return Example(tuple(prompt + completion), tuple([IGNORE] * len(prompt) + completion))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchgen.training.gguf_header import ArrayValue, GGUFHeaderError, read_header
 from benchgen.training.spec import BaseWeights, Hyperparameters, JobType
 
 # Decoder-only architectures transformers builds from its own code (tests check each is in its
@@ -34,6 +35,17 @@ TOKENIZER_FILES = (
     "vocab.txt",
     "tekken.json",
 )
+# Other files transformers reads beside them when they are there.
+TOKENIZER_EXTRAS = (
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "chat_template.json",
+)
+# The largest published tokenizer files hold tens of megabytes (Gemma 3's tokenizer.json: 33).
+MAX_TOKENIZER_BYTES = 256 * 2**20
 # GGUF architectures transformers can dequantise into a model, and the model type each becomes
 # (transformers' GGUF_SUPPORTED_ARCHITECTURES, less the encoder-decoder and state-space ones).
 GGUF_TYPES = {
@@ -79,6 +91,7 @@ _SLACK = 1.25  # the allocator's caching and fragmentation on top of the tensors
 # The safetensors format allows a JSON header of up to 100 MB; real ones hold one short entry
 # per tensor, kilobytes to a few MB even for large mixtures of experts.
 MAX_HEADER_BYTES = 16 * MIB
+MAX_CONFIG_BYTES = 16 * MIB  # a config.json: real ones hold kilobytes
 # What reading damaged files can raise beyond the checks made on the way (int("abc") for a
 # config value, a GGUF reader meeting garbage).
 _DAMAGED = (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error)
@@ -225,6 +238,13 @@ def _folder_refusal(folder: Path, config: dict[str, Any], model_type: str, param
 def _tokenizer_refusal(folder: Path) -> str:
     """Why the folder holds no tokenizer transformers could load, or "": without one a job
     fails once queued, and a run at its first question."""
+    for name in (*TOKENIZER_FILES, *TOKENIZER_EXTRAS):
+        path = folder / name
+        # transformers reads these whole (a pipe: for ever) in the worker that loads the model.
+        if path.exists() and not path.is_file():
+            return f"its {name} is not a regular file"
+        if path.is_file() and path.stat().st_size > MAX_TOKENIZER_BYTES:
+            return f"its {name} is larger than {MAX_TOKENIZER_BYTES // MIB} MiB"
     if any((folder / name).is_file() for name in TOKENIZER_FILES):
         return ""
     return (
@@ -266,6 +286,10 @@ def _header(path: Path) -> dict[str, Any]:
     before reading, since a damaged or truncated file would otherwise have the server allocate
     whatever it says (garbage reads as about 10^17 bytes) on every catalogue request.
     """
+    if not path.is_file():
+        # A pipe or device named *.safetensors: opening a pipe waits for a writer for ever,
+        # and this runs in every catalogue request.
+        raise _unreadable(path, "not a regular file")
     try:
         with path.open("rb") as stream:
             size = os.fstat(stream.fileno()).st_size
@@ -312,41 +336,39 @@ def _describe_gguf(path: Path) -> BaseInfo:
     if not path.is_file():
         raise _Refused(f"no GGUF file at {str(path)!r}")
     try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise _Refused(
-            "reading GGUF files needs the train extra: pip install 'benchgen[train]'"
-        ) from None
-    try:
-        reader = GGUFReader(str(path))
-    except (ValueError, OSError) as exc:
+        # Not gguf-py's reader: it trusts the lengths a file claims (and took 4 s over
+        # SmolLM2's vocabulary), and this runs for every user's catalogue.
+        header = read_header(path)
+    except (GGUFHeaderError, OSError) as exc:
         raise _Refused(f"not a readable GGUF file: {exc}") from None
-    arch = str(_field(reader, "general.architecture") or "")
-    name = str(_field(reader, "general.name") or "").lower()
+    fields = header.fields
+    arch = str(fields.get("general.architecture") or "")
+    name = str(fields.get("general.name") or "").lower()
     model_type = "mistral" if arch == "llama" and "mistral" in name else GGUF_TYPES.get(arch, arch)
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
+    tokens = fields.get("tokenizer.ggml.tokens")
     info = BaseInfo(
         model_type=model_type,
-        param_count=sum(int(t.n_elements) for t in reader.tensors),
-        hidden_size=int(_field(reader, f"{arch}.embedding_length") or 0),
-        layers=int(_field(reader, f"{arch}.block_count") or 0),
+        param_count=sum(t.n_elements for t in header.tensors),
+        hidden_size=_gguf_int(fields, f"{arch}.embedding_length"),
+        layers=_gguf_int(fields, f"{arch}.block_count"),
         trainable=True,
         reason="",
-        vocab_size=len(tokens.data) if tokens is not None else 0,
-        intermediate_size=int(_field(reader, f"{arch}.feed_forward_length") or 0),
-        heads=int(_field(reader, f"{arch}.attention.head_count") or 0),
-        context_length=int(_field(reader, f"{arch}.context_length") or 0),
+        vocab_size=tokens.length if isinstance(tokens, ArrayValue) else 0,
+        intermediate_size=_gguf_int(fields, f"{arch}.feed_forward_length"),
+        heads=_gguf_int(fields, f"{arch}.attention.head_count"),
+        context_length=_gguf_int(fields, f"{arch}.context_length"),
         dequantised=True,
-        modules=_gguf_modules(arch, [str(t.name) for t in reader.tensors]),
+        modules=_gguf_modules(arch, [t.name for t in header.tensors]),
     )
     if arch not in GGUF_TYPES:
         return _refuse(info, f"transformers cannot load GGUF architecture {arch!r}")
     return info
 
 
-def _field(reader: Any, key: str) -> Any:
-    field = reader.fields.get(key)
-    return field.contents() if field is not None else None
+def _gguf_int(fields: dict[str, object], key: str) -> int:
+    value = fields.get(key)
+    # A count stored as text or an array is no count: read as 0, as a missing one is.
+    return int(value) if isinstance(value, int | float) else 0
 
 
 def _not_trainable(reason: str) -> BaseInfo:
@@ -359,6 +381,9 @@ def _refuse(info: BaseInfo, reason: str) -> BaseInfo:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
+        # A config holds kilobytes; a huge file would be read whole in a catalogue request.
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise _Refused(f"{path.name} is larger than {MAX_CONFIG_BYTES // MIB} MiB")
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError, RecursionError) as exc:
         raise _Refused(f"cannot read {path.name}: {exc}") from None

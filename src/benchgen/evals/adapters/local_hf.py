@@ -210,9 +210,20 @@ def _build(key: _Key) -> _Loaded:
             if key.adapter_dir:
                 model = weights.attach_adapter(model, key.adapter_dir)
     except Exception as exc:  # a model that cannot load now will not load on a retry either
-        raise FatalModelError(f"cannot load local model {key.base!r}: {exc}") from None
+        raise FatalModelError(f"cannot load local model {key.base!r}: {_why(exc)}") from None
     model.eval()
     return _Loaded(model, tokenizer)
+
+
+def _why(exc: Exception) -> str:
+    # A KeyError says only the key ('added_tokens', from a damaged tokenizer.json): name it as
+    # one, and where to look.
+    if isinstance(exc, KeyError) or not str(exc):
+        return (
+            f"{type(exc).__name__} {exc} while reading its files: check its config.json and "
+            "tokenizer files against the model's published ones"
+        )
+    return str(exc)
 
 
 @contextmanager

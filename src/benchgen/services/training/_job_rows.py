@@ -7,12 +7,14 @@ from benchgen.core.context import Context
 from benchgen.core.errors import NotFound
 from benchgen.core.statuses import TrainingStatus
 from benchgen.db.tables import TrainingEvent, TrainingJob
+from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import _ledger
 
 
 def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str) -> None:
     """End a job: completed or cancelled jobs pay for the steps that ran, failed ones nothing
-    (the platform could not deliver), and the rest of the reservation comes back."""
+    (the platform could not deliver), and the rest of the reservation comes back. Its
+    resumable checkpoint is deleted."""
     cost = 0 if status == TrainingStatus.FAILED else row.steps_done * row.price_per_step
     if row.reservation_id:
         if status == TrainingStatus.FAILED:
@@ -21,6 +23,11 @@ def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str)
             _ledger.settle_credits(ctx, row.reservation_id, cost)
     row.status, row.credits_charged = status, min(cost, row.estimated_credits)
     row.finished_at, row.waiting_for = ctx.now(), ""
+    if row.checkpoint_key:
+        # Only an unfinished job resumes from it: kept, a cancelled or failed job's newest
+        # checkpoint (a full fine-tune's: every weight and AdamW's moments) stayed for ever.
+        store_for(ctx.settings).delete_prefix(row.checkpoint_key)
+        row.checkpoint_key = None
     ctx.session.add(TrainingEvent(job_id=row.id, at=ctx.now(), line=line))
 
 

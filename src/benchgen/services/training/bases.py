@@ -16,7 +16,7 @@ from benchgen.core.permissions import Action
 from benchgen.db.tables import Model
 from benchgen.evals.adapters.local_gguf import SMOLLM2, smollm2_path
 from benchgen.services import _model_specs, access, models
-from benchgen.training.sizing import BaseInfo, describe_base
+from benchgen.training.sizing import TOKENIZER_EXTRAS, TOKENIZER_FILES, BaseInfo, describe_base
 from benchgen.training.spec import BaseWeights
 
 
@@ -123,12 +123,17 @@ def _described(weights: BaseWeights) -> BaseInfo:
 
 def _stamp(path: Path, kind: str) -> tuple[tuple[str, int, int], ...]:
     """The name, mtime and size of a GGUF file, or of a folder and the files in it that
-    `describe_base` reads: a file rewritten in place leaves its folder's mtime as it was.
+    `describe_base` reads or measures: a file rewritten in place leaves its folder's mtime as
+    it was.
 
     Raises:
         OSError: the file or folder is missing.
     """
-    inside = [] if kind == "gguf" else [*path.glob("config.json"), *path.glob("*.safetensors")]
+    inside: list[Path] = []
+    if kind != "gguf":
+        tokenizer = [path / name for name in (*TOKENIZER_FILES, *TOKENIZER_EXTRAS)]
+        inside = [*path.glob("config.json"), *path.glob("*.safetensors")]
+        inside += [item for item in tokenizer if item.exists()]
     stats = [(str(item), os.stat(item)) for item in [path, *sorted(inside)]]
     return tuple((name, found.st_mtime_ns, found.st_size) for name, found in stats)
 

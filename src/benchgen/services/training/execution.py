@@ -302,10 +302,9 @@ def finish_training(ctx: Context, training_id: str, outcome: Outcome) -> None:
     row.peak_rss_bytes = max(row.peak_rss_bytes, outcome.peak_rss_bytes)
     if outcome.status == "completed" and outcome.final_dir:
         row.steps_done = row.total_steps
-        store = store_for(ctx.settings)
-        store.put_folder(_model_specs.trained_key(row.id), Path(outcome.final_dir))
-        if row.checkpoint_key:  # only an unfinished job resumes from it
-            store.delete_prefix(row.checkpoint_key)
+        store_for(ctx.settings).put_folder(
+            _model_specs.trained_key(row.id), Path(outcome.final_dir)
+        )
         row.trained_model_id = _add_trained_model(ctx, row)
         close_job(ctx, row, TrainingStatus.COMPLETED, f"Completed: {row.total_steps} steps")
     elif outcome.status in ("cancelled", "timed_out"):
