@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from benchgen.core.errors import InvalidInput
+from benchgen.services import models
 from benchgen.training.gguf_header import GGUFHeaderError, read_header
 from benchgen.training.sizing import describe_base
 from benchgen.training.spec import BaseWeights
+from tests.support import OPERATOR, World
 from tests.training.tiny_model import write_tiny_gguf
 
 _UINT8, _STRING, _ARRAY = 0, 8, 9
@@ -89,3 +92,21 @@ def test_a_written_file_reads_as_gguf_py_reads_it(train_extra: None, tmp_path: P
     ]
     assert header.fields["general.architecture"] == "llama"
     assert header.fields["llama.block_count"] == 1
+
+
+def test_a_gguf_file_whose_header_lies_is_not_registered(
+    train_extra: None, world: World, tmp_path: Path
+) -> None:
+    """Only its name and existence were checked: a lying file was registered, and then shown to
+    every user's training catalogue as a model nobody could train or run."""
+    path = tmp_path / "liar.gguf"
+    path.write_bytes(_gguf(0, _array(b"tokenizer.ggml.tokens", _UINT8, 2**40)))
+    spec = {"name": "Liar", "kind": "local_gguf", "endpoint_model": str(path)}
+    with pytest.raises(InvalidInput) as refused:
+        world.do(OPERATOR, models.create_platform_model, spec)
+    [problem] = refused.value.errors
+    assert problem["loc"] == ["endpoint_model"]
+    assert problem["msg"].startswith("is not a readable GGUF file: ")
+    good = write_tiny_gguf(tmp_path / "tiny.gguf", "llama")
+    made = world.do(OPERATOR, models.create_platform_model, {**spec, "endpoint_model": good})
+    assert made.kind == "local_gguf"

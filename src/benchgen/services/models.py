@@ -34,6 +34,7 @@ from benchgen.services.specs import (
     not_bool,
     parse,
 )
+from benchgen.training.gguf_header import GGUFHeaderError, read_header
 from benchgen.training.sizing import unreadable_folder
 
 USER_KINDS = ("openai_compat", "anthropic")
@@ -376,8 +377,13 @@ def _check_local_path(spec: ModelIn) -> None:
             "must be a Hugging Face model folder on this server with config.json and "
             "*.safetensors weights",
         )
-    # Every user's training catalogue reads these headers: refuse a damaged folder here, where
-    # the operator sees why, rather than list a model nobody can train or run.
+    # Every user's training catalogue reads these headers: refuse a damaged file or folder
+    # here, where the operator sees why, rather than list a model nobody can train or run.
+    if spec.kind == "local_gguf":
+        try:
+            read_header(path)
+        except (GGUFHeaderError, OSError) as exc:
+            raise invalid(["endpoint_model"], f"is not a readable GGUF file: {exc}") from None
     problem = unreadable_folder(path) if spec.kind == "local_hf" else ""
     if problem:
         raise invalid(["endpoint_model"], f"is not a readable model folder: {problem}")
