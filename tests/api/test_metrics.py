@@ -43,6 +43,13 @@ def test_only_the_metrics_token_opens_them(client: TestClient, world: World) -> 
     )
 
 
+@pytest.mark.parametrize(("header", "status"), [(f"bearer {TOKEN}", 200), (TOKEN, 401)])
+def test_the_scheme_is_read_as_http_reads_it(client: TestClient, header: str, status: int) -> None:
+    """`bearer` was refused though schemes are case-insensitive (the API takes it), and the
+    bare token, with no scheme at all, was taken."""
+    assert client.get("/metrics", headers={"Authorization": header}).status_code == status
+
+
 def test_queue_depth_age_and_lost_leases(client: TestClient, world: World) -> None:
     ana = world.user("ana@example.com")
     bench = world.benchmark(ana, MCQ)

@@ -30,7 +30,11 @@ def read_metrics(
     expected = runtime.settings.metrics_token
     if expected is None:
         return PlainTextResponse("metrics are off: set BENCHGEN_METRICS_TOKEN\n", 404)
-    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+    # The scheme is case-insensitive (RFC 9110), as the API's; a bare token is no credential.
+    scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+    if scheme.casefold() != "bearer":
+        given = ""
+    given = given.strip()
     # Constant time: the token is compared without telling how much of it matched.
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
         headers = {"WWW-Authenticate": "Bearer"}
