@@ -231,3 +231,10 @@ def at_once(calls: list[Callable[[], Any]], timeout_s: float = 120) -> list[Any]
         thread.join(timeout_s)
     assert len(outcomes) == len(calls), outcomes
     return outcomes
+
+
+def export_whole(ctx: Context, run_id: str, fmt: str) -> tuple[str, str]:
+    """A run's results file whole, as (media type, text): what a download streams."""
+    from benchgen.services.runs import results
+
+    return results.export_media(ctx, run_id, fmt), "".join(results.export_chunks(ctx, run_id, fmt))

@@ -13,11 +13,11 @@ from benchgen.core.context import Principal
 from benchgen.core.errors import InvalidInput, NotFound
 from benchgen.db.tables import User
 from benchgen.services.benchmarks import exports as benchmark_exports
-from benchgen.services.runs import exports, launch, leaderboards, results
+from benchgen.services.runs import exports, launch, leaderboards
 from benchgen.services.runtime import Runtime
 from tests.services.test_formats import do_import, questions
 from tests.services.test_runs import work_all
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, export_whole
 
 FIRST = "mdl_builtin_first"
 HOSTILE = {**MCQ, "title": '=HYPERLINK("http://evil.example")'}
@@ -105,7 +105,7 @@ def test_run_results_csv_has_no_formulas(world: World, runtime: Runtime) -> None
     bm = world.benchmark(ana, hostile)
     run_id = world.do(Principal.web(ana), launch.start_run, bm, "mdl_builtin_echo").id
     work_all(runtime)
-    _, text = world.do(Principal.web(ana), results.export_results, run_id, "csv")
+    _, text = world.do(Principal.web(ana), export_whole, run_id, "csv")
     table = list(csv.DictReader(io.StringIO(text)))
     assert [row["prompt"] for row in table] == ["'=1+1", "'@me"]
 
@@ -126,7 +126,7 @@ def test_text_cells_are_quoted_for_spreadsheets_that_split_at_other_separators(
     work_all(runtime)
     world.do(Principal.web(ana), leaderboards.add_to_leaderboard, run_id)
     _, board = world.do(Principal.web(ana), exports.export_leaderboard, bm, "csv")
-    _, answers = world.do(Principal.web(ana), results.export_results, run_id, "csv")
+    _, answers = world.do(Principal.web(ana), export_whole, run_id, "csv")
     assert f'"{payload}"' in board and f'"{payload}"' in answers
     # Numbers stay unquoted, so they stay numbers; read as CSV, every value is whole.
     assert board.splitlines()[1].startswith("1,") and ",0.0," in board

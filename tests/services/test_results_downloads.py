@@ -14,7 +14,7 @@ from benchgen.services.runs import launch, results
 from benchgen.services.runtime import Runtime
 from tests.services.test_run_samples import sampled_run
 from tests.services.test_runs import work_all
-from tests.support import World
+from tests.support import World, export_whole
 
 ECHO = "mdl_builtin_echo"
 AWKWARD = {
@@ -32,7 +32,7 @@ def _export(world: World, runtime: Runtime, fmt: str) -> str:
     benchmark = world.benchmark(ana, AWKWARD)
     run_id = world.do(Principal.web(ana), launch.start_run, benchmark, ECHO).id
     work_all(runtime)
-    _, text = world.do(Principal.web(ana), results.export_results, run_id, fmt)
+    _, text = world.do(Principal.web(ana), export_whole, run_id, fmt)
     return text
 
 
@@ -68,11 +68,11 @@ def test_a_download_read_in_chunks_is_every_result_once_in_order(
     made = sampled_run(world, runtime)  # 12 questions, 3 samples each
     monkeypatch.setattr(results, "EXPORT_CHUNK", 5)  # chunks of 5, 5 and 2
     owner = Principal.web(made.ana)
-    _, text = world.do(owner, results.export_results, made.run, "jsonl")
+    _, text = world.do(owner, export_whole, made.run, "jsonl")
     assert [json.loads(line) for line in text.splitlines()] == world.do(
         owner, results.list_results, made.run
     )
-    _, table = world.do(owner, results.export_results, made.run, "csv")
+    _, table = world.do(owner, export_whole, made.run, "csv")
     rows = list(csv.DictReader(io.StringIO(table)))
     assert [int(row["position"]) for row in rows] == list(range(12))
     assert all(row["sample_2_raw"] for row in rows)

@@ -16,7 +16,7 @@ from benchgen.services.benchmarks import lifecycle
 from benchgen.services.runs import breakdown, launch, results
 from benchgen.services.runtime import Runtime
 from tests.services.test_runs import BIG_MCQ, work_all
-from tests.support import World
+from tests.support import World, export_whole
 
 RANDOM = "mdl_builtin_random"  # its samples differ with the seed
 PUBLIC_SAMPLE = {"sample", "raw", "error"}
@@ -44,7 +44,7 @@ def sampled_run(world: World, runtime: Runtime) -> Sampled:
 
 
 def _csv(world: World, principal: Principal, run_id: str) -> list[dict[str, str]]:
-    media, text = world.do(principal, results.export_results, run_id, "csv")
+    media, text = world.do(principal, export_whole, run_id, "csv")
     assert media == "text/csv"
     return list(csv.DictReader(io.StringIO(text)))
 
@@ -67,7 +67,7 @@ def test_the_team_sees_every_sample_scored_as_pass_at_k_scores_it(
     page = world.do(owner, breakdown.list_breakdown, made.run, "all", "", 5, 3)
     assert [row.position for row in page.rows] == [3, 4, 5, 6, 7]
     assert [row.samples for row in page.rows] == [row["samples"] for row in rows[3:8]]
-    _, text = world.do(owner, results.export_results, made.run, "jsonl")
+    _, text = world.do(owner, export_whole, made.run, "jsonl")
     assert [json.loads(line)["samples"] for line in text.splitlines()] == [
         row["samples"] for row in rows
     ]
@@ -82,7 +82,7 @@ def test_the_launcher_sees_the_replies_of_every_sample_not_their_verdicts(
     for row in rows:
         assert "outcome" not in row
         assert [set(sample) for sample in row["samples"]] == [PUBLIC_SAMPLE] * 2
-    _, text = world.do(Principal.web(made.sam), results.export_results, made.run, "jsonl")
+    _, text = world.do(Principal.web(made.sam), export_whole, made.run, "jsonl")
     assert all(
         "outcome" not in sample
         for line in text.splitlines()

@@ -24,7 +24,7 @@ from tests.services.test_runs import (
     priced_model,
     work_all,
 )
-from tests.support import MCQ, World
+from tests.support import MCQ, World, export_whole
 
 open_loopback = test_runs.open_loopback  # a fixture shared with the runs tests
 stub = test_runs.stub  # a fixture shared with the runs tests
@@ -204,7 +204,7 @@ def test_the_jsonl_export_holds_every_sample_of_a_question(world: World, runtime
     options = {"settings": {"samples": 3, "seed": 11}}
     run = world.do(Principal.web(ana), launch.start_run, bm, RANDOM, None, options).id
     work_all(runtime)
-    _, text = world.do(Principal.web(ana), results.export_results, run, "jsonl")
+    _, text = world.do(Principal.web(ana), export_whole, run, "jsonl")
     rows = [json.loads(line) for line in text.splitlines()]
     assert len(rows) == 12
     for row in rows:
@@ -212,7 +212,7 @@ def test_the_jsonl_export_holds_every_sample_of_a_question(world: World, runtime
         assert all(s["raw"] and s["error"] is None for s in row["samples"])
     single = world.do(Principal.web(ana), launch.start_run, bm, RANDOM).id
     work_all(runtime)
-    _, plain = world.do(Principal.web(ana), results.export_results, single, "jsonl")
+    _, plain = world.do(Principal.web(ana), export_whole, single, "jsonl")
     assert "samples" not in json.loads(plain.splitlines()[0])
 
 

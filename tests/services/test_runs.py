@@ -31,7 +31,7 @@ from benchgen.services.runs import execution, launch, leaderboards, results, ret
 from benchgen.services.runtime import Runtime, transaction
 from tests.bundle_factory import bundle, competition
 from tests.evals.stub_openai import Fault, StubOpenAI, stub_letter
-from tests.support import MCQ, OPERATOR, World
+from tests.support import MCQ, OPERATOR, World, export_whole
 
 pytestmark = pytest.mark.both_backends  # job claims, leases and crash recovery
 
@@ -388,17 +388,17 @@ def test_who_sees_what(world: World, runtime: Runtime) -> None:
     rows = world.do(Principal.web(pia), results.list_results, theirs.id)
     assert rows[0]["raw"] == "ANSWER: A"
     assert not {"outcome", "correct", "expected", "extracted"} & set(rows[0])
-    _, csv_text = world.do(Principal.web(pia), results.export_results, theirs.id, "csv")
+    _, csv_text = world.do(Principal.web(pia), export_whole, theirs.id, "csv")
     assert "expected" not in csv_text.splitlines()[0]
     owner_rows = world.do(Principal.web(ana), results.list_results, theirs.id)
     assert owner_rows[0]["expected"] == "B" and owner_rows[0]["correct"] is False
-    media, jsonl = world.do(Principal.web(ana), results.export_results, theirs.id, "jsonl")
+    media, jsonl = world.do(Principal.web(ana), export_whole, theirs.id, "jsonl")
     assert media == "application/x-ndjson" and '"expected": "B"' in jsonl
     for outsider in (sam,):
         with pytest.raises(NotFound):
             world.do(Principal.web(outsider), launch.get_run, theirs.id)
     with pytest.raises(InvalidInput):
-        world.do(Principal.web(ana), results.export_results, theirs.id, "xml")
+        world.do(Principal.web(ana), export_whole, theirs.id, "xml")
     listed = world.do(Principal.web(ana), launch.list_runs)
     assert [view.id for view in listed] == [theirs.id]
     assert world.do(Principal.web(sam), launch.list_runs) == []

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from fastapi import Response, UploadFile
+from fastapi.responses import StreamingResponse
+from starlette.background import BackgroundTask
 
 from benchgen.core.errors import invalid
 
@@ -25,13 +29,27 @@ def read_upload(upload: UploadFile, field: str, limit: int) -> bytes:
 
 def attachment(data: bytes | str, filename: str, media_type: str) -> Response:
     """A download the browser saves rather than shows (file names are built from ids)."""
-    return Response(
-        data,
+    return Response(data, media_type=media_type, headers=_saved_as(filename))
+
+
+def streamed_attachment(
+    chunks: Generator[str, None, None], filename: str, media_type: str
+) -> StreamingResponse:
+    """`attachment` for a file sent a piece at a time, never held whole; `chunks` is closed as
+    soon as the response has ended or the client has left, not when the garbage collector
+    finds it."""
+    return StreamingResponse(
+        chunks,
         media_type=media_type,
-        headers={
-            "Content-Disposition": f'attachment; filename="{filename}"',
-            "X-Content-Type-Options": "nosniff",
-            # Answer keys and private runs: never kept by the browser or a shared proxy.
-            "Cache-Control": "no-store",
-        },
+        headers=_saved_as(filename),
+        background=BackgroundTask(chunks.close),
     )
+
+
+def _saved_as(filename: str) -> dict[str, str]:
+    return {
+        "Content-Disposition": f'attachment; filename="{filename}"',
+        "X-Content-Type-Options": "nosniff",
+        # Answer keys and private runs: never kept by the browser or a shared proxy.
+        "Cache-Control": "no-store",
+    }

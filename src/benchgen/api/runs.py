@@ -6,9 +6,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from benchgen.api.deps import ContextDep
+from benchgen.api.deps import ContextDep, RuntimeDep
 from benchgen.api.errors import COMMON, responses
-from benchgen.api.files import attachment
+from benchgen.api.files import streamed_attachment
 from benchgen.api.paging import Cursor, Keyset, by_position, newest, page
 from benchgen.api.routing import OneThreadRoute
 from benchgen.api.schemas import LogLine, Page, RescoreIn, StartRun
@@ -128,11 +128,15 @@ def read_log(
     responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}},
 )
 def export_results(
-    ctx: ContextDep, run_id: str, format: Annotated[Literal["jsonl", "csv"], Query()] = "jsonl"
+    ctx: ContextDep,
+    runtime: RuntimeDep,
+    run_id: str,
+    format: Annotated[Literal["jsonl", "csv"], Query()] = "jsonl",
 ) -> Response:
     """Download predictions and the per-question breakdown as JSONL or CSV."""
-    media, text = results.export_results(ctx, run_id, format)
-    return attachment(text, f"{run_id}.{format}", media)
+    media = results.export_media(ctx, run_id, format)  # refused here, before the first byte
+    chunks = results.export_stream(runtime, ctx.principal, run_id, format)
+    return streamed_attachment(chunks, f"{run_id}.{format}", media)
 
 
 @router.post(

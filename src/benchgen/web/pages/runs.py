@@ -30,9 +30,9 @@ from benchgen.services.runs import (
 from benchgen.services.runs.breakdown import TagAccuracy
 from benchgen.services.runs.controls import run_controls
 from benchgen.services.runs.rescoring import Rescore
-from benchgen.web.files import attachment
+from benchgen.web.files import streamed_attachment
 from benchgen.web.pages import run_events
-from benchgen.web.session import WebContext, csrf_checked
+from benchgen.web.session import WebContext, csrf_checked, runtime_of
 from benchgen.web.templating import redirect, render
 
 router = APIRouter(dependencies=[Depends(csrf_checked)], include_in_schema=False)
@@ -199,10 +199,11 @@ def _percent(value: float) -> float:
 
 
 @router.get("/runs/{run_id}/download/{fmt}", name="run_download")
-def run_download(ctx: WebContext, run_id: str, fmt: str) -> Response:
+def run_download(request: Request, ctx: WebContext, run_id: str, fmt: str) -> Response:
     """The results as JSONL or CSV: what the viewer may see, as the API's export gives it."""
-    media, text = results.export_results(ctx, run_id, fmt)
-    return attachment(text, f"{run_id}.{fmt}", media)
+    media = results.export_media(ctx, run_id, fmt)  # refused here, before the first byte
+    chunks = results.export_stream(runtime_of(request), ctx.principal, run_id, fmt)
+    return streamed_attachment(chunks, f"{run_id}.{fmt}", media)
 
 
 @router.post("/runs/{run_id}/leaderboard", name="run_leaderboard_add")
