@@ -89,7 +89,8 @@ def test_run_on_a_custom_benchmark_prints_its_bundle_scores(world: World, tmp_pa
     )
     assert ran.exit_code == 0, ran.output
     # echo gets one of the factory's two answers right: its columns, not an accuracy of "—".
-    assert "completed: accuracy 0.5, errors 1, combined 1.5, 0 questions failed" in ran.output, ran.output
+    said = "completed: accuracy 0.5, errors 1, combined 1.5, 0 questions failed"
+    assert said in ran.output, ran.output
 
 
 def test_a_failing_solution_shows_what_its_programs_printed(world: World, tmp_path: Path) -> None:
