@@ -3,6 +3,7 @@ carries it, and a hosted model's spec carries no thread count."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from benchgen.db.tables import Model
@@ -22,7 +23,7 @@ def test_a_local_models_spec_carries_the_operators_threads(world: World, tmp_pat
         update={"local_model_threads": 3, "model_host_allowlist": "127.0.0.1"}
     )
     gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF")
+    gguf.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0))  # a header, no metadata or tensor
     local = world.do(
         OPERATOR,
         models.create_platform_model,
