@@ -8,6 +8,7 @@ from fastapi import Response, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.background import BackgroundTask
 
+from benchgen.core.downloads import attachment_headers
 from benchgen.core.errors import invalid
 
 
@@ -29,7 +30,7 @@ def read_upload(upload: UploadFile, field: str, limit: int) -> bytes:
 
 def attachment(data: bytes | str, filename: str, media_type: str) -> Response:
     """A download the browser saves rather than shows (file names are built from ids)."""
-    return Response(data, media_type=media_type, headers=_saved_as(filename))
+    return Response(data, media_type=media_type, headers=attachment_headers(filename))
 
 
 def streamed_attachment(
@@ -41,15 +42,6 @@ def streamed_attachment(
     return StreamingResponse(
         chunks,
         media_type=media_type,
-        headers=_saved_as(filename),
+        headers=attachment_headers(filename),
         background=BackgroundTask(chunks.close),
     )
-
-
-def _saved_as(filename: str) -> dict[str, str]:
-    return {
-        "Content-Disposition": f'attachment; filename="{filename}"',
-        "X-Content-Type-Options": "nosniff",
-        # Answer keys and private runs: never kept by the browser or a shared proxy.
-        "Cache-Control": "no-store",
-    }

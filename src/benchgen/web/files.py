@@ -7,11 +7,12 @@ from collections.abc import Generator
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from benchgen.core.downloads import attachment_headers
+
 
 def attachment(data: bytes | str, filename: str, media_type: str) -> Response:
-    """A download the browser saves. File names are built from ids, never from user text, so
-    nothing a user typed reaches the header; nosniff keeps a file from being read as a page."""
-    return Response(data, media_type=media_type, headers=_saved_as(filename))
+    """A download the browser saves (`attachment_headers`)."""
+    return Response(data, media_type=media_type, headers=attachment_headers(filename))
 
 
 def streamed_attachment(
@@ -23,15 +24,6 @@ def streamed_attachment(
     return StreamingResponse(
         chunks,
         media_type=media_type,
-        headers=_saved_as(filename),
+        headers=attachment_headers(filename),
         background=BackgroundTask(chunks.close),
     )
-
-
-def _saved_as(filename: str) -> dict[str, str]:
-    return {
-        "Content-Disposition": f'attachment; filename="{filename}"',
-        "X-Content-Type-Options": "nosniff",
-        # Answer keys and private runs: never kept by the browser or a shared proxy.
-        "Cache-Control": "no-store",
-    }
