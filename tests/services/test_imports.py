@@ -168,3 +168,19 @@ def test_rows_with_no_field_to_map_name_the_part_they_lack(world: World, ana: Pr
         "no row has the field 'answer'; rows have 'prompt', 'reply': map one of them: "
         '"mapping": {"answer": "FIELD"} (CLI: --map answer=FIELD)'
     )
+
+
+def test_the_import_limit_holds_at_the_service(world: World, ana: Principal) -> None:
+    """Only the API's body limit applied it: the CLI's `--as` and the web form read whatever
+    file they were given."""
+    world.rt.settings = world.rt.settings.model_copy(update={"max_import_bytes": 100})
+    content = "\n".join([GOOD_LINE] * 4)  # 135 bytes
+    said = "is larger than 100 bytes (BENCHGEN_MAX_IMPORT_BYTES)"
+    with pytest.raises(InvalidInput) as typed:
+        world.do(ana, imports.import_benchmark, spec(content))
+    assert typed.value.errors == [{"loc": ["content"], "msg": said}]
+    file_spec = {"title": "File", "format": "qa"}
+    with pytest.raises(InvalidInput) as uploaded:
+        world.do(ana, imports.import_file, content.encode(), "q.jsonl", file_spec)
+    assert uploaded.value.errors == [{"loc": ["file"], "msg": said}]
+    assert world.do(ana, imports.import_benchmark, spec(GOOD_LINE)).benchmark.title == "File"
