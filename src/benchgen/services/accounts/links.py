@@ -127,6 +127,15 @@ def withdraw_invites_of(ctx: Context, user_id: str) -> None:
     )
 
 
+def link_target(ctx: Context, purpose: Purpose, secret: str) -> User | None:
+    """The active account a live link of `purpose` is for, while its address is the link's."""
+    link = live_link(ctx, purpose, secret)
+    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
+    if link is None or user is None or user.email != link.email or not user.is_active:
+        return None
+    return user
+
+
 def link_text(ctx: Context, path: str) -> str:
     """A link for a mail, absolute only from `BENCHGEN_PUBLIC_URL`: never from a request's Host
     header, which whoever asks for the mail controls (a reset link would point at their site)."""
@@ -201,13 +210,13 @@ def mail_verification(ctx: Context, user: User) -> None:
 
 def verification_is_live(ctx: Context, secret: str) -> bool:
     """Whether `secret` is a verification link that can still be used."""
-    return _verification_target(ctx, secret) is not None
+    return link_target(ctx, Purpose.VERIFY, secret) is not None
 
 
 def verification_is_mine(ctx: Context, secret: str) -> bool:
     """Whether `secret` is a live verification link for the acting person's own account, as
     `verify_email` needs it."""
-    user = _verification_target(ctx, secret)
+    user = link_target(ctx, Purpose.VERIFY, secret)
     return user is not None and _is_own(ctx, user)
 
 
@@ -223,7 +232,7 @@ def verify_email(ctx: Context, secret: str) -> users.UserView:
         NotFound: the link is unknown, used, expired, or the account's email changed since.
         PermissionDenied: not signed in to the account the link was mailed for.
     """
-    user = _verification_target(ctx, secret)
+    user = link_target(ctx, Purpose.VERIFY, secret)
     if user is None:
         raise NotFound(DEAD_LINK)
     if not _is_own(ctx, user):
@@ -239,15 +248,6 @@ def verify_email(ctx: Context, secret: str) -> users.UserView:
             email=user.email,
         )
     return users.view(user)
-
-
-def _verification_target(ctx: Context, secret: str) -> User | None:
-    """The active account a live verification link is for, while its address is the link's."""
-    link = live_link(ctx, Purpose.VERIFY, secret)
-    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
-    if link is None or user is None or user.email != link.email or not user.is_active:
-        return None
-    return user
 
 
 def _is_own(ctx: Context, user: User) -> bool:

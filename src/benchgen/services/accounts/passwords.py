@@ -120,13 +120,13 @@ def _reset_letter(user: User, link: str) -> str:
 
 def reset_is_live(ctx: Context, secret: str) -> bool:
     """Whether `secret` is a reset link that can still be used."""
-    return _reset_target(ctx, secret) is not None
+    return links.link_target(ctx, Purpose.RESET, secret) is not None
 
 
 def reset_claims_address(ctx: Context, secret: str) -> bool:
     """Whether using this live reset link also takes the account over: its address was never
     verified, so whoever made the account may not be the mailbox's owner who holds the link."""
-    target = _reset_target(ctx, secret)
+    target = links.link_target(ctx, Purpose.RESET, secret)
     return target is not None and target.email_verified_at is None
 
 
@@ -142,7 +142,7 @@ def reset_password(ctx: Context, secret: str, new: str) -> users.UserView:
         NotFound: the link is unknown, used, expired, or its account is disabled.
         InvalidInput: the new password is shorter than 8 or longer than 1024 characters.
     """
-    user = _reset_target(ctx, secret)
+    user = links.link_target(ctx, Purpose.RESET, secret)
     if user is None:
         raise NotFound(links.DEAD_LINK)
     user.password_hash = users.hash_password(ctx.settings, new)
@@ -171,12 +171,3 @@ def _hand_over(ctx: Context, user: User) -> None:
     user.email_verified_at = ctx.now()
     links.retire_links(ctx, Purpose.VERIFY, user.email)
     ctx.session.execute(delete(NotificationSetting).where(NotificationSetting.user_id == user.id))
-
-
-def _reset_target(ctx: Context, secret: str) -> User | None:
-    """The active account a live reset link is for, while the link's address is still its."""
-    link = links.live_link(ctx, Purpose.RESET, secret)
-    user = ctx.session.get(User, link.user_id) if link and link.user_id else None
-    if link is None or user is None or user.email != link.email or not user.is_active:
-        return None
-    return user
