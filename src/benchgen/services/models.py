@@ -34,8 +34,7 @@ from benchgen.services.specs import (
     not_bool,
     parse,
 )
-from benchgen.training.gguf_header import GGUFHeaderError, read_header
-from benchgen.training.sizing import unreadable_folder
+from benchgen.training.sizing import unreadable_folder, unreadable_gguf
 
 USER_KINDS = ("openai_compat", "anthropic")
 # Anthropic's API answers nothing without a key: saved without one, every run of it failed.
@@ -380,13 +379,12 @@ def _check_local_path(spec: ModelIn) -> None:
     # Every user's training catalogue reads these headers: refuse a damaged file or folder
     # here, where the operator sees why, rather than list a model nobody can train or run.
     if spec.kind == "local_gguf":
-        try:
-            read_header(path)
-        except (GGUFHeaderError, OSError) as exc:
-            raise invalid(["endpoint_model"], f"is not a readable GGUF file: {exc}") from None
-    problem = unreadable_folder(path) if spec.kind == "local_hf" else ""
+        problem = unreadable_gguf(path)
+    else:
+        problem = unreadable_folder(path)
+        problem = problem and f"not a readable model folder: {problem}"
     if problem:
-        raise invalid(["endpoint_model"], f"is not a readable model folder: {problem}")
+        raise invalid(["endpoint_model"], f"is {problem}")
 
 
 # A seed is a signed 32-bit integer, as providers take it (and as a run's settings bound it).

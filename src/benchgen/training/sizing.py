@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchgen.training.gguf_header import ArrayValue, GGUFHeaderError, read_header
+from benchgen.training.gguf_header import ArrayValue, GGUFHeader, GGUFHeaderError, read_header
 from benchgen.training.spec import BaseWeights, Hyperparameters, JobType
 
 # Decoder-only architectures transformers builds from its own code (tests check each is in its
@@ -156,6 +156,16 @@ def unreadable_folder(folder: Path) -> str:
     except _Refused as refused:
         return str(refused)
     return _tokenizer_refusal(folder)
+
+
+def unreadable_gguf(path: Path) -> str:
+    """Why a GGUF file's header cannot be read, or "": a cheap check (no tensor is read) before
+    an operator registers it."""
+    try:
+        _gguf_header(path)
+    except _Refused as refused:
+        return str(refused)
+    return ""
 
 
 def estimate_peak_bytes(info: BaseInfo, job_type: JobType, hyper: Hyperparameters) -> int:
@@ -332,15 +342,19 @@ def _gguf_modules(arch: str, tensor_names: list[str]) -> frozenset[str]:
     return frozenset(modules)
 
 
-def _describe_gguf(path: Path) -> BaseInfo:
-    if not path.is_file():
-        raise _Refused(f"no GGUF file at {str(path)!r}")
+def _gguf_header(path: Path) -> GGUFHeader:
     try:
         # Not gguf-py's reader: it trusts the lengths a file claims (and took 4 s over
         # SmolLM2's vocabulary), and this runs for every user's catalogue.
-        header = read_header(path)
+        return read_header(path)
     except (GGUFHeaderError, OSError) as exc:
         raise _Refused(f"not a readable GGUF file: {exc}") from None
+
+
+def _describe_gguf(path: Path) -> BaseInfo:
+    if not path.is_file():
+        raise _Refused(f"no GGUF file at {str(path)!r}")
+    header = _gguf_header(path)
     fields = header.fields
     arch = str(fields.get("general.architecture") or "")
     name = str(fields.get("general.name") or "").lower()
