@@ -22,7 +22,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 from sqlalchemy.sql.compiler import SQLCompiler
 
-_IMMEDIATE = "benchgen_immediate"
+# The execution option that makes a connection BEGIN IMMEDIATE on SQLite (a writer, or a
+# migration that must hold the write lock from its first statement).
+IMMEDIATE = "benchgen_immediate"
 # SQLite connections kept open, and opened beyond them at peaks (a request or job thread waits
 # for one only past both): cheap to keep, costly to open.
 SQLITE_POOL_SIZE = 16
@@ -52,7 +54,7 @@ class Database:
         # them apart and take SQLite's write lock at BEGIN instead of at the first write.
         self._reads = sessionmaker(self.engine, expire_on_commit=False)
         self._writes = sessionmaker(
-            self.engine.execution_options(**{_IMMEDIATE: True}), expire_on_commit=False
+            self.engine.execution_options(**{IMMEDIATE: True}), expire_on_commit=False
         )
         for factory in (self._reads, self._writes):
             _forget_memo_on_writes(factory)
@@ -111,7 +113,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     def _on_begin(conn: Any) -> None:
         # BEGIN IMMEDIATE for writers: two writers never both read then fail to upgrade their
         # lock (SQLITE_BUSY mid-transaction); the second simply waits for the busy timeout.
-        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+        immediate = conn.get_execution_options().get(IMMEDIATE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
@@ -241,7 +243,7 @@ def connection_apart(engine: Engine) -> Iterator[Connection]:
     """A pooled connection of its own (not a session's), in a transaction that takes no write
     lock and ends on exit: for reading in another thread while a session works in this one."""
     with (
-        engine.execution_options(**{_IMMEDIATE: False}).connect() as connection,
+        engine.execution_options(**{IMMEDIATE: False}).connect() as connection,
         connection.begin(),
     ):
         yield connection

@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import Connection, create_engine, text
 
 from benchgen.core.errors import Conflict
-from benchgen.db.session import _IMMEDIATE
+from benchgen.db.session import IMMEDIATE
 from benchgen.db.tables import Base
 
 config = context.config
@@ -56,7 +56,7 @@ def _migrate_sqlite(connection: Connection, ours: bool) -> None:
     all of them, instead of failing "locked" or meeting a half-upgraded schema.
     """
     with connection.engine.connect() as own:
-        own.execution_options(**{_IMMEDIATE: True})
+        own.execution_options(**{IMMEDIATE: True})
         raw = own.connection.driver_connection
         assert raw is not None
         raw.execute("PRAGMA foreign_keys=OFF")
