@@ -147,6 +147,8 @@ def test_each_problem_names_its_variable_and_value(
         ({"BENCHGEN_DATABASE_URL": "garbage"}, "BENCHGEN_DATABASE_URL: must be sqlite:///PATH"),
         ({"BENCHGEN_DATABASE_URL": "mysql://u@h/db"}, "BENCHGEN_DATABASE_URL: must be sqlite"),
         ({"BENCHGEN_DATABASE_URL": "sqlite://"}, "BENCHGEN_DATABASE_URL: names no file"),
+        # `benchgen worker --threads` is bounded; the workers `serve` starts were not.
+        ({"BENCHGEN_WORKER_THREADS": "100000"}, "BENCHGEN_WORKER_THREADS: "),
         ({"BENCHGEN_DATABASE_URL": "sqlite:///:memory:"}, "BENCHGEN_DATABASE_URL: names no file"),
         (
             {"BENCHGEN_DATABASE_URL": "postgresql+psycopg://u@h:port/db"},

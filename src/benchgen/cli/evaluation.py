@@ -24,6 +24,7 @@ from benchgen.cli.common import (
     wrapping_table,
 )
 from benchgen.cli.helptext import App
+from benchgen.core.config import MAX_WORKER_THREADS
 from benchgen.core.context import Principal
 from benchgen.core.text import plural
 from benchgen.jobs.worker import Runner, Worker, start_workers, stop_workers
@@ -33,9 +34,6 @@ from benchgen.services.runs import launch, leaderboards, rejudging, rescoring
 from benchgen.services.runtime import Runtime, transaction
 
 WAIT_POLL_S = 0.25  # how often `judge again` looks whether the judge is done
-# Each worker thread takes a job at a time and a database connection while it works: 100000
-# were accepted, as many threads started against a pool of a few connections.
-MAX_THREADS = 64
 models_app = App(help="The model catalogue.", no_args_is_help=True)
 leaderboard_app = App(help="Put runs on a leaderboard or take them off.", no_args_is_help=True)
 # The services' fields as `models add` and `judge set` name them.
@@ -200,7 +198,7 @@ def leaderboard_remove(
 
 def worker(
     threads: Annotated[
-        int, typer.Option(min=1, max=MAX_THREADS, help="Worker threads in this process.")
+        int, typer.Option(min=1, max=MAX_WORKER_THREADS, help="Worker threads in this process.")
     ] = 2,
     queues: Annotated[
         str,

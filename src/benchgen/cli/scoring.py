@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
-from benchgen.cli.common import As, as_user, console, open_runtime
+from benchgen.cli.common import As, as_user, open_runtime, print_json
 from benchgen.cli.helptext import App
 from benchgen.services.benchmarks import scoring
 
@@ -44,7 +43,7 @@ def scoring_command(
             kept = current["options"] if chosen == current["method"] else {}
             options = {**kept, **_parsed(option)}
             current = scoring.set_scoring(ctx, benchmark, {"method": chosen, "options": options})
-    console.print_json(json.dumps(current))
+    print_json(current)
 
 
 def _parsed(options: list[str] | None) -> dict[str, bool | float]:

@@ -19,6 +19,9 @@ FERNET_KEY_BYTES = 32
 METRICS_TOKEN_MIN = 24  # characters: a bearer token that guessing cannot reach
 SMTP_SCHEMES = ("smtp", "smtp+starttls")
 # The databases BenchGen runs on, with the drivers it installs.
+# Each worker thread takes a job at a time and a database connection while it works: 100000
+# were accepted, as many threads started against a pool of a few connections.
+MAX_WORKER_THREADS = 64
 DATABASE_SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql+psycopg")
 
 
@@ -37,7 +40,9 @@ class Settings(BaseSettings):
     model_host_allowlist: str = Field(
         "", description="Comma-separated hosts that model endpoints may use despite being private."
     )
-    worker_threads: int = Field(2, ge=0, description="Embedded job workers in `benchgen serve`.")
+    worker_threads: int = Field(
+        2, ge=0, le=MAX_WORKER_THREADS, description="Embedded job workers in `benchgen serve`."
+    )
     user_run_slots: int | None = Field(
         None,
         ge=1,
