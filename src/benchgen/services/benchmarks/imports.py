@@ -50,7 +50,7 @@ def import_benchmark(ctx: Context, data: ImportIn | dict[str, Any]) -> Created:
     # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
     access.require(ctx, Action.BENCHMARK_CREATE)
     spec = parse(ImportIn, data)
-    _require_within_limit(ctx, ["content"], len(spec.content.encode("utf-8", "surrogatepass")))
+    _require_within_limit(ctx, "content", len(spec.content.encode("utf-8", "surrogatepass")))
     reader = _jsonl if spec.content_format == "jsonl" else _csv
     try:
         # A leading byte-order mark (Excel's "CSV UTF-8") is no text: the file route drops it.
@@ -89,12 +89,12 @@ class FileImportIn(BaseModel):
     mapping: FieldMap = Field(default_factory=FieldMap)
 
 
-def _require_within_limit(ctx: Context, loc: list[str], size: int) -> None:
+def _require_within_limit(ctx: Context, field: str, size: int) -> None:
     """The deployment's import limit holds at every door, not only the API's body limit (the
     CLI's `--as` and the web form read the file here too)."""
     limit = ctx.settings.max_import_bytes
     if size > limit:
-        raise invalid(loc, f"is larger than {limit} bytes (BENCHGEN_MAX_IMPORT_BYTES)")
+        raise invalid([field], f"is larger than {limit} bytes (BENCHGEN_MAX_IMPORT_BYTES)")
 
 
 def import_file(
@@ -113,7 +113,7 @@ def import_file(
     # Reading the file costs CPU and memory: someone who may not create gets nothing parsed.
     access.require(ctx, Action.BENCHMARK_CREATE)
     settings = parse(FileImportIn, spec)
-    _require_within_limit(ctx, ["file"], len(data))
+    _require_within_limit(ctx, "file", len(data))
     kind = file_rows.file_kind(settings.file_format, filename, data)
     try:
         rows, fmt, questions = _read(settings, data, kind)
