@@ -9,7 +9,7 @@ import pytest
 from benchgen.core.context import Principal
 from benchgen.jobs.handlers import WORKER
 from benchgen.services import models
-from benchgen.services._artifacts import store_for
+from benchgen.services._artifacts import LocalArtifactStore, store_for
 from benchgen.services.datasets import datasets
 from benchgen.services.training import execution, jobs
 from benchgen.training.process import Outcome
@@ -50,3 +50,27 @@ def test_the_checkpoint_of_a_job_that_ended_unfinished_is_deleted(
     assert store.keys(f"training/{made.id}")
     world.do(WORKER, execution.finish_training, made.id, outcome)
     assert store.keys(f"training/{made.id}") == []
+
+
+def test_a_store_that_cannot_delete_the_checkpoint_still_lets_the_job_end(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delete ran inside the job's closing transaction: a store's failure (S3 away) kept
+    a cancelled job from being recorded as ended, and its credits from coming back."""
+    web = Principal.web(world.user("ana@example.com", credits_=100))
+    base = world.do(OPERATOR, models.create_platform_model, SMOL).id
+    data = world.do(web, datasets.upload_dataset, ROWS, "d.jsonl", {"name": "D"}).id
+    made = world.do(web, jobs.start_training, {"base_model_id": base, "dataset_id": data})
+    world.do(WORKER, execution.begin_training, made.id, tmp_path)
+    saved = tmp_path / "checkpoint"
+    saved.mkdir()
+    (saved / "adapter_model.safetensors").write_bytes(b"weights")
+    event = {"event": "checkpoint", "step": 1, "dir": str(saved)}
+    world.do(WORKER, execution.record_events, made.id, [event])
+
+    def away(self: object, prefix: str) -> None:
+        raise OSError("the store is away")
+
+    monkeypatch.setattr(LocalArtifactStore, "delete_prefix", away)
+    world.do(WORKER, execution.finish_training, made.id, Outcome("cancelled", 1, None, "", 0))
+    assert world.do(web, jobs.get_training_job, made.id).status == "cancelled"

@@ -3,12 +3,16 @@ own job, and closing a job with its credits settled (the services check access f
 
 from __future__ import annotations
 
+import logging
+
 from benchgen.core.context import Context
 from benchgen.core.errors import NotFound
 from benchgen.core.statuses import TrainingStatus
 from benchgen.db.tables import TrainingEvent, TrainingJob
 from benchgen.services._artifacts import store_for
 from benchgen.services.accounts import _ledger
+
+log = logging.getLogger(__name__)
 
 
 def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str) -> None:
@@ -26,7 +30,11 @@ def close_job(ctx: Context, row: TrainingJob, status: TrainingStatus, line: str)
     if row.checkpoint_key:
         # Only an unfinished job resumes from it: kept, a cancelled or failed job's newest
         # checkpoint (a full fine-tune's: every weight and AdamW's moments) stayed for ever.
-        store_for(ctx.settings).delete_prefix(row.checkpoint_key)
+        # A store that fails here must not keep the job from ending: the files stay, logged.
+        try:
+            store_for(ctx.settings).delete_prefix(row.checkpoint_key)
+        except Exception as exc:  # any store's failure, S3's included
+            log.warning("job %s: its checkpoint was not deleted: %s", row.id, type(exc).__name__)
         row.checkpoint_key = None
     ctx.session.add(TrainingEvent(job_id=row.id, at=ctx.now(), line=line))
 
