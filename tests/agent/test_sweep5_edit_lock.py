@@ -65,6 +65,7 @@ def test_an_edit_committed_after_the_check_is_not_overwritten(
     with transaction(world.rt, owner) as ctx:
         _proposal_kinds.perform(ctx, "edit_benchmark", prepared.arguments)
     thread.join(30)
+    assert thread.ident is not None and not thread.is_alive()  # the other edit did happen
     assert world.do(owner, lifecycle.get_benchmark, bm).title == "Bo's title"
 
 
@@ -90,6 +91,7 @@ def test_an_approved_run_starts_on_the_questions_its_preview_showed(
     with transaction(world.rt, owner) as ctx:
         started = _proposal_kinds.perform(ctx, "start_run", prepared.arguments)
     thread.join(30)
+    assert thread.ident is not None and not thread.is_alive()  # the other edit did happen
     run_id = started["run_id"]
     version = world.do(OPERATOR, lambda ctx: ctx.session.get_one(Run, run_id).benchmark_version)
     assert version == prepared.arguments["version"]

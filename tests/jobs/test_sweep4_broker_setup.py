@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -44,10 +43,9 @@ def test_after_a_failed_publish_the_next_ones_fail_at_once(
         dispatch = broker.CeleryDispatch(Settings(broker_url=f"redis://127.0.0.1:{port}/0"))
         with pytest.raises(failed):
             dispatch("job_a", "run")
-        started = time.monotonic()
+        # Refused without asking the broker: the refusal names the earlier failure.
         with pytest.raises(broker.BrokerAway, match="a publish failed less than 10 s ago"):
             dispatch("job_b", "run")
-        assert time.monotonic() - started < 0.1
         dispatch.away_until = 0.0  # ten seconds on: the broker is asked again
         with pytest.raises(failed):
             dispatch("job_c", "run")
