@@ -8,7 +8,7 @@ from typing import Any
 
 from benchgen.evals.scorers import verdict
 from benchgen.evals.scorers.extract import extract_final_answer
-from benchgen.evals.scorers.normalize import Steps, as_written, normaliser
+from benchgen.evals.scorers.normalize import Steps, normaliser, written_as_one_of
 from benchgen.evals.types import Key, Scored
 
 
@@ -47,7 +47,7 @@ def _scorer(steps: Steps) -> verdict.Prepared:
             return verdict.judged(True, extracted)
         found = normalise(extracted)
         if not found:  # "the", "?": equal, normalised, to every answer that is only "A" or "%"
-            return verdict.judged(as_written(extracted) in map(as_written, answers), extracted)
+            return verdict.judged(written_as_one_of(extracted, answers), extracted)
         # `in` over `map` compares in C: no Python frame per accepted answer.
         return verdict.judged(found in map(normalised, answers), extracted)
 

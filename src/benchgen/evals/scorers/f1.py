@@ -8,7 +8,7 @@ from typing import Any
 
 from benchgen.evals.scorers import verdict
 from benchgen.evals.scorers.extract import extract_final_answer
-from benchgen.evals.scorers.normalize import as_written, normalize_text
+from benchgen.evals.scorers.normalize import normalize_text, written_as_one_of
 from benchgen.evals.types import Key, Scored
 
 DEFAULT_THRESHOLD = 0.5
@@ -51,6 +51,6 @@ def score_f1(raw: str | None, key: Key, options: Mapping[str, Any]) -> Scored:
     if normalize_text(extracted):
         best = max((token_f1(extracted, answer) for answer in key.answers), default=0.0)
     else:  # no tokens ("the", "?"): SQuAD's F1 of 1.0 against every answer without any either
-        best = float(as_written(extracted) in map(as_written, key.answers))
+        best = float(written_as_one_of(extracted, key.answers))
     threshold = float(options.get("threshold", DEFAULT_THRESHOLD))
     return verdict.judged(best >= threshold, extracted, score=best)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -50,10 +50,16 @@ def normalize_unicode(text: str) -> str:
     return " ".join(word for word in recomposed.split() if word not in _ARTICLES)
 
 
+def written_as_one_of(reply: str, answers: Iterable[str]) -> bool:
+    """Whether a reply that normalises to nothing ("the", "?") is one of `answers` as written,
+    case and a final full stop aside. Normalising drops articles and punctuation, so it would
+    otherwise equal every accepted answer that is itself only an article or a symbol ("A",
+    "%")."""
+    return as_written(reply) in map(as_written, answers)
+
+
 def as_written(text: str) -> str:
-    """`text` as a reply that normalises to nothing is compared: case and a final full stop
-    aside. Normalising drops articles and punctuation, so "the" or "?" would otherwise equal
-    every accepted answer that is itself only an article or a symbol ("A", "%")."""
+    """`text` as such a reply is compared: NFKC, trimmed, case-folded, a final stop dropped."""
     return unicodedata.normalize("NFKC", text).strip().removesuffix(".").rstrip().casefold()
 
 
