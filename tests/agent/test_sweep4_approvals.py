@@ -145,3 +145,19 @@ def test_the_approve_control_waits_for_the_part_to_be_shown_again(
     assert again.proposal.id == first.proposal.id
     done = say(world.rt, api, conv, Script().brain(), action=approve)
     assert "Created benchmark" in done.reply and _created(world, ana) == [50]
+
+
+def test_the_service_refuses_to_approve_what_the_latest_reply_did_not_show(
+    world: World, ana: str, api: Principal, clock: ManualClock
+) -> None:
+    """The rule lived in the chat turn's code: `proposals.decide`, which any door may call,
+    approved a pending proposal that the latest reply had not shown."""
+    conv = new_conversation(world.rt, api)
+    first = say(world.rt, api, conv, Script([[("propose_create_benchmark", BIG)]]).brain(), "make")
+    _late(world, api, conv, MessageIn(text="continue"), clock)
+    assert first.proposal is not None
+    shown = first.proposal
+    assert world.do(api, proposals.shown_last, conv) is None
+    with pytest.raises(Conflict, match="latest reply in this conversation did not show"):
+        world.do(api, proposals.decide, conv, shown.id, shown.preview_hash, True)
+    assert world.do(api, proposals.pending_for, conv).id == shown.id  # nothing was decided

@@ -219,13 +219,11 @@ def _decide(ctx: Context, started: Claimed, message: MessageIn) -> None:
     """Settle the pending proposal by the user's message: approve, decline, or leave none."""
     conversation_id, text = started.turn.conversation_id, started.request
     pending = proposals.pending_for(ctx, conversation_id)
-    # A8: only what the latest reply showed is approved. A pending proposal it did not show
-    # (a `continue` that stopped before showing its part again) waits to be shown again.
-    unseen = pending is not None and pending.id != _shown_last(started)
+    # A8: typed assent approves only what the latest reply showed (the control is refused
+    # otherwise, by `decide`); a pending proposal it did not show is declined by the words.
+    unseen = pending is not None and pending.id != proposals.shown_last(ctx, conversation_id)
     action = message.action
     if isinstance(action, Approve):
-        if unseen and pending is not None and action.proposal_id == pending.id:
-            raise Conflict(_UNSEEN, {"id": pending.id})
         started.approved = proposals.decide(
             ctx, conversation_id, action.proposal_id, action.preview_hash, True
         )
@@ -246,20 +244,6 @@ def _decide(ctx: Context, started: Claimed, message: MessageIn) -> None:
     elif pending is not None:
         # Anything but assent or the approve control declines what is pending (A8).
         started.declined = proposals.decide(ctx, conversation_id, pending.id, None, False)
-
-
-_UNSEEN = (
-    "Not approved, and nothing will run: the latest reply in this conversation did not show "
-    "this proposal. Reply `continue` to see it again, or ask for something else."
-)
-
-
-def _shown_last(started: Claimed) -> str | None:
-    """The proposal the conversation's latest reply showed for the user to decide, if any."""
-    last = started.history[-1] if started.history else None
-    if last is None or last.status != TurnStatus.AWAITING_APPROVAL or last.proposal is None:
-        return None
-    return last.proposal.id
 
 
 def _chosen(ctx: Context, conversation_id: str, action: Choose) -> str:

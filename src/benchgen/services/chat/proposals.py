@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, Select, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchgen.core.context import Context
@@ -21,7 +21,7 @@ from benchgen.core.errors import (
 from benchgen.core.ids import new_id
 from benchgen.core.permissions import Action, PrincipalKind
 from benchgen.core.secrets import find_secrets
-from benchgen.core.statuses import ProposalStatus
+from benchgen.core.statuses import ProposalStatus, TurnStatus
 from benchgen.db.session import rows_changed
 from benchgen.db.tables import ChatTurn, Proposal
 from benchgen.services import access, audit
@@ -292,6 +292,35 @@ def settle_turn(ctx: Context, turn_id: str, shown_id: str | None) -> None:
     ctx.session.execute(drafts.values(status=ProposalStatus.CANCELLED, decided_at=ctx.now()))
 
 
+UNSEEN = (
+    "Not approved, and nothing will run: the latest reply in this conversation did not show "
+    "this proposal. Reply `continue` to see it again, or ask for something else."
+)
+
+
+def shown_last(ctx: Context, conversation_id: str) -> str | None:
+    """The proposal the conversation's latest reply showed for the user to decide, if any: the
+    only one that may be approved (A8). A pending proposal it did not show (a `continue` that
+    stopped before showing its part again) waits to be shown again."""
+    return _shown(ctx.session.execute(_latest_reply(conversation_id)).first())
+
+
+def _shown(latest: Row[str, str | None] | None) -> str | None:
+    if latest is None:
+        return None
+    status, proposal_id = latest
+    return proposal_id if status == TurnStatus.AWAITING_APPROVAL else None
+
+
+def _latest_reply(conversation_id: str) -> Select[str, str | None]:
+    return (
+        select(ChatTurn.status, ChatTurn.proposal_id)
+        .where(ChatTurn.conversation_id == conversation_id, ChatTurn.status != TurnStatus.RUNNING)
+        .order_by(ChatTurn.seq.desc())
+        .limit(1)
+    )
+
+
 def decide(
     ctx: Context, conversation_id: str, proposal_id: str, preview_hash: str | None, approve: bool
 ) -> ProposalView:
@@ -329,6 +358,13 @@ def decide(
         reason = _why_not(ctx, proposal_id, user_id, conversation_id, now)
         verb = "Not approved, and nothing will run" if approve else "Not declined"
         raise Conflict(f"{verb}: {reason}.", {"id": proposal_id})
+    if approve:
+        # Checked once the proposal is known to be the pending one (the refusals above say
+        # more); raising rolls the approval back with the caller's unit of work.
+        latest = ctx.session.execute(_latest_reply(conversation_id)).first()
+        # A conversation with no reply holds only a service call's proposals, never a chat's.
+        if latest is not None and _shown(latest) != proposal_id:
+            raise Conflict(UNSEEN, {"id": proposal_id})
     row = _owned(ctx, proposal_id, user_id)
     audit.record(
         ctx,
