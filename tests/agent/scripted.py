@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import Started, claim_turn, complete_turn, start_turn
 from benchgen.core.context import Principal
 from benchgen.services.chat import conversations
 from benchgen.services.chat.conversations import TurnView
@@ -76,3 +76,11 @@ def say(
     """One whole turn, synchronously, as the API would run it."""
     message = MessageIn.model_validate({"text": text} if action is None else {"action": action})
     return complete_turn(begin_turn(rt, principal, conversation_id, message), brain)
+
+
+def begin_turn(
+    rt: Runtime, principal: Principal, conversation_id: str, message: MessageIn
+) -> Started:
+    """Claim a turn and start it at once, as a thread of the runner's pool takes it up; a
+    refusal to start is raised, for the test to see."""
+    return start_turn(claim_turn(rt, principal, conversation_id, message))

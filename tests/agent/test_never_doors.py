@@ -15,7 +15,7 @@ from pydantic_ai.models.function import AgentInfo
 from sqlalchemy import func, select
 
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, NotFound, PermissionDenied, Unauthenticated
@@ -33,7 +33,7 @@ from benchgen.services.benchmarks import (
 )
 from benchgen.services.chat import proposals
 from benchgen.services.runs import launch, leaderboards, notifications
-from tests.agent.scripted import Script, new_conversation, say, think_with
+from tests.agent.scripted import Script, begin_turn, new_conversation, say, think_with
 from tests.support import OPERATOR, QA, World
 
 FIRST = "mdl_builtin_random"

@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from benchgen.agent.messages import MessageIn
 from benchgen.agent.never import NEVER, refusal
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Context, Principal
 from benchgen.core.errors import Conflict, Unauthenticated
@@ -24,7 +24,7 @@ from benchgen.services.accounts import ratelimits, tokens, users
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations, proposals
 from benchgen.services.runs import launch
-from tests.agent.scripted import Script, new_conversation, say, think_with
+from tests.agent.scripted import Script, begin_turn, new_conversation, say, think_with
 from tests.core.test_secrets import ENCODINGS
 from tests.support import MCQ, OPERATOR, QA, World
 

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict
 from benchgen.services import deployment
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import conversations, proposals
-from tests.agent.scripted import Script, new_conversation, say
+from tests.agent.scripted import Script, begin_turn, new_conversation, say
 from tests.support import OPERATOR, World
 
 CAP_S = 60

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.core.context import Principal
 from benchgen.core.errors import Conflict, PermissionDenied
 from benchgen.services.benchmarks import lifecycle
 from benchgen.services.chat import proposals
-from tests.agent.scripted import Script, new_conversation, say
+from tests.agent.scripted import Script, begin_turn, new_conversation, say
 from tests.support import QA, World
 
 

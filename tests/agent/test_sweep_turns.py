@@ -8,14 +8,14 @@ from fastapi.testclient import TestClient
 
 from benchgen.agent.credential import TurnCredential
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.app import create_app
 from benchgen.core.clock import ManualClock
 from benchgen.core.context import Principal
 from benchgen.core.errors import Unauthenticated
 from benchgen.services.accounts import tokens
 from benchgen.services.chat import conversations, proposals
-from tests.agent.scripted import Script, new_conversation
+from tests.agent.scripted import Script, begin_turn, new_conversation
 from tests.support import OPERATOR, World
 
 

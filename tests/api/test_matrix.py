@@ -29,7 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from benchgen.agent.brains import Brain
 from benchgen.agent.messages import MessageIn
-from benchgen.agent.turn import begin_turn, complete_turn
+from benchgen.agent.turn import complete_turn
 from benchgen.app import create_app
 from benchgen.core.context import Principal
 from benchgen.core.ids import new_id
@@ -44,6 +44,7 @@ from benchgen.services.datasets import datasets
 from benchgen.services.runs import launch, submissions
 from benchgen.services.runtime import Runtime
 from benchgen.services.training import jobs
+from tests.agent.scripted import begin_turn
 from tests.bundle_factory import bundle, competition, results
 from tests.snapshots import Snapshot
 from tests.support import MCQ, OPERATOR, World, flat_routes

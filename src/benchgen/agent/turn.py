@@ -90,22 +90,6 @@ class Started(Claimed):
     deadline: datetime
 
 
-def begin_turn(
-    runtime: Runtime, principal: Principal, conversation_id: str, message: MessageIn
-) -> Started:
-    """Claim a turn and start it at once, for a caller that then works on it itself.
-
-    Raises:
-        As `claim_turn`; and Unauthenticated / PermissionDenied: access ended as it started.
-    """
-    claimed = claim_turn(runtime, principal, conversation_id, message)
-    try:
-        return start_turn(claimed)
-    except Exception as exc:
-        _give_up(claimed, exc)  # the conversation must not stay held by a turn that never began
-        raise
-
-
 def claim_turn(
     runtime: Runtime, principal: Principal, conversation_id: str, message: MessageIn
 ) -> Claimed:
